@@ -1,0 +1,28 @@
+# Two commands do all the set-up on a fresh machine: `make demo` and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check
+KB := $(VENV)/bin/kb
+
+.PHONY: install demo test bench schemas clean
+
+install: $(VENV)/.installed
+
+# torch first, pinned to the CPU build, so sentence-transformers does not pull a CUDA one
+$(VENV)/.installed: pyproject.toml constraints.txt
+	python3 -m venv $(VENV)
+	$(PIP) install -q -c constraints.txt torch==2.13.0
+	$(PIP) install -q -c constraints.txt -e '.[semantic,mcp,test]'
+	touch $@
+
+demo: install
+	$(KB) --kb . list
+
+test: install
+	$(PY) -m pytest -q
+
+schemas: install
+	$(KB) --kb . schema export
+
+clean:
+	rm -rf $(VENV) .kb .pytest_cache

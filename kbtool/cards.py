@@ -1,0 +1,247 @@
+"""Card models, one per kind: the frontmatter schema of every card. No I/O here.
+
+Models are strict (unknown keys are an error, a quoted "2026-01-01" is not a date) because
+cards are written by agents as often as by people, and a silently coerced field is a
+silently wrong card. Values typed on the command line are coerced elsewhere (fields.py)
+before they reach these models.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from datetime import date
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SCHEMA_VERSION = 1
+
+KINDS: tuple[str, ...] = (
+    "contract",
+    "constraint",
+    "finding",
+    "failure-mode",
+    "gate",
+    "gap",
+    "reference",
+)
+
+Status = Literal["draft", "tentative", "confirmed", "refuted", "superseded", "retired"]
+STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
+# Statuses whose cards no longer describe what is true; search demotes them.
+INACTIVE_STATUSES = frozenset({"refuted", "superseded", "retired"})
+
+ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,119}$"
+_ID_RE = re.compile(ID_PATTERN)
+
+CardId = Annotated[str, Field(pattern=ID_PATTERN)]
+NonEmpty = Annotated[str, Field(min_length=1)]
+# An applies_to value names one thing (hardware: B200) or several (hardware: [B200, H100]).
+Scope = Union[NonEmpty, list[NonEmpty]]
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class AppliesTo(Model):
+    """Where a card holds: the scope filters of search and the key of duplicate checks."""
+
+    model: Scope | None = None
+    arch: Scope | None = None
+    hardware: Scope | None = None
+    precision: Scope | None = None
+    phase: Scope | None = None
+    workload: Scope | None = None
+    engine: Scope | None = None
+
+
+class Provenance(Model):
+    project: str | None = None
+    author: str | None = None
+    created: date | None = None
+    url: str | None = Field(default=None, description="where the knowledge comes from: a paper, doc, post or repository")
+    commit: str | None = Field(default=None, description="the commit of the source or experiment repository")
+    license: str | None = None
+    attribution: str | None = None
+
+
+class Links(Model):
+    supersedes: list[CardId] = []
+    superseded_by: list[CardId] = []
+    related: list[CardId] = []
+    contradicts: list[CardId] = []
+    closes: list[CardId] = Field(default=[], description="gaps this card answers")
+
+
+class CardBase(Model):
+    id: CardId
+    kind: str
+    title: NonEmpty
+    status: Status = "draft"
+    tags: list[NonEmpty] = []
+    applies_to: AppliesTo = AppliesTo()
+    provenance: Provenance = Provenance()
+    links: Links = Links()
+    schema_version: Literal[1] = SCHEMA_VERSION
+
+
+class Contract(CardBase):
+    """What a component must satisfy: interface, invariants, tolerance, how to verify."""
+
+    kind: Literal["contract"]
+    component: NonEmpty
+    interface: str | None = None
+    invariants: list[NonEmpty] = []
+    tolerance: str | None = Field(default=None, description="numerical tolerance, e.g. 'max abs error 1e-3 vs BF16'")
+    verification: str | None = None
+
+
+class Constraint(CardBase):
+    """A rule a project must (or should) keep, with its rationale."""
+
+    kind: Literal["constraint"]
+    rule: NonEmpty
+    severity: Literal["must", "should"] = "must"
+    rationale: str | None = None
+
+
+class RepoState(Model):
+    path: str | None = None
+    commit: str | None = None
+    dirty: bool | None = None
+
+
+class Artifact(Model):
+    path: NonEmpty
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+Number = Union[int, float]
+
+
+class Evidence(Model):
+    """One measured number behind a finding: what, how much, against what, from where."""
+
+    metric: NonEmpty
+    value: float
+    unit: str | None = None
+    baseline: float | None = Field(default=None, description="the same metric measured on the baseline")
+    direction: Literal["higher", "lower"] | None = Field(default=None, description="which way is better")
+    samples: int | None = None
+    stats: dict[str, float] = Field(default={}, description="p50, p90, p99, avg, min, max, std, count, ...")
+    conditions: dict[str, Union[str, Number]] = Field(default={}, description="e.g. concurrency: 32")
+    command: str | None = None
+    repo: RepoState | None = None
+    environment: dict[str, str] = {}
+    artifact: Artifact | None = None
+
+
+class Finding(CardBase):
+    """An experiment-derived claim. Without evidence it can only be tentative (or draft)."""
+
+    kind: Literal["finding"]
+    status: Status = "tentative"
+    claim: NonEmpty
+    evidence: list[Evidence] = []
+
+    @model_validator(mode="after")
+    def _confirmed_needs_evidence(self) -> "Finding":
+        if self.status == "confirmed" and not self.evidence:
+            raise ValueError("a confirmed finding needs at least one evidence entry; without one it stays tentative")
+        return self
+
+
+class FailureMode(CardBase):
+    """A known pitfall: how it shows, how to check for it, how to fix it."""
+
+    kind: Literal["failure-mode"]
+    symptom: NonEmpty
+    check: str | None = None
+    fix: str | None = None
+
+
+Op = Literal["<", "<=", ">", ">=", "=="]
+
+
+class GateCheck(Model):
+    command: NonEmpty
+    metric: NonEmpty
+    op: Op
+    threshold: float
+    unit: str | None = None
+    regex: str | None = Field(default=None, description="reads the metric from output; group 1 is the value")
+    timeout_s: float = Field(default=600.0, gt=0)
+
+
+class Gate(CardBase):
+    """An acceptance check that, once locked, must not change: supersede it instead."""
+
+    kind: Literal["gate"]
+    check: GateCheck
+
+
+class Gap(CardBase):
+    """An open question worth an experiment; findings close it."""
+
+    kind: Literal["gap"]
+    question: NonEmpty
+    priority: Literal["high", "medium", "low"] = "medium"
+    closed_by: list[CardId] = []
+
+
+class Source(Model):
+    path: str | None = None
+    heading: str | None = None
+    url: str | None = None
+    commit: str | None = None
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> "Source":
+        if not (self.path or self.url):
+            raise ValueError("a source needs a path or a url")
+        return self
+
+
+class Reference(CardBase):
+    """A section of an imported document, kept with where it came from."""
+
+    kind: Literal["reference"]
+    source: Source
+
+
+MODELS: dict[str, type[CardBase]] = {
+    "contract": Contract,
+    "constraint": Constraint,
+    "finding": Finding,
+    "failure-mode": FailureMode,
+    "gate": Gate,
+    "gap": Gap,
+    "reference": Reference,
+}
+
+Card = Union[Contract, Constraint, Finding, FailureMode, Gate, Gap, Reference]
+
+
+def is_valid_id(value: str) -> bool:
+    return bool(_ID_RE.match(value))
+
+
+def slugify(title: str, limit: int = 64) -> str:
+    """A readable id from a title: ascii lowercase words joined by hyphens, cut at a word."""
+    ascii_title = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
+    if len(slug) > limit:
+        slug = slug[:limit].rsplit("-", 1)[0] or slug[:limit]
+    return slug
+
+
+def fallback_id(kind: str, title: str) -> str:
+    """For titles with no ascii letters (Chinese, say): the kind plus a stable hash of the title."""
+    return f"{kind}-{hashlib.sha1(title.encode()).hexdigest()[:8]}"
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()

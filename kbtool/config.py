@@ -1,0 +1,78 @@
+"""kb.toml: the marker of a knowledge base and its settings."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import InvalidCard, NotAKnowledgeBase
+from .validation import format_validation_error
+
+CONFIG_FILE = "kb.toml"
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class KbSection(_Section):
+    name: str = "kb"
+    schema_version: int = 1
+
+
+class IndexSection(_Section):
+    embedding_model: str = DEFAULT_MODEL
+
+
+class CurationSection(_Section):
+    max_finding_age_days: int = Field(default=365, gt=0, description="findings older than this are stale")
+
+
+class Config(_Section):
+    kb: KbSection = KbSection()
+    index: IndexSection = IndexSection()
+    curation: CurationSection = CurationSection()
+
+
+def load_config(root: Path) -> Config:
+    path = root / CONFIG_FILE
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise NotAKnowledgeBase(f"{root}: not a knowledge base (no {CONFIG_FILE}); run `kb init`") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidCard(f"{CONFIG_FILE}: malformed TOML: {exc}") from None
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidCard(format_validation_error(exc, CONFIG_FILE)) from None
+
+
+def default_config_text(name: str) -> str:
+    # json.dumps quotes a string the way TOML's basic strings expect
+    return f"""# A kb knowledge base: cards in kb/<kind>/<id>.md, skills in skills/<name>/SKILL.md.
+[kb]
+name = {json.dumps(name, ensure_ascii=False)}
+schema_version = 1
+
+[index]
+# sentence-transformers model used for the semantic leg of search
+embedding_model = "{DEFAULT_MODEL}"
+
+[curation]
+# findings older than this many days are reported as stale by `kb lint`
+max_finding_age_days = 365
+"""
+
+
+def find_root(start: Path) -> Path | None:
+    """The nearest ancestor of start (itself included) that holds kb.toml."""
+    start = start.resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / CONFIG_FILE).is_file():
+            return candidate
+    return None

@@ -1,0 +1,219 @@
+"""The KnowledgeBase facade: the one object the CLI, the MCP server and Python callers use."""
+
+from __future__ import annotations
+
+import os
+from datetime import date
+from pathlib import Path
+from typing import Any, Iterable
+
+from . import markdown
+from .cards import MODELS, STATUSES, CardBase, fallback_id, is_valid_id, slugify
+from .config import Config, find_root, load_config
+from .errors import AmbiguousId, CardNotFound, Conflict, InvalidCard, NotAKnowledgeBase
+from .fields import merge, parse_assignments, parse_filters
+from .curation import lint
+from .records import Problem, StoredCard
+from .store import CARDS_DIR, Commit, Store, author_name
+from .validation import model_for, validate_card
+
+
+def resolve_root(path: str | os.PathLike[str] | None = None) -> Path:
+    """Which KB: an explicit path, else $KB_DIR, else the nearest ancestor with kb.toml."""
+    explicit = path if path is not None else os.environ.get("KB_DIR") or None
+    if explicit is not None:
+        root = Path(explicit).expanduser().resolve()
+        if not (root / "kb.toml").is_file():
+            raise NotAKnowledgeBase(f"{root}: not a knowledge base (no kb.toml); run `kb init {explicit}`")
+        return root
+    found = find_root(Path.cwd())
+    if found is None:
+        raise NotAKnowledgeBase("no knowledge base here: no kb.toml in this folder or above it; use --kb PATH, $KB_DIR or `kb init`")
+    return found
+
+
+class KnowledgeBase:
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+        self.config: Config = load_config(self.root)
+        self.store = Store(self.root)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None) -> "KnowledgeBase":
+        return cls(resolve_root(path))
+
+    @classmethod
+    def init(cls, path: str | os.PathLike[str], name: str | None = None) -> "KnowledgeBase":
+        root = Path(path).expanduser().resolve()
+        Store.init(root, name or root.name)
+        return cls(root)
+
+    # --- reading ---------------------------------------------------------------
+
+    def load_file(self, path: Path) -> StoredCard:
+        rel = self.store.relative(path)
+        card, body = markdown.parse(path.read_text(encoding="utf-8"), rel)
+        return StoredCard(card, body, rel)
+
+    def cards(self) -> list[StoredCard]:
+        """Every card that parses; `lint()` reports the ones that do not."""
+        out = []
+        for path in self.store.card_files():
+            try:
+                out.append(self.load_file(path))
+            except InvalidCard:
+                continue
+        return out
+
+    def ids(self) -> dict[str, Path]:
+        return {p.stem: p for p in self.store.card_files()}
+
+    def resolve_id(self, ref: str) -> Path:
+        """The file of the card with this id, or with this unique id prefix."""
+        ids = self.ids()
+        if ref in ids:
+            return ids[ref]
+        matches = sorted(i for i in ids if i.startswith(ref)) if ref else []
+        if len(matches) == 1:
+            return ids[matches[0]]
+        if not matches:
+            raise CardNotFound(f"no card with id {ref!r}")
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise AmbiguousId(f"{ref!r} matches {len(matches)} cards ({shown}); give more of the id")
+
+    def get(self, ref: str) -> StoredCard:
+        return self.load_file(self.resolve_id(ref))
+
+    def list(self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (),
+             where: Iterable[str] = ()) -> list[StoredCard]:
+        if kind is not None:
+            model_for(kind)
+        if status is not None:
+            _check_status(status)
+        filters = parse_filters(where)
+        wanted_tags = {t.casefold() for t in tags}
+        out = []
+        for stored in self.cards():
+            card = stored.card
+            if kind and card.kind != kind or status and card.status != status:
+                continue
+            if wanted_tags and not wanted_tags <= {t.casefold() for t in card.tags}:
+                continue
+            data = card.model_dump(mode="json")
+            if all(f.matches(data) for f in filters):
+                out.append(stored)
+        return out
+
+    def history(self, ref: str) -> list[Commit]:
+        return self.store.history(self.store.relative(self.resolve_id(ref)))
+
+    # --- writing ---------------------------------------------------------------
+
+    def add(self, kind: str, title: str, fields: Iterable[str] = (), tags: Iterable[str] = (),
+            body: str = "", status: str | None = None, values: dict[str, Any] | None = None) -> StoredCard:
+        """A new card from a title, `key=value` fields and/or already-typed values."""
+        model = model_for(kind)
+        data: dict[str, Any] = {"kind": kind, "title": title, "tags": list(tags)}
+        if status is not None:
+            data["status"] = _check_status(status)
+        data = merge(data, values or {})
+        data = merge(data, parse_assignments(fields, model))
+        _fill_defaults(data)
+        return self._create(data, body, origin=f"new {kind}")
+
+    def add_from_text(self, kind: str, text: str, origin: str) -> StoredCard:
+        """A new card from a whole card file (frontmatter + body)."""
+        model_for(kind)
+        data, body = markdown.load_frontmatter(text, origin)
+        if data.setdefault("kind", kind) != kind:
+            raise InvalidCard(f"{origin}: kind is {data['kind']!r} but the command adds a {kind}")
+        return self._create(data, body.lstrip("\n"), origin)
+
+    def _create(self, data: dict[str, Any], body: str, origin: str) -> StoredCard:
+        data.setdefault("provenance", {})
+        data["provenance"].setdefault("created", date.today())
+        if "author" not in data["provenance"]:
+            data["provenance"]["author"] = author_name(self.store)
+        with self.store.lock():
+            ids = self.ids()
+            if "id" in data:
+                if not isinstance(data["id"], str) or not is_valid_id(data["id"]):
+                    raise InvalidCard(f"{origin}: id: {data['id']!r} is not a valid id (lowercase letters, digits, '.', '_', '-')")
+                if data["id"] in ids:
+                    raise Conflict(f"a card with id {data['id']!r} already exists ({self.store.relative(ids[data['id']])})")
+            else:
+                data["id"] = _unique_id(data, ids)
+            card = validate_card(_drop_none(data), origin)
+            path = self.store.card_path(card.kind, card.id)
+            rel = self.store.relative(path)
+            self.store.write({rel: markdown.render(card, body)}, _message("add", card))
+        return StoredCard(card, markdown.normalize_body(body), rel)
+
+    def edit(self, ref: str, fields: Iterable[str] = (), body: str | None = None,
+             title: str | None = None, tags: Iterable[str] | None = None,
+             status: str | None = None, values: dict[str, Any] | None = None) -> StoredCard:
+        with self.store.lock():
+            current = self.get(ref)
+            self._check_editable(current)
+            data = current.card.model_dump(mode="python")
+            if title is not None:
+                data["title"] = title
+            if tags is not None:
+                data["tags"] = list(tags)
+            if status is not None:
+                data["status"] = _check_status(status)
+            data = merge(data, values or {})
+            data = merge(data, parse_assignments(fields, type(current.card)))
+            card = validate_card(_drop_none(data), current.path)
+            new_body = current.body if body is None else body
+            text = markdown.render(card, new_body)
+            if text == markdown.render(current.card, current.body):
+                return current
+            self.store.write({current.path: text}, _message("edit", card))
+        return StoredCard(card, markdown.normalize_body(new_body), current.path)
+
+    def _check_editable(self, stored: StoredCard) -> None:
+        """Hook for immutability rules (locked gates); nothing is immutable yet."""
+
+    # --- checking --------------------------------------------------------------
+
+    def lint(self) -> list[Problem]:
+        return lint(self)
+
+
+def _check_status(status: str) -> str:
+    if status not in STATUSES:
+        raise InvalidCard(f"status: {status!r} is not one of {', '.join(STATUSES)}")
+    return status
+
+
+def _fill_defaults(data: dict[str, Any]) -> None:
+    """The one field a kind needs that its title already says."""
+    if data["kind"] == "gap":
+        data.setdefault("question", data["title"])
+    elif data["kind"] == "finding":
+        data.setdefault("claim", data["title"])
+
+
+def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: (_drop_none(v) if isinstance(v, dict) else v) for k, v in data.items() if v is not None}
+
+
+def _unique_id(data: dict[str, Any], taken: dict[str, Path]) -> str:
+    title = data.get("title")
+    kind = data.get("kind", "card")
+    base = slugify(title) if isinstance(title, str) else ""
+    if not base:
+        base = fallback_id(kind, str(title))
+    candidate, n = base, 2
+    while candidate in taken:
+        candidate, n = f"{base}-{n}", n + 1
+    return candidate
+
+
+def _message(op: str, card: CardBase) -> str:
+    """Structured commit messages: a subject for people, trailers for tools."""
+    return f"kb {op} {card.kind}: {card.title}\n\nkb-op: {op}\nkb-kind: {card.kind}\nkb-id: {card.id}\n"
+
+
+__all__ = ["KnowledgeBase", "StoredCard", "Problem", "resolve_root", "CARDS_DIR", "MODELS"]

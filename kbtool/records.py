@@ -1,0 +1,42 @@
+"""Plain records passed between the facade and its helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .cards import CardBase
+
+
+@dataclass(frozen=True)
+class StoredCard:
+    """A card as it stands in the store: the validated model, its body and its file."""
+
+    card: CardBase
+    body: str
+    path: str  # relative to the KB root, posix
+
+    @property
+    def id(self) -> str:
+        return self.card.id
+
+    def to_dict(self, body: bool = True) -> dict[str, Any]:
+        data = self.card.model_dump(mode="json", exclude_none=True)
+        data = {"id": data.pop("id"), "kind": data.pop("kind"), "title": data.pop("title"),
+                "status": data.pop("status"), "path": self.path, **data}
+        if body:
+            data["body"] = self.body
+        return data
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something `kb lint` reports: where, which check, what is wrong."""
+
+    path: str
+    code: str
+    message: str
+    id: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
