@@ -10,7 +10,7 @@ engineers and agents who optimize systems.
 
 from __future__ import annotations
 
-import os
+import os as _os
 
 from .cards import KINDS, MODELS, STATUSES, CardBase
 from .errors import (
@@ -33,12 +33,12 @@ from .store import StoreError
 __version__ = "0.1.0"
 
 
-def open(path: str | os.PathLike[str] | None = None) -> KnowledgeBase:  # noqa: A001 - the documented entry point
+def open(path: str | _os.PathLike[str] | None = None) -> KnowledgeBase:  # noqa: A001 - the documented entry point
     """The knowledge base at path, else $KB_DIR, else the nearest ancestor with kb.toml."""
     return KnowledgeBase.open(path)
 
 
-def init(path: str | os.PathLike[str], name: str | None = None) -> KnowledgeBase:
+def init(path: str | _os.PathLike[str], name: str | None = None) -> KnowledgeBase:
     """Create a knowledge base (a git repository with kb.toml) at path."""
     return KnowledgeBase.init(path, name)
 

@@ -7,25 +7,21 @@ that are not cards of a known kind.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .cards import KINDS
 from .errors import InvalidCard
 from .records import Problem, StoredCard
-
-if TYPE_CHECKING:
-    from .kb import KnowledgeBase
+from .store import CARDS_DIR, Store
 
 LINK_FIELDS = ("supersedes", "superseded_by", "related", "contradicts", "closes")
 
 
-def lint(kb: "KnowledgeBase") -> list[Problem]:
+def lint(store: Store) -> list[Problem]:
     problems: list[Problem] = []
     loaded: list[StoredCard] = []
     seen: dict[str, str] = {}
-    cards_dir = kb.root / "kb"
+    cards_dir = store.root / CARDS_DIR
     for path in sorted(cards_dir.rglob("*")) if cards_dir.is_dir() else []:
-        rel = kb.store.relative(path)
+        rel = store.relative(path)
         if path.is_dir() or path.name.startswith("."):
             continue
         parts = path.relative_to(cards_dir).parts
@@ -37,7 +33,7 @@ def lint(kb: "KnowledgeBase") -> list[Problem]:
             problems.append(Problem(rel, "duplicate-id", f"id {stem!r} is also used by {seen[stem]}", stem))
         seen.setdefault(stem, rel)
         try:
-            stored = kb.load_file(path)
+            stored = StoredCard.read(path, store.root)
         except InvalidCard as exc:
             problems.append(Problem(rel, "invalid", str(exc).removeprefix(f"{rel}: "), stem))
             continue

@@ -48,10 +48,16 @@ def _list_member(ann: Any) -> Any | None:
     return None
 
 
-def annotation_at(model: type[BaseModel], parts: list[str], key: str) -> Any:
-    """The type the model declares at a dotted path, or InvalidField naming the path."""
+def annotation_at(model: type[BaseModel], parts: list[str], key: str, through_lists: bool = False) -> Any:
+    """The type the model declares at a dotted path, or InvalidField naming the path.
+
+    through_lists: a filter's `evidence.metric` means "the metric of any evidence item".
+    """
     ann: Any = model
     for depth, part in enumerate(parts):
+        listed = _list_member(ann)
+        if through_lists and listed is not None and not part.isdigit():
+            ann = typing.get_args(listed)[0]
         members = _members(ann)
         here = ".".join(parts[:depth]) or "a card"
         nested = next((m for m in members if _is_model(m)), None)
@@ -193,7 +199,7 @@ def parse_filters(pairs: Iterable[str]) -> list[Filter]:
 
 def _declares(model: type[BaseModel], parts: list[str]) -> bool:
     try:
-        annotation_at(model, [p for p in parts if not p.isdigit()], "")
+        annotation_at(model, [p for p in parts if not p.isdigit()], "", through_lists=True)
     except InvalidField:
         return False
     return True

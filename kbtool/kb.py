@@ -51,9 +51,7 @@ class KnowledgeBase:
     # --- reading ---------------------------------------------------------------
 
     def load_file(self, path: Path) -> StoredCard:
-        rel = self.store.relative(path)
-        card, body = markdown.parse(path.read_text(encoding="utf-8"), rel)
-        return StoredCard(card, body, rel)
+        return StoredCard.read(path, self.root)
 
     def cards(self) -> list[StoredCard]:
         """Every card that parses; `lint()` reports the ones that do not."""
@@ -178,7 +176,7 @@ class KnowledgeBase:
     # --- checking --------------------------------------------------------------
 
     def lint(self) -> list[Problem]:
-        return lint(self)
+        return lint(self.store)
 
 
 def _check_status(status: str) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from . import markdown
 from .cards import CardBase
 
 
@@ -15,6 +17,13 @@ class StoredCard:
     card: CardBase
     body: str
     path: str  # relative to the KB root, posix
+
+    @classmethod
+    def read(cls, path: Path, root: Path) -> "StoredCard":
+        """Parse and validate the card file at path; InvalidCard names it relative to root."""
+        rel = path.resolve().relative_to(root).as_posix()
+        card, body = markdown.parse(path.read_text(encoding="utf-8"), rel)
+        return cls(card, body, rel)
 
     @property
     def id(self) -> str:

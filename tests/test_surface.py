@@ -1,0 +1,87 @@
+"""The public surface: exports, layering, help text, docs, and what commands import."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+
+import kbtool
+from conftest import REPO_ROOT
+from kbtool.cli import app
+
+# Each module may import only modules of a lower layer (or its own).
+LAYERS = [
+    {"errors", "cards"},
+    {"validation"},
+    {"markdown", "fields", "config", "schemas", "records"},
+    {"store", "curation"},
+    {"kb"},
+    {"cli", "__init__", "__main__"},
+]
+
+
+def layer_of(module: str) -> int:
+    return next(i for i, names in enumerate(LAYERS) if module in names)
+
+
+def test_every_module_has_a_layer_and_imports_only_downwards():
+    for path in sorted((REPO_ROOT / "kbtool").glob("*.py")):
+        mine = layer_of(path.stem)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                target = node.module.split(".")[0]
+                assert layer_of(target) <= mine, f"{path.name} imports {target}, a higher layer"
+
+
+def test_all_is_what_the_package_exports():
+    public = {name for name in dir(kbtool) if not name.startswith("_")} - {"annotations"}  # from __future__
+    modules = {"cards", "errors", "kb", "records", "store", "validation", "markdown", "fields", "config", "curation", "cli", "schemas"}
+    assert set(kbtool.__all__) == public - modules
+    for name in kbtool.__all__:
+        assert getattr(kbtool, name) is not None
+
+
+def _commands(typer_app, prefix=""):
+    import typer.main
+
+    group = typer.main.get_command(typer_app)
+    for name, command in group.commands.items():
+        if hasattr(command, "commands"):
+            for sub_name, sub in command.commands.items():
+                yield f"{prefix}{name} {sub_name}", sub
+        else:
+            yield f"{prefix}{name}", command
+
+
+def test_every_command_has_help_and_is_in_the_readme():
+    readme = (REPO_ROOT / "README.md").read_text()
+    for name, command in _commands(app):
+        assert (command.help or "").strip(), f"kb {name} has no help text"
+        assert f"`kb {name}" in readme, f"kb {name} is missing from the README's CLI reference"
+        for param in command.params:
+            if param.param_type_name == "option":
+                assert (param.help or "").strip(), f"kb {name} {param.opts[0]} has no help text"
+
+
+def run_and_list_modules(*args: str) -> set[str]:
+    code = ("import sys, runpy\n"
+            f"sys.argv = ['kb', *{list(args)!r}]\n"
+            "try:\n    runpy.run_module('kbtool', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
+    return set(out.stderr.split())
+
+
+def test_light_commands_never_import_torch_or_the_model_runtime():
+    heavy = {"torch", "sentence_transformers", "transformers", "numpy", "mcp"}
+    for args in (["--help"], ["list"], ["show", "nvfp4-block"], ["lint"]):
+        loaded = run_and_list_modules("--kb", str(REPO_ROOT), *args)
+        assert "kbtool.cli" in loaded
+        assert not heavy & loaded, f"kb {' '.join(args)} imported {heavy & loaded}"
+
+
+def test_python_dash_m_works():
+    out = subprocess.run([sys.executable, "-m", "kbtool", "--kb", str(REPO_ROOT), "lint"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
