@@ -21,6 +21,9 @@ demo: install
 test: install
 	$(PY) -m pytest -q
 
+bench: install
+	$(PY) bench/bench_store.py
+
 schemas: install
 	$(KB) --kb . schema export
 

@@ -1,0 +1,70 @@
+"""Store benchmark: how long a write takes, cold CLI start-up, and concurrent writers.
+
+    .venv/bin/python bench/bench_store.py
+
+Prints one line per measurement. Timings are wall-clock on this machine; see RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import kbtool
+
+REPO = Path(__file__).resolve().parent.parent
+KB = [sys.executable, "-m", "kbtool"]
+
+
+def p50(samples: list[float]) -> float:
+    return statistics.median(samples)
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def bench_api_add(root: Path, n: int = 50) -> None:
+    kb = kbtool.open(root)
+    samples = [timed(lambda i=i: kb.add("gap", f"Benchmark question {i}?", fields=["priority=high"])) for i in range(n)]
+    print(f"api add (validate, write, commit): p50 {p50(samples) * 1000:.1f} ms, max {max(samples) * 1000:.1f} ms over {n}")
+
+
+def bench_cli(root: Path, args: list[str], label: str, n: int = 10) -> None:
+    samples = [timed(lambda: subprocess.run([*KB, "--kb", str(root), *args], check=True, capture_output=True)) for _ in range(n)]
+    print(f"cli {label}: p50 {p50(samples) * 1000:.0f} ms over {n} fresh processes")
+
+
+WRITER = "import sys, kbtool\nkb = kbtool.open(sys.argv[1])\nfor i in range(int(sys.argv[3])):\n    kb.add('gap', f'Concurrent {sys.argv[2]}-{i}?')\n"
+
+
+def bench_concurrent(root: Path, writers: int = 8, each: int = 25) -> None:
+    start = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(w), str(each)]) for w in range(writers)]
+    codes = [p.wait() for p in procs]
+    elapsed = time.perf_counter() - start
+    count = int(subprocess.run(["git", "-C", str(root), "rev-list", "--count", "HEAD"], capture_output=True, text=True).stdout)
+    print(f"concurrent: {writers} processes x {each} adds in {elapsed:.1f} s ({writers * each / elapsed:.0f} writes/s), "
+          f"exit codes {set(codes)}, {count} commits in the repo")
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "bench-kb"
+        kbtool.init(root, name="bench")
+        bench_api_add(root)
+        bench_cli(root, ["add", "gap", "--title", "From the CLI?"], "add")
+        bench_cli(REPO, ["list"], "list (starter KB)")
+        bench_cli(REPO, ["show", "nvfp4-block"], "show (starter KB)")
+        bench_cli(REPO, ["--help"], "--help")
+        bench_concurrent(root)
+
+
+if __name__ == "__main__":
+    main()
