@@ -3,66 +3,67 @@ engineers and agents who optimize systems.
 
     import kbtool
     kb = kbtool.open("path/to/kb")     # or kbtool.open() to find it from the working directory
-    kb.add("gap", "Does FP8 KV cache hurt long-context accuracy on H100?")
+    kb.add("gap", "Does FP8 KV cache hurt accuracy on H100?")
     for stored in kb.list(kind="finding", where=["applies_to.hardware=B200"]):
         print(stored.id, stored.card.title)
+    hits = kb.search("NVFP4 MoE decode", k=5)
+
+Names load on first use (PEP 562), so `import kbtool.cli` for a daemon-backed `kb search`
+does not pay for pydantic, git and markdown-it.
 """
 
 from __future__ import annotations
 
+import importlib
 import os as _os
-
-from .cards import KINDS, MODELS, STATUSES, CardBase
-from .errors import (
-    AmbiguousId,
-    BadInput,
-    CardNotFound,
-    CheckFailed,
-    Conflict,
-    InvalidCard,
-    InvalidField,
-    KbError,
-    NotAKnowledgeBase,
-    OutsidePath,
-    UnknownKind,
-)
-from .kb import KnowledgeBase
-from .records import Problem, StoredCard
-from .store import StoreError
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+# public name -> the module that defines it
+_EXPORTS = {
+    "KINDS": "cards", "MODELS": "cards", "STATUSES": "cards", "CardBase": "cards",
+    "KbError": "errors", "BadInput": "errors", "InvalidCard": "errors", "InvalidField": "errors",
+    "UnknownKind": "errors", "CardNotFound": "errors", "AmbiguousId": "errors", "Conflict": "errors",
+    "OutsidePath": "errors", "NotAKnowledgeBase": "errors", "CheckFailed": "errors",
+    "KnowledgeBase": "kb", "Problem": "records", "StoredCard": "records", "StoreError": "store",
+    "Embedder": "embeddings", "HashingEmbedder": "embeddings", "SentenceTransformerEmbedder": "embeddings",
+}
 
-def open(path: str | _os.PathLike[str] | None = None) -> KnowledgeBase:  # noqa: A001 - the documented entry point
+if TYPE_CHECKING:
+    from .cards import KINDS, MODELS, STATUSES, CardBase
+    from .embeddings import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+    from .errors import (AmbiguousId, BadInput, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField,
+                         KbError, NotAKnowledgeBase, OutsidePath, UnknownKind)
+    from .kb import KnowledgeBase
+    from .records import Problem, StoredCard
+    from .store import StoreError
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'kbtool' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+def open(path: str | _os.PathLike[str] | None = None, **options: Any) -> "KnowledgeBase":  # noqa: A001
     """The knowledge base at path, else $KB_DIR, else the nearest ancestor with kb.toml."""
-    return KnowledgeBase.open(path)
+    from .kb import KnowledgeBase
+
+    return KnowledgeBase.open(path, **options)
 
 
-def init(path: str | _os.PathLike[str], name: str | None = None) -> KnowledgeBase:
+def init(path: str | _os.PathLike[str], name: str | None = None) -> "KnowledgeBase":
     """Create a knowledge base (a git repository with kb.toml) at path."""
+    from .kb import KnowledgeBase
+
     return KnowledgeBase.init(path, name)
 
 
-__all__ = [
-    "AmbiguousId",
-    "BadInput",
-    "CardBase",
-    "CardNotFound",
-    "CheckFailed",
-    "Conflict",
-    "InvalidCard",
-    "InvalidField",
-    "KINDS",
-    "KbError",
-    "KnowledgeBase",
-    "MODELS",
-    "NotAKnowledgeBase",
-    "OutsidePath",
-    "Problem",
-    "STATUSES",
-    "StoreError",
-    "StoredCard",
-    "UnknownKind",
-    "init",
-    "open",
-]
+__all__ = sorted([*_EXPORTS, "open", "init", "__version__"])

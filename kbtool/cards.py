@@ -76,6 +76,19 @@ class Links(Model):
     closes: list[CardId] = Field(default=[], description="gaps this card answers")
 
 
+class Source(Model):
+    path: str | None = None
+    heading: str | None = None
+    url: str | None = None
+    commit: str | None = None
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> "Source":
+        if not (self.path or self.url):
+            raise ValueError("a source needs a path or a url")
+        return self
+
+
 class CardBase(Model):
     id: CardId
     kind: str
@@ -85,6 +98,7 @@ class CardBase(Model):
     applies_to: AppliesTo = AppliesTo()
     provenance: Provenance = Provenance()
     links: Links = Links()
+    source: Source | None = Field(default=None, description="where an imported card came from")
     schema_version: Literal[1] = SCHEMA_VERSION
 
 
@@ -190,19 +204,6 @@ class Gap(CardBase):
     question: NonEmpty
     priority: Literal["high", "medium", "low"] = "medium"
     closed_by: list[CardId] = []
-
-
-class Source(Model):
-    path: str | None = None
-    heading: str | None = None
-    url: str | None = None
-    commit: str | None = None
-
-    @model_validator(mode="after")
-    def _somewhere(self) -> "Source":
-        if not (self.path or self.url):
-            raise ValueError("a source needs a path or a url")
-        return self
 
 
 class Reference(CardBase):

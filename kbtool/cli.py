@@ -10,14 +10,18 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Optional
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Iterator, Optional
 
 import typer
 from typer.core import TyperGroup
 
 from .errors import BadInput, KbError
-from .kb import KnowledgeBase
-from .records import StoredCard
+from .locate import resolve_root
+
+if TYPE_CHECKING:
+    from .kb import KnowledgeBase
+    from .records import StoredCard
 
 
 class KbGroup(TyperGroup):
@@ -67,9 +71,43 @@ def _global_options(
 _invocation: dict[str, Optional[Path]] = {"kb": None}
 
 
-def open_kb(path: Optional[Path]) -> KnowledgeBase:
+def _root(path: Optional[Path]) -> Path:
+    return resolve_root(path if path is not None else _invocation["kb"])
+
+
+def open_kb(path: Optional[Path]) -> "KnowledgeBase":
     """The command's --kb, else the one given before the command (`kb --kb PATH list`)."""
-    return KnowledgeBase.open(path if path is not None else _invocation["kb"])
+    # imported here, not at the top: `kb search` answered by the daemon never needs pydantic or git
+    from .kb import KnowledgeBase
+
+    return KnowledgeBase.open(_root(path))
+
+
+def show_notices(base: "KnowledgeBase") -> None:
+    for notice in base.notices:
+        typer.echo(f"kb: note: {notice}", err=True)
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[Optional[Callable[[int, int], None]]]:
+    """A progress bar on a terminal; nothing when stderr is a pipe or a file."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = typer.progressbar(length=total, label=label, file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        yield update
+    finally:
+        if "bar" in state:
+            state["bar"].__exit__(None, None, None)
 
 
 def print_json(value: Any) -> None:
@@ -94,7 +132,7 @@ def body_from(body: Optional[str], body_file: Optional[Path]) -> Optional[str]:
     return read_text_arg(body_file) if body_file is not None else body
 
 
-def print_cards(cards: Iterable[StoredCard]) -> None:
+def print_cards(cards: Iterable["StoredCard"]) -> None:
     rows = [(c.id, c.card.kind, c.card.status, c.card.title) for c in cards]
     if not rows:
         return
@@ -112,6 +150,8 @@ def init(
     name: Annotated[Optional[str], typer.Option(help="Its name in kb.toml (default: the folder name).")] = None,
 ) -> None:
     """Create a knowledge base: a git repository with kb.toml, .gitignore and a first commit."""
+    from .kb import KnowledgeBase
+
     kb = KnowledgeBase.init(path, name)
     typer.echo(f"initialised knowledge base {kb.config.kb.name!r} at {kb.root}")
 
@@ -220,6 +260,130 @@ def lint(kb: KbPath = None, as_json: JsonOut = False) -> None:
         typer.echo(f"{len(problems)} problem(s)" if problems else "ok: no problems", err=bool(problems))
     if problems:
         raise typer.Exit(1)
+
+
+@app.command()
+def search(
+    query: Annotated[Optional[str], typer.Argument(help="What to look for, in words.")] = None,
+    k: Annotated[int, typer.Option("-k", help="How many cards to return.")] = 10,
+    kind: Annotated[Optional[str], typer.Option(help="Only this kind.")] = None,
+    status: Status = None,
+    tag: Tags = None,
+    where: Where = None,
+    mode: Annotated[str, typer.Option(help="hybrid (default), bm25 or vector.")] = "hybrid",
+    explain: Annotated[bool, typer.Option(help="Show each leg's rank and score per hit.")] = False,
+    batch: Annotated[Optional[Path], typer.Option(help="One query per line (text, or JSON {\"q\": ...}); one JSON result per line.")] = None,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Hybrid search (BM25 + embeddings, fused); the index refreshes itself first."""
+    from .client import run_searches
+
+    if (query is None) == (batch is None):
+        raise BadInput("give a QUERY or --batch FILE (one of them)")
+    options = {"k": k, "kind": kind, "status": status, "tags": tag or [], "where": where or [], "mode": mode,
+               "explain": explain}
+    if batch is not None:
+        requests = [_batch_request(line, n, options) for n, line in enumerate(read_text_arg(batch).splitlines(), 1)
+                    if line.strip()]
+        for result in run_searches(_root(kb), requests):
+            typer.echo(json.dumps(result, ensure_ascii=False))
+        return
+    [result] = run_searches(_root(kb), [{"query": query, **options}])
+    if as_json:
+        print_json(result)
+    else:
+        print_hits(result, explain)
+
+
+def _batch_request(line: str, n: int, defaults: dict[str, Any]) -> dict[str, Any]:
+    text = line.strip()
+    if text.startswith("{"):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"--batch line {n}: not JSON ({exc.msg})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("q", data.get("query")), str):
+            raise BadInput(f"--batch line {n}: expected {{\"q\": \"...\"}}")
+        return {**defaults, **data}
+    return {**defaults, "query": text}
+
+
+def print_hits(result: dict[str, Any], explain: bool) -> None:
+    for n, hit in enumerate(result["hits"], 1):
+        typer.echo(f"{n:>2}. {hit['id']}  [{hit['kind']}, {hit['status']}]  {hit['score']:.4f}")
+        typer.echo(f"    {hit['title']}")
+        if hit.get("source"):
+            where = hit["source"]["path"] + (f" # {hit['source']['heading']}" if hit["source"].get("heading") else "")
+            typer.echo(f"    from {where}")
+        typer.echo(f"    {hit['snippet']}")
+        if explain:
+            legs = ", ".join(f"{name} {'rank %d (%.4f)' % (v['rank'], v['score']) if v else '-'}"
+                             for name, v in hit["explain"].items() if name in ("bm25", "vector"))
+            typer.echo(f"    explain: {legs}; demoted: {hit['explain']['demoted']}")
+    if not result["hits"]:
+        typer.echo("no matching cards", err=True)
+
+
+@app.command("index")
+def index_cmd(
+    rebuild: Annotated[bool, typer.Option(help="Delete the index and build it again from the cards.")] = False,
+    lexical: Annotated[bool, typer.Option(help="Keyword index only; skip embeddings (no model loaded).")] = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Bring the search index (.kb/index.db) up to date; only changed text is re-embedded."""
+    base = open_kb(kb)
+    with progress_bar("embedding") as progress:
+        stats = base.refresh_index(rebuild=rebuild, semantic=not lexical, progress=progress)
+    show_notices(base)
+    summary = {"scanned": stats.scanned, "added": stats.added, "updated": stats.updated, "removed": stats.removed,
+               "embedded": stats.embedded, "invalid": stats.invalid, "seconds": round(stats.seconds, 3)}
+    if as_json:
+        print_json(summary)
+    else:
+        typer.echo(f"{stats.scanned} cards: {stats.added} added, {stats.updated} updated, {stats.removed} removed, "
+                   f"{stats.embedded} chunks embedded in {stats.seconds:.2f} s"
+                   + (f"; {len(stats.invalid)} invalid (see kb lint)" if stats.invalid else ""))
+
+
+@app.command("import")
+def import_cmd(
+    path: Annotated[Path, typer.Argument(help="A folder of markdown, one markdown file, or a MetaInfer inference_blueprint.json.")],
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Import documents as cards in one commit; importing again updates instead of duplicating."""
+    summary = open_kb(kb).import_path(path)
+    if as_json:
+        print_json(summary)
+    else:
+        typer.echo(f"{summary['collection']}: {summary['added']} added, {summary['updated']} updated, "
+                   f"{summary['unchanged']} unchanged, {summary['retired']} retired"
+                   + (f" (commit {summary['commit'][:10]})" if summary["commit"] else " (nothing to commit)"))
+
+
+@app.command("eval")
+def eval_cmd(
+    gold: Annotated[Path, typer.Argument(help="JSONL of {\"q\": ..., \"relevant\": [card ids, source paths or path#heading]}.")],
+    k: Annotated[int, typer.Option("-k", help="The k of recall@k.")] = 10,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Score search on gold queries: recall@k, MRR@10, nDCG@10 for bm25, vector and hybrid."""
+    from .evaluation import evaluate, load_gold
+
+    base = open_kb(kb)
+    queries = load_gold(gold)
+    base.refresh_index()
+    report = evaluate(queries, lambda q, depth, mode: base.search(q, k=depth, mode=mode)["hits"], k=k)
+    if as_json:
+        print_json(report)
+        return
+    typer.echo(f"{report['queries']} queries, k={k}")
+    for mode, scores in report["modes"].items():
+        typer.echo(f"  {mode:<7} recall@{k} {scores[f'recall@{k}']:.3f}  MRR@10 {scores['mrr@10']:.3f}  "
+                   f"nDCG@10 {scores['ndcg@10']:.3f}  missed {len(scores['missed'])}")
 
 
 @schema_app.command("export")

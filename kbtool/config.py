@@ -9,9 +9,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InvalidCard, NotAKnowledgeBase
+from .locate import CONFIG_FILE
 from .validation import format_validation_error
 
-CONFIG_FILE = "kb.toml"
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 
@@ -67,12 +67,3 @@ embedding_model = "{DEFAULT_MODEL}"
 # findings older than this many days are reported as stale by `kb lint`
 max_finding_age_days = 365
 """
-
-
-def find_root(start: Path) -> Path | None:
-    """The nearest ancestor of start (itself included) that holds kb.toml."""
-    start = start.resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / CONFIG_FILE).is_file():
-            return candidate
-    return None

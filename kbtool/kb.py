@@ -5,42 +5,38 @@ from __future__ import annotations
 import os
 from datetime import date
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from . import markdown
 from .cards import MODELS, STATUSES, CardBase, fallback_id, is_valid_id, slugify
-from .config import Config, find_root, load_config
-from .errors import AmbiguousId, CardNotFound, Conflict, InvalidCard, NotAKnowledgeBase
+from .config import Config, load_config
+from .errors import AmbiguousId, CardNotFound, Conflict, InvalidCard
+from .locate import resolve_root
 from .fields import merge, parse_assignments, parse_filters
 from .curation import lint
 from .records import Problem, StoredCard
 from .store import CARDS_DIR, Commit, Store, author_name
 from .validation import model_for, validate_card
 
-
-def resolve_root(path: str | os.PathLike[str] | None = None) -> Path:
-    """Which KB: an explicit path, else $KB_DIR, else the nearest ancestor with kb.toml."""
-    explicit = path if path is not None else os.environ.get("KB_DIR") or None
-    if explicit is not None:
-        root = Path(explicit).expanduser().resolve()
-        if not (root / "kb.toml").is_file():
-            raise NotAKnowledgeBase(f"{root}: not a knowledge base (no kb.toml); run `kb init {explicit}`")
-        return root
-    found = find_root(Path.cwd())
-    if found is None:
-        raise NotAKnowledgeBase("no knowledge base here: no kb.toml in this folder or above it; use --kb PATH, $KB_DIR or `kb init`")
-    return found
+if TYPE_CHECKING:
+    from .embeddings import Embedder
+    from .index import Index, RefreshStats
+    from .retrieval import SearchRequest, Searcher
 
 
 class KnowledgeBase:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, embedder: "Embedder | None" = None):
         self.root = root.resolve()
         self.config: Config = load_config(self.root)
         self.store = Store(self.root)
+        self.notices: list[str] = []  # things worth telling the user that are not errors (an index rebuilt)
+        self._embedder = embedder
+        self._index: "Index | None" = None
+        self._searcher: "Searcher | None" = None
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None) -> "KnowledgeBase":
-        return cls(resolve_root(path))
+    def open(cls, path: str | os.PathLike[str] | None = None, embedder: "Embedder | None" = None) -> "KnowledgeBase":
+        return cls(resolve_root(path), embedder=embedder)
 
     @classmethod
     def init(cls, path: str | os.PathLike[str], name: str | None = None) -> "KnowledgeBase":
@@ -170,8 +166,101 @@ class KnowledgeBase:
             self.store.write({current.path: text}, _message("edit", card))
         return StoredCard(card, markdown.normalize_body(new_body), current.path)
 
+    def import_path(self, path: str | os.PathLike[str]) -> dict[str, Any]:
+        """Import documents (see kbtool.importer) in one commit; re-importing updates in place.
+
+        Cards an earlier import of the same collection made, whose source section is gone,
+        are retired rather than deleted, so links to them stay valid.
+        """
+        from .importer import plan_import
+
+        collection, planned = plan_import(Path(path))
+        today, author = date.today(), author_name(self.store)
+        with self.store.lock():
+            existing = {s.id: s for s in self.cards()}
+            writes: dict[str, str] = {}
+            added = updated = unchanged = retired = 0
+            for plan in planned:
+                data = merge(plan.data, {})
+                old = existing.get(plan.id)
+                created = old.card.provenance.created if old and old.card.provenance.created else today
+                data["provenance"] = {**data.get("provenance", {}), "created": created, "author": author}
+                if old and old.card.provenance.author:
+                    data["provenance"]["author"] = old.card.provenance.author
+                card = validate_card(_drop_none(data), f"import {plan.data.get('source', {}).get('path', plan.id)}")
+                text = markdown.render(card, plan.body)
+                rel = self.store.relative(self.store.card_path(card.kind, card.id))
+                if old and old.path != rel:
+                    raise Conflict(f"import would write {rel} but card {card.id!r} already exists as {old.path}")
+                if old and markdown.render(old.card, old.body) == text:
+                    unchanged += 1
+                    continue
+                writes[rel] = text
+                added, updated = (added, updated + 1) if old else (added + 1, updated)
+            planned_ids = {p.id for p in planned}
+            for stored in existing.values():
+                card = stored.card
+                if (stored.id not in planned_ids and card.provenance.project == collection and "imported" in card.tags
+                        and card.source is not None and card.status != "retired"):
+                    writes[stored.path] = markdown.render(card.model_copy(update={"status": "retired"}), stored.body)
+                    retired += 1
+            summary = {"collection": collection, "added": added, "updated": updated, "unchanged": unchanged,
+                       "retired": retired, "commit": None}
+            if writes:
+                message = (f"kb import {collection}: {added} added, {updated} updated, {retired} retired\n\n"
+                           f"kb-op: import\nkb-collection: {collection}\n")
+                summary["commit"] = self.store.write(writes, message)
+        return summary
+
     def _check_editable(self, stored: StoredCard) -> None:
         """Hook for immutability rules (locked gates); nothing is immutable yet."""
+
+    # --- search ------------------------------------------------------------------------
+    # The index, numpy and the embedder load on first use: list, show and add never pay for them.
+
+    @property
+    def embedder(self) -> "Embedder":
+        if self._embedder is None:
+            from .embeddings import make_embedder
+
+            self._embedder = make_embedder(self.config.index.embedding_model)
+        return self._embedder
+
+    @property
+    def index(self) -> "Index":
+        if self._index is None:
+            from .index import Index
+
+            self._index = Index(self.store, self.notices)
+        return self._index
+
+    def refresh_index(self, rebuild: bool = False, semantic: bool = True,
+                      progress: "Callable[[int, int], None] | None" = None) -> "RefreshStats":
+        """Bring .kb/index.db up to date (or rebuild it); semantic=False skips embeddings."""
+        embedder = self.embedder if semantic else None
+        if rebuild:
+            return self.index.rebuild(embedder, progress)
+        return self.index.refresh(embedder, progress)
+
+    def search(self, query: str, k: int = 10, kind: str | None = None, status: str | None = None,
+               tags: Iterable[str] = (), where: Iterable[str] = (), mode: str = "hybrid",
+               explain: bool = False) -> dict[str, Any]:
+        """Hybrid search; returns {"query", "hits": [...]} (see kbtool.retrieval)."""
+        from .retrieval import SearchRequest
+
+        return self.run_search(SearchRequest(query, k, kind, status, tuple(tags), tuple(where), mode, explain))
+
+    def run_search(self, request: "SearchRequest") -> dict[str, Any]:
+        from .retrieval import Searcher
+
+        request.validate()
+        semantic = request.mode != "bm25"
+        if self._searcher is None:
+            self._searcher = Searcher(self.index, None)
+        if semantic and self._searcher.embedder is None:
+            self._searcher.embedder = self.embedder
+        self.index.refresh_if_stale(self._searcher.embedder if semantic else None)
+        return self._searcher.search(request)
 
     # --- checking --------------------------------------------------------------
 

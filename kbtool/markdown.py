@@ -91,7 +91,7 @@ def _prune(value: Any) -> Any:
 
 
 _HEAD = ("id", "kind", "title", "status")
-_TAIL = ("tags", "applies_to", "provenance", "links", "schema_version")
+_TAIL = ("tags", "applies_to", "source", "provenance", "links", "schema_version")
 
 
 def card_data(card: CardBase) -> dict[str, Any]:
@@ -116,13 +116,24 @@ class Section:
     start_line: int
 
 
+_TEXT_TOKENS = {"text", "text_special", "code_inline"}
+
+
+def plain_text(inline: Any) -> str:
+    """A heading as readers see it: '**2\\.1 Core**' -> '2.1 Core'."""
+    children = inline.children or []
+    text = "".join(c.content if c.type in _TEXT_TOKENS else " " if c.type in ("softbreak", "hardbreak") else ""
+                   for c in children)
+    return " ".join(text.split())
+
+
 def sections(body: str) -> list[Section]:
     lines = body.splitlines(keepends=True)
     tokens = MarkdownIt("commonmark").parse(body)
     heads: list[tuple[int, int, int, str]] = []  # (start, end, level, title)
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map:
-            heads.append((tok.map[0], tok.map[1], int(tok.tag[1]), tokens[i + 1].content.strip()))
+            heads.append((tok.map[0], tok.map[1], int(tok.tag[1]), plain_text(tokens[i + 1])))
     out: list[Section] = []
     first = heads[0][0] if heads else len(lines)
     preamble = "".join(lines[:first]).strip()

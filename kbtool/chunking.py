@@ -1,0 +1,111 @@
+"""Cards into search chunks: a lead chunk (title, the kind's own fields, scope) and one
+chunk per body section, each bounded in size. Pure functions, no I/O.
+
+Every chunk carries its card's title (and its heading trail) in the text that is embedded,
+so a section read alone still says what it is about.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from .cards import CardBase
+from .markdown import sections
+
+MAX_CHARS = 1200  # ~256 word pieces: what all-MiniLM-L6-v2 reads before it truncates
+_SKIP = {"id", "kind", "title", "status", "schema_version", "provenance", "links", "tags", "applies_to"}
+
+
+@dataclass(frozen=True)
+class Chunk:
+    ordinal: int
+    heading: str | None  # None for the lead chunk
+    text: str  # what is indexed and embedded
+
+    @property
+    def hash(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def _flatten(value: Any, prefix: str = "") -> list[str]:
+    if isinstance(value, dict):
+        return [line for k, v in value.items() for line in _flatten(v, f"{prefix}{k} ")]
+    if isinstance(value, list):
+        return [line for v in value for line in _flatten(v, prefix)]
+    if value is None or value == "":
+        return []
+    return [f"{prefix}{value}".strip()]
+
+
+def _evidence_line(ev: dict[str, Any]) -> str:
+    parts = [f"{ev['metric']} {ev['value']:g}{(' ' + ev['unit']) if ev.get('unit') else ''}"]
+    if ev.get("baseline") is not None:
+        parts.append(f"baseline {ev['baseline']:g}")
+    parts += [f"{k} {v}" for k, v in ev.get("conditions", {}).items()]
+    return ", ".join(parts)
+
+
+def lead_text(card: CardBase) -> str:
+    data = card.model_dump(mode="json", exclude_none=True)
+    lines = [card.title]
+    for key, value in data.items():
+        if key in _SKIP:
+            continue
+        if key == "evidence":
+            lines += [_evidence_line(ev) for ev in value]
+        elif key == "source":
+            lines += [v for k, v in value.items() if k in ("path", "heading") and v]
+        else:
+            lines += _flatten(value)
+    scope = _flatten(data.get("applies_to", {}))
+    if scope:
+        lines.append("applies to: " + "; ".join(scope))
+    if card.tags:
+        lines.append("tags: " + ", ".join(card.tags))
+    return "\n".join(dict.fromkeys(line for line in lines if line))
+
+
+def split_bounded(text: str, limit: int = MAX_CHARS) -> list[str]:
+    """Paragraph-aligned pieces of at most `limit` characters (a longer paragraph is cut at spaces)."""
+    pieces: list[str] = []
+    current = ""
+    for para in re.split(r"\n\s*\n", text):
+        para = para.strip()
+        while len(para) > limit:
+            cut = para.rfind(" ", 0, limit)
+            cut = cut if cut > limit // 2 else limit
+            if current:
+                pieces.append(current)
+                current = ""
+            pieces.append(para[:cut].strip())
+            para = para[cut:].strip()
+        if not para:
+            continue
+        if current and len(current) + 2 + len(para) > limit:
+            pieces.append(current)
+            current = para
+        else:
+            current = f"{current}\n\n{para}" if current else para
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def chunk_card(card: CardBase, body: str) -> list[Chunk]:
+    lead = lead_text(card)
+    chunks: list[Chunk] = []
+    secs = sections(body)
+    # text before the first heading belongs with the lead when it fits
+    if secs and secs[0].heading is None and len(lead) + len(secs[0].text) + 2 <= MAX_CHARS:
+        lead = f"{lead}\n\n{secs[0].text}"
+        secs = secs[1:]
+    chunks.append(Chunk(0, None, lead))
+    for sec in secs:
+        trail = " > ".join(sec.trail)
+        for piece in split_bounded(sec.text):
+            header = f"{card.title} — {trail}" if trail else card.title
+            chunks.append(Chunk(len(chunks), sec.heading, f"{header}\n{piece}"))
+    return chunks

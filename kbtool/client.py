@@ -1,0 +1,170 @@
+"""The thin side of `kb search`: hand the query to the warm daemon, start it if needed.
+
+Agents run `kb search` as a fresh process many times a session. Importing
+sentence-transformers costs ~4 s here, so the model lives in a daemon (kbtool.daemon)
+that this client reaches over a unix socket; the client itself imports nothing heavier
+than the standard library. With KB_DAEMON=0, or when no daemon can be started, the
+search runs in this process instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInput, CheckFailed, KbError
+
+PROTOCOL = 1
+START_TIMEOUT_S = 60.0  # until the daemon's socket accepts (it binds before loading the model)
+ANSWER_TIMEOUT_S = 1800.0  # a first search may embed a whole new knowledge base
+MAX_LINE = 64 * 1024 * 1024
+
+
+def socket_path(root: Path) -> Path:
+    """Under .kb/ when it fits in a unix socket address (108 bytes), else in the temp folder."""
+    local = root / ".kb" / "daemon.sock"
+    if len(str(local)) < 100:
+        return local
+    return Path("/tmp") / f"kb-{os.getuid()}-{hashlib.sha1(str(root).encode()).hexdigest()[:16]}.sock"
+
+
+def build_id(root: Path) -> str:
+    """What a daemon must match to serve this client: the code, the embedder choice and kb.toml."""
+    package = Path(__file__).parent
+    stamps = [f"{p.name}:{p.stat().st_mtime_ns}" for p in sorted(package.glob("*.py"))]
+    config = root / "kb.toml"
+    stamps.append(f"kb.toml:{config.stat().st_mtime_ns if config.exists() else 0}")
+    stamps.append(f"embedder:{os.environ.get('KB_EMBEDDER', '')}")
+    return hashlib.sha1("|".join(stamps).encode()).hexdigest()
+
+
+def run_searches(root: Path, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if os.environ.get("KB_DAEMON", "1") == "0":
+        return search_in_process(root, requests)
+    try:
+        return _ask(root, {"op": "search", "requests": requests})["results"]
+    except DaemonUnavailable as exc:
+        print(f"kb: note: searching in this process ({exc})", file=sys.stderr)
+        return search_in_process(root, requests)
+
+
+def search_in_process(root: Path, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from .kb import KnowledgeBase
+    from .retrieval import SearchRequest
+
+    kb = KnowledgeBase.open(root)
+    parsed = [SearchRequest.from_dict(r) for r in requests]  # all validated before any runs
+    results = [kb.run_search(r) for r in parsed]
+    for notice in kb.notices:
+        print(f"kb: note: {notice}", file=sys.stderr)
+    return results
+
+
+class DaemonUnavailable(Exception):
+    pass
+
+
+def _ask(root: Path, message: dict[str, Any], restarted: bool = False) -> dict[str, Any]:
+    message = {**message, "protocol": PROTOCOL, "build": build_id(root), "root": str(root)}
+    sock = _connect(root)
+    try:
+        sock.settimeout(ANSWER_TIMEOUT_S)
+        sock.sendall(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        reply = _read_line(sock)
+    except OSError as exc:
+        raise DaemonUnavailable(f"the search daemon did not answer: {exc}") from None
+    finally:
+        sock.close()
+    if reply.get("restart"):
+        if restarted:
+            raise DaemonUnavailable("the search daemon keeps asking for a restart")
+        _wait_gone(root)
+        return _ask(root, message, restarted=True)
+    if not reply.get("ok"):
+        code = reply.get("exit_code", 1)
+        error = BadInput if code == 2 else CheckFailed if code == 1 else KbError
+        raise error(reply.get("error", "the search daemon failed"))
+    for notice in reply.get("notices", []):
+        print(f"kb: note: {notice}", file=sys.stderr)
+    return reply
+
+
+def _read_line(sock: socket.socket) -> dict[str, Any]:
+    chunks, size = [], 0
+    while True:
+        data = sock.recv(1 << 16)
+        if not data:
+            break
+        chunks.append(data)
+        size += len(data)
+        if data.endswith(b"\n") or size > MAX_LINE:
+            break
+    if not chunks:
+        raise DaemonUnavailable("the search daemon closed the connection")
+    return json.loads(b"".join(chunks))
+
+
+def _try_connect(path: Path) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+        return sock
+    except OSError:
+        sock.close()
+        return None
+
+
+def _connect(root: Path) -> socket.socket:
+    path = socket_path(root)
+    sock = _try_connect(path)
+    if sock is not None:
+        return sock
+    from filelock import FileLock
+
+    state = root / ".kb"
+    state.mkdir(exist_ok=True)
+    with FileLock(str(state / "daemon-start.lock"), timeout=START_TIMEOUT_S):
+        sock = _try_connect(path)  # another client may have started it while we waited
+        if sock is not None:
+            return sock
+        path.unlink(missing_ok=True)  # a socket file left by a daemon that died
+        with open(state / "daemon.log", "ab") as log:
+            subprocess.Popen([sys.executable, "-m", "kbtool.daemon", str(root)], stdin=subprocess.DEVNULL,
+                             stdout=log, stderr=log, start_new_session=True, cwd=str(root))
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            sock = _try_connect(path)
+            if sock is not None:
+                return sock
+            time.sleep(0.02)
+    raise DaemonUnavailable(f"no search daemon answered at {path} within {START_TIMEOUT_S:.0f} s; see {state / 'daemon.log'}")
+
+
+def _wait_gone(root: Path, timeout: float = 10.0) -> None:
+    path = socket_path(root)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and path.exists():
+        time.sleep(0.02)
+
+
+def stop_daemon(root: Path) -> bool:
+    """Ask the daemon for this KB to exit; False when none was running."""
+    sock = _try_connect(socket_path(root))
+    if sock is None:
+        return False
+    try:
+        sock.sendall(json.dumps({"op": "stop", "protocol": PROTOCOL}).encode() + b"\n")
+        _read_line(sock)
+    except (OSError, DaemonUnavailable):
+        pass
+    finally:
+        sock.close()
+    _wait_gone(root)
+    return True

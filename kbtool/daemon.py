@@ -1,0 +1,126 @@
+"""The warm side of `kb search`: one process per knowledge base that keeps the model, the
+index and its vector matrix in memory and answers clients over a unix socket.
+
+    python -m kbtool.daemon ROOT      (started on demand by kbtool.client)
+
+It binds its socket first (so clients know it is coming), then loads the model and
+refreshes the index, then answers one request at a time: a JSON line in, a JSON line out.
+Before each search the index refreshes itself if the store changed, so a card written by
+any process is found by the next query. It exits after KB_DAEMON_IDLE seconds (default
+900) without a request, when asked to stop, or when a client of a different build asks
+(the client then starts a fresh one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .client import MAX_LINE, PROTOCOL, build_id, socket_path
+from .errors import KbError
+
+IDLE_S = float(os.environ.get("KB_DAEMON_IDLE", "900"))
+
+
+def handle(kb: Any, message: dict[str, Any], build: str) -> tuple[dict[str, Any], bool]:
+    """(reply, keep serving)."""
+    from .retrieval import SearchRequest
+
+    if message.get("op") == "stop":
+        return {"ok": True}, False
+    if message.get("protocol") != PROTOCOL or message.get("build") != build:
+        return {"ok": False, "restart": True}, False
+    if message.get("op") != "search":
+        return {"ok": False, "error": f"unknown operation {message.get('op')!r}", "exit_code": 2}, True
+    try:
+        requests = [SearchRequest.from_dict(r) for r in message.get("requests", [])]
+        results = [kb.run_search(r) for r in requests]
+    except KbError as exc:
+        return {"ok": False, "error": str(exc), "exit_code": exc.exit_code}, True
+    except Exception as exc:  # noqa: BLE001 - a bad request must not take the daemon down
+        return {"ok": False, "error": f"internal error: {type(exc).__name__}: {exc}", "exit_code": 1}, True
+    notices, kb.notices[:] = list(kb.notices), []
+    return {"ok": True, "results": results, "notices": notices}, True
+
+
+def _read(conn: socket.socket) -> dict[str, Any]:
+    buf = b""
+    while not buf.endswith(b"\n") and len(buf) < MAX_LINE:
+        data = conn.recv(1 << 16)
+        if not data:
+            break
+        buf += data
+    return json.loads(buf or b"{}")
+
+
+def serve(root: Path) -> None:
+    from .kb import KnowledgeBase
+
+    path = socket_path(root)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path.unlink(missing_ok=True)
+    server.bind(str(path))
+    inode = path.stat().st_ino
+    server.listen(64)
+    build = build_id(root)
+    try:
+        kb = KnowledgeBase.open(root)
+        # warm up before the first client is served: model, index, vector matrix
+        kb.run_search(_warmup_request())
+        kb.notices.clear()
+        print(f"kb daemon {os.getpid()} ready for {root}", flush=True)
+        server.settimeout(IDLE_S)
+        serving = True
+        while serving:
+            try:
+                conn, _ = server.accept()
+            except socket.timeout:
+                break
+            with conn:
+                conn.settimeout(60)
+                try:
+                    message = _read(conn)
+                except (OSError, ValueError) as exc:
+                    conn.sendall(json.dumps({"ok": False, "error": f"bad request: {exc}", "exit_code": 2}).encode() + b"\n")
+                    continue
+                reply, serving = handle(kb, message, build)
+                try:
+                    conn.sendall(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
+                except OSError:
+                    pass  # the client went away; serve the next one
+    finally:
+        server.close()
+        # only remove the socket if it is still ours (a successor may have bound a new one)
+        try:
+            if path.exists() and path.stat().st_ino == inode:
+                path.unlink()
+        except OSError:
+            pass
+
+
+def _warmup_request():
+    from .retrieval import SearchRequest
+
+    return SearchRequest("warm up", k=1)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 1:
+        print("usage: python -m kbtool.daemon ROOT", file=sys.stderr)
+        sys.exit(2)
+    started = time.perf_counter()
+    try:
+        serve(Path(argv[0]).resolve())
+    except KbError as exc:
+        print(f"kb daemon: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    print(f"kb daemon {os.getpid()} exiting after {time.perf_counter() - started:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

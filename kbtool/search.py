@@ -1,0 +1,111 @@
+"""Ranking, pure: query parsing for FTS5, reciprocal rank fusion, grouping chunks into
+cards, demotion, snippets. The index supplies the legs' candidate lists; this module
+decides the order.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .cards import INACTIVE_STATUSES
+from .embeddings import cjk_bigrams, has_cjk, without_cjk
+
+MAX_QUERY_TERMS = 64  # a pasted 100 KB log is a query of its first words, not a 20k-term OR
+RRF_K = 60
+INACTIVE_FACTOR = 0.5  # superseded, refuted and retired cards still show, below current ones
+MODES = ("hybrid", "bm25", "vector")
+
+# Words that carry no topic; in an OR query they would match nearly every chunk.
+STOPWORDS = frozenset("""
+a an and are as at be by can do does for from has have how i if in into is it its me my of on or our so
+that the their then there these this to use used using was we what when where which who why will with
+you your should would could than them they been being not no yes vs via about
+""".split())
+
+_WORD = re.compile(r"[^\W_]+(?:[._-][^\W_]+)*", re.UNICODE)
+
+
+def clean_query(text: str) -> str:
+    """Control characters out, whitespace collapsed."""
+    text = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in text)
+    return " ".join(text.split())
+
+
+def query_terms(text: str) -> list[str]:
+    """Latin words (stopwords dropped, deduplicated) then CJK bigrams, capped."""
+    words = []
+    for match in _WORD.findall(without_cjk(text)):
+        for word in re.split(r"[._-]", match):
+            if word and word.lower() not in STOPWORDS:
+                words.append(word.lower())
+    grams = cjk_bigrams(text)
+    return list(dict.fromkeys(words + grams))[:MAX_QUERY_TERMS]
+
+
+def fts_match(terms: Iterable[str]) -> str | None:
+    """An FTS5 MATCH expression: every term quoted (so nothing is FTS syntax), OR-ed."""
+    quoted = []
+    for term in terms:
+        column = "cjk" if has_cjk(term) else None
+        phrase = '"' + term.replace('"', '""') + '"'
+        quoted.append(f"{column}:{phrase}" if column else phrase)
+    return " OR ".join(quoted) or None
+
+
+@dataclass
+class LegHit:
+    rank: int  # 1-based, among cards
+    score: float
+    chunk_id: int
+
+
+@dataclass
+class Fused:
+    card: int  # index into the caller's card list
+    score: float
+    legs: dict[str, LegHit] = field(default_factory=dict)
+    demoted: bool = False
+
+    @property
+    def best_chunk(self) -> int:
+        return min(self.legs.values(), key=lambda h: h.rank).chunk_id
+
+
+def card_ranking(chunk_hits: Iterable[tuple[int, float]], card_of: dict[int, int]) -> dict[int, LegHit]:
+    """Chunks (best first) -> each card's rank by its best chunk."""
+    ranking: dict[int, LegHit] = {}
+    for chunk_id, score in chunk_hits:
+        card = card_of.get(chunk_id)
+        if card is not None and card not in ranking:
+            ranking[card] = LegHit(len(ranking) + 1, score, chunk_id)
+    return ranking
+
+
+def fuse(legs: dict[str, dict[int, LegHit]], weights: dict[str, float], statuses: list[str], k: int = RRF_K) -> list[Fused]:
+    """Reciprocal rank fusion of per-card rankings, inactive cards demoted, best first."""
+    fused: dict[int, Fused] = {}
+    for name, ranking in legs.items():
+        for card, hit in ranking.items():
+            entry = fused.setdefault(card, Fused(card, 0.0))
+            entry.score += weights.get(name, 1.0) / (k + hit.rank)
+            entry.legs[name] = hit
+    for entry in fused.values():
+        if statuses[entry.card] in INACTIVE_STATUSES:
+            entry.score *= INACTIVE_FACTOR
+            entry.demoted = True
+    return sorted(fused.values(), key=lambda f: (-f.score, f.card))
+
+
+def snippet(text: str, terms: Iterable[str], width: int = 240) -> str:
+    """One line of the chunk, around the first query term it contains."""
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    lower = flat.lower()
+    positions = [p for p in (lower.find(t.lower()) for t in terms) if p >= 0]
+    start = max(0, min(positions) - width // 4) if positions else 0
+    piece = flat[start : start + width]
+    return ("…" if start else "") + piece.strip() + ("…" if start + width < len(flat) else "")

@@ -1,0 +1,1 @@
+"""Migrations, installed as kbtool.migrations: `index` for the derived search index."""

@@ -1,0 +1,55 @@
+"""Schema of the derived index `.kb/index.db`, as sqlite-utils migrations.
+
+Each function is one step, applied once and recorded in `_sqlite_migrations`; an old index
+is upgraded by applying the steps it lacks. Never edit a step that has shipped: add one.
+The index is derived from git, so a step may also drop and rebuild what it needs.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+index_migrations = Migrations("kb-index")
+
+
+@index_migrations()
+def m001_initial(db: Database) -> None:
+    db.execute("""
+        CREATE TABLE cards (
+            path TEXT PRIMARY KEY,      -- relative to the KB root
+            id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            title TEXT NOT NULL,
+            status TEXT NOT NULL,
+            data TEXT NOT NULL,         -- the frontmatter as JSON, for filters and results
+            file_hash TEXT NOT NULL,    -- sha256 of the file: unchanged files are not re-read
+            mtime_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL
+        )""")
+    db.execute("""
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY,
+            card_path TEXT NOT NULL REFERENCES cards(path),
+            ordinal INTEGER NOT NULL,
+            heading TEXT,
+            text TEXT NOT NULL,
+            hash TEXT NOT NULL          -- sha256 of text: the key of its vector
+        )""")
+    db.execute("CREATE INDEX chunks_card ON chunks(card_path)")
+    db.execute("CREATE INDEX chunks_hash ON chunks(hash)")
+    # porter-stemmed words for latin text; `cjk` holds CJK character bigrams, which
+    # unicode61 would otherwise keep as one unsplittable token per run
+    db.execute("""
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            title, heading, body, cjk,
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        )""")
+    db.execute("""
+        CREATE TABLE vectors (
+            hash TEXT NOT NULL,
+            model TEXT NOT NULL,
+            vector BLOB NOT NULL,       -- float32, L2-normalised
+            PRIMARY KEY (hash, model)
+        )""")
+    db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")

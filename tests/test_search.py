@@ -1,0 +1,227 @@
+"""The index and hybrid search, on a real SQLite index with the hashing embedder (no model)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import numpy as np
+import pytest
+
+import kbtool
+from kbtool.embeddings import HashingEmbedder
+from kbtool.errors import BadInput, InvalidField
+
+
+class CountingEmbedder(HashingEmbedder):
+    """The hashing embedder, counting every text it is asked to embed."""
+
+    def __init__(self):
+        super().__init__()
+        self.documents: list[str] = []
+
+    def embed_documents(self, texts):
+        self.documents.extend(texts)
+        return super().embed_documents(texts)
+
+
+CARDS = [
+    ("finding", "NVFP4 MoE decode kernels on B200", ["applies_to.hardware=B200", "applies_to.precision=nvfp4",
+                                                      "claim=Grouped GEMM MoE kernels in NVFP4 speed up decode"]),
+    ("failure-mode", "RoPE layout mismatch", ["symptom=fluent for a few tokens then garbage",
+                                               "fix=use the rotate-half layout of the checkpoint"]),
+    ("contract", "Paged KV cache block manager", ["component=block manager", "applies_to.hardware=H100"]),
+    ("gap", "Does FP8 KV cache hurt long-context accuracy?", ["applies_to.hardware=H100"]),
+    ("gap", "量化对长上下文精度的影响", []),
+]
+
+
+@pytest.fixture
+def embedder():
+    return CountingEmbedder()
+
+
+@pytest.fixture
+def filled(kb, embedder):
+    for kind, title, fields in CARDS:
+        kb.add(kind, title, fields=fields, body="## Details\n\nMeasured on real hardware.\n")
+    return kbtool.open(kb.root, embedder=embedder)
+
+
+def ids(result):
+    return [h["id"] for h in result["hits"]]
+
+
+def test_result_json_has_the_stable_fields(filled):
+    result = filled.search("NVFP4 MoE decode", k=3)
+    assert result["query"] == "NVFP4 MoE decode"
+    top = result["hits"][0]
+    assert top["id"] == "nvfp4-moe-decode-kernels-on-b200"
+    assert list(top) == ["id", "kind", "title", "status", "score", "path", "source", "snippet"]
+    assert top["path"] == "kb/finding/nvfp4-moe-decode-kernels-on-b200.md" and top["source"] is None
+    assert "NVFP4" in top["snippet"]
+
+
+def test_each_mode_ranks_and_explain_shows_both_legs(filled):
+    for mode in ("bm25", "vector", "hybrid"):
+        assert ids(filled.search("RoPE layout garbage", k=1, mode=mode)) == ["rope-layout-mismatch"]
+    hit = filled.search("RoPE layout garbage", k=1, explain=True)["hits"][0]
+    assert hit["explain"]["bm25"]["rank"] == 1 and hit["explain"]["vector"]["rank"] == 1
+    assert hit["explain"]["demoted"] is False
+
+
+def test_filters_narrow_before_ranking(filled):
+    assert ids(filled.search("kv cache", where=["applies_to.hardware=H100"])) == [
+        "paged-kv-cache-block-manager", "does-fp8-kv-cache-hurt-long-context-accuracy"] or set(
+        ids(filled.search("kv cache", where=["applies_to.hardware=H100"]))) == {
+        "paged-kv-cache-block-manager", "does-fp8-kv-cache-hurt-long-context-accuracy"}
+    assert ids(filled.search("kv cache", kind="gap")) == ["does-fp8-kv-cache-hurt-long-context-accuracy", "gap-" + ids(filled.search("量化", k=1))[0][4:]] or \
+        all(h["kind"] == "gap" for h in filled.search("kv cache", kind="gap")["hits"])
+    assert ids(filled.search("decode", where=["applies_to.precision=nvfp4"])) == ["nvfp4-moe-decode-kernels-on-b200"]
+    assert filled.search("decode", where=["applies_to.hardware=TPU"])["hits"] == []
+    with pytest.raises(InvalidField):
+        filled.search("decode", where=["applies_to.gpu=H100"])
+
+
+def test_superseded_cards_are_demoted(filled):
+    old = filled.add("finding", "RoPE layout guidance, old", fields=["claim=rotate half layout garbage"])
+    first = filled.search("RoPE layout garbage guidance", k=2, explain=True)["hits"]
+    assert first[0]["id"] == old.id
+    filled.edit(old.id, status="superseded")
+    hits = filled.search("RoPE layout garbage guidance", k=2, explain=True)["hits"]
+    assert hits[0]["id"] == "rope-layout-mismatch"
+    assert hits[1]["id"] == old.id and hits[1]["explain"]["demoted"] is True
+
+
+def test_chinese_text_is_searchable(filled):
+    assert ids(filled.search("长上下文的精度", k=1)) == [ids(filled.search("量化", k=1))[0]]
+    assert filled.search("量化精度", k=1, mode="bm25")["hits"][0]["title"] == "量化对长上下文精度的影响"
+
+
+@pytest.mark.parametrize("query", ['"NVFP4 AND (', "NEAR(a b) OR *", "decode\x00\x07\x1b[31m", "x" * 100_000,
+                                   " ".join(["decode"] * 20_000), "-- DROP TABLE cards; --"])
+def test_hostile_queries_give_results_not_errors(filled, query):
+    result = filled.search(query, k=3)
+    assert isinstance(result["hits"], list)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\x00\x01"])
+def test_empty_queries_are_refused(filled, query):
+    with pytest.raises(BadInput, match="empty query"):
+        filled.search(query)
+
+
+def test_bad_options_are_refused(filled):
+    with pytest.raises(BadInput, match="k must be"):
+        filled.search("x", k=0)
+    with pytest.raises(BadInput, match="mode"):
+        filled.search("x", mode="magic")
+
+
+def test_unchanged_chunks_are_never_re_embedded(filled, embedder):
+    filled.search("warm")
+    first = len(embedder.documents)
+    assert first >= len(CARDS)
+    fresh = kbtool.open(filled.root, embedder=embedder)  # a new process: same index on disk
+    fresh.search("again")
+    assert len(embedder.documents) == first
+    fresh.edit("rope-layout-mismatch", fields=["fix=match the checkpoint's rotary layout"])
+    stats = fresh.refresh_index()
+    assert stats.updated == 1 and stats.embedded == 1  # only the lead chunk changed; the body chunk is reused
+    assert len(embedder.documents) == first + 1
+
+
+def test_a_write_is_visible_to_the_next_search_in_a_warm_process(filled):
+    assert filled.search("speculative decoding acceptance", k=1, mode="bm25")["hits"] == [] or \
+        filled.search("speculative decoding acceptance", k=1, mode="bm25")["hits"][0]["id"] != "spec"
+    filled.add("finding", "Speculative decoding acceptance rate", fields=["claim=EAGLE acceptance is high on code"])
+    assert ids(filled.search("speculative decoding acceptance", k=1)) == ["speculative-decoding-acceptance-rate"]
+
+
+def test_removed_and_invalid_cards_leave_the_index(filled):
+    path = filled.root / "kb" / "gap" / "does-fp8-kv-cache-hurt-long-context-accuracy.md"
+    filled.search("fp8")
+    path.write_text("---\nkind: gap\ntitle: [broken\n---\n")
+    stats = filled.refresh_index()
+    assert stats.invalid == ["kb/gap/does-fp8-kv-cache-hurt-long-context-accuracy.md"] and stats.removed == 1
+    assert "does-fp8-kv-cache-hurt-long-context-accuracy" not in ids(filled.search("fp8 kv cache accuracy"))
+
+
+def test_a_corrupt_index_is_rebuilt_with_a_notice(filled):
+    filled.search("decode")
+    db = filled.root / ".kb" / "index.db"
+    for suffix in ("-wal", "-shm"):
+        (filled.root / ".kb" / f"index.db{suffix}").unlink(missing_ok=True)
+    db.write_bytes(b"this is not a database" * 100)
+    fresh = kbtool.open(filled.root, embedder=HashingEmbedder())
+    assert ids(fresh.search("RoPE layout", k=1)) == ["rope-layout-mismatch"]
+    assert any("rebuilding" in n for n in fresh.notices)
+
+
+def test_the_index_schema_is_managed_by_migrations(filled):
+    filled.search("x")
+    conn = sqlite3.connect(filled.root / ".kb" / "index.db")
+    applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = 'kb-index'")]
+    assert applied == ["m001_initial"]
+
+
+def test_a_model_change_re_embeds_everything(filled):
+    filled.search("x")
+    other = kbtool.open(filled.root, embedder=HashingEmbedder(dimension=64))
+    stats = other.refresh_index()
+    assert stats.embedded > 0 and stats.added == 0
+    vec = other.index.matrix(other.embedder)[1]
+    assert vec.shape[1] == 64 and np.allclose(np.linalg.norm(vec, axis=1), 1, atol=1e-5)
+
+
+def test_lexical_refresh_loads_no_embedder(kb):
+    kb.add("gap", "Lexical only?")
+    fresh = kbtool.open(kb.root)
+    assert ids(fresh.search("lexical", mode="bm25")) == ["lexical-only"]
+    assert fresh._embedder is None
+
+
+def test_search_cli_in_process(cli, kb, monkeypatch):
+    monkeypatch.setenv("KB_DAEMON", "0")
+    monkeypatch.setenv("KB_EMBEDDER", "hashing")
+    cli("add", "gap", "--title", "Chunked prefill at 32k?")
+    cli("add", "gap", "--title", "CUDA graphs for decode?")
+    result = cli("search", "chunked prefill", "-k", "1", "--json")
+    assert result.exit_code == 0, result.output
+    assert ids(json.loads(result.stdout)) == ["chunked-prefill-at-32k"]
+    text = cli("search", "cuda graphs", "-k", "1", "--explain")
+    assert "cuda-graphs-for-decode" in text.stdout and "explain: bm25 rank 1" in text.stdout
+    assert cli("index", "--json").exit_code == 0
+
+
+def test_search_batch(cli, kb, monkeypatch, tmp_path):
+    monkeypatch.setenv("KB_DAEMON", "0")
+    monkeypatch.setenv("KB_EMBEDDER", "hashing")
+    cli("add", "gap", "--title", "Chunked prefill at 32k?")
+    cli("add", "gap", "--title", "CUDA graphs for decode?")
+    batch = tmp_path / "queries.txt"
+    batch.write_text('chunked prefill\n\n{"q": "cuda graphs", "k": 1}\n{"q": "decode", "kind": "gap", "k": 2}\n')
+    result = cli("search", "--batch", str(batch))
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["query"] for r in lines] == ["chunked prefill", "cuda graphs", "decode"]
+    assert ids(lines[1]) == ["cuda-graphs-for-decode"]
+    batch.write_text('{"q": "x", "colour": "red"}\n')
+    bad = cli("search", "--batch", str(batch))
+    assert bad.exit_code == 2 and "unknown search option" in bad.stderr
+    batch.write_text('{"q": \n')
+    assert cli("search", "--batch", str(batch)).exit_code == 2
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["search", ""], "empty query"),
+    (["search"], "give a QUERY or --batch"),
+    (["search", "x", "--where", "applies_to.gpu=H100"], "no card kind has the field"),
+    (["search", "x", "--kind", "essay"], "unknown kind"),
+    (["search", "x", "--mode", "magic"], "mode 'magic'"),
+])
+def test_search_cli_bad_input(cli, kb, monkeypatch, args, message):
+    monkeypatch.setenv("KB_DAEMON", "0")
+    monkeypatch.setenv("KB_EMBEDDER", "hashing")
+    result = cli(*args)
+    assert result.exit_code == 2 and message in result.stderr, result.output
