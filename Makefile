@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 KB := $(VENV)/bin/kb
 
-.PHONY: install demo test bench schemas clean
+.PHONY: install demo test test-fast bench schemas clean
 
 install: $(VENV)/.installed
 
@@ -16,13 +16,18 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 demo: install
-	$(KB) --kb . list
+	$(KB) --kb . search "NVFP4 MoE decode"
 
 test: install
 	$(PY) -m pytest -q
 
+# the fast suite: everything but the real-model quality tests
+test-fast: install
+	$(PY) -m pytest -q -m "not quality"
+
 bench: install
 	$(PY) bench/bench_store.py
+	$(PY) bench/bench_search.py
 
 schemas: install
 	$(KB) --kb . schema export

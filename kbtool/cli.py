@@ -57,6 +57,7 @@ JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON (stable field 
 Fields = Annotated[Optional[list[str]], typer.Option("--field", "-f", help="KEY=VALUE; dotted keys for nested fields (check.threshold=12), repeat a key for a list.", show_default=False)]
 Tags = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A tag (repeatable).", show_default=False)]
 Where = Annotated[Optional[list[str]], typer.Option("--where", "-w", help="FIELD=VALUE filter on any card field, e.g. applies_to.hardware=B200 (repeatable).", show_default=False)]
+CardRef = Annotated[str, typer.Argument(metavar="ID", help="A card id, or a unique prefix of one.")]
 Status = Annotated[Optional[str], typer.Option("--status", help="draft, tentative, confirmed, refuted, superseded or retired.", show_default=False)]
 
 
@@ -132,6 +133,14 @@ def body_from(body: Optional[str], body_file: Optional[Path]) -> Optional[str]:
     return read_text_arg(body_file) if body_file is not None else body
 
 
+def print_written(stored: "StoredCard", as_json: bool) -> None:
+    """What a write prints: the id, or with --json the whole card."""
+    if as_json:
+        print_json(stored.to_dict())
+    else:
+        typer.echo(stored.id)
+
+
 def print_cards(cards: Iterable["StoredCard"]) -> None:
     rows = [(c.id, c.card.kind, c.card.status, c.card.title) for c in cards]
     if not rows:
@@ -180,12 +189,12 @@ def add(
             raise BadInput("--title is required (or --from-file CARD.md)")
         stored = base.add(kind, title, fields=field or [], tags=tag or [], status=status,
                           body=body_from(body, body_file) or "")
-    print_json(stored.to_dict()) if as_json else typer.echo(stored.id)
+    print_written(stored, as_json)
 
 
 @app.command()
 def show(
-    card_id: Annotated[str, typer.Argument(metavar="ID", help="A card id, or a unique prefix of one.")],
+    card_id: CardRef,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -217,7 +226,7 @@ def list_cards(
 
 @app.command()
 def edit(
-    card_id: Annotated[str, typer.Argument(metavar="ID", help="A card id, or a unique prefix of one.")],
+    card_id: CardRef,
     field: Fields = None,
     title: Annotated[Optional[str], typer.Option(help="A new title (the id stays).")] = None,
     tag: Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="Replace the tags with these (repeatable).", show_default=False)] = None,
@@ -230,12 +239,12 @@ def edit(
     """Change fields or the body of a card; one commit (none when nothing changed)."""
     stored = open_kb(kb).edit(card_id, fields=field or [], body=body_from(body, body_file), title=title,
                               tags=tag, status=status)
-    print_json(stored.to_dict()) if as_json else typer.echo(stored.id)
+    print_written(stored, as_json)
 
 
 @app.command()
 def log(
-    card_id: Annotated[str, typer.Argument(metavar="ID", help="A card id, or a unique prefix of one.")],
+    card_id: CardRef,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -382,7 +391,7 @@ def eval_cmd(
         return
     typer.echo(f"{report['queries']} queries, k={k}")
     for mode, scores in report["modes"].items():
-        typer.echo(f"  {mode:<7} recall@{k} {scores[f'recall@{k}']:.3f}  MRR@10 {scores['mrr@10']:.3f}  "
+        typer.echo(f"  {mode:<7} recall@{k} {scores[f'recall@{k}']:.3f}  hit@{k} {scores[f'hit@{k}']:.3f}  MRR@10 {scores['mrr@10']:.3f}  "
                    f"nDCG@10 {scores['ndcg@10']:.3f}  missed {len(scores['missed'])}")
 
 

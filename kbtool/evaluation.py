@@ -2,14 +2,16 @@
 
 A gold line is {"q": "...", "relevant": [...]}. A relevant entry names a card id, a source
 path ("inference/README.md": any section of that file) or a section
-("inference/README.md#Glossary"). Metrics are binary-relevance recall@k, MRR@10 and
-nDCG@10, averaged over queries.
+("inference/README.md#Glossary"). Metrics, binary relevance, averaged over queries:
+recall@k (the share of a query's relevant entries found in the top k), hit@k (whether
+any was), MRR@10 and nDCG@10.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -78,6 +80,7 @@ def score_query(hits: list[dict[str, Any]], relevant: tuple[str, ...], k: int) -
     ideal = sum(1 / math.log2(r + 1) for r in range(1, min(len(relevant), 10) + 1))
     return {
         f"recall@{k}": len(in_k) / len(relevant),
+        f"hit@{k}": 1.0 if in_k else 0.0,
         "mrr@10": 1 / first if first and first <= 10 else 0.0,
         "ndcg@10": dcg / ideal if ideal else 0.0,
     }
@@ -99,3 +102,41 @@ def evaluate(gold: list[GoldQuery], search: Callable[[str, int, str], list[dict[
                 missed.append(item.q)
         report["modes"][mode] = {name: round(v / len(gold), 4) for name, v in totals.items()} | {"missed": missed}
     return report
+
+
+class PlainBM25:
+    """The baseline: Okapi BM25 (k1=1.2, b=0.75) with one document per card (title + body),
+    lowercase word tokens and CJK bigrams; no stemming, stopwords, field weights or vectors."""
+
+    def __init__(self, docs: list[tuple[dict[str, Any], str]], k1: float = 1.2, b: float = 0.75):
+        from collections import Counter
+
+        self.hits = [h for h, _ in docs]
+        self.tfs = [Counter(_tokens(text)) for _, text in docs]
+        self.lengths = [sum(tf.values()) for tf in self.tfs]
+        self.avg = sum(self.lengths) / max(len(self.lengths), 1)
+        df: Counter[str] = Counter()
+        for tf in self.tfs:
+            df.update(tf.keys())
+        n = len(docs)
+        self.idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
+        self.k1, self.b = k1, b
+
+    def search(self, query: str, k: int) -> list[dict[str, Any]]:
+        terms = set(_tokens(query))
+        scored = []
+        for i, tf in enumerate(self.tfs):
+            score = 0.0
+            for t in terms & tf.keys():
+                f = tf[t]
+                score += self.idf[t] * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * self.lengths[i] / self.avg))
+            if score > 0:
+                scored.append((score, i))
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        return [self.hits[i] for _, i in scored[:k]]
+
+
+def _tokens(text: str) -> list[str]:
+    from .embeddings import cjk_bigrams, without_cjk
+
+    return re.findall(r"[^\W_]+", without_cjk(text).lower()) + cjk_bigrams(text)

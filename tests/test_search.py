@@ -71,13 +71,12 @@ def test_each_mode_ranks_and_explain_shows_both_legs(filled):
 
 
 def test_filters_narrow_before_ranking(filled):
-    assert ids(filled.search("kv cache", where=["applies_to.hardware=H100"])) == [
-        "paged-kv-cache-block-manager", "does-fp8-kv-cache-hurt-long-context-accuracy"] or set(
-        ids(filled.search("kv cache", where=["applies_to.hardware=H100"]))) == {
-        "paged-kv-cache-block-manager", "does-fp8-kv-cache-hurt-long-context-accuracy"}
-    assert ids(filled.search("kv cache", kind="gap")) == ["does-fp8-kv-cache-hurt-long-context-accuracy", "gap-" + ids(filled.search("量化", k=1))[0][4:]] or \
-        all(h["kind"] == "gap" for h in filled.search("kv cache", kind="gap")["hits"])
+    on_h100 = set(ids(filled.search("kv cache", where=["applies_to.hardware=H100"])))
+    assert on_h100 == {"paged-kv-cache-block-manager", "does-fp8-kv-cache-hurt-long-context-accuracy"}
+    gaps = filled.search("kv cache", kind="gap")["hits"]
+    assert gaps[0]["id"] == "does-fp8-kv-cache-hurt-long-context-accuracy" and {h["kind"] for h in gaps} == {"gap"}
     assert ids(filled.search("decode", where=["applies_to.precision=nvfp4"])) == ["nvfp4-moe-decode-kernels-on-b200"]
+    assert ids(filled.search("decode", status="tentative", kind="finding")) == ["nvfp4-moe-decode-kernels-on-b200"]
     assert filled.search("decode", where=["applies_to.hardware=TPU"])["hits"] == []
     with pytest.raises(InvalidField):
         filled.search("decode", where=["applies_to.gpu=H100"])
@@ -132,8 +131,7 @@ def test_unchanged_chunks_are_never_re_embedded(filled, embedder):
 
 
 def test_a_write_is_visible_to_the_next_search_in_a_warm_process(filled):
-    assert filled.search("speculative decoding acceptance", k=1, mode="bm25")["hits"] == [] or \
-        filled.search("speculative decoding acceptance", k=1, mode="bm25")["hits"][0]["id"] != "spec"
+    assert "speculative-decoding-acceptance-rate" not in ids(filled.search("speculative decoding acceptance"))
     filled.add("finding", "Speculative decoding acceptance rate", fields=["claim=EAGLE acceptance is high on code"])
     assert ids(filled.search("speculative decoding acceptance", k=1)) == ["speculative-decoding-acceptance-rate"]
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import kbtool
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, modules_loaded_by
 from kbtool.cli import app
 
 # Each module may import only modules of a lower layer (or its own).
@@ -69,20 +69,10 @@ def test_every_command_has_help_and_is_in_the_readme():
                 assert (param.help or "").strip(), f"kb {name} {param.opts[0]} has no help text"
 
 
-def run_and_list_modules(*args: str) -> set[str]:
-    code = ("import sys, runpy\n"
-            f"sys.argv = ['kb', *{list(args)!r}]\n"
-            "try:\n    runpy.run_module('kbtool', run_name='__main__')\n"
-            "except SystemExit:\n    pass\n"
-            "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO_ROOT, timeout=60)
-    return set(out.stderr.split())
-
-
 def test_light_commands_never_import_torch_or_the_model_runtime():
     heavy = {"torch", "sentence_transformers", "transformers", "numpy", "mcp"}
     for args in (["--help"], ["list"], ["show", "nvfp4-block"], ["lint"]):
-        loaded = run_and_list_modules("--kb", str(REPO_ROOT), *args)
+        _, loaded = modules_loaded_by(["--kb", str(REPO_ROOT), *args])
         assert "kbtool.cli" in loaded
         assert not heavy & loaded, f"kb {' '.join(args)} imported {heavy & loaded}"
 

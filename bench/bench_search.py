@@ -1,0 +1,200 @@
+"""Search benchmarks: cold CLI, warm queries at 10k and 100k cards, incremental re-index,
+indexing throughput against raw sentence-transformers, and memory.
+
+    .venv/bin/python bench/bench_search.py [--scale 10000,100000] [--skip-scale]
+
+Synthetic cards (for scale) are generated from a fixed vocabulary with a fixed seed. Their
+bulk document vectors come from the hashing embedder, because embedding 100k texts with the
+real model would take hours here; queries and small re-index batches use the real model, so
+the timed path (query embedding, BM25, matrix product, fusion) is the real one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import kbtool  # noqa: E402
+from kbtool.embeddings import HashingEmbedder, SentenceTransformerEmbedder  # noqa: E402
+
+VOCAB = ("nvfp4 fp8 bf16 moe decode prefill kv cache paged attention rope cuda graph kernel triton cutlass b200 h100 a100 "
+         "throughput latency ttft tpot batch concurrency scheduler speculative eagle draft acceptance tensor parallel "
+         "expert routing top-k gemm grouped sampler tokenizer chat template vllm sglang tensorrt flashinfer nccl "
+         "all-reduce quantization scale block accuracy oracle gate baseline regression memory bandwidth occupancy").split()
+
+
+def p50(samples: list[float]) -> float:
+    return statistics.median(samples)
+
+
+class ScaleEmbedder:
+    """Real model for queries and small batches; hashing vectors for bulk synthetic documents."""
+
+    def __init__(self) -> None:
+        self.real = SentenceTransformerEmbedder()
+        self.bulk = HashingEmbedder(self.real.dimension)
+        self.model_id, self.dimension, self.languages = self.real.model_id, self.real.dimension, self.real.languages
+
+    def embed_documents(self, texts):
+        return self.bulk.embed_documents(texts) if len(texts) > 64 else self.real.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.real.embed_query(text)
+
+
+def synthetic_kb(root: Path, n: int, seed: int = 7) -> None:
+    kbtool.init(root, name=f"synthetic-{n}")
+    rng = random.Random(seed)
+    folder = root / "kb" / "finding"
+    folder.mkdir(parents=True)
+    hardware = ["B200", "H100", "A100", "H200"]
+    for i in range(n):
+        words = rng.choices(VOCAB, k=60)
+        title = " ".join(words[:6]) + f" {i}"
+        (folder / f"synthetic-{i}.md").write_text(
+            f"---\nid: synthetic-{i}\nkind: finding\ntitle: {title}\nstatus: tentative\nclaim: {' '.join(words[6:20])}\n"
+            f"applies_to:\n  hardware: {rng.choice(hardware)}\nschema_version: 1\n---\n\n## Details\n\n{' '.join(words[20:])}\n")
+
+
+def bench_scale(n: int, queries: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "kb"
+        t = time.perf_counter()
+        synthetic_kb(root, n)
+        made = time.perf_counter() - t
+        kb = kbtool.open(root, embedder=ScaleEmbedder())
+        t = time.perf_counter()
+        stats = kb.refresh_index()
+        built = time.perf_counter() - t
+        for q in queries:  # warm: model loaded, matrix in memory, each query once
+            kb.search(q)
+        samples, lexical = [], []
+        for q in queries:
+            fresh = q + " regression"  # not in the query-vector cache: the real model embeds it
+            start = time.perf_counter()
+            kb.search(fresh, k=10)
+            samples.append(time.perf_counter() - start)
+            start = time.perf_counter()
+            kb.search(fresh, k=10, mode="bm25")
+            lexical.append(time.perf_counter() - start)
+        filtered = []
+        for q in queries:
+            start = time.perf_counter()
+            kb.search(q + " scheduler", k=10, where=["applies_to.hardware=H100"])
+            filtered.append(time.perf_counter() - start)
+        print(f"scale {n} cards ({stats.scanned} files, {len(kb.index.chunk_card)} chunks; written in {made:.1f} s, "
+              f"indexed in {built:.1f} s): warm hybrid query p50 {p50(samples) * 1000:.1f} ms "
+              f"(max {max(samples) * 1000:.1f}), bm25 only p50 {p50(lexical) * 1000:.1f} ms, "
+              f"hybrid with an applies_to filter p50 {p50(filtered) * 1000:.1f} ms, over {len(queries)} queries")
+        if n <= 10_000:
+            target = root / "kb" / "finding" / "synthetic-5.md"
+            target.write_text(target.read_text().replace("## Details", "Edited for the benchmark.\n\n## Details"))
+            start = time.perf_counter()
+            stats = kb.refresh_index()
+            print(f"scale {n}: one edited card re-indexed in {(time.perf_counter() - start) * 1000:.0f} ms "
+                  f"({stats.updated} updated, {stats.embedded} chunk embedded)")
+
+
+def bench_cold_cli(runs: int = 20) -> None:
+    env = {**os.environ}
+    env.pop("KB_DAEMON", None)
+    env.pop("KB_EMBEDDER", None)
+    subprocess.run([sys.executable, "-m", "kbtool", "--kb", str(REPO), "index"], check=True, capture_output=True, env=env)
+    from kbtool.client import stop_daemon
+
+    stop_daemon(REPO)
+    cmd = [str(REPO / ".venv" / "bin" / "kb"), "--kb", str(REPO), "search", "NVFP4 MoE decode", "--json"]
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True, env=env)
+    first = time.perf_counter() - start
+    samples = []
+    for i in range(runs):
+        start = time.perf_counter()
+        subprocess.run([*cmd[:-2], f"NVFP4 MoE decode {i}", "--json"], check=True, capture_output=True, env=env)
+        samples.append(time.perf_counter() - start)
+    in_process = []
+    for i in range(3):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, env={**env, "KB_DAEMON": "0"})
+        in_process.append(time.perf_counter() - start)
+    print(f"cold `kb search` (fresh process each, daemon warm): p50 {p50(samples) * 1000:.0f} ms, "
+          f"max {max(samples) * 1000:.0f} ms over {runs}; first search that starts the daemon {first:.2f} s; "
+          f"without the daemon (KB_DAEMON=0) p50 {p50(in_process):.2f} s")
+
+
+def bench_throughput(corpus: Path, limit: int = 600) -> None:
+    """Our indexing vs raw model.encode on the same chunk texts."""
+    from kbtool.chunking import chunk_card
+
+    with tempfile.TemporaryDirectory() as tmp:
+        kb = kbtool.init(Path(tmp) / "kb")
+        kb.import_path(corpus)
+        # the cards whose chunks make up the first `limit` chunks: the raw model gets exactly their texts
+        kept, texts = set(), []
+        for s in kb.cards():
+            if len(texts) >= limit:
+                break
+            kept.add(s.path)
+            texts.extend(c.text for c in chunk_card(s.card, s.body))
+        embedder = SentenceTransformerEmbedder()
+        model = embedder._model()
+        model.encode(texts[:32], batch_size=32)  # warm up threads
+        start = time.perf_counter()
+        model.encode(texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        raw = time.perf_counter() - start
+        for s in kb.cards():
+            if s.path not in kept:
+                (kb.root / s.path).unlink()
+        fresh = kbtool.open(kb.root, embedder=embedder)
+        start = time.perf_counter()
+        stats = fresh.refresh_index()
+        ours = time.perf_counter() - start
+        print(f"indexing {corpus.name}: raw sentence-transformers {len(texts) / raw:.1f} chunks/s; "
+              f"kb index {stats.embedded / ours:.1f} chunks/s ({stats.embedded} chunks, {ours:.1f} s incl. "
+              f"parse, FTS and SQLite); ratio {(stats.embedded / ours) / (len(texts) / raw):.2f}")
+
+
+def bench_memory() -> None:
+    env = {**os.environ, "KB_DAEMON": "0"}
+    env.pop("KB_EMBEDDER", None)
+    code = ("import resource, sys, kbtool\nkb = kbtool.open(sys.argv[1])\nkb.search('NVFP4 MoE decode', mode=sys.argv[2])\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    for mode in ("bm25", "hybrid"):
+        out = subprocess.run([sys.executable, "-c", code, str(REPO), mode], check=True, capture_output=True, text=True, env=env)
+        print(f"memory: a {'lexical-only' if mode == 'bm25' else 'model-loaded'} search process peaks at "
+              f"{int(out.stdout.strip()) / 1024:.0f} MB RSS")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", default="10000,100000")
+    parser.add_argument("--skip-scale", action="store_true")
+    args = parser.parse_args()
+    bench_cold_cli()
+    bench_memory()
+    corpus = REPO.parent / "shared" / "corpus" / "ml-engineering"
+    if corpus.is_dir():
+        bench_throughput(corpus)
+    if not args.skip_scale:
+        queries = ["NVFP4 MoE decode", "paged attention kv cache", "speculative decoding acceptance", "cuda graph capture",
+                   "fp8 accuracy oracle", "tensor parallel all-reduce", "scheduler batch concurrency", "ttft prefill",
+                   "expert routing top-k", "flashinfer kernel b200", "tokenizer chat template", "memory bandwidth decode"]
+        for n in (int(x) for x in args.scale.split(",")):
+            bench_scale(n, queries)
+    print(f"bench process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""`kb search` through the warm daemon: started on demand, reused, sees every write, stays light."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conftest import modules_loaded_by
+from kbtool.client import PROTOCOL, socket_path, stop_daemon
+
+
+@pytest.fixture
+def env(kb):
+    environment = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON_IDLE": "60"}
+    environment.pop("KB_DAEMON", None)
+    yield environment
+    stop_daemon(kb.root)
+
+
+def kb_cmd(kb, env, *args, check=True):
+    out = subprocess.run([sys.executable, "-m", "kbtool", "--kb", str(kb.root), *args], capture_output=True,
+                         text=True, env=env, timeout=120)
+    if check:
+        assert out.returncode == 0, out.stderr
+    return out
+
+
+def test_search_starts_one_daemon_and_reuses_it(kb, env):
+    kb_cmd(kb, env, "add", "gap", "--title", "Chunked prefill at 32k?")
+    first = json.loads(kb_cmd(kb, env, "search", "chunked prefill", "--json").stdout)
+    assert first["hits"][0]["id"] == "chunked-prefill-at-32k"
+    assert socket_path(kb.root).exists()
+    for _ in range(3):
+        kb_cmd(kb, env, "search", "prefill", "-k", "1")
+    log = (kb.root / ".kb" / "daemon.log").read_text()
+    assert log.count("ready for") == 1, log
+
+
+def test_a_write_from_another_process_is_found_by_the_next_search(kb, env):
+    kb_cmd(kb, env, "add", "gap", "--title", "First question?")
+    kb_cmd(kb, env, "search", "first")
+    kb_cmd(kb, env, "add", "finding", "--title", "Speculative decoding doubles single-stream tok/s")
+    hits = json.loads(kb_cmd(kb, env, "search", "speculative decoding", "-k", "1", "--json").stdout)["hits"]
+    assert hits[0]["id"] == "speculative-decoding-doubles-single-stream-tok-s"
+    kb_cmd(kb, env, "edit", "first-question", "--title", "Renamed: is prefill compute bound?")
+    hits = json.loads(kb_cmd(kb, env, "search", "prefill compute bound", "-k", "1", "--json").stdout)["hits"]
+    assert hits[0]["title"] == "Renamed: is prefill compute bound?"
+
+
+def test_bad_input_through_the_daemon_is_one_line_and_exit_2(kb, env):
+    kb_cmd(kb, env, "add", "gap", "--title", "Anything?")
+    kb_cmd(kb, env, "search", "anything")
+    for args, message in [(["search", "x", "--where", "applies_to.gpu=1"], "no card kind has the field"),
+                          (["search", "   "], "empty query"), (["search", "x", "-k", "0"], "k must be")]:
+        out = kb_cmd(kb, env, *args, check=False)
+        assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_the_client_process_stays_light(kb, env):
+    kb_cmd(kb, env, "add", "gap", "--title", "Light?")
+    kb_cmd(kb, env, "search", "light")  # the daemon is up
+    stdout, loaded = modules_loaded_by(["--kb", str(kb.root), "search", "light", "--json"], env=env)
+    assert json.loads(stdout)["hits"][0]["id"] == "light"
+    heavy = {"torch", "sentence_transformers", "numpy", "sqlite3", "git", "yaml", "markdown_it", "kbtool.kb", "kbtool.index"}
+    assert not heavy & loaded, heavy & loaded
+
+
+def test_a_daemon_of_another_build_hands_over(kb, env):
+    kb_cmd(kb, env, "add", "gap", "--title", "Handover?")
+    kb_cmd(kb, env, "search", "handover")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(str(socket_path(kb.root)))
+    sock.sendall(json.dumps({"op": "search", "protocol": PROTOCOL, "build": "old", "requests": []}).encode() + b"\n")
+    assert json.loads(sock.recv(65536)) == {"ok": False, "restart": True}
+    sock.close()
+    hits = json.loads(kb_cmd(kb, env, "search", "handover", "--json").stdout)["hits"]
+    assert hits[0]["id"] == "handover"
+    assert (kb.root / ".kb" / "daemon.log").read_text().count("ready for") == 2
+
+
+def test_in_process_when_asked(kb, env):
+    kb_cmd(kb, env, "add", "gap", "--title", "No daemon?")
+    out = kb_cmd(kb, {**env, "KB_DAEMON": "0"}, "search", "daemon", "--json")
+    assert json.loads(out.stdout)["hits"][0]["id"] == "no-daemon"
+    assert not socket_path(kb.root).exists()
