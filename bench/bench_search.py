@@ -54,14 +54,25 @@ class ScaleEmbedder:
         return self.real.embed_query(text)
 
 
+def corpus_words() -> list[str]:
+    """Real English word frequencies for synthetic cards: the words of the ml-engineering book."""
+    corpus = REPO.parent / "shared" / "corpus" / "ml-engineering"
+    words = [w for p in sorted(corpus.rglob("*.md")) for w in p.read_text(encoding="utf-8").split() if w.isalpha()]
+    return words or VOCAB
+
+
 def synthetic_kb(root: Path, n: int, seed: int = 7) -> None:
+    """n finding cards whose text is windows of real prose plus inference vocabulary."""
     kbtool.init(root, name=f"synthetic-{n}")
     rng = random.Random(seed)
+    prose = corpus_words()
     folder = root / "kb" / "finding"
     folder.mkdir(parents=True)
     hardware = ["B200", "H100", "A100", "H200"]
     for i in range(n):
-        words = rng.choices(VOCAB, k=60)
+        start = rng.randrange(max(1, len(prose) - 80))
+        words = [w.lower() for w in prose[start : start + 70]] + rng.choices(VOCAB, k=10)
+        rng.shuffle(words)
         title = " ".join(words[:6]) + f" {i}"
         (folder / f"synthetic-{i}.md").write_text(
             f"---\nid: synthetic-{i}\nkind: finding\ntitle: {title}\nstatus: tentative\nclaim: {' '.join(words[6:20])}\n"

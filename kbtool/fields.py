@@ -167,16 +167,17 @@ class Filter:
     value: str
 
     def matches(self, data: Any) -> bool:
-        return any(_equal(v, self.value) for v in _values_at(data, self.path))
+        return any(_equal(v, self.value) for v in values_at(data, self.path))
 
 
-def _values_at(data: Any, path: tuple[str, ...]) -> list[Any]:
+def values_at(data: Any, path: tuple[str, ...]) -> list[Any]:
+    """Every value at a dotted path, looking through lists (evidence.metric: each item's metric)."""
     if not path:
         return list(data) if isinstance(data, list) else [data]
     if isinstance(data, list):
-        return [v for item in data for v in _values_at(item, path)]
+        return [v for item in data for v in values_at(item, path)]
     if isinstance(data, dict) and path[0] in data:
-        return _values_at(data[path[0]], path[1:])
+        return values_at(data[path[0]], path[1:])
     return []
 
 

@@ -19,20 +19,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import numpy as np
-from filelock import FileLock
-from sqlite_utils import Database
+# one BLAS thread: the matrix product is small, and spinning BLAS threads slow the model's own
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+from filelock import FileLock  # noqa: E402
+from sqlite_utils import Database  # noqa: E402
 
 from .chunking import Chunk, chunk_card
 from .embeddings import Embedder, cjk_bigrams
 from .errors import InvalidCard
+from .fields import values_at
 from .migrations.index import index_migrations
 from .records import StoredCard
 from .store import Store
 
 INDEX_FILE = "index.db"
 EMBED_GROUP = 256  # texts per encode call: sentence-transformers batches inside it; progress ticks per group
-FULL_SCAN_INTERVAL_S = 2.0  # a warm process re-stats every file at most this often
+FULL_SCAN_INTERVAL_S = 5.0  # a warm process re-stats every file at most this often (kb's own writes show at once)
 Progress = Callable[[int, int], None]
 
 
@@ -72,6 +76,8 @@ class Index:
         self.cards: list[CardMeta] = []
         self._card_by_path: dict[str, int] = {}
         self._chunk_card: dict[int, int] = {}
+        self._card_chunks: list[list[int]] = []
+        self._field_values: dict[tuple[str, ...], dict[str, set[int]]] = {}
         self._matrix: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._stat_signature: tuple[Any, ...] | None = None
         self._last_scan = 0.0
@@ -238,6 +244,10 @@ class Index:
         self._card_by_path = {c.path: i for i, c in enumerate(self.cards)}
         self._chunk_card = {cid: self._card_by_path[p] for cid, p in self.db.execute("SELECT id, card_path FROM chunks")
                             if p in self._card_by_path}
+        self._card_chunks = [[] for _ in self.cards]
+        for cid, card in self._chunk_card.items():
+            self._card_chunks[card].append(cid)
+        self._field_values.clear()
         self._matrix.clear()
         self._generation = generation
 
@@ -259,16 +269,23 @@ class Index:
 
     # --- the two legs ------------------------------------------------------------------
 
-    def lexical(self, match: str, allowed_chunks: Iterable[int] | None, limit: int) -> list[tuple[int, float]]:
-        """BM25 over title (x4), heading (x2), body and CJK bigrams; best first, as (chunk id, score)."""
-        sql = ("SELECT rowid, bm25(chunks_fts, 4.0, 2.0, 1.0, 1.0) AS rank FROM chunks_fts WHERE chunks_fts MATCH ?")
-        params: list[Any] = [match]
-        if allowed_chunks is not None:
-            sql += " AND rowid IN (SELECT value FROM json_each(?))"
-            params.append(json.dumps(list(allowed_chunks)))
-        sql += " ORDER BY rank LIMIT ?"
-        params.append(limit)
-        return [(rowid, -score) for rowid, score in self.db.execute(sql, params)]
+    def lexical(self, match: str, allowed_chunks: set[int] | None, limit: int) -> list[tuple[int, float]]:
+        """BM25 over title (x4), heading (x2), body and CJK bigrams; best first, as (chunk id, score).
+
+        With a filter, every match is scored and the filter applied here: pushing `rowid IN (...)`
+        into the FTS5 query makes SQLite re-run the MATCH once per allowed row.
+        """
+        sql = "SELECT rowid, bm25(chunks_fts, 4.0, 2.0, 1.0, 1.0) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
+        if allowed_chunks is None:
+            rows = self.db.execute(sql + " LIMIT ?", (match, limit)).fetchall()
+        else:
+            # the best few thousand usually hold enough allowed rows; a selective filter scans them all
+            window = max(limit * 10, 2000)
+            ranked = self.db.execute(sql + " LIMIT ?", (match, window)).fetchall()
+            if len(ranked) == window and sum(1 for r in ranked if r[0] in allowed_chunks) < limit:
+                ranked = self.db.execute(sql, (match,)).fetchall()
+            rows = [r for r in ranked if r[0] in allowed_chunks][:limit]
+        return [(rowid, -score) for rowid, score in rows]
 
     def vector(self, embedder: Embedder, query_vector: np.ndarray, allowed: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
         ids, matrix = self.matrix(embedder)
@@ -288,12 +305,37 @@ class Index:
                                (json.dumps(ids),))
         return {r[0]: (r[1], r[2]) for r in rows}
 
+    def cards_with(self, path: tuple[str, ...], value: str) -> set[int]:
+        """Cards whose field at path equals (or, for a list, contains) value, case-insensitively.
+
+        An inverted index per field path, built on first use and kept until the index changes,
+        so a filter costs a dict lookup rather than a pass over every card.
+        """
+        values = self._field_values.get(path)
+        if values is None:
+            values = self._field_values[path] = {}
+            for i, card in enumerate(self.cards):
+                for v in values_at(card.data, path):
+                    key = str(v).lower() if isinstance(v, bool) else str(v).casefold()
+                    values.setdefault(key, set()).add(i)
+        return values.get(value.casefold(), set())
+
     def allowed_mask(self, embedder: Embedder, allowed_cards: set[int]) -> np.ndarray:
         ids, _ = self.matrix(embedder)
-        return np.fromiter((self._chunk_card.get(int(i), -1) in allowed_cards for i in ids), dtype=bool, count=len(ids))
+        rows = self._matrix_cards(embedder)
+        return np.isin(rows, np.fromiter(allowed_cards, dtype=np.int64, count=len(allowed_cards)))
 
-    def chunks_of(self, allowed_cards: set[int]) -> list[int]:
-        return [cid for cid, card in self._chunk_card.items() if card in allowed_cards]
+    def _matrix_cards(self, embedder: Embedder) -> np.ndarray:
+        key = f"{embedder.model_id}#cards"
+        cached = self._matrix.get(key)
+        if cached is None:
+            ids, _ = self.matrix(embedder)
+            cards = np.fromiter((self._chunk_card.get(int(i), -1) for i in ids), dtype=np.int64, count=len(ids))
+            cached = self._matrix[key] = (cards, cards)
+        return cached[0]
+
+    def chunks_of(self, allowed_cards: set[int]) -> set[int]:
+        return {cid for card in allowed_cards for cid in self._card_chunks[card]}
 
 
 def _sha(text: str) -> str:

@@ -7,6 +7,7 @@ chunks, fusion ranks cards, and the result is the stable JSON that other tools r
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,7 @@ class Searcher:
     index: Index
     embedder: Embedder | None
     _query_vectors: dict[str, Any] = field(default_factory=dict)
+    _executor: ThreadPoolExecutor | None = None
 
     def _query_vector(self, text: str) -> Any:
         vec = self._query_vectors.get(text)
@@ -89,26 +91,33 @@ class Searcher:
             raise BadInput("empty query: say what to look for")
         filters = parse_filters(request.where)
         cards = self.index.cards
-        wanted_tags = {t.casefold() for t in request.tags}
-        narrowed = bool(request.kind or request.status or wanted_tags or filters)
-        allowed = {i for i, c in enumerate(cards)
-                   if (not request.kind or c.kind == request.kind)
-                   and (not request.status or c.status == request.status)
-                   and wanted_tags <= {t.casefold() for t in c.data.get("tags", [])}
-                   and all(f.matches(c.data) for f in filters)} if narrowed else None
+        conditions = [(f.path, f.value) for f in filters]
+        conditions += [(("kind",), request.kind)] if request.kind else []
+        conditions += [(("status",), request.status)] if request.status else []
+        conditions += [(("tags",), t) for t in request.tags]
+        allowed: set[int] | None = None
+        for path, value in conditions:  # each a set from the index's per-field inverted index
+            matching = self.index.cards_with(path, value)
+            allowed = set(matching) if allowed is None else allowed & matching
 
         terms = query_terms(text)
         legs: dict[str, dict[int, Any]] = {}
+        lexical = None
         if request.mode in ("hybrid", "bm25"):
             match = fts_match(terms)
             chunk_filter = self.index.chunks_of(allowed) if allowed is not None else None
-            hits = self.index.lexical(match, chunk_filter, CANDIDATES) if match and allowed != set() else []
-            legs["bm25"] = card_ranking(hits, self.index.chunk_card)
+            if match and allowed != set():
+                # SQLite and torch both release the GIL: the BM25 leg runs while the query is embedded
+                lexical = self._pool().submit(self.index.lexical, match, chunk_filter, CANDIDATES)
+            else:
+                legs["bm25"] = {}
         if request.mode in ("hybrid", "vector") and self.embedder is not None and allowed != set():
             mask = self.index.allowed_mask(self.embedder, allowed) if allowed is not None else None
             # the model reads at most ~256 word pieces; embedding a 100 KB query would only cost time
             hits = self.index.vector(self.embedder, self._query_vector(text[:2000]), mask, CANDIDATES)
             legs["vector"] = card_ranking(hits, self.index.chunk_card)
+        if lexical is not None:
+            legs = {"bm25": card_ranking(lexical.result(), self.index.chunk_card), **legs}
         weights = {"bm25": 1.0, "vector": self._vector_weight(text)}
         fused = fuse(legs, weights, [c.status for c in cards])[: request.k]
         rows = self.index.chunk_rows(f.best_chunk for f in fused)
@@ -128,6 +137,11 @@ class Searcher:
                                        "chunk_heading": heading})
             hits_out.append(hit)
         return {"query": request.query, "hits": hits_out}
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-bm25")
+        return self._executor
 
     def _vector_weight(self, text: str) -> float:
         languages = getattr(self.embedder, "languages", None)

@@ -1,0 +1,224 @@
+"""Measured evidence for findings: flags, JSON, benchmark exports, and the run's provenance.
+
+- `--metric tpot=0.56ms` style values (value_with_unit),
+- AIPerf exports (`profile_export_aiperf.json`): every metric entry, with its unit and every
+  statistic it has, plus the model, endpoint, concurrency, request count and command the
+  run recorded; the artifact's path and sha256,
+- autoresearch-style results TSV (commit, metric, memory, status, description): one
+  finding whose evidence is every kept row, so one experiment session is one finding,
+- the experiment repository (HEAD, dirty) and environment (python, packages, GPU).
+
+Pure parsing where possible; the only I/O is reading the artifact and asking git and
+nvidia-smi.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import platform
+import re
+import shutil
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .errors import BadInput
+
+_VALUE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+# statistics AIPerf reports per metric; "avg" is the value, the rest go to stats
+_STATS = ("avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std", "count", "sum")
+PACKAGES = ("torch", "vllm", "sglang", "tensorrt-llm", "flashinfer-python", "transformers", "triton", "aiperf", "kbtool")
+LOWER_IS_BETTER = re.compile(r"latency|ttft|tpot|itl|time_to|duration|_ms$|error|memory|mem|bpb|loss|overhead|blocked|waiting")
+HIGHER_IS_BETTER = re.compile(r"throughput|tok/s|tokens/s|images/s|req/s|requests/sec|accuracy|acc|score|goodput")
+
+
+def value_with_unit(text: str, flag: str) -> tuple[float, str | None]:
+    """'0.56ms' -> (0.56, 'ms'); '10307 tok/s' -> (10307.0, 'tok/s'); 'fast' -> BadInput."""
+    match = _VALUE.match(text)
+    if not match:
+        raise BadInput(f"{flag}: {text!r} is not a number (expected e.g. 0.56ms or 10307tok/s)")
+    value = float(match.group(1))
+    if not math.isfinite(value):
+        raise BadInput(f"{flag}: {text!r} is not a finite number")
+    return value, match.group(2) or None
+
+
+def parse_metric_flags(pairs: list[str], flag: str) -> dict[str, tuple[float, str | None]]:
+    out: dict[str, tuple[float, str | None]] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name.strip():
+            raise BadInput(f"{flag} {pair!r}: expected name=value[unit], e.g. tpot=0.56ms")
+        out[name.strip()] = value_with_unit(raw, f"{flag} {name.strip()}")
+    return out
+
+
+def guess_direction(metric: str, unit: str | None) -> str | None:
+    text = f"{metric} {unit or ''}".lower()
+    if HIGHER_IS_BETTER.search(text):
+        return "higher"
+    if LOWER_IS_BETTER.search(text):
+        return "lower"
+    return None
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_artifact(path: Path) -> tuple[str, str]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such file") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        return raw.decode("utf-8"), hashlib.sha256(raw).hexdigest()
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise BadInput(f"{where}: {value!r} is not a number")
+    return float(value)
+
+
+def parse_aiperf(path: Path) -> dict[str, Any]:
+    """An AIPerf profile export -> {"evidence": [...], "applies_to": {...}, "conditions": {...}}."""
+    text, digest = read_artifact(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path}: not a valid AIPerf export: JSON breaks at line {exc.lineno} ({exc.msg})") from None
+    if not isinstance(data, dict) or "aiperf_version" not in data and "input_config" not in data:
+        raise BadInput(f"{path}: not an AIPerf export (no aiperf_version or input_config)")
+    config = data.get("input_config") if isinstance(data.get("input_config"), dict) else {}
+    run = data.get("run_info") if isinstance(data.get("run_info"), dict) else {}
+    conditions = _aiperf_conditions(config, data)
+    command = run.get("cli_command") if isinstance(run.get("cli_command"), str) else None
+    artifact = {"path": str(path), "sha256": digest}
+    evidence = []
+    for name, entry in data.items():
+        if not isinstance(entry, dict) or "unit" not in entry or "avg" not in entry:
+            continue
+        value = _number(entry["avg"], f"{path}: {name}.avg")
+        stats = {s: _number(entry[s], f"{path}: {name}.{s}") for s in _STATS[1:] if s in entry}
+        unit = entry["unit"] if isinstance(entry["unit"], str) else None
+        ev: dict[str, Any] = {"metric": name, "value": value, "unit": unit, "stats": stats, "conditions": conditions,
+                              "command": command, "artifact": artifact}
+        if "count" in entry:
+            ev["samples"] = int(_number(entry["count"], f"{path}: {name}.count"))
+        direction = guess_direction(name, unit)
+        if direction:
+            ev["direction"] = direction
+        evidence.append({k: v for k, v in ev.items() if v not in (None, {})})
+    if not evidence:
+        raise BadInput(f"{path}: an AIPerf export with no metric entries (each needs a unit and an avg)")
+    if data.get("is_complete") is False or data.get("was_cancelled") is True:
+        raise BadInput(f"{path}: the AIPerf run did not complete (is_complete false or was_cancelled true)")
+    models = [m.get("name") for m in (config.get("models") or {}).get("items", []) if isinstance(m, dict) and m.get("name")]
+    applies = {"model": models[0] if len(models) == 1 else models} if models else {}
+    return {"evidence": evidence, "applies_to": applies, "conditions": conditions}
+
+
+def _aiperf_conditions(config: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else {}
+    phases = config.get("phases") if isinstance(config.get("phases"), list) else []
+    out: dict[str, Any] = {}
+    for phase in phases:
+        if isinstance(phase, dict):
+            for key in ("concurrency", "request_count", "request_rate"):
+                if isinstance(phase.get(key), (int, float)) and not isinstance(phase.get(key), bool):
+                    out.setdefault(key, phase[key])
+    count = data.get("request_count")
+    if "request_count" not in out and isinstance(count, dict) and isinstance(count.get("avg"), (int, float)):
+        out["request_count"] = int(count["avg"])
+    urls = endpoint.get("urls") if isinstance(endpoint.get("urls"), list) else []
+    if urls:
+        out["endpoint"] = str(urls[0])
+    if isinstance(endpoint.get("type"), str):
+        out["endpoint_type"] = endpoint["type"]
+    if isinstance(endpoint.get("streaming"), bool):
+        out["streaming"] = str(endpoint["streaming"]).lower()
+    return out
+
+
+TSV_COLUMNS = ("commit", "metric", "memory", "status", "description")
+
+
+def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]:
+    """Autoresearch-style results: every row whose status is 'keep' becomes one evidence entry."""
+    text, digest = read_artifact(path)
+    rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+    header = [h.strip() for h in (rows[0].keys() if rows else text.split("\n", 1)[0].split("\t"))]
+    missing = [c for c in TSV_COLUMNS if c not in header]
+    if missing:
+        raise BadInput(f"{path}: a results TSV needs the columns {', '.join(TSV_COLUMNS)} (missing {', '.join(missing)})")
+    evidence = []
+    for n, row in enumerate(rows, 2):
+        if (row.get("status") or "").strip().lower() != "keep":
+            continue
+        value, unit = value_with_unit(row.get("metric") or "", f"{path}:{n} metric")
+        conditions: dict[str, Any] = {"commit": (row.get("commit") or "").strip()}
+        if (row.get("memory") or "").strip():
+            conditions["memory_gb"] = value_with_unit(row["memory"], f"{path}:{n} memory")[0]
+        if (row.get("description") or "").strip():
+            conditions["description"] = row["description"].strip()
+        evidence.append({"metric": metric_name, "value": value, **({"unit": unit} if unit else {}),
+                         "conditions": conditions, "artifact": {"path": str(path), "sha256": digest},
+                         **({"direction": d} if (d := guess_direction(metric_name, unit)) else {})})
+    if not evidence:
+        raise BadInput(f"{path}: no row has status 'keep'; nothing was measured to record")
+    return {"evidence": evidence, "applies_to": {}, "conditions": {}}
+
+
+def repo_state(path: Path) -> dict[str, Any] | None:
+    """HEAD and dirty flag of the experiment repository at path; None when it is not one."""
+    try:
+        head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        status = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return {"path": str(path.resolve()), "commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def environment() -> dict[str, str]:
+    """Python, the versions of the packages that shape an inference result, and the GPU if any."""
+    env = {"python": platform.python_version(), "platform": platform.platform(terse=True)}
+    for name in PACKAGES:
+        try:
+            env[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    if shutil.which("nvidia-smi"):
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=15)
+            gpus = [line.split(",") for line in out.stdout.strip().splitlines() if "," in line]
+            if out.returncode == 0 and gpus:
+                env["gpu"] = gpus[0][0].strip() + (f" x{len(gpus)}" if len(gpus) > 1 else "")
+                env["driver"] = gpus[0][1].strip()
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return env
+
+
+def improved(ev: dict[str, Any]) -> bool | None:
+    """Whether this evidence says the change helped (value better than baseline), if it says."""
+    if ev.get("baseline") is None or ev.get("direction") is None or ev["value"] == ev["baseline"]:
+        return None
+    return (ev["value"] > ev["baseline"]) == (ev["direction"] == "higher")
