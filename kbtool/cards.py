@@ -160,6 +160,9 @@ class Finding(CardBase):
     status: Status = "tentative"
     claim: NonEmpty
     evidence: list[Evidence] = []
+    # the run's context, shared by its evidence: the experiment repository and the machine
+    repo: RepoState | None = None
+    environment: dict[str, str] = {}
 
     @model_validator(mode="after")
     def _confirmed_needs_evidence(self) -> "Finding":

@@ -50,6 +50,8 @@ def _app(help_text: str) -> typer.Typer:
 app = _app("kb: a git-backed knowledge base of contracts, constraints, findings and gates.")
 schema_app = _app("JSON Schemas of the card kinds.")
 app.add_typer(schema_app, name="schema")
+gate_app = _app("Immutable acceptance checks: lock, run, verify.")
+app.add_typer(gate_app, name="gate")
 
 # Options shared by many commands, declared once.
 KbPath = Annotated[Optional[Path], typer.Option("--kb", help="The knowledge base (default: $KB_DIR, else the nearest folder above with kb.toml).", show_default=False)]
@@ -258,15 +260,177 @@ def log(
 
 
 @app.command()
-def lint(kb: KbPath = None, as_json: JsonOut = False) -> None:
-    """Check every card: schema, ids, folders, links. Exit 1 when anything is wrong."""
-    problems = open_kb(kb).lint()
+def lint(
+    skip: Annotated[Optional[list[str]], typer.Option("--skip", help="A class of checks to leave out (repeatable): schema, links, superseded, gates, stale, contradictions, duplicates.", show_default=False)] = None,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Check the knowledge base: schema, links, gate locks, stale findings, contradictions, duplicates. Exit 1 when anything is wrong."""
+    base = open_kb(kb)
+    problems = base.lint(skip=skip or [])
+    show_notices(base)
     if as_json:
         print_json({"ok": not problems, "problems": [p.__dict__ for p in problems]})
     else:
         for p in problems:
             typer.echo(f"{p.path}: [{p.code}] {p.message}")
         typer.echo(f"{len(problems)} problem(s)" if problems else "ok: no problems", err=bool(problems))
+    if problems:
+        raise typer.Exit(1)
+
+
+@app.command("add-finding")
+def add_finding(
+    title: Annotated[Optional[str], typer.Option("--title", help="What was found, in one line.")] = None,
+    claim: Annotated[Optional[str], typer.Option(help="The claim, if longer than the title.")] = None,
+    metric: Annotated[Optional[list[str]], typer.Option("--metric", "-m", help="NAME=VALUE[UNIT] measured, e.g. tpot=0.56ms (repeatable).", show_default=False)] = None,
+    baseline: Annotated[Optional[list[str]], typer.Option("--baseline", help="NAME=VALUE[UNIT] of the baseline for a --metric (repeatable).", show_default=False)] = None,
+    direction: Annotated[Optional[str], typer.Option(help="higher or lower: which way is better (guessed from the metric's name when left out).")] = None,
+    applies_to: Annotated[Optional[list[str]], typer.Option("--applies-to", "-a", help="KEY=VALUE scope: model, arch, hardware, precision, phase, workload, engine (repeatable).", show_default=False)] = None,
+    status: Status = None,
+    project: Annotated[Optional[str], typer.Option(help="The project that measured it.")] = None,
+    closes: Annotated[Optional[str], typer.Option(help="The id of a gap this finding answers; links both.")] = None,
+    tag: Tags = None,
+    from_file: Annotated[Optional[Path], typer.Option("--from", help="A benchmark export: AIPerf profile_export_aiperf.json, or a results TSV.")] = None,
+    metric_name: Annotated[str, typer.Option(help="The metric a results TSV measures (its 'metric' column).")] = "metric",
+    repo: Annotated[Optional[Path], typer.Option(help="The experiment repository whose HEAD and dirty state to record (default: the working directory, when it is one).")] = None,
+    json_input: Annotated[bool, typer.Option(help="Read the same fields as a JSON object on stdin.")] = False,
+    body: Annotated[Optional[str], typer.Option(help="Notes (markdown).")] = None,
+    strict: Annotated[bool, typer.Option(help="Refuse (exit 1, nothing written) when likely duplicates or contradictions exist.")] = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Record an experiment's finding with measured evidence; one commit, the index updated."""
+    from .findings import FINDING_INPUT_KEYS, metrics_from_json, parse_metric_flags
+
+    base = open_kb(kb)
+    if json_input:
+        data = _json_stdin()
+        unknown = sorted(set(data) - FINDING_INPUT_KEYS)
+        if unknown:
+            raise BadInput(f"--json-input: unknown field(s) {', '.join(unknown)}; expected {', '.join(sorted(FINDING_INPUT_KEYS))}")
+        applies = data.get("applies_to") or {}
+        if not isinstance(applies, dict):
+            raise BadInput("--json-input: applies_to must be an object")
+        title, claim = data.get("title"), data.get("claim")
+        metrics, baselines = metrics_from_json(data.get("metrics"), "metrics"), metrics_from_json(data.get("baseline"), "baseline")
+        direction, status, project, closes = data.get("direction"), data.get("status"), data.get("project"), data.get("closes")
+        scope = [f"{k}={v}" for k, vs in applies.items() for v in (vs if isinstance(vs, list) else [vs])]
+        tags = data.get("tags") or []
+        from_file = Path(data["from"]) if data.get("from") else None
+        metric_name, body = data.get("metric_name", metric_name), data.get("body")
+        repo = Path(data["repo"]) if data.get("repo") else repo
+        if not all(isinstance(x, str) for x in [title or "", claim or "", *tags]):
+            raise BadInput("--json-input: title, claim and tags must be strings")
+    else:
+        metrics, baselines = parse_metric_flags(metric or [], "--metric"), parse_metric_flags(baseline or [], "--baseline")
+        scope, tags = applies_to or [], tag or []
+    if not title:
+        raise BadInput("a finding needs a --title")
+    if repo is None and (Path.cwd() / ".git").exists():
+        repo = Path.cwd()
+    stored, related = base.add_finding(title, claim, metrics, baselines, direction, scope, status, project, closes, tags,
+                                       from_file, metric_name, repo, body or "", strict)
+    for label in ("duplicates", "contradictions"):
+        if related[label]:
+            typer.echo(f"kb: warning: likely {label[:-1] if label.endswith('s') else label}s of {stored.id}: "
+                       f"{', '.join(related[label])}", err=True)
+    show_notices(base)
+    if as_json:
+        print_json({**stored.to_dict(), "related": related})
+    else:
+        typer.echo(stored.id)
+
+
+def _json_stdin() -> dict[str, Any]:
+    try:
+        data = json.loads(sys.stdin.read())
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"--json-input: stdin is not JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise BadInput("--json-input: expected a JSON object")
+    return data
+
+
+@app.command()
+def supersede(
+    old: Annotated[str, typer.Argument(help="The card that no longer holds.")],
+    new: Annotated[str, typer.Argument(help="The card that replaces it.")],
+    reason: Annotated[Optional[str], typer.Option(help="Why, recorded in the old card and the commit.")] = None,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Mark OLD superseded by NEW: links both ways, one commit; search demotes OLD."""
+    old_card, new_card = open_kb(kb).supersede(old, new, reason)
+    if as_json:
+        print_json({"superseded": old_card.to_dict(body=False), "by": new_card.to_dict(body=False)})
+    else:
+        typer.echo(f"{old_card.id} superseded by {new_card.id}")
+
+
+@app.command()
+def gaps(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Open gaps (questions worth an experiment), high priority first."""
+    open_gaps = open_kb(kb).gaps()
+    if as_json:
+        print_json([g.to_dict(body=False) for g in open_gaps])
+        return
+    for g in open_gaps:
+        typer.echo(f"{g.card.priority:<6}  {g.id}  {g.card.question}")
+
+
+@app.command()
+def stats(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Counts by kind, status and project; open gaps; stale findings; locked gates."""
+    report = open_kb(kb).stats()
+    if as_json:
+        print_json(report)
+        return
+    typer.echo(f"{report['cards']} cards; {report['open_gaps']} open gaps; {len(report['stale_findings'])} stale findings; "
+               f"{report['locked_gates']} locked gates")
+    for key in ("by_kind", "by_status", "by_project"):
+        typer.echo(f"{key.replace('_', ' ')}: " + ", ".join(f"{k} {v}" for k, v in sorted(report[key].items())))
+
+
+@gate_app.command("lock")
+def gate_lock(
+    ids: Annotated[Optional[list[str]], typer.Argument(help="Gates to lock (default: every unlocked gate).", show_default=False)] = None,
+    kb: KbPath = None,
+) -> None:
+    """Record gate hashes in kb.lock (committed); a locked gate can no longer be edited."""
+    locked = open_kb(kb).lock_gates(ids or [])
+    typer.echo(f"locked {', '.join(locked)}" if locked else "nothing to lock: every gate is locked")
+
+
+@gate_app.command("run")
+def gate_run(
+    card_id: CardRef,
+    no_record: Annotated[bool, typer.Option("--no-record", help="Do not append the run to runs/gates/<id>.jsonl.")] = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Run a gate's command, read its metric, compare with the threshold; exit 0 on pass, 1 on fail."""
+    result = open_kb(kb).run_gate(card_id, record=not no_record)
+    if as_json:
+        print_json({"gate": result.gate, **result.record()})
+    else:
+        typer.echo(result.line())
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+@gate_app.command("verify")
+def gate_verify(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Check every locked gate against kb.lock; exit 1 on any mismatch."""
+    base = open_kb(kb)
+    problems = base.verify_gates()
+    if as_json:
+        print_json({"ok": not problems, "locked": len(base.gate_locks()), "problems": [p.__dict__ for p in problems]})
+    else:
+        for p in problems:
+            typer.echo(f"{p.path}: {p.message}")
+        typer.echo(f"{len(base.gate_locks())} locked gates match kb.lock" if not problems else f"{len(problems)} mismatch(es)",
+                   err=bool(problems))
     if problems:
         raise typer.Exit(1)
 

@@ -30,6 +30,7 @@ class IndexSection(_Section):
 
 class CurationSection(_Section):
     max_finding_age_days: int = Field(default=365, gt=0, description="findings older than this are stale")
+    duplicate_similarity: float = Field(default=0.95, gt=0, le=1, description="cosine similarity above which two cards look like duplicates")
 
 
 class Config(_Section):
@@ -66,4 +67,6 @@ embedding_model = "{DEFAULT_MODEL}"
 [curation]
 # findings older than this many days are reported as stale by `kb lint`
 max_finding_age_days = 365
+# cards of one kind whose embeddings are this similar are reported as likely duplicates
+duplicate_similarity = 0.95
 """

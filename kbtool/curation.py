@@ -1,21 +1,40 @@
 """`kb lint`: what makes a knowledge base untrustworthy, as a list of problems.
 
-Checks: cards that do not parse or validate, a file whose id or folder disagrees with its
-frontmatter, two cards with one id, links to cards that do not exist, and files in kb/
-that are not cards of a known kind.
+Classes of checks (each can be skipped, `kb lint --skip CLASS`):
+- schema: cards that do not parse or validate, id or folder mismatches, duplicate ids, stray files
+- links: links to cards that do not exist
+- superseded: a current card that still links to a superseded one as related
+- gates: a locked gate that no longer matches kb.lock (supersede it instead), locks of missing gates
+- stale: confirmed or tentative findings older than curation.max_finding_age_days
+- contradictions: findings with the same metric and scope and opposite effects
+- duplicates: cards of one kind whose embeddings are nearly the same (from the search index)
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from .cards import KINDS
 from .errors import InvalidCard
 from .records import Problem, StoredCard
 from .store import CARDS_DIR, Store
 
+if TYPE_CHECKING:
+    from datetime import date
+
+    import numpy as np
+
 LINK_FIELDS = ("supersedes", "superseded_by", "related", "contradicts", "closes")
+CLASSES = ("schema", "links", "superseded", "gates", "stale", "contradictions", "duplicates")
 
 
 def lint(store: Store) -> list[Problem]:
+    """The schema and link checks, over files; see KnowledgeBase.lint for every class."""
+    problems, loaded, ids = _schema(store)
+    return problems + _broken_links(loaded, ids)
+
+
+def _schema(store: Store) -> tuple[list[Problem], list[StoredCard], set[str]]:
     problems: list[Problem] = []
     loaded: list[StoredCard] = []
     seen: dict[str, str] = {}
@@ -42,8 +61,7 @@ def lint(store: Store) -> list[Problem]:
         if stored.card.kind != parts[0]:
             problems.append(Problem(rel, "kind-mismatch", f"a {stored.card.kind} card in the {parts[0]} folder", stem))
         loaded.append(stored)
-    problems.extend(_broken_links(loaded, set(seen)))
-    return problems
+    return problems, loaded, set(seen)
 
 
 def _broken_links(cards: list[StoredCard], ids: set[str]) -> list[Problem]:
@@ -54,4 +72,91 @@ def _broken_links(cards: list[StoredCard], ids: set[str]) -> list[Problem]:
         for field, target in targets:
             if target not in ids:
                 out.append(Problem(stored.path, "broken-link", f"{field}: no card with id {target!r}", stored.id))
+    return out
+
+
+def superseded_links(cards: list[StoredCard]) -> list[Problem]:
+    status = {c.id: c.card.status for c in cards}
+    out = []
+    for stored in cards:
+        if stored.card.status in ("superseded", "retired", "refuted"):
+            continue
+        for target in stored.card.links.related:
+            if status.get(target) == "superseded":
+                out.append(Problem(stored.path, "superseded-link",
+                                   f"links.related: {target} is superseded; link what superseded it instead", stored.id))
+    return out
+
+
+def gate_lock_problems(store: Store, locks: dict[str, str]) -> list[Problem]:
+    from .gates import gate_hash
+
+    gates = {}
+    for path in store.card_files():
+        if path.parent.name == "gate":
+            try:
+                stored = StoredCard.read(path, store.root)
+            except InvalidCard:
+                continue  # the schema class reports it
+            gates[stored.id] = stored
+    out = []
+    for gate_id, digest in sorted(locks.items()):
+        stored = gates.get(gate_id)
+        if stored is None:
+            out.append(Problem("kb.lock", "gate-lock", f"gate {gate_id!r} is locked but its card is gone; restore it from git", gate_id))
+        elif gate_hash(stored.card, stored.body) != digest:
+            out.append(Problem(stored.path, "gate-lock", f"gate {gate_id!r} no longer matches its lock in kb.lock: gates are "
+                               "immutable; restore it from git and supersede it with a new gate instead", gate_id))
+    return out
+
+
+def stale(cards: list[StoredCard], max_age_days: int, today: "date") -> list[Problem]:
+    out = []
+    for c in cards:
+        created = c.card.provenance.created
+        if c.card.kind == "finding" and c.card.status in ("confirmed", "tentative") and created and (today - created).days > max_age_days:
+            out.append(Problem(c.path, "stale", f"finding is {(today - created).days} days old (max {max_age_days}); "
+                               "re-measure it, or retire or supersede it", c.id))
+    return out
+
+
+def contradictions(cards: list[StoredCard]) -> list[Problem]:
+    from .findings import improved, scope_overlaps
+
+    findings = [c for c in cards if c.card.kind == "finding" and c.card.status not in ("refuted", "superseded", "retired")]
+    effects = [(c, c.card.model_dump(mode="json")) for c in findings]
+    out = []
+    for i, (a, da) in enumerate(effects):
+        mine = {e["metric"]: improved(e) for e in da["evidence"]}
+        for b, db in effects[i + 1:]:
+            if b.id in a.card.links.contradicts or a.id in b.card.links.contradicts:
+                continue  # known and recorded
+            if not scope_overlaps(da["applies_to"], db["applies_to"]):
+                continue
+            theirs = {e["metric"]: improved(e) for e in db["evidence"]}
+            clash = sorted(m for m in set(mine) & set(theirs) if mine[m] is not None and theirs[m] is not None and mine[m] != theirs[m])
+            if clash:
+                out.append(Problem(a.path, "contradiction", f"{', '.join(clash)}: {a.id} and {b.id} report opposite effects "
+                                   "in overlapping scopes; refute one, narrow their applies_to, or link them with links.contradicts", a.id))
+    return out
+
+
+def duplicates(cards: list[StoredCard], vectors: dict[str, "np.ndarray"], threshold: float) -> list[Problem]:
+    """Pairs of one kind whose lead-chunk embeddings have cosine similarity above threshold."""
+    import numpy as np
+
+    out = []
+    by_kind: dict[str, list[StoredCard]] = {}
+    for c in cards:
+        if c.id in vectors and c.card.status not in ("superseded", "retired", "refuted"):
+            by_kind.setdefault(c.card.kind, []).append(c)
+    for kind, group in by_kind.items():
+        if len(group) < 2:
+            continue
+        matrix = np.stack([vectors[c.id] for c in group])
+        sims = matrix @ matrix.T
+        rows, cols = np.nonzero(np.triu(sims, 1) >= threshold)
+        for i, j in zip(rows.tolist(), cols.tolist()):
+            out.append(Problem(group[i].path, "duplicate", f"{group[i].id} and {group[j].id} look like duplicates "
+                               f"(similarity {sims[i, j]:.3f}); merge them or supersede one", group[i].id))
     return out

@@ -222,3 +222,86 @@ def improved(ev: dict[str, Any]) -> bool | None:
     if ev.get("baseline") is None or ev.get("direction") is None or ev["value"] == ev["baseline"]:
         return None
     return (ev["value"] > ev["baseline"]) == (ev["direction"] == "higher")
+
+
+FINDING_INPUT_KEYS = frozenset({"title", "claim", "metrics", "baseline", "direction", "applies_to", "status", "project",
+                                "closes", "tags", "from", "body", "metric_name", "repo"})
+
+
+def metrics_from_json(value: Any, key: str) -> dict[str, tuple[float, str | None]]:
+    """{"tpot": 0.56} or {"tpot": "0.56ms"} or {"tpot": {"value": 0.56, "unit": "ms"}}."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadInput(f"{key}: expected an object of name -> value")
+    out = {}
+    for name, raw in value.items():
+        if isinstance(raw, dict):
+            unit = raw.get("unit")
+            if unit is not None and not isinstance(unit, str):
+                raise BadInput(f"{key}.{name}.unit: expected a string")
+            out[name] = (_number(raw.get("value"), f"{key}.{name}.value"), unit)
+        elif isinstance(raw, str):
+            out[name] = value_with_unit(raw, f"{key}.{name}")
+        else:
+            out[name] = (_number(raw, f"{key}.{name}"), None)
+    return out
+
+
+def evidence_from_metrics(metrics: dict[str, tuple[float, str | None]], baselines: dict[str, tuple[float, str | None]],
+                          direction: str | None) -> list[dict[str, Any]]:
+    unknown = sorted(set(baselines) - set(metrics))
+    if unknown:
+        raise BadInput(f"--baseline {unknown[0]}: no --metric {unknown[0]} to compare it with")
+    if direction not in (None, "higher", "lower"):
+        raise BadInput(f"--direction: {direction!r} is not 'higher' or 'lower'")
+    evidence = []
+    for name, (value, unit) in metrics.items():
+        ev: dict[str, Any] = {"metric": name, "value": value}
+        if unit:
+            ev["unit"] = unit
+        if name in baselines:
+            base_value, base_unit = baselines[name]
+            if base_unit and unit and base_unit != unit:
+                raise BadInput(f"--baseline {name}: unit {base_unit!r} differs from the metric's {unit!r}")
+            ev["baseline"] = base_value
+        chosen = direction or guess_direction(name, unit)
+        if chosen:
+            ev["direction"] = chosen
+        evidence.append(ev)
+    return evidence
+
+
+def scope_overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two applies_to scopes overlap unless a field both name has no value in common."""
+    for key in set(a) & set(b):
+        left = {str(v).casefold() for v in (a[key] if isinstance(a[key], list) else [a[key]])}
+        right = {str(v).casefold() for v in (b[key] if isinstance(b[key], list) else [b[key]])}
+        if not left & right:
+            return False
+    return True
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+(?:\.[0-9]+)?", text.lower()))
+
+
+def related_findings(new: dict[str, Any], existing: list[dict[str, Any]], threshold: float = 0.5) -> dict[str, list[str]]:
+    """Likely duplicates (same scope and metric, similar text) and contradictions (same metric and
+    scope, opposite effect) of a new finding among existing ones, as lists of card ids."""
+    new_metrics = {e["metric"]: improved(e) for e in new.get("evidence", [])}
+    new_words = _words(f"{new.get('title', '')} {new.get('claim', '')}")
+    duplicates, contradictions = [], []
+    for card in existing:
+        if card.get("status") in ("refuted", "superseded", "retired") or not scope_overlaps(new.get("applies_to", {}), card.get("applies_to", {})):
+            continue
+        theirs = {e["metric"]: improved(e) for e in card.get("evidence", [])}
+        shared = set(new_metrics) & set(theirs)
+        if not shared:
+            continue
+        words = _words(f"{card.get('title', '')} {card.get('claim', '')}")
+        if new_words and words and len(new_words & words) / len(new_words | words) >= threshold:
+            duplicates.append(card["id"])
+        if any(new_metrics[m] is not None and theirs[m] is not None and new_metrics[m] != theirs[m] for m in shared):
+            contradictions.append(card["id"])
+    return {"duplicates": duplicates, "contradictions": contradictions}

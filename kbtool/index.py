@@ -16,6 +16,7 @@ import os
 import sqlite3
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -40,14 +41,19 @@ FULL_SCAN_INTERVAL_S = 5.0  # a warm process re-stats every file at most this of
 Progress = Callable[[int, int], None]
 
 
-@dataclass(frozen=True)
+@dataclass
 class CardMeta:
     path: str
     id: str
     kind: str
     title: str
     status: str
-    data: dict[str, Any]
+    data_json: str
+
+    @cached_property
+    def data(self) -> dict[str, Any]:
+        """Parsed on first use: most queries touch only the frontmatter of their hits."""
+        return json.loads(self.data_json)
 
 
 @dataclass
@@ -239,7 +245,7 @@ class Index:
         generation = self.generation()
         if generation == self._generation and self.cards:
             return
-        self.cards = [CardMeta(path, cid, kind, title, status, json.loads(data)) for path, cid, kind, title, status, data in
+        self.cards = [CardMeta(path, cid, kind, title, status, data) for path, cid, kind, title, status, data in
                       self.db.execute("SELECT path, id, kind, title, status, data FROM cards ORDER BY path")]
         self._card_by_path = {c.path: i for i, c in enumerate(self.cards)}
         self._chunk_card = {cid: self._card_by_path[p] for cid, p in self.db.execute("SELECT id, card_path FROM chunks")
@@ -304,6 +310,12 @@ class Index:
         rows = self.db.execute("SELECT id, heading, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
                                (json.dumps(ids),))
         return {r[0]: (r[1], r[2]) for r in rows}
+
+    def lead_vectors(self, model_id: str) -> dict[str, np.ndarray]:
+        """Card id -> the stored vector of its lead chunk (title and fields), for this model."""
+        rows = self.db.execute("SELECT k.id, v.vector FROM chunks c JOIN cards k ON k.path = c.card_path "
+                               "JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE c.ordinal = 0", (model_id,))
+        return {cid: np.frombuffer(blob, dtype=np.float32) for cid, blob in rows}
 
     def cards_with(self, path: tuple[str, ...], value: str) -> set[int]:
         """Cards whose field at path equals (or, for a list, contains) value, case-insensitively.

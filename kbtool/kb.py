@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from . import markdown
-from .cards import MODELS, STATUSES, CardBase, fallback_id, is_valid_id, slugify
+from .cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, fallback_id, is_valid_id, slugify
 from .config import Config, load_config
-from .errors import AmbiguousId, CardNotFound, Conflict, InvalidCard
+from .errors import AmbiguousId, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField
 from .locate import resolve_root
 from .fields import merge, parse_assignments, parse_filters
-from .curation import lint
 from .records import Problem, StoredCard
-from .store import CARDS_DIR, Commit, Store, author_name
+from .store import CARDS_DIR, LOCK_FILE, Commit, Store, author_name
 from .validation import model_for, validate_card
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
+    from .gates import GateRun
     from .index import Index, RefreshStats
     from .retrieval import SearchRequest, Searcher
 
@@ -123,7 +124,8 @@ class KnowledgeBase:
             raise InvalidCard(f"{origin}: kind is {data['kind']!r} but the command adds a {kind}")
         return self._create(data, body.lstrip("\n"), origin)
 
-    def _create(self, data: dict[str, Any], body: str, origin: str) -> StoredCard:
+    def _create(self, data: dict[str, Any], body: str, origin: str,
+                extra_writes: "Callable[[CardBase], dict[str, str]] | None" = None) -> StoredCard:
         data.setdefault("provenance", {})
         data["provenance"].setdefault("created", date.today())
         if "author" not in data["provenance"]:
@@ -140,7 +142,8 @@ class KnowledgeBase:
             card = validate_card(_drop_none(data), origin)
             path = self.store.card_path(card.kind, card.id)
             rel = self.store.relative(path)
-            self.store.write({rel: markdown.render(card, body)}, _message("add", card))
+            writes = {rel: markdown.render(card, body), **(extra_writes(card) if extra_writes else {})}
+            self.store.write(writes, _message("add", card))
         return StoredCard(card, markdown.normalize_body(body), rel)
 
     def edit(self, ref: str, fields: Iterable[str] = (), body: str | None = None,
@@ -213,7 +216,166 @@ class KnowledgeBase:
         return summary
 
     def _check_editable(self, stored: StoredCard) -> None:
-        """Hook for immutability rules (locked gates); nothing is immutable yet."""
+        """A locked gate is immutable: the way to change it is a new gate that supersedes it."""
+        if stored.card.kind == "gate" and stored.id in self.gate_locks():
+            raise Conflict(f"gate {stored.id!r} is locked in kb.lock and cannot be edited; add a new gate and "
+                           f"`kb supersede {stored.id} NEW_GATE` instead")
+
+    # --- the experiment loop ----------------------------------------------------------
+
+    def add_finding(self, title: str, claim: str | None = None, metrics: dict[str, tuple[float, str | None]] | None = None,
+                    baselines: dict[str, tuple[float, str | None]] | None = None, direction: str | None = None,
+                    applies_to: Iterable[str] = (), status: str | None = None, project: str | None = None,
+                    closes: str | None = None, tags: Iterable[str] = (), artifact: Path | None = None,
+                    metric_name: str = "metric", repo: Path | None = None, body: str = "",
+                    strict: bool = False) -> tuple[StoredCard, dict[str, list[str]]]:
+        """Record a measured finding in one commit; returns it and its likely duplicates and contradictions."""
+        from . import findings
+
+        evidence = findings.evidence_from_metrics(metrics or {}, baselines or {}, direction)
+        scope = parse_assignments([f"applies_to.{a}" for a in applies_to], model_for("finding")).get("applies_to", {})
+        if artifact is not None:
+            parsed = (findings.parse_results_tsv(artifact, metric_name) if artifact.suffix.lower() in (".tsv", ".txt")
+                      else findings.parse_aiperf(artifact))
+            evidence += parsed["evidence"]
+            scope = {**parsed["applies_to"], **scope}
+        data: dict[str, Any] = {"kind": "finding", "title": title, "claim": claim or title, "evidence": evidence,
+                                "applies_to": scope, "tags": list(tags), "environment": findings.environment(),
+                                "status": status or ("confirmed" if evidence else "tentative")}
+        _check_status(data["status"])
+        state = findings.repo_state(repo) if repo is not None else None
+        if state:
+            data["repo"] = state
+        if project:
+            data["provenance"] = {"project": project}
+        gap = self._open_gap(closes) if closes else None
+        existing = [c.card.model_dump(mode="json") for c in self.list(kind="finding")]
+        related = findings.related_findings(data, existing)
+        if strict and (related["duplicates"] or related["contradictions"]):
+            raise CheckFailed("not written (--strict): likely duplicates " + (", ".join(related["duplicates"]) or "none")
+                              + "; contradicts " + (", ".join(related["contradictions"]) or "nothing"))
+        if gap is not None:
+            data["links"] = {"closes": [gap.id]}
+        extra = (lambda card: {gap.path: markdown.render(gap.card.model_copy(update={"closed_by": [*gap.card.closed_by, card.id]}),
+                                                         gap.body)}) if gap else None
+        stored = self._create(data, body, origin="new finding", extra_writes=extra)
+        self._refresh_lexical()
+        return stored, related
+
+    def _open_gap(self, ref: str) -> StoredCard:
+        try:
+            gap = self.get(ref)
+        except CardNotFound:
+            raise CardNotFound(f"--closes {ref}: no gap with that id") from None
+        if gap.card.kind != "gap":
+            raise InvalidCard(f"--closes {ref}: {gap.id} is a {gap.card.kind}, not a gap")
+        return gap
+
+    def _refresh_lexical(self) -> None:
+        """Keep the keyword index current after a write; vectors follow at the next semantic search."""
+        try:
+            self.index.refresh(None)
+        except Exception as exc:  # noqa: BLE001 - the write landed; a stale index only costs a refresh later
+            self.notices.append(f"the search index was not refreshed ({exc}); the next search refreshes it")
+
+    def supersede(self, old_ref: str, new_ref: str, reason: str | None = None) -> tuple[StoredCard, StoredCard]:
+        """OLD is superseded by NEW: links both ways and OLD's status, in one commit (the reason in its message)."""
+        with self.store.lock():
+            old, new = self.get(old_ref), self.get(new_ref)
+            if old.id == new.id:
+                raise InvalidCard("a card cannot supersede itself")
+            if old.card.kind != new.card.kind:
+                raise InvalidCard(f"{new.id} is a {new.card.kind} and {old.id} a {old.card.kind}; supersede within one kind")
+            old_links = old.card.links.model_copy(update={"superseded_by": [*dict.fromkeys([*old.card.links.superseded_by, new.id])]})
+            new_links = new.card.links.model_copy(update={"supersedes": [*dict.fromkeys([*new.card.links.supersedes, old.id])]})
+            old_card = old.card.model_copy(update={"status": "superseded", "links": old_links})
+            new_card = new.card.model_copy(update={"links": new_links})
+            # the reason goes in the commit, not the body: a locked gate's body is part of its hash
+            old_body = old.body
+            message = (f"kb supersede {old.card.kind}: {old.id} -> {new.id}\n\n{reason + chr(10) + chr(10) if reason else ''}"
+                       f"kb-op: supersede\nkb-id: {old.id}\nkb-superseded-by: {new.id}\n")
+            self.store.write({old.path: markdown.render(old_card, old_body), new.path: markdown.render(new_card, new.body)}, message)
+        self._refresh_lexical()
+        return StoredCard(old_card, markdown.normalize_body(old_body), old.path), StoredCard(new_card, new.body, new.path)
+
+    def gaps(self) -> list[StoredCard]:
+        """Open gaps (nothing closed them, not retired or superseded), high priority first, oldest first."""
+        order = {"high": 0, "medium": 1, "low": 2}
+        open_gaps = [g for g in self.list(kind="gap") if not g.card.closed_by and g.card.status not in INACTIVE_STATUSES]
+        return sorted(open_gaps, key=lambda g: (order[g.card.priority], g.card.provenance.created or date.min, g.id))
+
+    # --- gates -----------------------------------------------------------------------
+
+    def gate_locks(self) -> dict[str, str]:
+        from .gates import parse_lock
+
+        path = self.root / LOCK_FILE
+        return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)
+
+    def lock_gates(self, refs: Iterable[str] = ()) -> list[str]:
+        """Record the hash of every (or each given) unlocked gate in kb.lock, one commit; returns the ids locked."""
+        from .gates import gate_hash, render_lock
+
+        with self.store.lock():
+            locks = self.gate_locks()
+            gates = [self.get(r) for r in refs] if refs else self.list(kind="gate")
+            newly = []
+            for stored in gates:
+                if stored.card.kind != "gate":
+                    raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gate")
+                digest = gate_hash(stored.card, stored.body)
+                if stored.id in locks:
+                    if locks[stored.id] != digest:
+                        raise Conflict(f"gate {stored.id!r} changed since it was locked; restore it from git, or "
+                                       f"supersede it with a new gate")
+                    continue
+                locks[stored.id] = digest
+                newly.append(stored.id)
+            if newly:
+                self.store.write({LOCK_FILE: render_lock(locks)},
+                                 f"kb gate lock: {', '.join(newly)}\n\nkb-op: gate-lock\n")
+        return newly
+
+    def verify_gates(self) -> list[Problem]:
+        from .curation import gate_lock_problems
+
+        return gate_lock_problems(self.store, self.gate_locks())
+
+    def run_gate(self, ref: str, record: bool = True) -> "GateRun":
+        """Run a gate's command and compare; the run is appended to runs/gates/<id>.jsonl in one commit."""
+        from .gates import run_gate
+
+        stored = self.get(ref)
+        if stored.card.kind != "gate":
+            raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gate")
+        result = run_gate(stored.card, cwd=str(self.root))
+        if record:
+            rel = f"runs/gates/{stored.id}.jsonl"
+            with self.store.lock():
+                path = self.root / rel
+                before = path.read_text(encoding="utf-8") if path.exists() else ""
+                line = json.dumps(result.record(), ensure_ascii=False) + "\n"
+                verdict = "pass" if result.passed else "fail"
+                self.store.write({rel: before + line}, f"kb gate run {stored.id}: {verdict}\n\nkb-op: gate-run\nkb-id: {stored.id}\n")
+        return result
+
+    def stats(self) -> dict[str, Any]:
+        from collections import Counter
+
+        cards = self.cards()
+        stale = self.stale_findings(cards)
+        return {"cards": len(cards), "by_kind": dict(Counter(c.card.kind for c in cards)),
+                "by_status": dict(Counter(c.card.status for c in cards)),
+                "by_project": dict(Counter(c.card.provenance.project or "(none)" for c in cards)),
+                "open_gaps": len(self.gaps()), "stale_findings": [c.id for c in stale],
+                "locked_gates": len(self.gate_locks())}
+
+    def stale_findings(self, cards: list[StoredCard] | None = None) -> list[StoredCard]:
+        limit = self.config.curation.max_finding_age_days
+        today = date.today()
+        return [c for c in (cards if cards is not None else self.cards()) if c.card.kind == "finding"
+                and c.card.status in ("confirmed", "tentative") and c.card.provenance.created
+                and (today - c.card.provenance.created).days > limit]
 
     # --- search ------------------------------------------------------------------------
     # The index, numpy and the embedder load on first use: list, show and add never pay for them.
@@ -264,8 +426,36 @@ class KnowledgeBase:
 
     # --- checking --------------------------------------------------------------
 
-    def lint(self) -> list[Problem]:
-        return lint(self.store)
+    def lint(self, skip: Iterable[str] = ()) -> list[Problem]:
+        """Every curation check (see kbtool.curation) except the classes in skip."""
+        from . import curation
+
+        skip = set(skip)
+        unknown = skip - set(curation.CLASSES)
+        if unknown:
+            raise InvalidField(f"--skip {sorted(unknown)[0]}: not a lint class ({', '.join(curation.CLASSES)})")
+        problems: list[Problem] = []
+        if "schema" not in skip or "links" not in skip:
+            schema, loaded, ids = curation._schema(self.store)
+            problems += [] if "schema" in skip else schema
+            problems += [] if "links" in skip else curation._broken_links(loaded, ids)
+        cards = self.cards()
+        if "superseded" not in skip:
+            problems += curation.superseded_links(cards)
+        if "gates" not in skip:
+            problems += curation.gate_lock_problems(self.store, self.gate_locks())
+        if "stale" not in skip:
+            problems += curation.stale(cards, self.config.curation.max_finding_age_days, date.today())
+        if "contradictions" not in skip:
+            problems += curation.contradictions(cards)
+        if "duplicates" not in skip and cards:
+            self._refresh_lexical()
+            vectors = self.index.lead_vectors(self.embedder.model_id)
+            if len(vectors) < len(cards):
+                self.notices.append(f"{len(cards) - len(vectors)} cards have no embedding yet, so the duplicate check "
+                                    "skipped them; run `kb index`")
+            problems += curation.duplicates(cards, vectors, self.config.curation.duplicate_similarity)
+        return problems
 
 
 def _check_status(status: str) -> str:

@@ -60,16 +60,26 @@ class Store:
         return full
 
     def relative(self, path: Path) -> str:
-        return path.resolve().relative_to(self.root).as_posix()
+        try:  # the common case, paths kb built from its root: no filesystem calls
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return path.resolve().relative_to(self.root).as_posix()
 
     def card_path(self, kind: str, card_id: str) -> Path:
         return self.inside(Path(CARDS_DIR) / kind / f"{card_id}.md")
 
     def card_files(self) -> list[Path]:
+        """kb/<kind>/<id>.md, sorted; scandir, because a 100k-card KB is listed before every search."""
         cards = self.root / CARDS_DIR
-        if not cards.is_dir():
+        out: list[Path] = []
+        try:
+            kinds = sorted(e.path for e in os.scandir(cards) if e.is_dir() and not e.name.startswith("."))
+        except FileNotFoundError:
             return []
-        return sorted(p for p in cards.glob("*/*.md") if p.is_file())
+        for kind_dir in kinds:
+            names = sorted(e.name for e in os.scandir(kind_dir) if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file())
+            out.extend(Path(kind_dir, name) for name in names)
+        return out
 
     @property
     def state_dir(self) -> Path:

@@ -15,7 +15,7 @@ from kbtool.cli import app
 LAYERS = [
     {"errors", "cards"},
     {"validation", "locate", "embeddings"},
-    {"markdown", "fields", "config", "schemas", "records", "search", "evaluation", "findings"},
+    {"markdown", "fields", "config", "schemas", "records", "search", "evaluation", "findings", "gates"},
     {"store", "curation", "chunking", "importer"},
     {"migrations", "index"},
     {"retrieval"},
