@@ -28,12 +28,6 @@ LINK_FIELDS = ("supersedes", "superseded_by", "related", "contradicts", "closes"
 CLASSES = ("schema", "links", "superseded", "gates", "stale", "contradictions", "duplicates")
 
 
-def lint(store: Store) -> list[Problem]:
-    """The schema and link checks, over files; see KnowledgeBase.lint for every class."""
-    problems, loaded, ids = _schema(store)
-    return problems + _broken_links(loaded, ids)
-
-
 def _schema(store: Store) -> tuple[list[Problem], list[StoredCard], set[str]]:
     problems: list[Problem] = []
     loaded: list[StoredCard] = []
