@@ -28,6 +28,7 @@ test-fast: install
 bench: install
 	$(PY) bench/bench_store.py
 	$(PY) bench/bench_search.py
+	$(PY) bench/bench_mcp.py
 
 schemas: install
 	$(KB) --kb . schema export

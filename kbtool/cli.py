@@ -301,36 +301,22 @@ def add_finding(
     as_json: JsonOut = False,
 ) -> None:
     """Record an experiment's finding with measured evidence; one commit, the index updated."""
-    from .findings import FINDING_INPUT_KEYS, metrics_from_json, parse_metric_flags
+    from .findings import finding_arguments, parse_metric_flags
 
     base = open_kb(kb)
     if json_input:
-        data = _json_stdin()
-        unknown = sorted(set(data) - FINDING_INPUT_KEYS)
-        if unknown:
-            raise BadInput(f"--json-input: unknown field(s) {', '.join(unknown)}; expected {', '.join(sorted(FINDING_INPUT_KEYS))}")
-        applies = data.get("applies_to") or {}
-        if not isinstance(applies, dict):
-            raise BadInput("--json-input: applies_to must be an object")
-        title, claim = data.get("title"), data.get("claim")
-        metrics, baselines = metrics_from_json(data.get("metrics"), "metrics"), metrics_from_json(data.get("baseline"), "baseline")
-        direction, status, project, closes = data.get("direction"), data.get("status"), data.get("project"), data.get("closes")
-        scope = [f"{k}={v}" for k, vs in applies.items() for v in (vs if isinstance(vs, list) else [vs])]
-        tags = data.get("tags") or []
-        from_file = Path(data["from"]) if data.get("from") else None
-        metric_name, body = data.get("metric_name", metric_name), data.get("body")
-        repo = Path(data["repo"]) if data.get("repo") else repo
-        if not all(isinstance(x, str) for x in [title or "", claim or "", *tags]):
-            raise BadInput("--json-input: title, claim and tags must be strings")
+        args = finding_arguments(_json_stdin(), "--json-input")
+        args["repo"] = args["repo"] or repo
     else:
-        metrics, baselines = parse_metric_flags(metric or [], "--metric"), parse_metric_flags(baseline or [], "--baseline")
-        scope, tags = applies_to or [], tag or []
-    if not title:
+        args = {"title": title, "claim": claim, "metrics": parse_metric_flags(metric or [], "--metric"),
+                "baselines": parse_metric_flags(baseline or [], "--baseline"), "direction": direction,
+                "applies_to": applies_to or [], "status": status, "project": project, "closes": closes,
+                "tags": tag or [], "artifact": from_file, "metric_name": metric_name, "repo": repo, "body": body or ""}
+    if not args["title"]:
         raise BadInput("a finding needs a --title")
-    if repo is None and (Path.cwd() / ".git").exists():
-        repo = Path.cwd()
-    stored, related = base.add_finding(title, claim, metrics, baselines, direction, scope, status, project, closes, tags,
-                                       from_file, metric_name, repo, body or "", strict)
+    if args["repo"] is None and (Path.cwd() / ".git").exists():
+        args["repo"] = Path.cwd()
+    stored, related = base.add_finding(**args, strict=strict)
     for label in ("duplicates", "contradictions"):
         if related[label]:
             typer.echo(f"kb: warning: likely {label[:-1] if label.endswith('s') else label}s of {stored.id}: "
@@ -557,6 +543,28 @@ def eval_cmd(
     for mode, scores in report["modes"].items():
         typer.echo(f"  {mode:<7} recall@{k} {scores[f'recall@{k}']:.3f}  hit@{k} {scores[f'hit@{k}']:.3f}  MRR@10 {scores['mrr@10']:.3f}  "
                    f"nDCG@10 {scores['ndcg@10']:.3f}  missed {len(scores['missed'])}")
+
+
+@app.command()
+def serve(
+    http: Annotated[Optional[str], typer.Option("--http", metavar="HOST:PORT", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.", show_default=False)] = None,
+    token: Annotated[Optional[str], typer.Option(help="Bearer token every HTTP request must carry (default: $KB_TOKEN); required off loopback.", show_default=False)] = None,
+    read_only: Annotated[bool, typer.Option("--read-only", help="Offer only the reading tools (no add_finding, add_card).")] = False,
+    kb: KbPath = None,
+) -> None:
+    """Serve the knowledge base to agents over MCP: stdio by default, or streamable HTTP."""
+    base = open_kb(kb)
+    token = token or os.environ.get("KB_TOKEN") or None
+    try:
+        from . import mcp_server
+    except ImportError as exc:
+        raise BadInput(f"kb serve needs the MCP SDK ({exc.name} is missing): pip install 'kbtool[mcp]'") from None
+    if http is not None:
+        mcp_server.serve_http(base, http, token, read_only)
+    else:
+        if token:
+            raise BadInput("--token applies to --http; over stdio the client that started kb serve is the only peer")
+        mcp_server.serve_stdio(base, read_only)
 
 
 @schema_app.command("export")

@@ -7,6 +7,7 @@
     │   ├── UnknownKind      a kind that is not one of KINDS
     │   ├── CardNotFound     no card has this id (or prefix)
     │   ├── AmbiguousId      a prefix that matches more than one card
+    │   ├── SkillNotFound    no skill has this name
     │   ├── Conflict         an id that already exists, a locked gate, ...
     │   ├── OutsidePath      a path that escapes the knowledge base
     │   └── NotAKnowledgeBase  no kb.toml where one was expected
@@ -43,6 +44,10 @@ class CardNotFound(BadInput):
 
 
 class AmbiguousId(BadInput):
+    pass
+
+
+class SkillNotFound(BadInput):
     pass
 
 

@@ -228,6 +228,40 @@ FINDING_INPUT_KEYS = frozenset({"title", "claim", "metrics", "baseline", "direct
                                 "closes", "tags", "from", "body", "metric_name", "repo"})
 
 
+def finding_arguments(data: dict[str, Any], origin: str) -> dict[str, Any]:
+    """KnowledgeBase.add_finding's keyword arguments from one JSON object (the CLI's
+    --json-input, the MCP add_finding tool); every key and type is checked here, once."""
+    if not isinstance(data, dict):
+        raise BadInput(f"{origin}: expected a JSON object")
+    unknown = sorted(set(data) - FINDING_INPUT_KEYS)
+    if unknown:
+        raise BadInput(f"{origin}: unknown field(s) {', '.join(unknown)}; expected {', '.join(sorted(FINDING_INPUT_KEYS))}")
+    applies = data.get("applies_to") or {}
+    if not isinstance(applies, dict):
+        raise BadInput(f"{origin}: applies_to must be an object of key -> value (or list of values)")
+    tags = data.get("tags") or []
+    if isinstance(tags, str):
+        tags = [tags]
+    texts = {k: data.get(k) for k in ("title", "claim", "direction", "status", "project", "closes", "from", "body",
+                                       "metric_name", "repo")}
+    for key, value in [*texts.items(), *(("tags", t) for t in tags)]:
+        if value is not None and not isinstance(value, str):
+            raise BadInput(f"{origin}: {key} must be a string")
+    scope = []
+    for key, values in applies.items():
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, (dict, list)) or value is None:
+                raise BadInput(f"{origin}: applies_to.{key} must be a string, number or list of them")
+            scope.append(f"{key}={value}")
+    return {"title": texts["title"], "claim": texts["claim"],
+            "metrics": metrics_from_json(data.get("metrics"), "metrics"),
+            "baselines": metrics_from_json(data.get("baseline"), "baseline"),
+            "direction": texts["direction"], "applies_to": scope, "status": texts["status"], "project": texts["project"],
+            "closes": texts["closes"], "tags": list(tags), "artifact": Path(texts["from"]) if texts["from"] else None,
+            "metric_name": texts["metric_name"] or "metric", "repo": Path(texts["repo"]) if texts["repo"] else None,
+            "body": texts["body"] or ""}
+
+
 def metrics_from_json(value: Any, key: str) -> dict[str, tuple[float, str | None]]:
     """{"tpot": 0.56} or {"tpot": "0.56ms"} or {"tpot": {"value": 0.56, "unit": "ms"}}."""
     if value is None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from . import markdown
 from .cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, fallback_id, is_valid_id, slugify
 from .config import Config, load_config
-from .errors import AmbiguousId, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField
+from .errors import AmbiguousId, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField, SkillNotFound
 from .locate import resolve_root
 from .fields import merge, parse_assignments, parse_filters
 from .records import Problem, StoredCard
@@ -20,6 +20,7 @@ from .validation import model_for, validate_card
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
+    from .skills import Skill
     from .gates import GateRun
     from .index import Index, RefreshStats
     from .retrieval import SearchRequest, Searcher
@@ -424,6 +425,58 @@ class KnowledgeBase:
         self.index.refresh_if_stale(self._searcher.embedder if semantic else None)
         return self._searcher.search(request)
 
+    def related(self, ref: str, k: int = 5) -> dict[str, Any]:
+        """A card's neighbourhood: the cards it links to, the cards linking to it, and the k
+        most similar others by meaning (a vector search on its title and lead text)."""
+        stored = self.get(ref)
+        cards = {c.id: c for c in self.cards()}
+        brief = lambda c: {"id": c.id, "kind": c.card.kind, "title": c.card.title, "status": c.card.status}  # noqa: E731
+        links_out = [{"rel": rel, **(brief(cards[target]) if target in cards else {"id": target, "missing": True})}
+                     for rel, targets in stored.card.links.model_dump().items() for target in targets]
+        links_in = [{"rel": rel, **brief(other)} for other in cards.values() if other.id != stored.id
+                    for rel, targets in other.card.links.model_dump().items() if stored.id in targets]
+        linked = {stored.id, *(l["id"] for l in links_out), *(l["id"] for l in links_in)}
+        text = " ".join([stored.card.title, *(str(v) for v in _lead_fields(stored.card)), stored.body[:600]])
+        hits = self.search(text, k=min(k + len(linked), 1000), mode="vector", explain=True)["hits"]
+        # the cosine similarity of the best-matching chunk, not the fused rank score
+        similar = [{**{key: h[key] for key in ("id", "kind", "title", "status")},
+                    "similarity": round(h["explain"]["vector"]["score"], 4)}
+                   for h in hits if h["id"] not in linked and h["explain"].get("vector")][:k]
+        return {"id": stored.id, "title": stored.card.title, "links_out": links_out, "links_in": links_in,
+                "similar": similar}
+
+    # --- skills (skills/<name>/SKILL.md, the Agent Skills format) ---------------------
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.root / "skills"
+
+    def skills(self) -> list["Skill"]:
+        """Every valid skill, by name; `skill_problems()` names the invalid ones."""
+        from .skills import InvalidSkill, load_skill, skill_folders
+
+        out = []
+        for folder in skill_folders(self.skills_dir):
+            try:
+                out.append(load_skill(folder, self.store.relative(folder)))
+            except InvalidSkill:
+                continue
+        return out
+
+    def skill(self, name: str) -> "Skill":
+        from .skills import SKILL_FILE, load_skill, name_violations
+
+        if name_violations(name) or not (self.skills_dir / name / SKILL_FILE).is_file():
+            known = ", ".join(s.name for s in self.skills()) or "none yet"
+            raise SkillNotFound(f"no skill named {name!r} (skills: {known})")
+        return load_skill(self.skills_dir / name, self.store.relative(self.skills_dir / name))
+
+    def skill_problems(self) -> list[Problem]:
+        from .skills import check_skill, skill_folders
+
+        return [Problem(self.store.relative(folder / "SKILL.md"), "skill", violation)
+                for folder in skill_folders(self.skills_dir) for violation in check_skill(folder)]
+
     # --- checking --------------------------------------------------------------
 
     def lint(self, skip: Iterable[str] = ()) -> list[Problem]:
@@ -456,6 +509,11 @@ class KnowledgeBase:
                                     "skipped them; run `kb index`")
             problems += curation.duplicates(cards, vectors, self.config.curation.duplicate_similarity)
         return problems
+
+
+def _lead_fields(card: CardBase) -> list[Any]:
+    """The fields that say what a card is about, beyond its title (a claim, a symptom, a question)."""
+    return [v for v in (getattr(card, f, None) for f in ("claim", "rule", "symptom", "question", "component")) if v]
 
 
 def _check_status(status: str) -> str:

@@ -15,12 +15,13 @@ from kbtool.cli import app
 LAYERS = [
     {"errors", "cards"},
     {"validation", "locate", "embeddings"},
-    {"markdown", "fields", "config", "schemas", "records", "search", "evaluation", "findings", "gates"},
+    {"markdown", "fields", "config", "schemas", "records", "search", "evaluation", "findings", "gates", "skills"},
     {"store", "curation", "chunking", "importer"},
     {"migrations", "index"},
     {"retrieval"},
     {"kb"},
     {"client"},
+    {"mcp_server"},
     {"cli", "daemon", "__init__", "__main__"},
 ]
 

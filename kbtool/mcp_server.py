@@ -1,0 +1,411 @@
+"""`kb serve`: the knowledge base as MCP tools and resources, over stdio or streamable HTTP.
+
+Every tool is a thin call into one long-lived KnowledgeBase, so the embedding model loads
+once and stays loaded. The calls run one at a time on a single worker thread: the facade
+and its SQLite index are not meant for concurrent use, the event loop stays free for the
+transport, and the model is warmed on that same thread as soon as the server starts.
+
+A KbError becomes an MCP tool error carrying its one-line message (unknown id, invalid
+field, bad filter); anything else is logged to stderr and reported as a tool error too,
+so no input can take the server down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import socket
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated, Any, Callable, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+
+from . import markdown
+from .errors import BadInput, KbError
+from .kb import KnowledgeBase
+
+log = logging.getLogger("kb.serve")
+
+READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# writers only add (a new card, one commit); nothing an agent calls deletes or rewrites
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+WRITERS = ("add_finding", "add_card")
+SNIPPET_CHARS = 200
+DEFAULT_BUDGET = 6000  # characters of hit text a search answer may spend; agents pay for every one
+
+INSTRUCTIONS = """kb is the project's knowledge base of contracts, constraints, findings, failure-modes,
+gates, gaps and references, plus skills. Before an experiment, `search` for what applies (filter
+on applies_to.hardware, applies_to.model, kind) and `get` the cards you will rely on. Gates are
+immutable: meet them, never edit them. After a measured run, `add_finding` with the numbers and
+their baseline, and `closes` when it answers a gap. `gaps` lists the open questions."""
+
+Filters = Annotated[dict[str, str | int | float | bool] | None,
+                    Field(description="field path -> value, all must match, e.g. {\"applies_to.hardware\": \"B200\"}")]
+Kind = Annotated[str | None, Field(description="contract, constraint, finding, failure-mode, gate, gap or reference")]
+Tags = Annotated[list[str] | None, Field(description="cards carrying all of these tags")]
+Metrics = Annotated[dict[str, float | str | dict[str, Any]] | None,
+                    Field(description="metric name -> value: 943, \"12ms\" or {\"value\": 12, \"unit\": \"ms\"}")]
+
+
+class KbTools:
+    """The tools, each a plain method over the KnowledgeBase that returns a CallToolResult."""
+
+    def __init__(self, kb: KnowledgeBase):
+        self.kb = kb
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve")
+
+    def warm(self) -> None:
+        """Load the model and bring the index up to date before the first search asks."""
+        self._worker.submit(self._warm_up)
+
+    def _warm_up(self) -> None:
+        try:
+            self.kb.search("warm up", k=1)
+        except Exception as exc:  # noqa: BLE001 - a cold first search still works; say why it was cold
+            log.warning("kb serve: warming the index failed: %s", exc)
+
+    async def call(self, fn: Callable[..., CallToolResult], *args: Any) -> CallToolResult:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._worker, fn, *args)
+        except KbError as exc:
+            raise ToolError(str(exc)) from None
+        except Exception as exc:
+            log.exception("kb serve: a tool failed")
+            raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from None
+
+    # --- reading ----------------------------------------------------------------------
+
+    def search(self, query: str, k: int, kind: str | None, status: str | None, tags: list[str] | None,
+               filters: dict[str, Any] | None, mode: str, budget: int) -> CallToolResult:
+        if budget < 200:
+            raise BadInput("budget must be at least 200 characters")
+        result = self.kb.search(query, k=k, kind=kind, status=status, tags=tags or (), where=_where(filters), mode=mode)
+        hits, lines, spent = [], [], 0
+        for hit in result["hits"]:
+            brief = {key: hit[key] for key in ("id", "kind", "title", "status", "score")}
+            brief["snippet"] = _one_line(hit["snippet"], SNIPPET_CHARS)
+            line = f"{hit['id']} [{hit['kind']}, {hit['status']}] {hit['title']} — {brief['snippet']}"
+            if hits and spent + len(line) > budget:
+                break
+            hits.append(brief)
+            lines.append(line)
+            spent += len(line) + 1
+        structured = {"query": query, "hits": hits, "truncated": len(hits) < len(result["hits"])}
+        text = "\n".join(lines) if lines else f"no cards match {query!r}"
+        return _result(text, structured)
+
+    def get(self, ref: str) -> CallToolResult:
+        stored = self.kb.get(ref)
+        return _result(_card_text(self.kb, stored.id), stored.to_dict())
+
+    def list(self, kind: str | None, status: str | None, tags: list[str] | None, filters: dict[str, Any] | None,
+             limit: int) -> CallToolResult:
+        found = self.kb.list(kind=kind, status=status, tags=tags or (), where=_where(filters))
+        cards = [{"id": c.id, "kind": c.card.kind, "title": c.card.title, "status": c.card.status, "path": c.path}
+                 for c in found[:limit]]
+        text = "\n".join(f"{c['id']} [{c['kind']}, {c['status']}] {c['title']}" for c in cards) or "no cards match"
+        return _result(text, {"cards": cards, "total": len(found), "truncated": len(found) > limit})
+
+    def gaps(self) -> CallToolResult:
+        gaps = [{"id": g.id, "title": g.card.title, "question": g.card.question, "priority": g.card.priority,
+                 "status": g.card.status} for g in self.kb.gaps()]
+        text = "\n".join(f"{g['id']} [{g['priority']}] {g['question']}" for g in gaps) or "no open gaps"
+        return _result(text, {"gaps": gaps})
+
+    def lint(self, skip: list[str] | None) -> CallToolResult:
+        problems = [{"path": p.path, "code": p.code, "message": p.message, "id": p.id} for p in self.kb.lint(skip or ())]
+        text = "\n".join(f"{p['path']}: {p['message']}" for p in problems) or "no problems"
+        return _result(text, {"problems": problems, "count": len(problems)})
+
+    def related(self, ref: str, k: int) -> CallToolResult:
+        found = self.kb.related(ref, k)
+        lines = [f"{l['rel']} -> {l['id']}" + (f" [{l['kind']}] {l['title']}" if "title" in l else " (missing)")
+                 for l in found["links_out"]]
+        lines += [f"{l['rel']} <- {l['id']} [{l['kind']}] {l['title']}" for l in found["links_in"]]
+        lines += [f"similar {s['id']} [{s['kind']}] {s['title']} (similarity {s['similarity']:.3f})" for s in found["similar"]]
+        return _result("\n".join(lines) or f"nothing links to or resembles {found['id']}", found)
+
+    def skills(self) -> CallToolResult:
+        skills = [{"name": s.name, "description": s.description, "path": s.path} for s in self.kb.skills()]
+        text = "\n".join(f"{s['name']}: {s['description']}" for s in skills) or "no skills in this knowledge base"
+        return _result(text, {"skills": skills})
+
+    def skill(self, name: str) -> CallToolResult:
+        from .skills import render_skill
+
+        found = self.kb.skill(name)
+        return _result(render_skill(found), found.to_dict())
+
+    # --- writing ----------------------------------------------------------------------
+
+    def add_finding(self, data: dict[str, Any]) -> CallToolResult:
+        from .findings import finding_arguments
+
+        args = finding_arguments({k: v for k, v in data.items() if v is not None}, "add_finding")
+        if not args["title"]:
+            raise BadInput("add_finding: a finding needs a title")
+        stored, related = self.kb.add_finding(**args)
+        notes = [f"likely {label}: {', '.join(ids)}" for label, ids in related.items() if ids]
+        text = f"added {stored.id} ({stored.path})" + ("; " + "; ".join(notes) if notes else "")
+        return _result(text, {"id": stored.id, "path": stored.path, "status": stored.card.status, "related": related})
+
+    def add_card(self, kind: str, title: str, fields: dict[str, Any] | None, tags: list[str] | None,
+                 body: str) -> CallToolResult:
+        stored = self.kb.add(kind, title, tags=tags or (), body=body, status="draft", values=fields or {})
+        return _result(f"added {stored.id} ({stored.path}) as a draft",
+                       {"id": stored.id, "path": stored.path, "status": stored.card.status})
+
+
+def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer, KbTools]:
+    """The MCP server over kb; with read_only the writers are not offered at all."""
+    tools = KbTools(kb)
+    server = MCPServer(f"kb ({kb.config.name})" if getattr(kb.config, "name", None) else "kb",
+                       instructions=INSTRUCTIONS, version=_version(),
+                       log_level="DEBUG" if os.environ.get("KB_DEBUG") else "WARNING")
+
+    @server.tool(annotations=READS)
+    async def search(
+        query: Annotated[str, Field(description="what to look for, in words (e.g. 'NVFP4 MoE decode')")],
+        k: Annotated[int, Field(ge=1, le=100, description="how many hits at most")] = 10,
+        kind: Kind = None,
+        status: Annotated[str | None, Field(description="draft, tentative, confirmed, refuted, superseded or retired")] = None,
+        tags: Tags = None,
+        filters: Filters = None,
+        mode: Annotated[Literal["hybrid", "bm25", "vector"], Field(description="ranking: hybrid (default), bm25 or vector")] = "hybrid",
+        budget: Annotated[int, Field(ge=200, le=100_000, description="characters of hits to return at most")] = DEFAULT_BUDGET,
+    ) -> CallToolResult:
+        """Search the knowledge base (keywords and meaning, fused): the cards that apply, best first,
+        each with id, kind, title, status, score and a one-line snippet. Superseded and refuted
+        cards rank last. `get` a hit's id for the whole card."""
+        return await tools.call(tools.search, query, k, kind, status, tags, filters, mode, budget)
+
+    @server.tool(annotations=READS)
+    async def get(id: Annotated[str, Field(description="a card id, or a unique prefix of one")]) -> CallToolResult:
+        """One whole card: its fields as structured content and its markdown file as text."""
+        return await tools.call(tools.get, id)
+
+    @server.tool(annotations=READS, name="list")
+    async def list_cards(kind: Kind = None,
+                         status: Annotated[str | None, Field(description="only cards with this status")] = None,
+                         tags: Tags = None, filters: Filters = None,
+                         limit: Annotated[int, Field(ge=1, le=10_000, description="how many cards at most")] = 200,
+                         ) -> CallToolResult:
+        """List cards (id, kind, title, status) that match every filter given."""
+        return await tools.call(tools.list, kind, status, tags, filters, limit)
+
+    @server.tool(annotations=READS)
+    async def gaps() -> CallToolResult:
+        """The open questions (gaps nothing has closed yet), high priority first: what to measure next."""
+        return await tools.call(tools.gaps)
+
+    @server.tool(annotations=READS)
+    async def lint(skip: Annotated[list[str] | None, Field(
+            description="check classes to skip: schema, links, superseded, gates, stale, contradictions, duplicates")] = None,
+                   ) -> CallToolResult:
+        """Check the knowledge base: schema, broken links, gate locks, stale findings, contradictions, duplicates."""
+        return await tools.call(tools.lint, skip)
+
+    @server.tool(annotations=READS)
+    async def related(id: Annotated[str, Field(description="a card id")],
+                      k: Annotated[int, Field(ge=1, le=50, description="how many similar cards")] = 5) -> CallToolResult:
+        """A card's neighbourhood: the cards it links to, the cards linking to it, and the most similar others."""
+        return await tools.call(tools.related, id, k)
+
+    @server.tool(annotations=READS)
+    async def skills() -> CallToolResult:
+        """The skills (Agent Skills procedures) in this knowledge base: name and description."""
+        return await tools.call(tools.skills)
+
+    @server.tool(annotations=READS)
+    async def skill(name: Annotated[str, Field(description="a skill's name, e.g. 'kb'")]) -> CallToolResult:
+        """One skill's SKILL.md: when to use it and the procedure, to follow step by step."""
+        return await tools.call(tools.skill, name)
+
+    if not read_only:
+        @server.tool(annotations=WRITES)
+        async def add_finding(
+            title: Annotated[str, Field(description="what was found, in one line")],
+            claim: Annotated[str | None, Field(description="the claim, if longer than the title")] = None,
+            metrics: Metrics = None,
+            baseline: Annotated[dict[str, float | str | dict[str, Any]] | None, Field(
+                description="the baseline's value for some of the metrics, same form")] = None,
+            direction: Annotated[Literal["higher", "lower"] | None, Field(
+                description="which way is better (guessed from metric names when left out)")] = None,
+            applies_to: Annotated[dict[str, str | int | float | list[str]] | None, Field(
+                description="scope: model, arch, hardware, precision, phase, workload, engine")] = None,
+            status: Annotated[str | None, Field(description="tentative or confirmed (default: confirmed when metrics are given)")] = None,
+            closes: Annotated[str | None, Field(description="the id of a gap this finding answers")] = None,
+            tags: Tags = None,
+            project: Annotated[str | None, Field(description="the project that measured it")] = None,
+            artifact: Annotated[str | None, Field(
+                description="path of a benchmark export on this machine: AIPerf profile_export_aiperf.json or a results TSV")] = None,
+            body: Annotated[str | None, Field(description="notes, in markdown")] = None,
+        ) -> CallToolResult:
+            """Record a measured finding (one git commit); returns its id and any likely duplicates or
+            contradictions among existing findings."""
+            data = {"title": title, "claim": claim, "metrics": metrics, "baseline": baseline, "direction": direction,
+                    "applies_to": applies_to, "status": status, "closes": closes, "tags": tags, "project": project,
+                    "from": artifact, "body": body}
+            return await tools.call(tools.add_finding, data)
+
+        @server.tool(annotations=WRITES)
+        async def add_card(
+            kind: Annotated[str, Field(description="contract, constraint, finding, failure-mode, gate, gap or reference")],
+            title: Annotated[str, Field(description="the card's title, one line")],
+            fields: Annotated[dict[str, Any] | None, Field(
+                description="the kind's fields, e.g. {\"rule\": \"...\"} for a constraint, {\"symptom\": \"...\", "
+                            "\"fix\": \"...\"} for a failure-mode; nested objects for applies_to, source, check")] = None,
+            tags: Tags = None,
+            body: Annotated[str, Field(description="the card's text, in markdown")] = "",
+        ) -> CallToolResult:
+            """Add a card of any kind, written as a draft for a person to review (one git commit); returns its id."""
+            return await tools.call(tools.add_card, kind, title, fields, tags, body)
+
+    @server.resource("kb://cards/{id}", mime_type="text/markdown", description="a card's markdown file")
+    async def card_resource(id: str) -> str:
+        return await _read(tools, lambda: _card_text(kb, id))
+
+    @server.resource("kb://skills/{name}", mime_type="text/markdown", description="a skill's SKILL.md")
+    async def skill_resource(name: str) -> str:
+        from .skills import render_skill
+
+        return await _read(tools, lambda: render_skill(kb.skill(name)))
+
+    return server, tools
+
+
+async def _read(tools: KbTools, fn: Callable[[], str]) -> str:
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.run_in_executor(tools._worker, fn)
+    except KbError as exc:
+        raise ResourceError(str(exc)) from None
+
+
+def _card_text(kb: KnowledgeBase, ref: str) -> str:
+    stored = kb.get(ref)
+    return markdown.render(stored.card, stored.body)
+
+
+def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def _where(filters: dict[str, Any] | None) -> list[str]:
+    out = []
+    for key, value in (filters or {}).items():
+        if isinstance(value, bool):
+            value = str(value).lower()
+        out.append(f"{key}={value}")
+    return out
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("kbtool")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+# --- transports ---------------------------------------------------------------------------
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise BadInput(f"--http {address!r}: expected HOST:PORT, e.g. 127.0.0.1:8765")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class BearerToken:
+    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`, else 401."""
+
+    def __init__(self, app: Any, token: str):
+        self.app, self.expected = app, f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = json.dumps({"error": "unauthorized: send Authorization: Bearer <token>"}).encode()
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def serve_stdio(kb: KnowledgeBase, read_only: bool) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server, tools = build_server(kb, read_only)
+
+    async def run() -> None:
+        # stdio_server points fd 1 at stderr while it serves, so nothing a library prints can
+        # corrupt the protocol; the warm-up starts inside it for that reason
+        async with stdio_server() as (read_stream, write_stream):
+            tools.warm()
+            low = server._lowlevel_server
+            await low.run(read_stream, write_stream, low.create_initialization_options())
+
+    anyio.run(run)
+
+
+def serve_http(kb: KnowledgeBase, address: str, token: str | None, read_only: bool) -> None:
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    host, port = parse_address(address)
+    if not is_loopback(host) and not token:
+        raise BadInput(f"--http {address}: serving beyond loopback needs --token (or KB_TOKEN); "
+                       "every request must then carry it as a bearer token")
+    server, tools = build_server(kb, read_only)
+    # off loopback the Host header is whatever name clients use; the bearer token is the guard
+    security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app: Any = server.streamable_http_app(host=host, transport_security=security, stateless_http=False)
+    if token:
+        app = BearerToken(app, token)
+    # bind here, not in uvicorn: a taken port is a one-line error, and port 0 can say which port it got
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)  # listening now: a client that connects before uvicorn runs waits in the backlog
+    except OSError as exc:
+        sock.close()
+        raise BadInput(f"--http {address}: cannot listen there ({exc.strerror or exc})") from None
+    bound = sock.getsockname()[1]
+    tools.warm()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    print(f"kb: serving MCP at http://{shown}:{bound}/mcp" + (" (bearer token required)" if token else ""),
+          file=sys.stderr, flush=True)
+    uvicorn.Server(config).run(sockets=[sock])

@@ -1,0 +1,248 @@
+"""`kb serve` as a real subprocess, driven by the MCP SDK's own client over stdio and HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator, Iterator
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+import kbtool
+from conftest import commit_count
+
+KB = [sys.executable, "-m", "kbtool"]
+READERS = {"search", "get", "list", "gaps", "lint", "related", "skills", "skill"}
+WRITERS = {"add_finding", "add_card"}
+SKILL = """---
+name: profile-decode
+description: Profile single-stream decode step by step. Use when decode tokens/s is below target.
+---
+
+# Profile decode
+
+1. Run nsys on one request.
+"""
+
+
+@pytest.fixture
+def env(monkeypatch) -> dict[str, str]:
+    return {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+
+
+@pytest.fixture
+def seeded(kb: kbtool.KnowledgeBase) -> kbtool.KnowledgeBase:
+    kb.add("constraint", "Accuracy against the BF16 oracle is a gate",
+           values={"rule": "No optimisation lands unless GSM8K accuracy stays within 0.5 points of BF16"})
+    kb.add("gap", "Does an FP8 KV cache hold long-context accuracy on H100?", values={"priority": "high"})
+    kb.add("failure-mode", "CUDA graph capture with dynamic shapes",
+           values={"symptom": "decode output is garbage after warm-up", "fix": "pad batch sizes to captured sizes"})
+    skill = kb.root / "skills" / "profile-decode"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SKILL)
+    return kb
+
+
+@asynccontextmanager
+async def stdio(kb: kbtool.KnowledgeBase, env: dict[str, str], *flags: str) -> AsyncIterator[Client]:
+    params = StdioServerParameters(command=KB[0], args=[*KB[1:], "--kb", str(kb.root), "serve", *flags], env=env)
+    async with Client(params, read_timeout_seconds=60) as client:
+        yield client
+
+
+@contextmanager
+def http_server(kb: kbtool.KnowledgeBase, env: dict[str, str], *flags: str) -> Iterator[str]:
+    """`kb serve --http ...` in the background; yields the URL it printed once listening."""
+    proc = subprocess.Popen([*KB, "--kb", str(kb.root), "serve", *flags], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        assert "serving MCP at " in line, line + proc.stderr.read()
+        yield line.split("serving MCP at ", 1)[1].split()[0]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def call(client: Client, tool: str, **args: Any):
+    return client.call_tool(tool, args)
+
+
+def test_tools_have_stable_names_and_honest_annotations(seeded, env):
+    async def go():
+        async with stdio(seeded, env) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools) == READERS | WRITERS
+            for name in READERS:
+                assert tools[name].annotations.read_only_hint is True, name
+            for name in WRITERS:
+                hints = tools[name].annotations
+                assert hints.read_only_hint is False and hints.destructive_hint is False, name
+            assert "query" in tools["search"].input_schema["required"]
+            assert {"title", "metrics", "baseline", "applies_to", "closes", "tags"} <= set(tools["add_finding"].input_schema["properties"])
+    asyncio.run(go())
+
+
+def test_search_get_and_a_finding_added_through_mcp_is_found(seeded, env):
+    async def go():
+        async with stdio(seeded, env) as client:
+            found = await call(client, "search", query="BF16 oracle accuracy gate")
+            assert not found.is_error
+            top = found.structured_content["hits"][0]
+            assert top["kind"] == "constraint" and set(top) == {"id", "kind", "title", "status", "score", "snippet"}
+            assert "\n" not in top["snippet"]
+
+            card = await call(client, "get", id=top["id"])
+            assert card.structured_content["rule"].startswith("No optimisation lands")
+            assert card.content[0].text.startswith("---\nid: " + top["id"])
+
+            commits = commit_count(seeded.root)
+            added = await call(client, "add_finding", title="FP8 KV cache keeps RULER accuracy on H100",
+                               metrics={"ruler_accuracy": 91.2, "decode_tps": "1480 tok/s"},
+                               baseline={"ruler_accuracy": 91.5}, applies_to={"hardware": "H100", "precision": "fp8"},
+                               closes=(await call(client, "gaps")).structured_content["gaps"][0]["id"], tags=["kv-cache"])
+            assert not added.is_error, added.content[0].text
+            new_id = added.structured_content["id"]
+            assert commit_count(seeded.root) == commits + 1
+
+            again = await call(client, "search", query="FP8 KV cache RULER accuracy", filters={"applies_to.hardware": "H100"})
+            assert again.structured_content["hits"][0]["id"] == new_id
+            stored = seeded.get(new_id).card
+            assert stored.status == "confirmed" and {e.metric for e in stored.evidence} == {"ruler_accuracy", "decode_tps"}
+            assert (await call(client, "gaps")).structured_content["gaps"] == []  # the finding closed it
+    asyncio.run(go())
+
+
+def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(seeded, env):
+    async def go():
+        async with stdio(seeded, env) as client:
+            before = commit_count(seeded.root)
+            cases = [("get", {"id": "no-such-card"}, "no card with id 'no-such-card'"),
+                     ("search", {"query": "x", "filters": {"applies_to.nonsense": "1"}}, "nonsense"),
+                     ("search", {"query": "x", "kind": "recipe"}, "recipe"),
+                     ("search", {"query": "   "}, "empty query"),
+                     ("search", {"query": "x", "k": "ten"}, "k"),
+                     ("add_card", {"kind": "constraint", "title": "no rule"}, "rule"),
+                     ("add_card", {"kind": "gate", "title": "bad", "fields": {"check": {"op": "~"}}}, "check"),
+                     ("add_finding", {"title": "t", "metrics": {"tps": "fast"}}, "tps"),
+                     ("add_finding", {"title": "t", "closes": "no-such-gap"}, "no-such-gap"),
+                     ("related", {"id": "nope"}, "nope"),
+                     ("skill", {"name": "Not_A_Skill"}, "no skill named"),
+                     ("lint", {"skip": ["everything"]}, "everything"),
+                     ("no_such_tool", {}, "no_such_tool")]
+            for tool, args, words in cases:
+                result = await client.call_tool(tool, args)
+                assert result.is_error, (tool, args)
+                assert words in result.content[0].text, (tool, result.content[0].text)
+            assert commit_count(seeded.root) == before  # nothing half-written
+            assert not (await call(client, "list")).is_error
+    asyncio.run(go())
+
+
+def test_a_write_through_the_cli_shows_in_the_servers_next_search(seeded, env):
+    async def go():
+        async with stdio(seeded, env) as client:
+            assert (await call(client, "search", query="speculative decoding acceptance")).structured_content["hits"][0]["kind"] != "finding"
+            subprocess.run([*KB, "--kb", str(seeded.root), "add", "finding", "--title",
+                            "EAGLE-3 speculative decoding acceptance length 3.1 on chat traffic"],
+                           env=env, check=True, capture_output=True)
+            hits = (await call(client, "search", query="speculative decoding acceptance")).structured_content["hits"]
+            assert hits[0]["title"].startswith("EAGLE-3")
+    asyncio.run(go())
+
+
+def test_read_only_leaves_the_writers_out(seeded, env):
+    async def go():
+        async with stdio(seeded, env, "--read-only") as client:
+            assert {t.name for t in (await client.list_tools()).tools} == READERS
+            assert (await call(client, "add_card", kind="gap", title="x")).is_error
+    asyncio.run(go())
+
+
+def test_related_skills_and_resources(seeded, env):
+    old = seeded.add("finding", "TTFT 30 ms at 1k prompt tokens", values={"claim": "TTFT 30 ms"})
+    new = seeded.add("finding", "TTFT 12 ms at 1k prompt tokens after chunked prefill", values={"claim": "TTFT 12 ms"})
+    seeded.supersede(old.id, new.id)
+
+    async def go():
+        async with stdio(seeded, env) as client:
+            near = (await call(client, "related", id=old.id)).structured_content
+            assert {"rel": "superseded_by", "id": new.id} in [{k: l[k] for k in ("rel", "id")} for l in near["links_out"]]
+            assert [l["id"] for l in near["links_in"]] == [new.id]
+            assert all(s["id"] not in (old.id, new.id) for s in near["similar"])
+
+            listed = (await call(client, "skills")).structured_content["skills"]
+            assert [s["name"] for s in listed] == ["profile-decode"]
+            text = (await call(client, "skill", name="profile-decode")).content[0].text
+            assert text.startswith("---\nname: profile-decode\n") and "Run nsys" in text
+
+            card = await client.read_resource(f"kb://cards/{new.id}")
+            assert card.contents[0].text.startswith(f"---\nid: {new.id}")
+            skill = await client.read_resource("kb://skills/profile-decode")
+            assert "# Profile decode" in skill.contents[0].text
+            with pytest.raises(Exception, match="no card"):
+                await client.read_resource("kb://cards/nothing-here")
+    asyncio.run(go())
+
+
+def test_search_answers_stay_within_their_budget(seeded, env):
+    for i in range(12):
+        seeded.add("reference", f"Decode kernel note {i}", values={"source": {"url": f"https://example.org/{i}"}},
+                   body="decode kernel tuning " * 40)
+
+    async def go():
+        async with stdio(seeded, env) as client:
+            full = await call(client, "search", query="decode kernel tuning", k=12)
+            small = await call(client, "search", query="decode kernel tuning", k=12, budget=400)
+            assert len(full.structured_content["hits"]) == 12
+            assert 1 <= len(small.structured_content["hits"]) < 12 and small.structured_content["truncated"]
+            assert len(small.content[0].text) <= 400
+    asyncio.run(go())
+
+
+def test_http_off_loopback_requires_and_enforces_a_token(seeded, env):
+    refused = subprocess.run([*KB, "--kb", str(seeded.root), "serve", "--http", "0.0.0.0:0"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--token" in refused.stderr and "Traceback" not in refused.stderr
+
+    with http_server(seeded, env, "--http", "0.0.0.0:0", "--token", "s3cret") as url:
+        url = url.replace("0.0.0.0", "127.0.0.1")
+        assert httpx2.post(url, json={}).status_code == 401
+        assert httpx2.post(url, json={}, headers={"Authorization": "Bearer wrong"}).status_code == 401
+
+        async def go():
+            async with httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"}, timeout=60) as http:
+                async with Client(streamable_http_client(url, http_client=http)) as client:
+                    assert {t.name for t in (await client.list_tools()).tools} == READERS | WRITERS
+                    hits = (await call(client, "search", query="CUDA graph capture")).structured_content["hits"]
+                    assert hits[0]["kind"] == "failure-mode"
+                    assert (await call(client, "get", id="missing")).is_error
+        asyncio.run(go())
+
+
+def test_http_on_loopback_and_a_taken_port(seeded, env):
+    with http_server(seeded, env, "--http", "127.0.0.1:0") as url:
+        async def go():
+            async with Client(url) as client:
+                assert not (await call(client, "gaps")).is_error
+        asyncio.run(go())
+
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        taken = subprocess.run([*KB, "--kb", str(seeded.root), "serve", "--http", f"127.0.0.1:{port}"], env=env,
+                               capture_output=True, text=True, timeout=60)
+        assert taken.returncode == 2 and "cannot listen" in taken.stderr
+
+
+def test_serve_rejects_bad_flags(seeded, env):
+    for flags, words in ((["--http", "nowhere"], "HOST:PORT"), (["--token", "x"], "--token applies to --http")):
+        out = subprocess.run([*KB, "--kb", str(seeded.root), "serve", *flags], env=env, capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 2 and words in out.stderr, out.stderr
+    assert Path(seeded.root / "skills").exists()
