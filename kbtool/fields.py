@@ -187,13 +187,14 @@ def _equal(have: Any, want: str) -> bool:
     return str(have).casefold() == want.casefold()
 
 
-def parse_filters(pairs: Iterable[str]) -> list[Filter]:
-    """Filters on any field of any kind; a path no kind declares is an error, not an empty result."""
+def parse_filters(pairs: Iterable[str], flag: str = "--where") -> list[Filter]:
+    """Filters on any field of any kind; a path no kind declares is an error, not an empty result.
+    `flag` names the filters in errors: the CLI's --where, the MCP tools' filters."""
     filters = []
-    for key, values in split_pairs(pairs, "--where").items():
+    for key, values in split_pairs(pairs, flag).items():
         parts = key.split(".")
         if not any(_declares(model, parts) for model in MODELS.values()):
-            raise InvalidField(f"--where {key}: no card kind has the field {key!r}")
+            raise InvalidField(f"{flag} {key}: no card kind has the field {key!r}")
         filters.extend(Filter(tuple(parts), v) for v in values)
     return filters
 

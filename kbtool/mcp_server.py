@@ -301,11 +301,11 @@ def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
 
 
 def _where(filters: dict[str, Any] | None) -> list[str]:
-    out = []
-    for key, value in (filters or {}).items():
-        if isinstance(value, bool):
-            value = str(value).lower()
-        out.append(f"{key}={value}")
+    """The filters object as `key=value` pairs, checked here so an error names `filters`, not --where."""
+    from .fields import parse_filters
+
+    out = [f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in (filters or {}).items()]
+    parse_filters(out, "filters")
     return out
 
 
