@@ -1,4 +1,4 @@
-"""Cards into search chunks: a lead chunk (title, the kind's own fields, scope) and one
+"""Cards (and skills) into search chunks: a lead chunk (title, the kind's own fields, scope) and one
 chunk per body section, each bounded in size. Pure functions, no I/O.
 
 Every chunk carries its card's title (and its heading trail) in the text that is embedded,
@@ -95,7 +95,15 @@ def split_bounded(text: str, limit: int = MAX_CHARS) -> list[str]:
 
 
 def chunk_card(card: CardBase, body: str) -> list[Chunk]:
-    lead = lead_text(card)
+    return _chunks(lead_text(card), card.title, body)
+
+
+def chunk_skill(name: str, description: str, body: str) -> list[Chunk]:
+    """A skill's lead chunk is its name and description (what agents match on); then its sections."""
+    return _chunks(f"{name}\n{description}", name, body)
+
+
+def _chunks(lead: str, title: str, body: str) -> list[Chunk]:
     chunks: list[Chunk] = []
     secs = sections(body)
     # text before the first heading belongs with the lead when it fits
@@ -106,6 +114,6 @@ def chunk_card(card: CardBase, body: str) -> list[Chunk]:
     for sec in secs:
         trail = " > ".join(sec.trail)
         for piece in split_bounded(sec.text):
-            header = f"{card.title} — {trail}" if trail else card.title
+            header = f"{title} — {trail}" if trail else title
             chunks.append(Chunk(len(chunks), sec.heading, f"{header}\n{piece}"))
     return chunks

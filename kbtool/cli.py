@@ -52,6 +52,8 @@ schema_app = _app("JSON Schemas of the card kinds.")
 app.add_typer(schema_app, name="schema")
 gate_app = _app("Immutable acceptance checks: lock, run, verify.")
 app.add_typer(gate_app, name="gate")
+skill_app = _app("The skill registry: Agent Skills (skills/<name>/SKILL.md) kept in the knowledge base.")
+app.add_typer(skill_app, name="skill")
 
 # Options shared by many commands, declared once.
 KbPath = Annotated[Optional[Path], typer.Option("--kb", help="The knowledge base (default: $KB_DIR, else the nearest folder above with kb.toml).", show_default=False)]
@@ -261,21 +263,24 @@ def log(
 
 @app.command()
 def lint(
-    skip: Annotated[Optional[list[str]], typer.Option("--skip", help="A class of checks to leave out (repeatable): schema, links, superseded, gates, stale, contradictions, duplicates.", show_default=False)] = None,
+    skip: Annotated[Optional[list[str]], typer.Option("--skip", help="A class of checks to leave out (repeatable): schema, links, superseded, gates, stale, contradictions, duplicates, skills.", show_default=False)] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Check the knowledge base: schema, links, gate locks, stale findings, contradictions, duplicates. Exit 1 when anything is wrong."""
+    """Check the knowledge base: schema, links, gate locks, stale findings, contradictions, duplicates, skills. Exit 1 on any error (warnings do not fail)."""
     base = open_kb(kb)
     problems = base.lint(skip=skip or [])
     show_notices(base)
+    errors = [p for p in problems if p.severity == "error"]
     if as_json:
-        print_json({"ok": not problems, "problems": [p.__dict__ for p in problems]})
+        print_json({"ok": not errors, "problems": [p.__dict__ for p in problems]})
     else:
         for p in problems:
-            typer.echo(f"{p.path}: [{p.code}] {p.message}")
-        typer.echo(f"{len(problems)} problem(s)" if problems else "ok: no problems", err=bool(problems))
-    if problems:
+            typer.echo(f"{p.path}: {'warning: ' if p.severity == 'warning' else ''}[{p.code}] {p.message}")
+        warnings = len(problems) - len(errors)
+        tail = f", {warnings} warning(s)" if warnings else ""
+        typer.echo(f"{len(errors)} problem(s){tail}" if errors else f"ok: no problems{tail}", err=bool(errors))
+    if errors:
         raise typer.Exit(1)
 
 
@@ -543,6 +548,139 @@ def eval_cmd(
     for mode, scores in report["modes"].items():
         typer.echo(f"  {mode:<7} recall@{k} {scores[f'recall@{k}']:.3f}  hit@{k} {scores[f'hit@{k}']:.3f}  MRR@10 {scores['mrr@10']:.3f}  "
                    f"nDCG@10 {scores['ndcg@10']:.3f}  missed {len(scores['missed'])}")
+
+
+SkillName = Annotated[str, typer.Argument(metavar="NAME", help="A skill's name (its folder under skills/).")]
+
+
+def _skill_line(skill: Any) -> str:
+    return f"{skill.name:<28} {skill.description if len(skill.description) <= 100 else skill.description[:99] + '…'}"
+
+
+@skill_app.command("new")
+def skill_new(
+    name: SkillName,
+    description: Annotated[str, typer.Option(help="What the skill does and when to use it (1-1024 characters; agents match on it).")],
+    license: Annotated[Optional[str], typer.Option(help="A license name, or the name of a bundled license file.")] = None,
+    compatibility: Annotated[Optional[str], typer.Option(help="Environment requirements, up to 500 characters (e.g. 'an NVIDIA GPU and nsys').")] = None,
+    body_file: Annotated[Optional[Path], typer.Option(help="The instructions (markdown) for the body; default: a skeleton of sections to fill in.")] = None,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Create skills/NAME/SKILL.md, one commit."""
+    body = read_text_arg(body_file) if body_file is not None else None
+    skill = open_kb(kb).new_skill(name, description, license, compatibility, body)
+    print_json(skill.to_dict()) if as_json else typer.echo(f"{skill.path}/SKILL.md")
+
+
+@skill_app.command("list")
+def skill_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """The valid skills, by name, with their descriptions."""
+    from .skills import skill_folders
+
+    base = open_kb(kb)
+    skills = base.skills()
+    invalid = len(skill_folders(base.skills_dir)) - len(skills)
+    if as_json:
+        print_json([s.to_dict(body=False) for s in skills])
+    else:
+        for skill in skills:
+            typer.echo(_skill_line(skill))
+    if invalid:
+        typer.echo(f"kb: note: {invalid} invalid skill(s) not listed; run `kb skill validate`", err=True)
+
+
+@skill_app.command("show")
+def skill_show(name: SkillName, kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Print a skill's SKILL.md (and, with --json, its fields and files)."""
+    from .skills import render_skill
+
+    skill = open_kb(kb).skill(name)
+    print_json(skill.to_dict()) if as_json else typer.echo(render_skill(skill), nl=False)
+
+
+@skill_app.command("validate")
+def skill_validate(
+    paths: Annotated[Optional[list[Path]], typer.Argument(metavar="[PATH ...]", help="Skill folders, or folders of them (default: the knowledge base's skills/).", show_default=False)] = None,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Judge skills by the Agent Skills specification; exit 1 on any violation, each one named."""
+    from .registry import skill_sources
+    from .skills import InvalidSkill, discoverability, load_skill, skill_folders
+
+    folders = [f for p in paths for f in skill_sources(p)] if paths else skill_folders(open_kb(kb).skills_dir)
+    report = []
+    for folder in folders:
+        try:
+            warnings = [m for _, m in discoverability(load_skill(folder))]
+            report.append({"path": str(folder), "valid": True, "violations": [], "warnings": warnings})
+        except InvalidSkill as exc:
+            report.append({"path": str(folder), "valid": False, "violations": exc.violations, "warnings": []})
+    bad = [r for r in report if not r["valid"]]
+    if as_json:
+        print_json({"ok": not bad, "skills": report})
+    else:
+        for r in report:
+            typer.echo(f"{r['path']}: {'ok' if r['valid'] else 'INVALID'}")
+            for v in r["violations"]:
+                typer.echo(f"  - {v}")
+            for w in r["warnings"]:
+                typer.echo(f"  warning: {w}")
+        typer.echo(f"{len(report) - len(bad)} valid, {len(bad)} invalid", err=bool(bad))
+    if bad:
+        raise typer.Exit(1)
+
+
+@skill_app.command("import")
+def skill_import(
+    path: Annotated[Path, typer.Argument(help="A skill folder, or a folder of skill folders.")],
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Copy valid skills into skills/ in one commit; report each invalid one with its reasons (exit 1 if any)."""
+    summary = open_kb(kb).import_skills(path)
+    if as_json:
+        print_json(summary)
+    else:
+        for name in summary["added"]:
+            typer.echo(f"added {name}")
+        for name in summary["updated"]:
+            typer.echo(f"updated {name}")
+        for r in summary["rejected"]:
+            typer.echo(f"kb: rejected {r['path']}: {'; '.join(r['violations'])}", err=True)
+        typer.echo(f"{len(summary['added'])} added, {len(summary['updated'])} updated, {len(summary['rejected'])} rejected"
+                   + (f" (commit {summary['commit'][:10]})" if summary["commit"] else " (nothing to commit)"))
+    if summary["rejected"]:
+        raise typer.Exit(1)
+
+
+@skill_app.command("export")
+def skill_export(
+    names: Annotated[list[str], typer.Argument(metavar="NAME ...", help="The skills to export.")],
+    to: Annotated[Path, typer.Option("--to", help="The folder to copy them into, e.g. .claude/skills.")],
+    kb: KbPath = None,
+) -> None:
+    """Copy skills to DIR/NAME/ (replacing an earlier export) for an agent to load."""
+    for target in open_kb(kb).export_skills(names, to):
+        typer.echo(str(target))
+
+
+@skill_app.command("pack")
+def skill_pack(
+    name: Annotated[str, typer.Option("--name", help="The new skill's name, e.g. h100-pack.")],
+    where: Where = None,
+    general: Annotated[bool, typer.Option(help="Also take cards that do not set the filtered fields (rules that hold everywhere).")] = False,
+    description: Annotated[Optional[str], typer.Option(help="The skill's description (default: made from the filters and counts).")] = None,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """A knowledge-pack skill of the matching confirmed findings, constraints, failure-modes and gates (cards under references/)."""
+    skill = open_kb(kb).pack_skill(name, where or [], general, description)
+    if as_json:
+        print_json(skill.to_dict(body=False))
+    else:
+        typer.echo(f"{skill.path}/SKILL.md: {skill.metadata.get('kb-cards')} cards ({skill.description})")
 
 
 @app.command()

@@ -8,6 +8,9 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - stale: confirmed or tentative findings older than curation.max_finding_age_days
 - contradictions: findings with the same metric and scope and opposite effects
 - duplicates: cards of one kind whose embeddings are nearly the same (from the search index)
+- skills: SKILL.md files that break the Agent Skills specification (errors); descriptions
+  agents will not match well: cut off in listings, never saying when to use the skill, or
+  nearly the same as another skill's (warnings)
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ from .store import CARDS_DIR, Store
 
 if TYPE_CHECKING:
     from datetime import date
+    from pathlib import Path
+    from typing import Callable
 
     import numpy as np
 
 LINK_FIELDS = ("supersedes", "superseded_by", "related", "contradicts", "closes")
-CLASSES = ("schema", "links", "superseded", "gates", "stale", "contradictions", "duplicates")
+CLASSES = ("schema", "links", "superseded", "gates", "stale", "contradictions", "duplicates", "skills")
 
 
 def _schema(store: Store) -> tuple[list[Problem], list[StoredCard], set[str]]:
@@ -135,22 +140,50 @@ def contradictions(cards: list[StoredCard]) -> list[Problem]:
     return out
 
 
-def duplicates(cards: list[StoredCard], vectors: dict[str, "np.ndarray"], threshold: float) -> list[Problem]:
-    """Pairs of one kind whose lead-chunk embeddings have cosine similarity above threshold."""
+def similar_pairs(ids: list[str], vectors: dict[str, "np.ndarray"], threshold: float) -> list[tuple[int, int, float]]:
+    """(i, j, cosine) for every pair i < j of ids whose vectors are at least threshold alike."""
     import numpy as np
 
+    if len(ids) < 2:
+        return []
+    matrix = np.stack([vectors[i] for i in ids])
+    sims = matrix @ matrix.T
+    rows, cols = np.nonzero(np.triu(sims, 1) >= threshold)
+    return [(i, j, float(sims[i, j])) for i, j in zip(rows.tolist(), cols.tolist())]
+
+
+def duplicates(cards: list[StoredCard], vectors: dict[str, "np.ndarray"], threshold: float) -> list[Problem]:
+    """Pairs of one kind whose lead-chunk embeddings have cosine similarity above threshold."""
     out = []
     by_kind: dict[str, list[StoredCard]] = {}
     for c in cards:
         if c.id in vectors and c.card.status not in ("superseded", "retired", "refuted"):
             by_kind.setdefault(c.card.kind, []).append(c)
-    for kind, group in by_kind.items():
-        if len(group) < 2:
-            continue
-        matrix = np.stack([vectors[c.id] for c in group])
-        sims = matrix @ matrix.T
-        rows, cols = np.nonzero(np.triu(sims, 1) >= threshold)
-        for i, j in zip(rows.tolist(), cols.tolist()):
+    for group in by_kind.values():
+        for i, j, sim in similar_pairs([c.id for c in group], vectors, threshold):
             out.append(Problem(group[i].path, "duplicate", f"{group[i].id} and {group[j].id} look like duplicates "
-                               f"(similarity {sims[i, j]:.3f}); merge them or supersede one", group[i].id))
+                               f"(similarity {sim:.3f}); merge them or supersede one", group[i].id))
+    return out
+
+
+def skill_problems(skills_dir: "Path", relative: "Callable[[Path], str]", vectors: dict[str, "np.ndarray"],
+                   threshold: float) -> list[Problem]:
+    """Specification violations (errors) and discoverability warnings of every skill under skills_dir."""
+    from .skills import InvalidSkill, discoverability, load_skill, skill_folders
+
+    out, loaded = [], []
+    for folder in skill_folders(skills_dir):
+        rel = relative(folder / "SKILL.md")
+        try:
+            loaded.append((rel, load_skill(folder, rel)))
+        except InvalidSkill as exc:
+            out += [Problem(rel, "skill-invalid", violation, folder.name) for violation in exc.violations]
+    for rel, skill in loaded:
+        out += [Problem(rel, code, message, skill.name, "warning") for code, message in discoverability(skill)]
+    named = [(rel, s) for rel, s in loaded if s.name in vectors]
+    for i, j, sim in similar_pairs([s.name for _, s in named], vectors, threshold):
+        (rel, a), (_, b) = named[i], named[j]
+        out.append(Problem(rel, "skill-near-duplicate", f"the descriptions of {a.name} and {b.name} are nearly the same "
+                           f"(similarity {sim:.3f}); an agent cannot tell which to load; merge them or sharpen one",
+                           a.name, "warning"))
     return out

@@ -27,13 +27,16 @@ import numpy as np  # noqa: E402
 from filelock import FileLock  # noqa: E402
 from sqlite_utils import Database  # noqa: E402
 
-from .chunking import Chunk, chunk_card
+from .chunking import Chunk, chunk_card, chunk_skill
 from .embeddings import Embedder, cjk_bigrams
 from .errors import InvalidCard
 from .fields import values_at
 from .migrations.index import index_migrations
 from .records import StoredCard
+from .skills import SKILL_FILE, InvalidSkill, load_skill, skill_folders
 from .store import Store
+
+SKILLS_DIR = "skills"
 
 INDEX_FILE = "index.db"
 EMBED_GROUP = 256  # texts per encode call: sentence-transformers batches inside it; progress ticks per group
@@ -54,6 +57,37 @@ class CardMeta:
     def data(self) -> dict[str, Any]:
         """Parsed on first use: most queries touch only the frontmatter of their hits."""
         return json.loads(self.data_json)
+
+
+@dataclass(frozen=True)
+class Document:
+    """What the index keeps of one file: a card, or a skill's SKILL.md (kind "skill", id its name)."""
+
+    path: str
+    id: str
+    kind: str
+    title: str
+    status: str
+    data: dict[str, Any]
+    chunks: list[Chunk]
+    fts_title: str  # BM25 weighs it x4 on the lead chunk: a card's title, a skill's name and description
+
+    @classmethod
+    def of_card(cls, stored: StoredCard) -> "Document":
+        card = stored.card
+        return cls(stored.path, card.id, card.kind, card.title, card.status, card.model_dump(mode="json", exclude_none=True),
+                   chunk_card(card, stored.body), card.title)
+
+    @classmethod
+    def read(cls, path: Path, root: Path, rel: str) -> "Document":
+        """InvalidCard (or InvalidSkill) when the file does not parse or validate."""
+        if not rel.startswith(f"{SKILLS_DIR}/"):
+            return cls.of_card(StoredCard.read(path, root))
+        skill = load_skill(path.parent, rel.rsplit("/", 1)[0])
+        data = {"id": skill.name, "kind": "skill", "status": "confirmed", "title": skill.name,
+                "description": skill.description, **({"metadata": skill.metadata} if skill.metadata else {})}
+        return cls(rel, skill.name, "skill", skill.name, "confirmed", data,
+                   chunk_skill(skill.name, skill.description, skill.body), f"{skill.name} {skill.description}")
 
 
 @dataclass
@@ -128,10 +162,19 @@ class Index:
     # --- refreshing ------------------------------------------------------------------
 
     def _signature(self) -> tuple[Any, ...]:
-        """Cheap: the mtimes of kb/ and its kind folders change on every add, rename or delete."""
-        cards_dir = self.store.root / "kb"
-        dirs = [cards_dir, *sorted(p for p in cards_dir.iterdir() if p.is_dir())] if cards_dir.is_dir() else []
+        """Cheap: the mtimes of kb/, skills/ and their folders change on every add, rename or delete."""
+        dirs = []
+        for top in (self.store.root / "kb", self.store.root / SKILLS_DIR):
+            if top.is_dir():
+                dirs += [top, *sorted(p for p in top.iterdir() if p.is_dir())]
         return tuple((str(d), d.stat().st_mtime_ns) for d in dirs)
+
+    def _files(self) -> dict[str, Path]:
+        """Every file the index covers, by path relative to the root: the cards, then each SKILL.md."""
+        files = {self.store.relative(p): p for p in self.store.card_files()}
+        for folder in skill_folders(self.store.root / SKILLS_DIR):
+            files[f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}"] = folder / SKILL_FILE
+        return files
 
     def refresh_if_stale(self, embedder: Embedder | None) -> RefreshStats | None:
         """For a warm process: skip the full stat scan while nothing on disk or in the index moved."""
@@ -148,9 +191,9 @@ class Index:
         with self._lock():
             signature = self._signature()
             known = {row[0]: row[1:] for row in self.db.execute("SELECT path, file_hash, mtime_ns, size FROM cards")}
-            on_disk: dict[str, Path] = {self.store.relative(p): p for p in self.store.card_files()}
+            on_disk = self._files()
             stats.scanned = len(on_disk)
-            upserts: list[tuple[StoredCard, str, os.stat_result, list[Chunk]]] = []
+            upserts: list[tuple[Document, str, os.stat_result]] = []
             touched: list[tuple[str, os.stat_result]] = []
             for rel, path in on_disk.items():
                 st = path.stat()
@@ -163,11 +206,11 @@ class Index:
                     touched.append((rel, st))
                     continue
                 try:
-                    stored = StoredCard.read(path, self.store.root)
-                except InvalidCard:
+                    doc = Document.read(path, self.store.root, rel)
+                except (InvalidCard, InvalidSkill):
                     stats.invalid.append(rel)  # kb lint reports why; search skips it
                     continue
-                upserts.append((stored, file_hash, st, chunk_card(stored.card, stored.body)))
+                upserts.append((doc, file_hash, st))
             invalid = set(stats.invalid)
             removed = [rel for rel in known if rel not in on_disk or rel in invalid]
             stats.added = sum(1 for s, *_ in upserts if s.path not in known)
@@ -177,7 +220,7 @@ class Index:
             vectors: list[tuple[str, str, bytes]] = []
             if embedder is not None:
                 have = self._hashes_with_vectors(embedder.model_id)
-                pending = {c.hash: c.text for *_, chunks in upserts for c in chunks if c.hash not in have}
+                pending = {c.hash: c.text for doc, *_ in upserts for c in doc.chunks if c.hash not in have}
                 pending.update(self._missing_vectors(embedder.model_id, exclude=set(have) | set(pending),
                                                      skip_paths={s.path for s, *_ in upserts} | set(removed)))
                 vectors = _embed(embedder, pending, progress)
@@ -187,9 +230,9 @@ class Index:
                 with self.db.conn:
                     for rel in removed:
                         self._delete_card(rel)
-                    for stored, file_hash, st, chunks in upserts:
-                        self._delete_card(stored.path)
-                        self._insert_card(stored, file_hash, st, chunks)
+                    for doc, file_hash, st in upserts:
+                        self._delete_card(doc.path)
+                        self._insert_card(doc, file_hash, st)
                     self.db.conn.executemany("UPDATE cards SET mtime_ns = ?, size = ? WHERE path = ?",
                                              [(st.st_mtime_ns, st.st_size, rel) for rel, st in touched])
                     self.db.conn.executemany("INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", vectors)
@@ -210,20 +253,19 @@ class Index:
         self.db.conn.execute("DELETE FROM chunks WHERE card_path = ?", (rel,))
         self.db.conn.execute("DELETE FROM cards WHERE path = ?", (rel,))
 
-    def _insert_card(self, stored: StoredCard, file_hash: str, st: os.stat_result, chunks: list[Chunk]) -> None:
-        card = stored.card
-        data = json.dumps(card.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+    def _insert_card(self, doc: Document, file_hash: str, st: os.stat_result) -> None:
+        data = json.dumps(doc.data, ensure_ascii=False)
         self.db.conn.execute(
             "INSERT INTO cards (path, id, kind, title, status, data, file_hash, mtime_ns, size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (stored.path, card.id, card.kind, card.title, card.status, data, file_hash, st.st_mtime_ns, st.st_size))
-        for chunk in chunks:
+            (doc.path, doc.id, doc.kind, doc.title, doc.status, data, file_hash, st.st_mtime_ns, st.st_size))
+        for chunk in doc.chunks:
             cur = self.db.conn.execute("INSERT INTO chunks (card_path, ordinal, heading, text, hash) VALUES (?, ?, ?, ?, ?)",
-                                       (stored.path, chunk.ordinal, chunk.heading, chunk.text, chunk.hash))
+                                       (doc.path, chunk.ordinal, chunk.heading, chunk.text, chunk.hash))
             self.db.conn.execute("INSERT INTO chunks_fts (rowid, title, heading, body, cjk) VALUES (?, ?, ?, ?, ?)",
                                  # the title column only on the lead chunk: a body chunk names the title in its
                                  # text already, and weighting it x4 there would pick body chunks as snippets
-                                 (cur.lastrowid, card.title if chunk.ordinal == 0 else "", chunk.heading or "", chunk.text,
-                                  " ".join(cjk_bigrams(f"{card.title} {chunk.text}"))))
+                                 (cur.lastrowid, doc.fts_title if chunk.ordinal == 0 else "", chunk.heading or "", chunk.text,
+                                  " ".join(cjk_bigrams(f"{doc.title} {chunk.text}"))))
 
     def _hashes_with_vectors(self, model_id: str) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT hash FROM vectors WHERE model = ?", (model_id,))}
@@ -314,7 +356,8 @@ class Index:
     def lead_vectors(self, model_id: str) -> dict[str, np.ndarray]:
         """Card id -> the stored vector of its lead chunk (title and fields), for this model."""
         rows = self.db.execute("SELECT k.id, v.vector FROM chunks c JOIN cards k ON k.path = c.card_path "
-                               "JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE c.ordinal = 0", (model_id,))
+                               "JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE c.ordinal = 0 AND k.kind != 'skill'",
+                               (model_id,))
         return {cid: np.frombuffer(blob, dtype=np.float32) for cid, blob in rows}
 
     def cards_with(self, path: tuple[str, ...], value: str) -> set[int]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from . import markdown
 from .cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, fallback_id, is_valid_id, slugify
 from .config import Config, load_config
-from .errors import AmbiguousId, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField, SkillNotFound
+from .errors import AmbiguousId, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField, KbError, SkillNotFound
 from .locate import resolve_root
 from .fields import merge, parse_assignments, parse_filters
 from .records import Problem, StoredCard
@@ -452,7 +452,7 @@ class KnowledgeBase:
         return self.root / "skills"
 
     def skills(self) -> list["Skill"]:
-        """Every valid skill, by name; `skill_problems()` names the invalid ones."""
+        """Every valid skill, by name; `lint()` names the invalid ones."""
         from .skills import InvalidSkill, load_skill, skill_folders
 
         out = []
@@ -471,11 +471,72 @@ class KnowledgeBase:
             raise SkillNotFound(f"no skill named {name!r} (skills: {known})")
         return load_skill(self.skills_dir / name, self.store.relative(self.skills_dir / name))
 
-    def skill_problems(self) -> list[Problem]:
-        from .skills import check_skill, skill_folders
+    def new_skill(self, name: str, description: str, license: str | None = None, compatibility: str | None = None,
+                  body: str | None = None) -> "Skill":
+        """skills/<name>/SKILL.md from a description (and a body, else a skeleton to fill in), one commit."""
+        from .registry import new_skill_text
 
-        return [Problem(self.store.relative(folder / "SKILL.md"), "skill", violation)
-                for folder in skill_folders(self.skills_dir) for violation in check_skill(folder)]
+        text = new_skill_text(name, description, license, compatibility, body)
+        with self.store.lock():
+            if (self.skills_dir / name).exists():
+                raise Conflict(f"skills/{name} already exists")
+            self.store.write({f"skills/{name}/SKILL.md": text}, f"kb skill new {name}\n\nkb-op: skill-new\nkb-skill: {name}\n")
+        return self.skill(name)
+
+    def import_skills(self, path: str | os.PathLike[str]) -> dict[str, Any]:
+        """Copy a skill folder (or every skill folder in a folder) into skills/, valid ones in one commit;
+        the invalid ones are returned with every violation, and nothing of theirs is written."""
+        from .registry import plan_import
+
+        with self.store.lock():
+            writes, added, updated, rejected = plan_import(self.root, Path(path))
+            commit = None
+            if writes:
+                names = ", ".join(added + updated)
+                commit = self.store.write(writes, f"kb skill import: {names}\n\nfrom {path}\n\nkb-op: skill-import\n")
+        self._refresh_lexical()
+        return {"added": added, "updated": updated, "commit": commit,
+                "rejected": [{"path": r.path, "violations": r.violations} for r in rejected]}
+
+    def export_skills(self, names: Iterable[str], to: str | os.PathLike[str]) -> list[Path]:
+        """Copy skills to to/<name>/ (e.g. .claude/skills), replacing earlier exports of them."""
+        from .registry import export
+
+        chosen = [self.skill(n) for n in names]  # every name checked before anything is copied
+        return [export(self.root / s.path, s.name, Path(to)) for s in chosen]
+
+    def pack_skill(self, name: str, where: Iterable[str], general: bool = False,
+                   description: str | None = None) -> "Skill":
+        """A knowledge-pack skill: SKILL.md summarising the confirmed findings, constraints, failure-modes
+        and gates that match the filters, with each card under references/; one commit."""
+        from .registry import check_pack_name, pack_cards, render_pack, replace_folder
+
+        where = list(where)
+        if not where:
+            raise InvalidField("a pack needs at least one --where FIELD=VALUE (e.g. applies_to.hardware=H100)")
+        check_pack_name(name)
+        filters = parse_filters(where)
+        with self.store.lock():
+            existing = self.skills_dir / name
+            if existing.exists():
+                try:
+                    old = self.skill(name)
+                except KbError:
+                    old = None
+                if old is None or "kb-pack" not in old.metadata:
+                    raise Conflict(f"skills/{name} exists and is not a knowledge pack; choose another --name")
+            cards = pack_cards(self.cards(), filters, general)
+            scope = ", ".join(where)
+            if not cards:
+                raise InvalidField(f"no confirmed finding, constraint, failure-mode or gate matches {scope}; nothing written"
+                                   + ("" if general else " (--general adds the cards that do not set those fields)"))
+            files = render_pack(name, scope, cards, self.config.kb.name, description, date.today())
+            writes = replace_folder(self.root, name, {rel: text.encode() for rel, text in files.items()})
+            if writes:
+                self.store.write(writes, f"kb skill pack {name}: {len(cards)} cards for {scope}\n\n"
+                                         f"kb-op: skill-pack\nkb-skill: {name}\n")
+        self._refresh_lexical()
+        return self.skill(name)
 
     # --- checking --------------------------------------------------------------
 
@@ -508,6 +569,14 @@ class KnowledgeBase:
                 self.notices.append(f"{len(cards) - len(vectors)} cards have no embedding yet, so the duplicate check "
                                     "skipped them; run `kb index`")
             problems += curation.duplicates(cards, vectors, self.config.curation.duplicate_similarity)
+        if "skills" not in skip:
+            skill_vectors = {}
+            skills = self.skills() if "duplicates" not in skip else []
+            if len(skills) > 1:  # the descriptions alone: they are what an agent tells skills apart by
+                vectors = self.embedder.embed_documents([s.description for s in skills])
+                skill_vectors = {s.name: vectors[i] for i, s in enumerate(skills)}
+            problems += curation.skill_problems(self.skills_dir, self.store.relative, skill_vectors,
+                                                self.config.curation.duplicate_similarity)
         return problems
 
 

@@ -168,7 +168,7 @@ class KbTools:
 def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer, KbTools]:
     """The MCP server over kb; with read_only the writers are not offered at all."""
     tools = KbTools(kb)
-    server = MCPServer(f"kb ({kb.config.name})" if getattr(kb.config, "name", None) else "kb",
+    server = MCPServer(f"kb ({kb.config.kb.name})",
                        instructions=INSTRUCTIONS, version=_version(),
                        log_level="DEBUG" if os.environ.get("KB_DEBUG") else "WARNING")
 

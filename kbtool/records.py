@@ -46,6 +46,7 @@ class Problem:
     code: str
     message: str
     id: str | None = None
+    severity: str = "error"  # "warning": worth fixing, but `kb lint` still passes
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"

@@ -31,6 +31,10 @@ KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-
 NAME_MAX, DESCRIPTION_MAX, COMPATIBILITY_MAX = 64, 1024, 500
 NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 FOLDERS = ("scripts", "references", "assets")
+LISTING_CHARS = 250  # what agent skill listings show of a description before they cut it
+# a description that says when to use the skill names a trigger: "use when", "use for", "whenever", "if the user" ...
+SAYS_WHEN = re.compile(r"\b(when|whenever|trigger(s|ed)?|before|after|if (the |a )?(user|you|asked))\b|"
+                       r"\buse (it |this |this skill |them )?(for|to|on|in|if|during)\b", re.IGNORECASE)
 
 
 class InvalidSkill(BadInput):
@@ -171,6 +175,18 @@ def load_skill(folder: Path, shown_as: str | None = None) -> Skill:
     return Skill(name=data["name"], description=data["description"], body=body.lstrip("\n"), path=where,
                  license=data.get("license"), compatibility=data.get("compatibility"),
                  metadata=dict(data.get("metadata") or {}), allowed_tools=data.get("allowed-tools"), files=files)
+
+
+def discoverability(skill: Skill) -> list[tuple[str, str]]:
+    """(code, message) warnings about how well an agent will pick this skill from a listing."""
+    out = []
+    if len(skill.description) > LISTING_CHARS:
+        out.append(("skill-description-long", f"the description has {len(skill.description)} characters; agent listings "
+                    f"show about {LISTING_CHARS}, so put what it does and when to use it first"))
+    if not SAYS_WHEN.search(skill.description):
+        out.append(("skill-description-when", "the description never says when to use the skill (e.g. 'Use when ...'); "
+                    "agents choose skills by it"))
+    return out
 
 
 def render_skill(skill: Skill) -> str:

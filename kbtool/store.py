@@ -127,7 +127,7 @@ class Store:
         except Timeout:
             raise StoreError(f"another kb process has held the write lock for {LOCK_TIMEOUT_S} s; try again") from None
 
-    def write(self, files: Mapping[str, str | None], message: str) -> str:
+    def write(self, files: Mapping[str, str | bytes | None], message: str) -> str:
         """Write (or, for None, delete) files relative to the root in one commit; returns its sha.
 
         Call it under `lock()` when the content depends on what is already there.
@@ -189,18 +189,26 @@ def _missing_dirs(paths: Iterable[Path], root: Path) -> list[Path]:
     return sorted(missing, key=lambda p: len(p.parts), reverse=True)
 
 
-def _replace(path: Path, text: str | None) -> None:
-    """Atomic: readers see the old file or the new one, never a part of it."""
-    if text is None:
+class Executable(bytes):
+    """File content to be written with the executable bit (a skill's scripts keep theirs)."""
+
+
+def _replace(path: Path, content: str | bytes | None) -> None:
+    """Atomic: readers see the old file or the new one, never a part of it. Bytes are written as given
+    (a skill's scripts and assets), text as UTF-8 with \n line ends."""
+    if content is None:
         path.unlink(missing_ok=True)
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+        opened = os.fdopen(fd, "wb") if isinstance(content, bytes) else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+        with opened as handle:
+            handle.write(content)
             handle.flush()
             os.fsync(handle.fileno())
+        # mkstemp makes 0600; a file in a shared repository should read like any checkout
+        os.chmod(tmp, 0o755 if isinstance(content, Executable) else 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -16,7 +16,7 @@ LAYERS = [
     {"errors", "cards"},
     {"validation", "locate", "embeddings"},
     {"markdown", "fields", "config", "schemas", "records", "search", "evaluation", "findings", "gates", "skills"},
-    {"store", "curation", "chunking", "importer"},
+    {"store", "curation", "chunking", "importer", "registry"},
     {"migrations", "index"},
     {"retrieval"},
     {"kb"},

@@ -1,0 +1,212 @@
+"""The skill registry's file work: what `kb skill new / import / export / pack` write.
+
+Pure planning where possible: each function returns the files to write (relative to the
+KB root; None deletes) and the facade commits them in one go, so a failed check writes
+nothing. Skill files are copied byte for byte, scripts keep their executable bit.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from . import markdown
+from .cards import INACTIVE_STATUSES
+from .errors import BadInput, Conflict
+from .fields import Filter, values_at
+from .records import StoredCard
+from .skills import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, load_skill, name_violations, render_skill
+from .store import Executable
+
+SKILLS_DIR = "skills"
+PACK_KINDS = ("gate", "constraint", "finding", "failure-mode")
+PACK_HEADINGS = {"gate": "Gates: meet them, never edit them", "constraint": "Constraints",
+                 "finding": "Confirmed findings", "failure-mode": "Failure modes: symptom, check, fix"}
+NEW_BODY = """# {title}
+
+## When to use
+
+## Steps
+
+1.
+
+## Checks
+
+## Sources
+"""
+
+
+@dataclass(frozen=True)
+class Rejected:
+    path: str
+    violations: list[str]
+
+
+def folder_files(folder: Path) -> dict[str, bytes]:
+    """Every file of a skill folder, by posix path inside it; hidden files and caches left out."""
+    out: dict[str, bytes] = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if not path.is_file() or any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
+            continue
+        content = path.read_bytes()
+        out[rel.as_posix()] = Executable(content) if os.access(path, os.X_OK) else content
+    return out
+
+
+def replace_folder(root: Path, name: str, files: dict[str, bytes]) -> dict[str, bytes | None]:
+    """The writes that make skills/<name>/ hold exactly these files (others in it are deleted)."""
+    target = root / SKILLS_DIR / name
+    writes: dict[str, bytes | None] = {}
+    current = folder_files(target) if target.is_dir() else {}
+    for rel, content in files.items():
+        old = current.get(rel)
+        if old is None or old != content or isinstance(old, Executable) != isinstance(content, Executable):
+            writes[f"{SKILLS_DIR}/{name}/{rel}"] = content
+    for rel in current.keys() - files.keys():
+        writes[f"{SKILLS_DIR}/{name}/{rel}"] = None
+    return writes
+
+
+def skill_sources(path: Path) -> list[Path]:
+    """A skill folder itself, or the skill folders (holding a SKILL.md) directly inside path."""
+    if not path.exists():
+        raise BadInput(f"{path}: no such file or folder")
+    if not path.is_dir():
+        raise BadInput(f"{path}: give a skill folder (with {SKILL_FILE}) or a folder of them")
+    if (path / SKILL_FILE).exists():
+        return [path]
+    found = sorted(p for p in path.iterdir() if p.is_dir() and (p / SKILL_FILE).exists())
+    if not found:
+        raise BadInput(f"{path}: no {SKILL_FILE} in it or in any folder directly inside it")
+    return found
+
+
+def plan_import(root: Path, path: Path) -> tuple[dict[str, bytes | None], list[str], list[str], list[Rejected]]:
+    """(writes, added, updated, rejected) of importing path; unchanged skills appear in neither list."""
+    writes: dict[str, bytes | None] = {}
+    added, updated, rejected = [], [], []
+    for folder in skill_sources(path):
+        try:
+            skill = load_skill(folder, str(folder))
+        except InvalidSkill as exc:
+            rejected.append(Rejected(str(folder), exc.violations))
+            continue
+        changes = replace_folder(root, skill.name, folder_files(folder))
+        if changes:
+            (updated if (root / SKILLS_DIR / skill.name / SKILL_FILE).exists() else added).append(skill.name)
+            writes.update(changes)
+    return writes, added, updated, rejected
+
+
+def new_skill_text(name: str, description: str, license: str | None = None, compatibility: str | None = None,
+                   body: str | None = None) -> str:
+    data: dict[str, Any] = {"name": name, "description": description}
+    if license is not None:
+        data["license"] = license
+    if compatibility is not None:
+        data["compatibility"] = compatibility
+    problems = frontmatter_violations(data, name)
+    if problems:
+        raise InvalidSkill(f"skill {name}", problems)
+    skill = Skill(name=name, description=description, license=license, compatibility=compatibility, path="",
+                  body=body if body is not None else NEW_BODY.format(title=name.replace("-", " ").capitalize()))
+    return render_skill(skill)
+
+
+def export(skill_folder: Path, name: str, to: Path) -> Path:
+    """Copy a skill to to/<name>/, replacing an earlier export of it; the swap is a rename, so an
+    agent reading to/<name> sees the old skill or the new one."""
+    target = to / name
+    if target.exists() and not (target / SKILL_FILE).exists() and any(target.iterdir()):
+        raise Conflict(f"{target} exists and is not a skill; not overwriting it")
+    to.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=to))
+    try:
+        shutil.copytree(skill_folder, staging / name, ignore=shutil.ignore_patterns(".*", "__pycache__"))
+        if target.exists():
+            target.rename(staging / "old")  # removed with the staging folder below
+        (staging / name).rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+# --- knowledge packs ------------------------------------------------------------------------
+
+
+def pack_cards(cards: list[StoredCard], filters: list[Filter], general: bool) -> list[StoredCard]:
+    """Confirmed findings and the active constraints, failure-modes and gates that match every
+    filter (with general, a card that does not set a filtered field counts as matching it)."""
+    out = []
+    for stored in cards:
+        card = stored.card
+        if card.kind not in PACK_KINDS or card.status in INACTIVE_STATUSES or card.status == "draft":
+            continue
+        if card.kind == "finding" and card.status != "confirmed":
+            continue
+        data = card.model_dump(mode="json")
+        if all(f.matches(data) or (general and _unset(data, f.path)) for f in filters):
+            out.append(stored)
+    order = {k: i for i, k in enumerate(PACK_KINDS)}
+    return sorted(out, key=lambda s: (order[s.card.kind], s.card.title.casefold()))
+
+
+def _unset(data: dict[str, Any], path: tuple[str, ...]) -> bool:
+    return all(v is None or v == "" or v == [] for v in values_at(data, path))
+
+
+def render_pack(name: str, scope: str, cards: list[StoredCard], kb_name: str, description: str | None,
+                today: date) -> dict[str, str]:
+    """SKILL.md and references/<id>.md for each card, by path inside the skill folder."""
+    counts = {k: sum(1 for c in cards if c.card.kind == k) for k in PACK_KINDS}
+    summary = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items() if n)
+    description = description or (f"What the {kb_name} knowledge base knows for {scope}: {summary}. "
+                                  f"Use when starting or reviewing work on {scope}.")
+    lines = [f"# Knowledge pack: {scope}", "",
+             f"Made by `kb skill pack` from the `{kb_name}` knowledge base on {today.isoformat()}: every confirmed "
+             f"finding and every active constraint, failure-mode and gate for {scope}. Each card is in full under "
+             "`references/`; the knowledge base itself stays the source of truth.", "",
+             "Before an experiment: meet the gates, respect the constraints, check the failure modes. "
+             "After it: record what you measured with `kb add-finding`.", ""]
+    for kind in PACK_KINDS:
+        group = [c for c in cards if c.card.kind == kind]
+        if not group:
+            continue
+        lines += [f"## {PACK_HEADINGS[kind]}", ""]
+        lines += [f"- [{c.card.title}](references/{c.id}.md): {_gist(c)}" for c in group]
+        lines.append("")
+    metadata = {"kb-pack": scope, "kb-source": kb_name, "kb-generated": today.isoformat(), "kb-cards": str(len(cards))}
+    skill = Skill(name=name, description=description, body="\n".join(lines), path="", metadata=metadata)
+    problems = frontmatter_violations(skill.frontmatter(), name)
+    if problems:
+        raise InvalidSkill(f"skill {name}", problems)
+    files = {SKILL_FILE: render_skill(skill)}
+    files.update({f"references/{c.id}.md": markdown.render(c.card, c.body) for c in cards})
+    return files
+
+
+def _gist(stored: StoredCard) -> str:
+    card = stored.card
+    if card.kind == "gate":
+        check = card.check
+        return f"`{check.metric} {check.op} {check.threshold:g}{(' ' + check.unit) if check.unit else ''}`, run by `{check.command}`"
+    if card.kind == "constraint":
+        return f"({card.severity}) {card.rule}"
+    if card.kind == "failure-mode":
+        return "; ".join(p for p in (card.symptom, f"check: {card.check}" if card.check else "",
+                                     f"fix: {card.fix}" if card.fix else "") if p)
+    numbers = [f"{e.metric} {e.value:g}{(' ' + e.unit) if e.unit else ''}" + (f" vs {e.baseline:g}" if e.baseline is not None else "")
+               for e in card.evidence[:4]]
+    return card.claim + (f" ({'; '.join(numbers)})" if numbers else "")
+
+
+def check_pack_name(name: str) -> None:
+    problems = name_violations(name)
+    if problems:
+        raise InvalidSkill(f"skill {name!r}", problems)
