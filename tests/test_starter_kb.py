@@ -1,0 +1,84 @@
+"""The knowledge base shipped in this repository: sourced, valid, locked, and its gates runnable."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import kbtool
+from conftest import REPO_ROOT, git
+from kbtool.cards import KINDS
+from kbtool.skills import check_skill, skill_folders
+
+AIPERF = REPO_ROOT.parent / "shared" / "corpus" / "aiperf" / "concurrency1"
+PROCEDURES = {"verify-accuracy-bf16-oracle", "profile-single-stream-decode", "benchmark-with-aiperf", "start-project-from-kb"}
+
+
+@pytest.fixture(scope="module")
+def starter() -> kbtool.KnowledgeBase:
+    return kbtool.open(REPO_ROOT)
+
+
+def test_at_least_80_cards_across_every_kind_each_one_sourced(starter):
+    cards = starter.cards()
+    assert len(cards) >= 80
+    kinds = Counter(c.card.kind for c in cards)
+    assert set(kinds) == set(KINDS), kinds
+    for stored in cards:
+        card = stored.card
+        sourced = (card.provenance.url or card.provenance.attribution or (card.source and (card.source.url or card.source.path))
+                   or getattr(card, "evidence", None))
+        assert sourced, f"{stored.path} names no source"
+        if card.kind == "finding" and card.status == "confirmed":
+            assert card.evidence, stored.path
+    imported = [c for c in cards if c.card.provenance.project == "metainfer"]
+    assert len(imported) >= 50 and all(c.card.provenance.license == "MIT" for c in imported)
+
+
+def test_lint_passes_and_every_gate_is_locked(starter):
+    assert [str(p) for p in starter.lint(skip=["duplicates"]) if p.severity == "error"] == []
+    gates = {g.id for g in starter.list(kind="gate")}
+    assert len(gates) >= 4 and gates <= set(starter.gate_locks())
+    assert starter.verify_gates() == []
+
+
+def test_the_skills_hold_to_the_specification():
+    folders = {f.name: f for f in skill_folders(REPO_ROOT / "skills")}
+    assert PROCEDURES | {"kb"} <= set(folders)
+    for name, folder in folders.items():
+        assert check_skill(folder) == [], name
+
+
+@pytest.mark.skipif(not AIPERF.is_dir(), reason="../shared/corpus/aiperf is not here")
+def test_the_performance_and_accuracy_gates_run_on_real_exports(tmp_path, monkeypatch):
+    clone = tmp_path / "kb"
+    subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True)
+    git(clone, "config", "user.name", "test")
+    git(clone, "config", "user.email", "test@example.invalid")
+    for side in ("candidate", "baseline"):
+        shutil.copytree(AIPERF, clone / "runs" / side)
+    base = kbtool.open(clone)
+    same = base.run_gate("gate-output-throughput-vs-baseline-engine")
+    assert same.value == pytest.approx(1.0) and not same.passed  # equal runs are not 20% better
+
+    accuracy = clone / "runs" / "accuracy"
+    accuracy.mkdir(parents=True)
+    score = lambda v: json.dumps({"results": {"gsm8k": {"exact_match,strict-match": v}}})  # noqa: E731
+    (accuracy / "oracle.json").write_text(score(0.79))
+    (accuracy / "candidate.json").write_text(score(0.80))
+    assert base.run_gate("gate-accuracy-vs-bf16-oracle").passed
+    (accuracy / "candidate.json").write_text(score(0.78))
+    assert not base.run_gate("gate-accuracy-vs-bf16-oracle").passed
+    (accuracy / "candidate.json").unlink()
+    missing = subprocess.run([sys.executable, "gates/compare.py", "lm-eval", "runs/accuracy/candidate.json",
+                              "runs/accuracy/oracle.json", "gsm8k", "exact_match,strict-match"], cwd=clone,
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    assert not base.run_gate("gate-accuracy-vs-bf16-oracle").passed
