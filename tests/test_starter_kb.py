@@ -82,3 +82,17 @@ def test_the_performance_and_accuracy_gates_run_on_real_exports(tmp_path, monkey
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "cannot read" in missing.stderr
     assert not base.run_gate("gate-accuracy-vs-bf16-oracle").passed
+
+
+@pytest.mark.quality
+def test_the_demo_search_puts_the_nvfp4_moe_decode_cards_first(tmp_path):
+    """`make demo`'s query, with the real model, on a copy (the index lives in .kb/ of the copy)."""
+    clone = tmp_path / "kb"
+    subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "KB_EMBEDDER"}
+    out = subprocess.run([sys.executable, "-m", "kbtool", "--kb", str(clone), "search", "NVFP4 MoE decode", "-k", "5", "--json"],
+                         capture_output=True, text=True, env={**env, "KB_DAEMON": "0"}, timeout=600)
+    assert out.returncode == 0, out.stderr
+    top = [h["id"] for h in json.loads(out.stdout)["hits"]]
+    assert "vibeqwen-single-stream-1792-vs-943-tok-s-b200" in top[:3], top
+    assert "nvfp4-block-scaled-fp4-format" in top, top
