@@ -99,15 +99,16 @@ def chunk_card(card: CardBase, body: str) -> list[Chunk]:
 
 
 def chunk_skill(name: str, description: str, body: str) -> list[Chunk]:
-    """A skill's lead chunk is its name and description (what agents match on); then its sections."""
-    return _chunks(f"{name}\n{description}", name, body)
+    """A skill's lead chunk is its description alone (what agents match on, and what the lint
+    compares between skills; the name is in the index's title column); then its sections."""
+    return _chunks(description, name, body, merge_preamble=False)
 
 
-def _chunks(lead: str, title: str, body: str) -> list[Chunk]:
+def _chunks(lead: str, title: str, body: str, merge_preamble: bool = True) -> list[Chunk]:
     chunks: list[Chunk] = []
     secs = sections(body)
     # text before the first heading belongs with the lead when it fits
-    if secs and secs[0].heading is None and len(lead) + len(secs[0].text) + 2 <= MAX_CHARS:
+    if merge_preamble and secs and secs[0].heading is None and len(lead) + len(secs[0].text) + 2 <= MAX_CHARS:
         lead = f"{lead}\n\n{secs[0].text}"
         secs = secs[1:]
     chunks.append(Chunk(0, None, lead))

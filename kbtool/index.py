@@ -353,11 +353,12 @@ class Index:
                                (json.dumps(ids),))
         return {r[0]: (r[1], r[2]) for r in rows}
 
-    def lead_vectors(self, model_id: str) -> dict[str, np.ndarray]:
-        """Card id -> the stored vector of its lead chunk (title and fields), for this model."""
+    def lead_vectors(self, model_id: str, skills: bool = False) -> dict[str, np.ndarray]:
+        """Card id -> the stored vector of its lead chunk (title and fields), for this model;
+        with skills, skill name -> the vector of its description."""
         rows = self.db.execute("SELECT k.id, v.vector FROM chunks c JOIN cards k ON k.path = c.card_path "
-                               "JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE c.ordinal = 0 AND k.kind != 'skill'",
-                               (model_id,))
+                               "JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE c.ordinal = 0 AND "
+                               + ("k.kind = 'skill'" if skills else "k.kind != 'skill'"), (model_id,))
         return {cid: np.frombuffer(blob, dtype=np.float32) for cid, blob in rows}
 
     def cards_with(self, path: tuple[str, ...], value: str) -> set[int]:

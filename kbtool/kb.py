@@ -571,10 +571,10 @@ class KnowledgeBase:
             problems += curation.duplicates(cards, vectors, self.config.curation.duplicate_similarity)
         if "skills" not in skip:
             skill_vectors = {}
-            skills = self.skills() if "duplicates" not in skip else []
-            if len(skills) > 1:  # the descriptions alone: they are what an agent tells skills apart by
-                vectors = self.embedder.embed_documents([s.description for s in skills])
-                skill_vectors = {s.name: vectors[i] for i, s in enumerate(skills)}
+            if "duplicates" not in skip and self.skills_dir.is_dir():
+                # the stored vectors of the descriptions, as for cards: lint never loads the model itself
+                self._refresh_lexical()
+                skill_vectors = self.index.lead_vectors(self.embedder.model_id, skills=True)
             problems += curation.skill_problems(self.skills_dir, self.store.relative, skill_vectors,
                                                 self.config.curation.duplicate_similarity)
         return problems
