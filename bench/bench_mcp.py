@@ -54,7 +54,8 @@ async def main(n: int) -> None:
         repeated = [await timed(client, "search", {"query": TOPICS[i % len(TOPICS)]}) for i in range(n)]
         filtered = [await timed(client, "search", {"query": f"{TOPICS[i % len(TOPICS)]} {i}",
                                                    "filters": {"applies_to.hardware": "B200"}}) for i in range(n // 2)]
-        hits = (await client.call_tool("search", {"query": "NVFP4 MoE decode", "k": 50})).structured_content["hits"]
+        found = (await client.call_tool("search", {"query": "NVFP4 MoE decode", "k": 50})).structured_content["hits"]
+        hits = [h for h in found if h["kind"] != "skill"]  # get and related take card ids
         gets = [await timed(client, "get", {"id": hits[i % len(hits)]["id"]}) for i in range(n)]
         lists = [await timed(client, "list", {}) for _ in range(n // 4)]
         related = [await timed(client, "related", {"id": hits[i % len(hits)]["id"]}) for i in range(n // 4)]
