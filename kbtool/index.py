@@ -34,9 +34,7 @@ from .fields import values_at
 from .migrations.index import index_migrations
 from .records import StoredCard
 from .skills import SKILL_FILE, InvalidSkill, load_skill, skill_folders
-from .store import Store
-
-SKILLS_DIR = "skills"
+from .store import CARDS_DIR, SKILLS_DIR, Store
 
 INDEX_FILE = "index.db"
 EMBED_GROUP = 256  # texts per encode call: sentence-transformers batches inside it; progress ticks per group
@@ -164,7 +162,7 @@ class Index:
     def _signature(self) -> tuple[Any, ...]:
         """Cheap: the mtimes of kb/, skills/ and their folders change on every add, rename or delete."""
         dirs = []
-        for top in (self.store.root / "kb", self.store.root / SKILLS_DIR):
+        for top in (self.store.root / CARDS_DIR, self.store.root / SKILLS_DIR):
             if top.is_dir():
                 dirs += [top, *sorted(p for p in top.iterdir() if p.is_dir())]
         return tuple((str(d), d.stat().st_mtime_ns) for d in dirs)

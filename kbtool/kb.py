@@ -15,7 +15,7 @@ from .errors import AmbiguousId, CardNotFound, CheckFailed, Conflict, InvalidCar
 from .locate import resolve_root
 from .fields import merge, parse_assignments, parse_filters
 from .records import Problem, StoredCard
-from .store import CARDS_DIR, LOCK_FILE, Commit, Store, author_name
+from .store import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
 from .validation import model_for, validate_card
 
 if TYPE_CHECKING:
@@ -449,7 +449,7 @@ class KnowledgeBase:
 
     @property
     def skills_dir(self) -> Path:
-        return self.root / "skills"
+        return self.root / SKILLS_DIR
 
     def skills(self) -> list["Skill"]:
         """Every valid skill, by name; `lint()` names the invalid ones."""

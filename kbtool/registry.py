@@ -21,9 +21,8 @@ from .errors import BadInput, Conflict
 from .fields import Filter, values_at
 from .records import StoredCard
 from .skills import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, load_skill, name_violations, render_skill
-from .store import Executable
+from .store import SKILLS_DIR, Executable
 
-SKILLS_DIR = "skills"
 PACK_KINDS = ("gate", "constraint", "finding", "failure-mode")
 PACK_HEADINGS = {"gate": "Gates: meet them, never edit them", "constraint": "Constraints",
                  "finding": "Confirmed findings", "failure-mode": "Failure modes: symptom, check, fix"}
