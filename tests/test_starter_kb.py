@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -96,3 +97,46 @@ def test_the_demo_search_puts_the_nvfp4_moe_decode_cards_first(tmp_path):
     top = [h["id"] for h in json.loads(out.stdout)["hits"]]
     assert "vibeqwen-single-stream-1792-vs-943-tok-s-b200" in top[:3], top
     assert "nvfp4-block-scaled-fp4-format" in top, top
+
+
+PROCESS_MENTION = re.compile(r"\b(kb )?issue #?\d+\b|\bkb design\b|\bDESIGN\.md\b", re.IGNORECASE)
+
+
+def test_no_card_or_skill_cites_this_projects_own_issues_or_process():
+    """A user of the knowledge base has neither kb's issue tracker nor its design notes: every
+    source a card or skill names must be public (a paper, a repository, a model page, a write-up)."""
+    files = sorted((REPO_ROOT / "kb").rglob("*.md")) + sorted((REPO_ROOT / "skills").glob("*/SKILL.md"))
+    assert len(files) >= 80
+    found = [f"{path.relative_to(REPO_ROOT)}:{n}: {m.group(0)!r}"
+             for path in files for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             for m in [PROCESS_MENTION.search(line)] if m]
+    assert found == [], "cards or skills cite this project's own issues or process:\n" + "\n".join(found)
+
+
+@pytest.mark.skipif(not AIPERF.is_dir(), reason="../shared/corpus/aiperf is not here")
+def test_a_gate_judges_a_project_kept_outside_the_knowledge_base(tmp_path):
+    """The runs live in the judged project, compare.py is found through $KB_ROOT, and the record
+    names the project's repository without its machine path."""
+    clone = tmp_path / "kb"
+    subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True)
+    git(clone, "config", "user.name", "test")
+    git(clone, "config", "user.email", "test@example.invalid")
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "--quiet")
+    git(project, "config", "user.name", "test")
+    git(project, "config", "user.email", "test@example.invalid")
+    for side in ("candidate", "baseline"):
+        shutil.copytree(AIPERF, project / "runs" / side)
+    git(project, "add", "runs")
+    git(project, "commit", "--quiet", "-m", "runs")
+    assert not (clone / "runs" / "candidate").exists() and not (project / "gates").exists()
+
+    base = kbtool.open(clone)
+    same = base.run_gate("gate-output-throughput-vs-baseline-engine", in_dir=project)
+    assert same.value == pytest.approx(1.0) and not same.passed  # equal runs are not 20% better
+
+    lines = (clone / "runs" / "gates" / "gate-output-throughput-vs-baseline-engine.jsonl").read_text().splitlines()
+    record = json.loads(lines[-1])
+    assert record["repo"]["name"] == "project" and "path" not in record["repo"]
+    assert str(tmp_path) not in lines[-1]
