@@ -62,6 +62,10 @@ class Provenance(Model):
     project: str | None = None
     author: str | None = None
     created: date | None = None
+    agent: str | None = Field(default=None, description="the agent that wrote the card; it stays unreviewed until "
+                                                        "reviewed_by is set")
+    reviewed_by: str | None = Field(default=None, description="the person (or gate:ID) who confirmed or refuted it")
+    reviewed: date | None = None
     url: str | None = Field(default=None, description="where the knowledge comes from: a paper, doc, post or repository")
     commit: str | None = Field(default=None, description="the commit of the source or experiment repository")
     license: str | None = None
@@ -123,9 +127,13 @@ class Constraint(CardBase):
 
 
 class RepoState(Model):
-    path: str | None = None
+    """The experiment repository, as it travels with the KB: a name and remote URL, not a machine path."""
+
+    name: str | None = None
+    url: str | None = Field(default=None, description="the remote the repository is shared from (no credentials)")
     commit: str | None = None
     dirty: bool | None = None
+    path: str | None = Field(default=None, description="read from older cards only; kb no longer writes machine paths")
 
 
 class Artifact(Model):

@@ -183,16 +183,18 @@ def add(
     as_json: JsonOut = False,
 ) -> None:
     """Add a card and commit it; prints the new id (--json: the whole card)."""
+    from .review import agent_from_env
+
     base = open_kb(kb)
     if from_file is not None:
         if title or field or tag or body is not None or body_file is not None or status:
             raise BadInput("--from-file takes the whole card; give no other card options with it")
-        stored = base.add_from_text(kind, read_text_arg(from_file), str(from_file))
+        stored = base.add_from_text(kind, read_text_arg(from_file), str(from_file), agent=agent_from_env())
     else:
         if not title:
             raise BadInput("--title is required (or --from-file CARD.md)")
         stored = base.add(kind, title, fields=field or [], tags=tag or [], status=status,
-                          body=body_from(body, body_file) or "")
+                          body=body_from(body, body_file) or "", agent=agent_from_env())
     print_written(stored, as_json)
 
 
@@ -299,14 +301,19 @@ def add_finding(
     from_file: Annotated[Optional[Path], typer.Option("--from", help="A benchmark export: AIPerf profile_export_aiperf.json, or a results TSV.")] = None,
     metric_name: Annotated[str, typer.Option(help="The metric a results TSV measures (its 'metric' column).")] = "metric",
     repo: Annotated[Optional[Path], typer.Option(help="The experiment repository whose HEAD and dirty state to record (default: the working directory, when it is one).")] = None,
+    command: Annotated[Optional[str], typer.Option(help="The command that measured the --metric values (kept with each).")] = None,
+    condition: Annotated[Optional[list[str]], typer.Option("--condition", "-c", help="KEY=VALUE under which the --metric values were measured, e.g. concurrency=32 (repeatable).", show_default=False)] = None,
     json_input: Annotated[bool, typer.Option(help="Read the same fields as a JSON object on stdin.")] = False,
     body: Annotated[Optional[str], typer.Option(help="Notes (markdown).")] = None,
     strict: Annotated[bool, typer.Option(help="Refuse (exit 1, nothing written) when likely duplicates or contradictions exist.")] = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Record an experiment's finding with measured evidence; one commit, the index updated."""
-    from .findings import finding_arguments, parse_metric_flags
+    """Record an experiment's finding with measured evidence; one commit, the index updated.
+
+    Run by an agent (see `kb review`), the finding is tentative until a person confirms it."""
+    from .finding_input import finding_arguments, parse_conditions, parse_metric_flags
+    from .review import agent_from_env
 
     base = open_kb(kb)
     if json_input:
@@ -316,12 +323,13 @@ def add_finding(
         args = {"title": title, "claim": claim, "metrics": parse_metric_flags(metric or [], "--metric"),
                 "baselines": parse_metric_flags(baseline or [], "--baseline"), "direction": direction,
                 "applies_to": applies_to or [], "status": status, "project": project, "closes": closes,
-                "tags": tag or [], "artifact": from_file, "metric_name": metric_name, "repo": repo, "body": body or ""}
+                "tags": tag or [], "artifact": from_file, "metric_name": metric_name, "repo": repo, "body": body or "",
+                "command": command, "conditions": parse_conditions(condition or [], "--condition")}
     if not args["title"]:
         raise BadInput("a finding needs a --title")
-    if args["repo"] is None and (Path.cwd() / ".git").exists():
-        args["repo"] = Path.cwd()
-    stored, related = base.add_finding(**args, strict=strict)
+    if args["repo"] is None:
+        args["repo"] = git_top(Path.cwd())
+    stored, related = base.add_finding(**args, strict=strict, agent=agent_from_env())
     for label in ("duplicates", "contradictions"):
         if related[label]:
             typer.echo(f"kb: warning: likely {label[:-1] if label.endswith('s') else label}s of {stored.id}: "
@@ -371,6 +379,46 @@ def gaps(kb: KbPath = None, as_json: JsonOut = False) -> None:
 
 
 @app.command()
+def review(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Cards agents wrote that nobody has reviewed yet, oldest first: confirm or refute each."""
+    waiting = open_kb(kb).review_queue()
+    if as_json:
+        print_json([c.to_dict(body=False) for c in waiting])
+        return
+    for c in waiting:
+        typer.echo(f"{c.id}  [{c.card.kind}, {c.card.status}]  by {c.card.provenance.agent}, "
+                   f"{c.card.provenance.created or 'undated'}  {c.card.title}")
+    typer.echo(f"{len(waiting)} card(s) to review: `kb show ID`, then `kb confirm ID` or `kb refute ID --reason R`"
+               if waiting else "nothing to review", err=True)
+
+
+@app.command()
+def confirm(
+    card_id: CardRef,
+    reason: Annotated[Optional[str], typer.Option(help="What you checked, recorded in the commit.")] = None,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Vouch for a card (an agent's, typically): status confirmed, you as reviewer; one commit."""
+    from .review import agent_from_env
+
+    print_written(open_kb(kb).confirm(card_id, reason, agent=agent_from_env()), as_json)
+
+
+@app.command()
+def refute(
+    card_id: CardRef,
+    reason: Annotated[str, typer.Option(help="Why it does not hold, recorded in the commit.")],
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Reject a card: status refuted (search demotes it, packs leave it out), you as reviewer; one commit."""
+    from .review import agent_from_env
+
+    print_written(open_kb(kb).refute(card_id, reason, agent=agent_from_env()), as_json)
+
+
+@app.command()
 def stats(kb: KbPath = None, as_json: JsonOut = False) -> None:
     """Counts by kind, status and project; open gaps; stale findings; locked gates."""
     report = open_kb(kb).stats()
@@ -385,29 +433,48 @@ def stats(kb: KbPath = None, as_json: JsonOut = False) -> None:
 
 @gate_app.command("lock")
 def gate_lock(
-    ids: Annotated[Optional[list[str]], typer.Argument(help="Gates to lock (default: every unlocked gate).", show_default=False)] = None,
+    ids: Annotated[Optional[list[str]], typer.Argument(help="Gates to lock (default: every confirmed unlocked gate; drafts are skipped and named).", show_default=False)] = None,
     kb: KbPath = None,
 ) -> None:
-    """Record gate hashes in kb.lock (committed); a locked gate can no longer be edited."""
-    locked = open_kb(kb).lock_gates(ids or [])
-    typer.echo(f"locked {', '.join(locked)}" if locked else "nothing to lock: every gate is locked")
+    """Record gate hashes in kb.lock (committed); a locked gate can no longer be edited. Without ids, every confirmed unlocked gate."""
+    locked, skipped = open_kb(kb).lock_gates(ids or [])
+    for gate, why in skipped.items():
+        typer.echo(f"kb: skipped {gate}: {why} (review it, then `kb confirm {gate}` or `kb gate lock {gate}`)", err=True)
+    typer.echo(f"locked {', '.join(locked)}" if locked else
+               "nothing locked: every confirmed gate is locked already" + (f"; {len(skipped)} skipped" if skipped else ""))
 
 
 @gate_app.command("run")
 def gate_run(
     card_id: CardRef,
+    in_dir: Annotated[Optional[Path], typer.Option("--in", help="The project folder to judge: the command runs there, with $KB_ROOT set to the knowledge base (default: the top of the git repository you are in, else the working directory).", show_default=False)] = None,
     no_record: Annotated[bool, typer.Option("--no-record", help="Do not append the run to runs/gates/<id>.jsonl.")] = False,
+    confirms: Annotated[Optional[str], typer.Option("--confirms", metavar="FINDING", help="When this locked gate passes, confirm this finding in the same commit.", show_default=False)] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Run a gate's command, read its metric, compare with the threshold; exit 0 on pass, 1 on fail."""
-    result = open_kb(kb).run_gate(card_id, record=not no_record)
+    """Run a gate's command in the project it judges, read its metric, compare with the threshold; exit 0 on pass, 1 on fail."""
+    result = open_kb(kb).run_gate(card_id, record=not no_record, in_dir=in_dir if in_dir is not None else project_dir(),
+                                  confirms=confirms)
     if as_json:
         print_json({"gate": result.gate, **result.record()})
     else:
         typer.echo(result.line())
     if not result.passed:
         raise typer.Exit(1)
+
+
+def project_dir() -> Path:
+    """Where a gate runs when no --in is given: a gate judges a project, and a project is a repository,
+    so the top of the git repository around the working directory (as `make` or `pytest` would be run
+    from it), else the working directory itself."""
+    return git_top(Path.cwd()) or Path.cwd()
+
+
+def git_top(here: Path) -> Optional[Path]:
+    """The top of the git repository holding here, if any (no git process: this runs on every add-finding)."""
+    here = here.resolve()
+    return next((folder for folder in (here, *here.parents) if (folder / ".git").exists()), None)
 
 
 @gate_app.command("verify")
@@ -478,8 +545,7 @@ def print_hits(result: dict[str, Any], explain: bool) -> None:
         typer.echo(f"{n:>2}. {hit['id']}  [{hit['kind']}, {hit['status']}]  {hit['score']:.4f}")
         typer.echo(f"    {hit['title']}")
         if hit.get("source"):
-            where = hit["source"]["path"] + (f" # {hit['source']['heading']}" if hit["source"].get("heading") else "")
-            typer.echo(f"    from {where}")
+            typer.echo(f"    from {source_line(hit['source'])}")
         typer.echo(f"    {hit['snippet']}")
         if explain:
             legs = ", ".join(f"{name} {'rank %d (%.4f)' % (v['rank'], v['score']) if v else '-'}"
@@ -487,6 +553,12 @@ def print_hits(result: dict[str, Any], explain: bool) -> None:
             typer.echo(f"    explain: {legs}; demoted: {hit['explain']['demoted']}")
     if not result["hits"]:
         typer.echo("no matching cards", err=True)
+
+
+def source_line(source: dict[str, Any]) -> str:
+    """Where a card came from, in one line: a path or a URL (a source needs one), and the heading."""
+    where = source.get("path") or source.get("url") or "?"
+    return where + (f" # {source['heading']}" if source.get("heading") else "")
 
 
 @app.command("index")

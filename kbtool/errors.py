@@ -10,7 +10,8 @@
     │   ├── SkillNotFound    no skill has this name
     │   ├── Conflict         an id that already exists, a locked gate, ...
     │   ├── OutsidePath      a path that escapes the knowledge base
-    │   └── NotAKnowledgeBase  no kb.toml where one was expected
+    │   ├── NotAKnowledgeBase  no kb.toml where one was expected
+    │   └── SemanticUnavailable  the embedding model's packages are not installed (the `semantic` extra)
     └── CheckFailed          exit code 1: the command ran and a check it performs failed
 
 The CLI maps `exit_code` to the process exit status and prints `str(error)` as one line.
@@ -61,6 +62,10 @@ class OutsidePath(BadInput):
 
 class NotAKnowledgeBase(BadInput):
     pass
+
+
+class SemanticUnavailable(BadInput):
+    """The core install has no model; keyword search and every other command still work."""
 
 
 class CheckFailed(KbError):

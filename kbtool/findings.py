@@ -31,7 +31,7 @@ from .errors import BadInput
 
 _VALUE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 # statistics AIPerf reports per metric; "avg" is the value, the rest go to stats
-_STATS = ("avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std", "count", "sum")
+STATISTICS = ("avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std", "count", "sum")
 PACKAGES = ("torch", "vllm", "sglang", "tensorrt-llm", "flashinfer-python", "transformers", "triton", "aiperf", "kbtool")
 LOWER_IS_BETTER = re.compile(r"latency|ttft|tpot|itl|time_to|duration|_ms$|error|memory|mem|bpb|loss|overhead|blocked|waiting")
 HIGHER_IS_BETTER = re.compile(r"throughput|tok/s|tokens/s|images/s|req/s|requests/sec|accuracy|acc|score|goodput")
@@ -46,16 +46,6 @@ def value_with_unit(text: str, flag: str) -> tuple[float, str | None]:
     if not math.isfinite(value):
         raise BadInput(f"{flag}: {text!r} is not a finite number")
     return value, match.group(2) or None
-
-
-def parse_metric_flags(pairs: list[str], flag: str) -> dict[str, tuple[float, str | None]]:
-    out: dict[str, tuple[float, str | None]] = {}
-    for pair in pairs:
-        name, sep, raw = pair.partition("=")
-        if not sep or not name.strip():
-            raise BadInput(f"{flag} {pair!r}: expected name=value[unit], e.g. tpot=0.56ms")
-        out[name.strip()] = value_with_unit(raw, f"{flag} {name.strip()}")
-    return out
 
 
 def guess_direction(metric: str, unit: str | None) -> str | None:
@@ -88,7 +78,7 @@ def read_artifact(path: Path) -> tuple[str, str]:
         raise BadInput(f"{path}: not UTF-8 text") from None
 
 
-def _number(value: Any, where: str) -> float:
+def number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise BadInput(f"{where}: {value!r} is not a number")
     return float(value)
@@ -112,13 +102,13 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
     for name, entry in data.items():
         if not isinstance(entry, dict) or "unit" not in entry or "avg" not in entry:
             continue
-        value = _number(entry["avg"], f"{path}: {name}.avg")
-        stats = {s: _number(entry[s], f"{path}: {name}.{s}") for s in _STATS[1:] if s in entry}
+        value = number(entry["avg"], f"{path}: {name}.avg")
+        stats = {s: number(entry[s], f"{path}: {name}.{s}") for s in STATISTICS[1:] if s in entry}
         unit = entry["unit"] if isinstance(entry["unit"], str) else None
         ev: dict[str, Any] = {"metric": name, "value": value, "unit": unit, "stats": stats, "conditions": conditions,
                               "command": command, "artifact": artifact}
         if "count" in entry:
-            ev["samples"] = int(_number(entry["count"], f"{path}: {name}.count"))
+            ev["samples"] = int(number(entry["count"], f"{path}: {name}.count"))
         direction = guess_direction(name, unit)
         if direction:
             ev["direction"] = direction
@@ -184,16 +174,53 @@ def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]
 
 
 def repo_state(path: Path) -> dict[str, Any] | None:
-    """HEAD and dirty flag of the experiment repository at path; None when it is not one."""
-    try:
-        head = subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
+    """The experiment repository at path as it travels with the KB: its name, remote URL (without
+    credentials), HEAD and dirty flag. Never the machine path: cards are shared through git, and
+    /home/someone/... means nothing (and tells too much) on anyone else's machine. None when path
+    is not a git repository."""
+    def git(*args: str, timeout: float = 10) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired):
             return None
-        status = subprocess.run(["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    head = git("rev-parse", "HEAD")
+    if head is None:
         return None
-    return {"path": str(path.resolve()), "commit": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+    status = git("status", "--porcelain", "--untracked-files=no", timeout=30)
+    remotes = (git("remote") or "").split()
+    url = git("remote", "get-url", "origin" if "origin" in remotes else remotes[0]) if remotes else None
+    top = git("rev-parse", "--show-toplevel")
+    name = repo_name(url) if url else Path(top or path).resolve().name
+    state: dict[str, Any] = {"name": name, "commit": head}
+    if url:
+        state["url"] = without_credentials(url)
+    if status is not None:
+        state["dirty"] = bool(status)
+    return state
+
+
+def portable_path(path: Path, repo: Path | None) -> str:
+    """An artifact's path as it can travel in a shared KB: as given when relative, else relative to
+    the experiment repository when inside it, else just the file's name (never /home/someone/...)."""
+    if not path.is_absolute() and ".." not in path.parts:
+        return path.as_posix()
+    full = path.resolve()
+    if repo is not None and full.is_relative_to(repo.resolve()):
+        return full.relative_to(repo.resolve()).as_posix()
+    return path.name
+
+
+def without_credentials(url: str) -> str:
+    """https://user:token@host/x.git -> https://host/x.git; scp-style git@host:x.git stays as it is."""
+    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]*@", r"\1", url, flags=re.IGNORECASE)
+
+
+def repo_name(url: str) -> str:
+    """The repository's name from its remote URL: .../org/engine.git -> engine."""
+    tail = re.split(r"[/:]", url.rstrip("/"))[-1]
+    return tail.removesuffix(".git") or url
 
 
 def environment() -> dict[str, str]:
@@ -222,88 +249,6 @@ def improved(ev: dict[str, Any]) -> bool | None:
     if ev.get("baseline") is None or ev.get("direction") is None or ev["value"] == ev["baseline"]:
         return None
     return (ev["value"] > ev["baseline"]) == (ev["direction"] == "higher")
-
-
-FINDING_INPUT_KEYS = frozenset({"title", "claim", "metrics", "baseline", "direction", "applies_to", "status", "project",
-                                "closes", "tags", "from", "body", "metric_name", "repo"})
-
-
-def finding_arguments(data: dict[str, Any], origin: str) -> dict[str, Any]:
-    """KnowledgeBase.add_finding's keyword arguments from one JSON object (the CLI's
-    --json-input, the MCP add_finding tool); every key and type is checked here, once."""
-    if not isinstance(data, dict):
-        raise BadInput(f"{origin}: expected a JSON object")
-    unknown = sorted(set(data) - FINDING_INPUT_KEYS)
-    if unknown:
-        raise BadInput(f"{origin}: unknown field(s) {', '.join(unknown)}; expected {', '.join(sorted(FINDING_INPUT_KEYS))}")
-    applies = data.get("applies_to") or {}
-    if not isinstance(applies, dict):
-        raise BadInput(f"{origin}: applies_to must be an object of key -> value (or list of values)")
-    tags = data.get("tags") or []
-    if isinstance(tags, str):
-        tags = [tags]
-    texts = {k: data.get(k) for k in ("title", "claim", "direction", "status", "project", "closes", "from", "body",
-                                       "metric_name", "repo")}
-    for key, value in [*texts.items(), *(("tags", t) for t in tags)]:
-        if value is not None and not isinstance(value, str):
-            raise BadInput(f"{origin}: {key} must be a string")
-    scope = []
-    for key, values in applies.items():
-        for value in values if isinstance(values, list) else [values]:
-            if isinstance(value, (dict, list)) or value is None:
-                raise BadInput(f"{origin}: applies_to.{key} must be a string, number or list of them")
-            scope.append(f"{key}={value}")
-    return {"title": texts["title"], "claim": texts["claim"],
-            "metrics": metrics_from_json(data.get("metrics"), "metrics"),
-            "baselines": metrics_from_json(data.get("baseline"), "baseline"),
-            "direction": texts["direction"], "applies_to": scope, "status": texts["status"], "project": texts["project"],
-            "closes": texts["closes"], "tags": list(tags), "artifact": Path(texts["from"]) if texts["from"] else None,
-            "metric_name": texts["metric_name"] or "metric", "repo": Path(texts["repo"]) if texts["repo"] else None,
-            "body": texts["body"] or ""}
-
-
-def metrics_from_json(value: Any, key: str) -> dict[str, tuple[float, str | None]]:
-    """{"tpot": 0.56} or {"tpot": "0.56ms"} or {"tpot": {"value": 0.56, "unit": "ms"}}."""
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise BadInput(f"{key}: expected an object of name -> value")
-    out = {}
-    for name, raw in value.items():
-        if isinstance(raw, dict):
-            unit = raw.get("unit")
-            if unit is not None and not isinstance(unit, str):
-                raise BadInput(f"{key}.{name}.unit: expected a string")
-            out[name] = (_number(raw.get("value"), f"{key}.{name}.value"), unit)
-        elif isinstance(raw, str):
-            out[name] = value_with_unit(raw, f"{key}.{name}")
-        else:
-            out[name] = (_number(raw, f"{key}.{name}"), None)
-    return out
-
-
-def evidence_from_metrics(metrics: dict[str, tuple[float, str | None]], baselines: dict[str, tuple[float, str | None]],
-                          direction: str | None) -> list[dict[str, Any]]:
-    unknown = sorted(set(baselines) - set(metrics))
-    if unknown:
-        raise BadInput(f"--baseline {unknown[0]}: no --metric {unknown[0]} to compare it with")
-    if direction not in (None, "higher", "lower"):
-        raise BadInput(f"--direction: {direction!r} is not 'higher' or 'lower'")
-    evidence = []
-    for name, (value, unit) in metrics.items():
-        ev: dict[str, Any] = {"metric": name, "value": value}
-        if unit:
-            ev["unit"] = unit
-        if name in baselines:
-            base_value, base_unit = baselines[name]
-            if base_unit and unit and base_unit != unit:
-                raise BadInput(f"--baseline {name}: unit {base_unit!r} differs from the metric's {unit!r}")
-            ev["baseline"] = base_value
-        chosen = direction or guess_direction(name, unit)
-        if chosen:
-            ev["direction"] = chosen
-        evidence.append(ev)
-    return evidence
 
 
 def scope_overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:

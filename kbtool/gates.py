@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+import os
 import re
 import subprocess
 import time
@@ -26,7 +27,9 @@ OUTPUT_LIMIT = 4000  # characters of stdout/stderr kept in a run record
 
 
 def gate_hash(gate: Gate, body: str) -> str:
-    data = gate.model_dump(mode="json", exclude={"status", "links"}, exclude_none=True)
+    # the verdict of a review is, like status, about the gate and not part of the check
+    data = gate.model_dump(mode="json", exclude={"status": True, "links": True,
+                                                 "provenance": {"reviewed_by", "reviewed"}}, exclude_none=True)
     canonical = json.dumps({"card": data, "body": body}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -108,11 +111,14 @@ def read_metric(stdout: str, metric: str, regex: str | None) -> float:
     return float(data)
 
 
-def run_gate(gate: Gate, cwd: str) -> GateRun:
+def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRun:
+    """Run the check in cwd (the project it judges); KB_ROOT tells the command where the KB's own
+    scripts live, so a shared KB's gate can call `"$KB_ROOT/gates/compare.py"` from any project."""
     check = gate.check
     start = time.perf_counter()
     try:
-        proc = subprocess.run(check.command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=check.timeout_s)
+        proc = subprocess.run(check.command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=check.timeout_s,
+                              env={**os.environ, "KB_ROOT": kb_root})
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")

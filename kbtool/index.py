@@ -241,6 +241,10 @@ class Index:
             self._last_scan = time.monotonic()
             if embedder is not None:
                 self._embedded_models.add(embedder.model_id)
+            elif upserts:
+                # new text without vectors: the next semantic search must embed it, not skip the scan
+                # (a write followed at once by a search must find the card in both legs)
+                self._embedded_models.clear()
         self._load_views()
         stats.seconds = time.perf_counter() - started
         return stats

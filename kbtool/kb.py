@@ -11,15 +11,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from . import markdown
 from .cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, fallback_id, is_valid_id, slugify
 from .config import Config, load_config
-from .errors import AmbiguousId, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField, KbError, SkillNotFound
+from .errors import AmbiguousId, BadInput, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField, KbError, SemanticUnavailable, SkillNotFound
 from .locate import resolve_root
 from .fields import merge, parse_assignments, parse_filters
 from .records import Problem, StoredCard
+from .review import agent_status, check_agent_fields, is_unreviewed
 from .store import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
 from .validation import model_for, validate_card
 
 if TYPE_CHECKING:
     from .embeddings import Embedder
+    from .finding_input import MetricInput
     from .skills import Skill
     from .gates import GateRun
     from .index import Index, RefreshStats
@@ -80,6 +82,20 @@ class KnowledgeBase:
     def get(self, ref: str) -> StoredCard:
         return self.load_file(self.resolve_id(ref))
 
+    def card_or_skill(self, ref: str) -> "StoredCard | Skill":
+        """What a search hit's id names: a card (exact id), else a skill (exact name), else a card by
+        unique id prefix. Search returns both kinds, so whatever it returns can be opened."""
+        from .skills import SKILL_FILE
+
+        if ref in self.ids():
+            return self.get(ref)
+        if ref and "/" not in ref and (self.skills_dir / ref / SKILL_FILE).is_file():
+            return self.skill(ref)
+        try:
+            return self.get(ref)
+        except CardNotFound:
+            raise CardNotFound(f"no card or skill with id {ref!r}") from None
+
     def list(self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (),
              where: Iterable[str] = ()) -> list[StoredCard]:
         if kind is not None:
@@ -106,10 +122,21 @@ class KnowledgeBase:
     # --- writing ---------------------------------------------------------------
 
     def add(self, kind: str, title: str, fields: Iterable[str] = (), tags: Iterable[str] = (),
-            body: str = "", status: str | None = None, values: dict[str, Any] | None = None) -> StoredCard:
-        """A new card from a title, `key=value` fields and/or already-typed values."""
+            body: str = "", status: str | None = None, values: dict[str, Any] | None = None,
+            agent: str | None = None) -> StoredCard:
+        """A new card from a title, `key=value` fields and/or already-typed values.
+
+        agent: the agent writing it (see kbtool.review): the card is a draft (or tentative) that
+        names the agent, and id, status, links and provenance are not the agent's to set."""
         model = model_for(kind)
+        fields = list(fields)
         data: dict[str, Any] = {"kind": kind, "title": title, "tags": list(tags)}
+        if agent is not None:
+            check_agent_fields(values or {}, fields, f"add {kind}")
+            status = agent_status(status, "draft")
+            if kind == "gate" and status != "draft":
+                raise BadInput("an agent's gate is written as a draft: a person reviews its command before it is locked or run")
+            data["provenance"] = {"agent": agent}
         if status is not None:
             data["status"] = _check_status(status)
         data = merge(data, values or {})
@@ -117,12 +144,15 @@ class KnowledgeBase:
         _fill_defaults(data)
         return self._create(data, body, origin=f"new {kind}")
 
-    def add_from_text(self, kind: str, text: str, origin: str) -> StoredCard:
+    def add_from_text(self, kind: str, text: str, origin: str, agent: str | None = None) -> StoredCard:
         """A new card from a whole card file (frontmatter + body)."""
         model_for(kind)
         data, body = markdown.load_frontmatter(text, origin)
         if data.setdefault("kind", kind) != kind:
             raise InvalidCard(f"{origin}: kind is {data['kind']!r} but the command adds a {kind}")
+        if agent is not None:
+            check_agent_fields(data, (), origin)
+            data.update(status=agent_status(None, "draft"), provenance={"agent": agent})
         return self._create(data, body.lstrip("\n"), origin)
 
     def _create(self, data: dict[str, Any], body: str, origin: str,
@@ -224,20 +254,30 @@ class KnowledgeBase:
 
     # --- the experiment loop ----------------------------------------------------------
 
-    def add_finding(self, title: str, claim: str | None = None, metrics: dict[str, tuple[float, str | None]] | None = None,
-                    baselines: dict[str, tuple[float, str | None]] | None = None, direction: str | None = None,
+    def add_finding(self, title: str, claim: str | None = None, metrics: "dict[str, MetricInput] | None" = None,
+                    baselines: "dict[str, MetricInput] | None" = None, direction: str | None = None,
                     applies_to: Iterable[str] = (), status: str | None = None, project: str | None = None,
                     closes: str | None = None, tags: Iterable[str] = (), artifact: Path | None = None,
                     metric_name: str = "metric", repo: Path | None = None, body: str = "",
-                    strict: bool = False) -> tuple[StoredCard, dict[str, list[str]]]:
-        """Record a measured finding in one commit; returns it and its likely duplicates and contradictions."""
-        from . import findings
+                    strict: bool = False, agent: str | None = None, command: str | None = None,
+                    conditions: dict[str, Any] | None = None) -> tuple[StoredCard, dict[str, list[str]]]:
+        """Record a measured finding in one commit; returns it and its likely duplicates and contradictions.
 
-        evidence = findings.evidence_from_metrics(metrics or {}, baselines or {}, direction)
+        metrics and baselines map a metric name to (value, unit), or to an evidence entry's fields
+        ({"value", "unit", "stats", "samples", ...}); command and conditions apply to every metric.
+        An agent's finding is tentative until reviewed (kbtool.review)."""
+        from . import findings
+        from .finding_input import evidence_from_metrics
+
+        if agent is not None:
+            status = agent_status(status, "tentative")
+        evidence = evidence_from_metrics(metrics or {}, baselines or {}, direction, command, conditions)
         scope = parse_assignments([f"applies_to.{a}" for a in applies_to], model_for("finding")).get("applies_to", {})
         if artifact is not None:
             parsed = (findings.parse_results_tsv(artifact, metric_name) if artifact.suffix.lower() in (".tsv", ".txt")
                       else findings.parse_aiperf(artifact))
+            for ev in parsed["evidence"]:
+                ev["artifact"] = {**ev["artifact"], "path": findings.portable_path(artifact, repo)}
             evidence += parsed["evidence"]
             scope = {**parsed["applies_to"], **scope}
         data: dict[str, Any] = {"kind": "finding", "title": title, "claim": claim or title, "evidence": evidence,
@@ -247,8 +287,7 @@ class KnowledgeBase:
         state = findings.repo_state(repo) if repo is not None else None
         if state:
             data["repo"] = state
-        if project:
-            data["provenance"] = {"project": project}
+        data["provenance"] = {k: v for k, v in (("project", project), ("agent", agent)) if v}
         gap = self._open_gap(closes) if closes else None
         existing = [c.card.model_dump(mode="json") for c in self.list(kind="finding")]
         related = findings.related_findings(data, existing)
@@ -313,14 +352,20 @@ class KnowledgeBase:
         path = self.root / LOCK_FILE
         return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)
 
-    def lock_gates(self, refs: Iterable[str] = ()) -> list[str]:
-        """Record the hash of every (or each given) unlocked gate in kb.lock, one commit; returns the ids locked."""
+    def lock_gates(self, refs: Iterable[str] = ()) -> tuple[list[str], dict[str, str]]:
+        """Record the hash of each given gate, or of every confirmed unlocked gate, in kb.lock (one commit).
+
+        Returns (the ids locked, {id: why it was skipped}). Without ids only confirmed gates are
+        locked: a draft may be an agent's proposal nobody has read, and locking it would make its
+        command the project's law. A gate an agent wrote is locked only after review."""
         from .gates import gate_hash, render_lock
 
         with self.store.lock():
             locks = self.gate_locks()
-            gates = [self.get(r) for r in refs] if refs else self.list(kind="gate")
-            newly = []
+            named = list(refs)
+            gates = [self.get(r) for r in named] if named else self.list(kind="gate")
+            newly: list[str] = []
+            skipped: dict[str, str] = {}
             for stored in gates:
                 if stored.card.kind != "gate":
                     raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gate")
@@ -330,35 +375,111 @@ class KnowledgeBase:
                         raise Conflict(f"gate {stored.id!r} changed since it was locked; restore it from git, or "
                                        f"supersede it with a new gate")
                     continue
+                if is_unreviewed(stored.card):
+                    if named:
+                        raise BadInput(f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has "
+                                       f"reviewed it; read its command, then `kb confirm {stored.id}` before locking it")
+                    skipped[stored.id] = f"written by {stored.card.provenance.agent}, not reviewed"
+                    continue
+                if not named and stored.card.status != "confirmed":
+                    skipped[stored.id] = f"{stored.card.status}, not confirmed"
+                    continue
                 locks[stored.id] = digest
                 newly.append(stored.id)
             if newly:
                 self.store.write({LOCK_FILE: render_lock(locks)},
                                  f"kb gate lock: {', '.join(newly)}\n\nkb-op: gate-lock\n")
-        return newly
+        return newly, skipped
 
     def verify_gates(self) -> list[Problem]:
         from .curation import gate_lock_problems
 
         return gate_lock_problems(self.store, self.gate_locks())
 
-    def run_gate(self, ref: str, record: bool = True) -> "GateRun":
-        """Run a gate's command and compare; the run is appended to runs/gates/<id>.jsonl in one commit."""
-        from .gates import run_gate
+    def run_gate(self, ref: str, record: bool = True, in_dir: str | os.PathLike[str] | None = None,
+                 confirms: str | None = None) -> "GateRun":
+        """Run a gate's command in in_dir (the project it judges; default the KB root) and compare.
+
+        The run, with the judged repository's name, remote and commit, is appended to
+        runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
+        that finding in the same commit (its reviewer is recorded as gate:<id>)."""
+        from .findings import repo_state
+        from .gates import gate_hash, run_gate
 
         stored = self.get(ref)
         if stored.card.kind != "gate":
             raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gate")
-        result = run_gate(stored.card, cwd=str(self.root))
+        if is_unreviewed(stored.card):
+            raise BadInput(f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has reviewed "
+                           f"its command; read it, then `kb confirm {stored.id}` before running it")
+        target = self.get(confirms) if confirms else None
+        if target is not None:
+            if target.card.kind != "finding":
+                raise InvalidCard(f"--confirms {target.id}: a gate confirms findings, and this is a {target.card.kind}")
+            if not record:
+                raise BadInput("--confirms records its verdict; it cannot be combined with --no-record")
+            if self.gate_locks().get(stored.id) != gate_hash(stored.card, stored.body):
+                raise BadInput(f"--confirms: gate {stored.id!r} is not locked (or no longer matches kb.lock); only a "
+                               "locked gate may confirm a finding")
+        project = Path(in_dir).expanduser().resolve() if in_dir is not None else self.root
+        if not project.is_dir():
+            raise BadInput(f"--in {in_dir}: no such folder")
+        result = run_gate(stored.card, cwd=str(project), kb_root=str(self.root))
         if record:
             rel = f"runs/gates/{stored.id}.jsonl"
+            judged = repo_state(project)
             with self.store.lock():
                 path = self.root / rel
                 before = path.read_text(encoding="utf-8") if path.exists() else ""
-                line = json.dumps(result.record(), ensure_ascii=False) + "\n"
+                line = json.dumps({**result.record(), **({"repo": judged} if judged else {})}, ensure_ascii=False) + "\n"
+                writes = {rel: before + line}
                 verdict = "pass" if result.passed else "fail"
-                self.store.write({rel: before + line}, f"kb gate run {stored.id}: {verdict}\n\nkb-op: gate-run\nkb-id: {stored.id}\n")
+                trailers = f"kb-op: gate-run\nkb-id: {stored.id}\n"
+                if target is not None and result.passed:
+                    confirmed = self._reviewed(self.get(target.id), "confirmed", f"gate:{stored.id}")
+                    writes[target.path] = markdown.render(confirmed, target.body)
+                    trailers += f"kb-confirms: {target.id}\n"
+                self.store.write(writes, f"kb gate run {stored.id}: {verdict}\n\n{trailers}")
         return result
+
+    # --- review (see kbtool.review) -----------------------------------------------------
+
+    def review_queue(self) -> list[StoredCard]:
+        """Agent-written cards nobody has confirmed or refuted yet, oldest first."""
+        waiting = [c for c in self.cards() if is_unreviewed(c.card) and c.card.status not in INACTIVE_STATUSES]
+        return sorted(waiting, key=lambda c: (c.card.provenance.created or date.min, c.id))
+
+    def confirm(self, ref: str, reason: str | None = None, reviewer: str | None = None,
+                agent: str | None = None) -> StoredCard:
+        """A person vouches for a card: status confirmed, their name and the date recorded, one commit."""
+        return self._review(ref, "confirmed", reason, reviewer, agent)
+
+    def refute(self, ref: str, reason: str, reviewer: str | None = None, agent: str | None = None) -> StoredCard:
+        """A person rejects a card: status refuted (search demotes it, packs leave it out), one commit with the reason."""
+        if not reason or not reason.strip():
+            raise BadInput("say why it is refuted: --reason TEXT (it goes into the commit, for kb log)")
+        return self._review(ref, "refuted", reason, reviewer, agent)
+
+    def _review(self, ref: str, status: str, reason: str | None, reviewer: str | None, agent: str | None) -> StoredCard:
+        if agent is not None:
+            raise BadInput(f"{agent} is an agent: a person reviews cards (an agent may not confirm or refute them)")
+        verb = "confirm" if status == "confirmed" else "refute"
+        with self.store.lock():
+            current = self.get(ref)
+            card = self._reviewed(current, status, reviewer or author_name(self.store) or "unknown")
+            message = (f"kb {verb} {card.kind}: {card.title}\n\n{reason.strip() + chr(10) + chr(10) if reason else ''}"
+                       f"kb-op: {verb}\nkb-kind: {card.kind}\nkb-id: {card.id}\nkb-reviewed-by: {card.provenance.reviewed_by}\n")
+            self.store.write({current.path: markdown.render(card, current.body)}, message)
+        self._refresh_lexical()
+        return StoredCard(card, current.body, current.path)
+
+    @staticmethod
+    def _reviewed(stored: StoredCard, status: str, reviewer: str) -> CardBase:
+        """The card with the verdict applied, validated (a finding is confirmed only with evidence)."""
+        provenance = stored.card.provenance.model_dump(mode="python")
+        data = {**stored.card.model_dump(mode="python"), "status": status,
+                "provenance": {**provenance, "reviewed_by": reviewer, "reviewed": date.today()}}
+        return validate_card(_drop_none(data), stored.path)
 
     def stats(self) -> dict[str, Any]:
         from collections import Counter
@@ -389,6 +510,19 @@ class KnowledgeBase:
             self._embedder = make_embedder(self.config.index.embedding_model)
         return self._embedder
 
+    def semantic_embedder(self) -> "Embedder | None":
+        """The embedder, or None (with a notice) on an install without the model: keyword search,
+        lint and everything else still work there."""
+        try:
+            return self.embedder
+        except SemanticUnavailable as exc:
+            self.note(f"{exc}; keyword (BM25) results only")
+            return None
+
+    def note(self, notice: str) -> None:
+        if notice not in self.notices:
+            self.notices.append(notice)
+
     @property
     def index(self) -> "Index":
         if self._index is None:
@@ -400,7 +534,7 @@ class KnowledgeBase:
     def refresh_index(self, rebuild: bool = False, semantic: bool = True,
                       progress: "Callable[[int, int], None] | None" = None) -> "RefreshStats":
         """Bring .kb/index.db up to date (or rebuild it); semantic=False skips embeddings."""
-        embedder = self.embedder if semantic else None
+        embedder = self.semantic_embedder() if semantic else None
         if rebuild:
             return self.index.rebuild(embedder, progress)
         return self.index.refresh(embedder, progress)
@@ -414,9 +548,15 @@ class KnowledgeBase:
         return self.run_search(SearchRequest(query, k, kind, status, tuple(tags), tuple(where), mode, explain))
 
     def run_search(self, request: "SearchRequest") -> dict[str, Any]:
+        from dataclasses import replace
+
         from .retrieval import Searcher
 
         request.validate()
+        if request.mode != "bm25" and self.semantic_embedder() is None:
+            if request.mode == "vector":
+                self.embedder  # raises SemanticUnavailable: a vector-only search has no fallback
+            request = replace(request, mode="bm25")
         semantic = request.mode != "bm25"
         if self._searcher is None:
             self._searcher = Searcher(self.index, None)
@@ -426,24 +566,31 @@ class KnowledgeBase:
         return self._searcher.search(request)
 
     def related(self, ref: str, k: int = 5) -> dict[str, Any]:
-        """A card's neighbourhood: the cards it links to, the cards linking to it, and the k
-        most similar others by meaning (a vector search on its title and lead text)."""
-        stored = self.get(ref)
+        """A card's (or a skill's) neighbourhood: the cards it links to, the cards linking to it, and
+        the k most similar others by meaning (a vector search on its title and lead text)."""
+        from .records import brief
+
+        found = self.card_or_skill(ref)
+        if not isinstance(found, StoredCard):  # a skill: no links, only its neighbours by meaning
+            return self._similar_to(found.name, found.name, f"{found.name} {found.description} {found.body[:600]}", [], [], k)
         cards = {c.id: c for c in self.cards()}
-        brief = lambda c: {"id": c.id, "kind": c.card.kind, "title": c.card.title, "status": c.card.status}  # noqa: E731
         links_out = [{"rel": rel, **(brief(cards[target]) if target in cards else {"id": target, "missing": True})}
-                     for rel, targets in stored.card.links.model_dump().items() for target in targets]
-        links_in = [{"rel": rel, **brief(other)} for other in cards.values() if other.id != stored.id
-                    for rel, targets in other.card.links.model_dump().items() if stored.id in targets]
-        linked = {stored.id, *(l["id"] for l in links_out), *(l["id"] for l in links_in)}
-        text = " ".join([stored.card.title, *(str(v) for v in _lead_fields(stored.card)), stored.body[:600]])
-        hits = self.search(text, k=min(k + len(linked), 1000), mode="vector", explain=True)["hits"]
+                     for rel, targets in found.card.links.model_dump().items() for target in targets]
+        links_in = [{"rel": rel, **brief(other)} for other in cards.values() if other.id != found.id
+                    for rel, targets in other.card.links.model_dump().items() if found.id in targets]
+        text = " ".join([found.card.title, *(str(v) for v in _lead_fields(found.card)), found.body[:600]])
+        return self._similar_to(found.id, found.card.title, text, links_out, links_in, k)
+
+    def _similar_to(self, ref: str, title: str, text: str, links_out: list[dict[str, Any]],
+                    links_in: list[dict[str, Any]], k: int) -> dict[str, Any]:
+        linked = {ref, *(l["id"] for l in links_out), *(l["id"] for l in links_in)}
+        semantic = self.semantic_embedder() is not None
+        hits = self.search(text, k=min(k + len(linked), 1000), mode="vector", explain=True)["hits"] if semantic else []
         # the cosine similarity of the best-matching chunk, not the fused rank score
         similar = [{**{key: h[key] for key in ("id", "kind", "title", "status")},
                     "similarity": round(h["explain"]["vector"]["score"], 4)}
                    for h in hits if h["id"] not in linked and h["explain"].get("vector")][:k]
-        return {"id": stored.id, "title": stored.card.title, "links_out": links_out, "links_in": links_in,
-                "similar": similar}
+        return {"id": ref, "title": title, "links_out": links_out, "links_in": links_in, "similar": similar}
 
     # --- skills (skills/<name>/SKILL.md, the Agent Skills format) ---------------------
 
@@ -562,6 +709,9 @@ class KnowledgeBase:
             problems += curation.stale(cards, self.config.curation.max_finding_age_days, date.today())
         if "contradictions" not in skip:
             problems += curation.contradictions(cards)
+        if "duplicates" not in skip and self.semantic_embedder() is None:
+            skip.add("duplicates")  # compares stored embeddings; the note says how to get the model
+            self.note("the duplicates check needs embeddings and was skipped")
         if "duplicates" not in skip and cards:
             self._refresh_lexical()
             vectors = self.index.lead_vectors(self.embedder.model_id)

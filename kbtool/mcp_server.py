@@ -23,14 +23,20 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Callable, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import markdown
+from .cards import KINDS, STATUSES
+from .curation import CLASSES as LINT_CLASSES
 from .errors import BadInput, KbError
 from .kb import KnowledgeBase
+from .records import StoredCard, brief
+from .search import MODES
+
+KINDS_AND_SKILL = (*KINDS, "skill")
 
 log = logging.getLogger("kb.serve")
 
@@ -49,10 +55,13 @@ their baseline, and `closes` when it answers a gap. `gaps` lists the open questi
 
 Filters = Annotated[dict[str, str | int | float | bool] | None,
                     Field(description="field path -> value, all must match, e.g. {\"applies_to.hardware\": \"B200\"}")]
-Kind = Annotated[str | None, Field(description="contract, constraint, finding, failure-mode, gate, gap or reference")]
+Kind = Annotated[Literal[KINDS_AND_SKILL] | None, Field(description="only cards of this kind (skill: only skills)")]
+Status = Annotated[Literal[STATUSES] | None, Field(description="only cards with this status")]
 Tags = Annotated[list[str] | None, Field(description="cards carrying all of these tags")]
-Metrics = Annotated[dict[str, float | str | dict[str, Any]] | None,
-                    Field(description="metric name -> value: 943, \"12ms\" or {\"value\": 12, \"unit\": \"ms\"}")]
+Metrics = Annotated[dict[str, float | str | dict[str, Any]] | None, Field(description=(
+    "metric name -> value: 943, \"12ms\", or an object {\"value\": 25.26, \"unit\": \"ms\", \"p50\": 24.1, "
+    "\"p99\": 34.6, \"samples\": 500, \"baseline\": 30.2, \"conditions\": {\"concurrency\": 32}, \"command\": \"...\"}; "
+    "statistics go inline (avg, p1 ... p99, min, max, std, count, sum) or in \"stats\"; unknown keys are refused"))]
 
 
 class KbTools:
@@ -69,18 +78,28 @@ class KbTools:
     def _warm_up(self) -> None:
         try:
             self.kb.search("warm up", k=1)
+            self.kb.notices.clear()  # said at start-up, not to the first caller
         except Exception as exc:  # noqa: BLE001 - a cold first search still works; say why it was cold
             log.warning("kb serve: warming the index failed: %s", exc)
 
     async def call(self, fn: Callable[..., CallToolResult], *args: Any) -> CallToolResult:
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._worker, fn, *args)
+            return await loop.run_in_executor(self._worker, self._with_notices, fn, *args)
         except KbError as exc:
             raise ToolError(str(exc)) from None
         except Exception as exc:
             log.exception("kb serve: a tool failed")
             raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from None
+
+    def _with_notices(self, fn: Callable[..., CallToolResult], *args: Any) -> CallToolResult:
+        """What the CLI prints as `kb: note:` (keyword-only search, a rebuilt index) goes into the answer."""
+        self.kb.notices.clear()
+        result = fn(*args)
+        if self.kb.notices:
+            result.content.append(TextContent(type="text", text="\n".join(f"note: {n}" for n in self.kb.notices)))
+            self.kb.notices.clear()
+        return result
 
     # --- reading ----------------------------------------------------------------------
 
@@ -89,31 +108,48 @@ class KbTools:
         if budget < 200:
             raise BadInput("budget must be at least 200 characters")
         result = self.kb.search(query, k=k, kind=kind, status=status, tags=tags or (), where=_where(filters), mode=mode)
+        found = result["hits"]
+        # room for the line that says the answer was cut, so the whole text stays within the budget
+        room = budget - len(_cut_notice(len(found), len(found), budget)) - 1
         hits, lines, spent = [], [], 0
-        for hit in result["hits"]:
+        for hit in found:
             brief = {key: hit[key] for key in ("id", "kind", "title", "status", "score")}
             brief["snippet"] = _one_line(hit["snippet"], SNIPPET_CHARS)
             line = f"{hit['id']} [{hit['kind']}, {hit['status']}] {hit['title']} — {brief['snippet']}"
-            if hits and spent + len(line) > budget:
-                break
+            if spent + len(line) > room:
+                if hits:
+                    break
+                line = _one_line(line, room)  # the best hit always shows, cut to fit
             hits.append(brief)
             lines.append(line)
             spent += len(line) + 1
-        structured = {"query": query, "hits": hits, "truncated": len(hits) < len(result["hits"])}
+        truncated = len(hits) < len(found)
+        structured = {"query": query, "hits": hits, "truncated": truncated, "shown": len(hits), "found": len(found)}
         text = "\n".join(lines) if lines else f"no cards match {query!r}"
+        if truncated:
+            text += "\n" + _cut_notice(len(hits), len(found), budget)
         return _result(text, structured)
 
     def get(self, ref: str) -> CallToolResult:
-        stored = self.kb.get(ref)
-        return _result(_card_text(self.kb, stored.id), stored.to_dict())
+        from .skills import render_skill
+
+        found = self.kb.card_or_skill(ref)
+        if isinstance(found, StoredCard):
+            return _result(markdown.render(found.card, found.body), found.to_dict())
+        return _result(render_skill(found), {"id": found.name, "kind": "skill", **found.to_dict()})
 
     def list(self, kind: str | None, status: str | None, tags: list[str] | None, filters: dict[str, Any] | None,
-             limit: int) -> CallToolResult:
+             limit: int, offset: int) -> CallToolResult:
         found = self.kb.list(kind=kind, status=status, tags=tags or (), where=_where(filters))
-        cards = [{"id": c.id, "kind": c.card.kind, "title": c.card.title, "status": c.card.status, "path": c.path}
-                 for c in found[:limit]]
+        page = found[offset:offset + limit]
+        cards = [{**brief(c), "path": c.path} for c in page]
         text = "\n".join(f"{c['id']} [{c['kind']}, {c['status']}] {c['title']}" for c in cards) or "no cards match"
-        return _result(text, {"cards": cards, "total": len(found), "truncated": len(found) > limit})
+        if len(page) < len(found):
+            after = offset + len(page)
+            text += (f"\n{len(page)} of {len(found)} cards shown (from {offset + 1 if page else offset});"
+                     + (f" call list again with offset={after} for the next page" if after < len(found) else ""))
+        return _result(text, {"cards": cards, "total": len(found), "offset": offset,
+                              "truncated": len(page) < len(found)})
 
     def gaps(self) -> CallToolResult:
         gaps = [{"id": g.id, "title": g.card.title, "question": g.card.question, "priority": g.card.priority,
@@ -122,9 +158,13 @@ class KbTools:
         return _result(text, {"gaps": gaps})
 
     def lint(self, skip: list[str] | None) -> CallToolResult:
-        problems = [{"path": p.path, "code": p.code, "message": p.message, "id": p.id} for p in self.kb.lint(skip or ())]
-        text = "\n".join(f"{p['path']}: {p['message']}" for p in problems) or "no problems"
-        return _result(text, {"problems": problems, "count": len(problems)})
+        problems = [{"path": p.path, "code": p.code, "message": p.message, "id": p.id, "severity": p.severity}
+                    for p in self.kb.lint(skip or ())]
+        errors = sum(1 for p in problems if p["severity"] == "error")
+        text = "\n".join(f"{p['path']}: {'warning: ' if p['severity'] == 'warning' else ''}[{p['code']}] {p['message']}"
+                         for p in problems)
+        text += ("\n" if text else "") + (f"{errors} error(s), {len(problems) - errors} warning(s)" if problems else "no problems")
+        return _result(text, {"problems": problems, "count": len(problems), "errors": errors, "ok": errors == 0})
 
     def related(self, ref: str, k: int) -> CallToolResult:
         found = self.kb.related(ref, k)
@@ -145,24 +185,33 @@ class KbTools:
         found = self.kb.skill(name)
         return _result(render_skill(found), found.to_dict())
 
-    # --- writing ----------------------------------------------------------------------
+    # --- writing: every write is an agent's, so it lands for review (kbtool.review) ----------
 
-    def add_finding(self, data: dict[str, Any]) -> CallToolResult:
-        from .findings import finding_arguments
+    def add_finding(self, data: dict[str, Any], agent: str) -> CallToolResult:
+        from .finding_input import finding_arguments
 
         args = finding_arguments({k: v for k, v in data.items() if v is not None}, "add_finding")
         if not args["title"]:
             raise BadInput("add_finding: a finding needs a title")
-        stored, related = self.kb.add_finding(**args)
+        stored, related = self.kb.add_finding(**args, agent=agent)
         notes = [f"likely {label}: {', '.join(ids)}" for label, ids in related.items() if ids]
-        text = f"added {stored.id} ({stored.path})" + ("; " + "; ".join(notes) if notes else "")
+        text = (f"added {stored.id} ({stored.path}) as {stored.card.status}, awaiting review by a person"
+                + ("; " + "; ".join(notes) if notes else ""))
         return _result(text, {"id": stored.id, "path": stored.path, "status": stored.card.status, "related": related})
 
     def add_card(self, kind: str, title: str, fields: dict[str, Any] | None, tags: list[str] | None,
-                 body: str) -> CallToolResult:
-        stored = self.kb.add(kind, title, tags=tags or (), body=body, status="draft", values=fields or {})
-        return _result(f"added {stored.id} ({stored.path}) as a draft",
+                 body: str, agent: str) -> CallToolResult:
+        stored = self.kb.add(kind, title, tags=tags or (), body=body, status="draft", values=fields or {}, agent=agent)
+        return _result(f"added {stored.id} ({stored.path}) as a draft, awaiting review by a person",
                        {"id": stored.id, "path": stored.path, "status": stored.card.status})
+
+
+def agent_name(ctx: Context | None) -> str:
+    """Who writes through this connection: the MCP client's name as it introduced itself."""
+    params = getattr(getattr(ctx, "session", None), "client_params", None) if ctx is not None else None
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    return f"mcp:{name}" if isinstance(name, str) and name.strip() else "mcp"
 
 
 def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer, KbTools]:
@@ -177,30 +226,33 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
         query: Annotated[str, Field(description="what to look for, in words (e.g. 'NVFP4 MoE decode')")],
         k: Annotated[int, Field(ge=1, le=100, description="how many hits at most")] = 10,
         kind: Kind = None,
-        status: Annotated[str | None, Field(description="draft, tentative, confirmed, refuted, superseded or retired")] = None,
+        status: Status = None,
         tags: Tags = None,
         filters: Filters = None,
-        mode: Annotated[Literal["hybrid", "bm25", "vector"], Field(description="ranking: hybrid (default), bm25 or vector")] = "hybrid",
+        mode: Annotated[Literal[MODES], Field(description="ranking: hybrid (default), bm25 or vector")] = "hybrid",
         budget: Annotated[int, Field(ge=200, le=100_000, description="characters of hits to return at most")] = DEFAULT_BUDGET,
     ) -> CallToolResult:
-        """Search the knowledge base (keywords and meaning, fused): the cards that apply, best first,
-        each with id, kind, title, status, score and a one-line snippet. Superseded and refuted
-        cards rank last. `get` a hit's id for the whole card."""
+        """Search the knowledge base (keywords and meaning, fused): the cards and skills that apply, best
+        first, each with id, kind, title, status, score and a one-line snippet. Superseded and refuted
+        cards rank last. `get` a hit's id (a card or a skill) for the whole of it. When the budget
+        cuts the answer, the text ends by saying how many hits it shows of how many."""
         return await tools.call(tools.search, query, k, kind, status, tags, filters, mode, budget)
 
     @server.tool(annotations=READS)
-    async def get(id: Annotated[str, Field(description="a card id, or a unique prefix of one")]) -> CallToolResult:
-        """One whole card: its fields as structured content and its markdown file as text."""
+    async def get(id: Annotated[str, Field(description="a card id (or a unique prefix of one), or a skill's name: any search hit's id")]) -> CallToolResult:
+        """One whole card or skill: its fields as structured content and its markdown file as text."""
         return await tools.call(tools.get, id)
 
     @server.tool(annotations=READS, name="list")
-    async def list_cards(kind: Kind = None,
-                         status: Annotated[str | None, Field(description="only cards with this status")] = None,
+    async def list_cards(kind: Annotated[Literal[KINDS] | None, Field(description="only cards of this kind")] = None,
+                         status: Status = None,
                          tags: Tags = None, filters: Filters = None,
                          limit: Annotated[int, Field(ge=1, le=10_000, description="how many cards at most")] = 200,
+                         offset: Annotated[int, Field(ge=0, description="skip this many matches (for the next page)")] = 0,
                          ) -> CallToolResult:
-        """List cards (id, kind, title, status) that match every filter given."""
-        return await tools.call(tools.list, kind, status, tags, filters, limit)
+        """List cards (id, kind, title, status) that match every filter given, a page at a time; the
+        text says how many of how many it shows and the offset of the next page."""
+        return await tools.call(tools.list, kind, status, tags, filters, limit, offset)
 
     @server.tool(annotations=READS)
     async def gaps() -> CallToolResult:
@@ -208,16 +260,17 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
         return await tools.call(tools.gaps)
 
     @server.tool(annotations=READS)
-    async def lint(skip: Annotated[list[str] | None, Field(
-            description="check classes to skip: schema, links, superseded, gates, stale, contradictions, duplicates")] = None,
+    async def lint(skip: Annotated[list[Literal[LINT_CLASSES]] | None, Field(
+            description="check classes to skip")] = None,
                    ) -> CallToolResult:
-        """Check the knowledge base: schema, broken links, gate locks, stale findings, contradictions, duplicates."""
+        """Check the knowledge base: schema, broken links, superseded links, gate locks, stale findings,
+        contradictions, duplicates, skills. Each problem is an error or a warning; ok when no errors."""
         return await tools.call(tools.lint, skip)
 
     @server.tool(annotations=READS)
-    async def related(id: Annotated[str, Field(description="a card id")],
+    async def related(id: Annotated[str, Field(description="a card id or a skill's name")],
                       k: Annotated[int, Field(ge=1, le=50, description="how many similar cards")] = 5) -> CallToolResult:
-        """A card's neighbourhood: the cards it links to, the cards linking to it, and the most similar others."""
+        """A card's (or skill's) neighbourhood: the cards it links to, the cards linking to it, and the most similar others."""
         return await tools.call(tools.related, id, k)
 
     @server.tool(annotations=READS)
@@ -234,6 +287,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
         @server.tool(annotations=WRITES)
         async def add_finding(
             title: Annotated[str, Field(description="what was found, in one line")],
+            ctx: Context,
             claim: Annotated[str | None, Field(description="the claim, if longer than the title")] = None,
             metrics: Metrics = None,
             baseline: Annotated[dict[str, float | str | dict[str, Any]] | None, Field(
@@ -242,33 +296,41 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
                 description="which way is better (guessed from metric names when left out)")] = None,
             applies_to: Annotated[dict[str, str | int | float | list[str]] | None, Field(
                 description="scope: model, arch, hardware, precision, phase, workload, engine")] = None,
-            status: Annotated[str | None, Field(description="tentative or confirmed (default: confirmed when metrics are given)")] = None,
+            status: Annotated[Literal["tentative", "draft"], Field(
+                description="tentative (default) or draft; a person confirms findings after review")] = "tentative",
             closes: Annotated[str | None, Field(description="the id of a gap this finding answers")] = None,
             tags: Tags = None,
             project: Annotated[str | None, Field(description="the project that measured it")] = None,
+            command: Annotated[str | None, Field(description="the command that measured the metrics")] = None,
+            conditions: Annotated[dict[str, str | int | float] | None, Field(
+                description="what the metrics were measured under, e.g. {\"concurrency\": 32, \"isl\": 1024}")] = None,
             artifact: Annotated[str | None, Field(
                 description="path of a benchmark export on this machine: AIPerf profile_export_aiperf.json or a results TSV")] = None,
             body: Annotated[str | None, Field(description="notes, in markdown")] = None,
         ) -> CallToolResult:
-            """Record a measured finding (one git commit); returns its id and any likely duplicates or
-            contradictions among existing findings."""
+            """Record a measured finding (one git commit), tentative until a person reviews it; returns
+            its id and any likely duplicates or contradictions among existing findings. Every number
+            given is kept (statistics, samples, conditions, command); an unknown key is refused."""
             data = {"title": title, "claim": claim, "metrics": metrics, "baseline": baseline, "direction": direction,
                     "applies_to": applies_to, "status": status, "closes": closes, "tags": tags, "project": project,
-                    "from": artifact, "body": body}
-            return await tools.call(tools.add_finding, data)
+                    "command": command, "conditions": conditions, "from": artifact, "body": body}
+            return await tools.call(tools.add_finding, data, agent_name(ctx))
 
         @server.tool(annotations=WRITES)
         async def add_card(
-            kind: Annotated[str, Field(description="contract, constraint, finding, failure-mode, gate, gap or reference")],
+            kind: Annotated[Literal[KINDS], Field(description="the card's kind")],
             title: Annotated[str, Field(description="the card's title, one line")],
+            ctx: Context,
             fields: Annotated[dict[str, Any] | None, Field(
                 description="the kind's fields, e.g. {\"rule\": \"...\"} for a constraint, {\"symptom\": \"...\", "
-                            "\"fix\": \"...\"} for a failure-mode; nested objects for applies_to, source, check")] = None,
+                            "\"fix\": \"...\"} for a failure-mode; nested objects for applies_to, source, check. "
+                            "Not id, status, links or provenance: kb sets those, and a person reviews the card")] = None,
             tags: Tags = None,
             body: Annotated[str, Field(description="the card's text, in markdown")] = "",
         ) -> CallToolResult:
-            """Add a card of any kind, written as a draft for a person to review (one git commit); returns its id."""
-            return await tools.call(tools.add_card, kind, title, fields, tags, body)
+            """Add a card of any kind, written as a draft for a person to review (one git commit); returns
+            its id. A gate stays a draft, unlocked and not runnable, until a person confirms it."""
+            return await tools.call(tools.add_card, kind, title, fields, tags, body, agent_name(ctx))
 
     @server.resource("kb://cards/{id}", mime_type="text/markdown", description="a card's markdown file")
     async def card_resource(id: str) -> str:
@@ -281,6 +343,11 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
         return await _read(tools, lambda: render_skill(kb.skill(name)))
 
     return server, tools
+
+
+def _cut_notice(shown: int, found: int, budget: int) -> str:
+    return (f"{shown} of {found} hits shown (the answer is cut to budget={budget} characters); "
+            "raise budget, lower k or narrow the query to see the rest")
 
 
 async def _read(tools: KbTools, fn: Callable[[], str]) -> str:

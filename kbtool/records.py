@@ -38,6 +38,11 @@ class StoredCard:
         return data
 
 
+def brief(stored: StoredCard) -> dict[str, Any]:
+    """The short form of a card in lists and neighbourhoods: what an agent needs to decide to open it."""
+    return {"id": stored.id, "kind": stored.card.kind, "title": stored.card.title, "status": stored.card.status}
+
+
 @dataclass(frozen=True)
 class Problem:
     """Something `kb lint` reports: where, which check, what is wrong."""

@@ -128,7 +128,7 @@ class Searcher:
             source = card.data.get("source")
             hit = {"id": card.id, "kind": card.kind, "title": card.title, "status": card.status,
                    "score": round(f.score, 6), "path": card.path,
-                   "source": {"path": source.get("path"), "heading": source.get("heading")} if source else None,
+                   "source": {key: source.get(key) for key in ("path", "heading", "url")} if source else None,
                    "snippet": snippet(chunk_text.split("\n", 1)[-1] if heading else chunk_text, terms)}
             if request.explain:
                 hit["explain"] = {name: ({"rank": leg.rank, "score": round(leg.score, 6)} if leg else None)

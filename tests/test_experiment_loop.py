@@ -198,9 +198,14 @@ GATE = ["--field", "check.metric=tpot_ms", "--field", "check.op=<=", "--field", 
 
 
 def test_gates_lock_run_and_refuse_edits(cli, kb):
-    gate = cli("add", "gate", "--title", "TPOT within baseline", "--field",
+    gate = cli("add", "gate", "--title", "TPOT within baseline", "--status", "confirmed", "--field",
                "check.command=python3 -c \"import json; print(json.dumps({'tpot_ms': 11.2}))\"", *GATE).stdout.strip()
-    assert cli("gate", "lock").exit_code == 0 and json.loads((kb.root / "kb.lock").read_text())["gates"][gate]["sha256"]
+    draft = cli("add", "gate", "--title", "A draft nobody has read", "--field", "check.command=true", *GATE).stdout.strip()
+    lock = cli("gate", "lock")
+    assert lock.exit_code == 0 and json.loads((kb.root / "kb.lock").read_text())["gates"][gate]["sha256"]
+    # without ids, only confirmed gates are locked, and the command says which it skipped and why
+    assert draft not in json.loads((kb.root / "kb.lock").read_text())["gates"]
+    assert f"skipped {draft}: draft, not confirmed" in lock.stderr
     assert "kb.lock" in git(kb.root, "show", "--name-only", "--format=", "HEAD")
     run = cli("gate", "run", gate)
     assert run.exit_code == 0 and run.stdout.startswith("pass: ") and "11.2 <= 12 ms" in run.stdout

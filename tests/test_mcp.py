@@ -115,7 +115,9 @@ def test_search_get_and_a_finding_added_through_mcp_is_found(seeded, env):
             again = await call(client, "search", query="FP8 KV cache RULER accuracy", filters={"applies_to.hardware": "H100"})
             assert again.structured_content["hits"][0]["id"] == new_id
             stored = seeded.get(new_id).card
-            assert stored.status == "confirmed" and {e.metric for e in stored.evidence} == {"ruler_accuracy", "decode_tps"}
+            # an agent's finding waits for review: tentative, and it names the client that wrote it
+            assert stored.status == "tentative" and {e.metric for e in stored.evidence} == {"ruler_accuracy", "decode_tps"}
+            assert stored.provenance.agent == "mcp:mcp" and stored.provenance.reviewed_by is None
             assert (await call(client, "gaps")).structured_content["gaps"] == []  # the finding closed it
     asyncio.run(go())
 
@@ -124,7 +126,7 @@ def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(seeded, env):
     async def go():
         async with stdio(seeded, env) as client:
             before = commit_count(seeded.root)
-            cases = [("get", {"id": "no-such-card"}, "no card with id 'no-such-card'"),
+            cases = [("get", {"id": "no-such-card"}, "no card or skill with id 'no-such-card'"),
                      ("search", {"query": "x", "filters": {"applies_to.nonsense": "1"}}, "filters applies_to.nonsense"),
                      ("search", {"query": "x", "kind": "recipe"}, "recipe"),
                      ("search", {"query": "   "}, "empty query"),

@@ -14,9 +14,9 @@ from kbtool.cli import app
 # Each module may import only modules of a lower layer (or its own).
 LAYERS = [
     {"errors", "cards"},
-    {"validation", "locate", "embeddings"},
+    {"validation", "locate", "embeddings", "review"},
     {"markdown", "fields", "config", "schemas", "records", "search", "evaluation", "findings", "gates", "skills"},
-    {"store", "curation", "chunking", "importer", "registry"},
+    {"store", "curation", "chunking", "importer", "registry", "finding_input"},
     {"migrations", "index"},
     {"retrieval"},
     {"kb"},

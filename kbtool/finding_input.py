@@ -1,0 +1,200 @@
+"""A finding as its writers give it: `--metric` flags, or one JSON object (`kb add-finding
+--json-input`, the MCP add_finding tool), checked once here and turned into evidence entries.
+
+Nothing given is dropped silently: a metric's statistics, samples, conditions and command are
+kept in its evidence entry, and a key kb does not know is refused with the list of keys it does,
+so an agent learns at once that `p99` belongs in the metric object (or in its `stats`) and is
+never left believing a number was stored when it was not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Union
+
+from .errors import BadInput
+from .findings import STATISTICS, guess_direction, number, value_with_unit
+
+FINDING_INPUT_KEYS = frozenset({"title", "claim", "metrics", "baseline", "direction", "applies_to", "status", "project",
+                                "closes", "tags", "from", "body", "metric_name", "repo", "command", "conditions"})
+# the keys of one metric's object, beside the statistics (p50, p99, ...) it may give inline
+METRIC_KEYS = ("value", "unit", "baseline", "direction", "samples", "stats", "conditions", "command")
+DIRECTIONS = ("higher", "lower")
+
+Metric = dict[str, Any]  # an evidence entry without its name: value, unit, and any of METRIC_KEYS
+MetricInput = Union[Metric, tuple[float, Union[str, None]]]  # (value, unit) as `--metric tpot=0.56ms` gives it
+
+
+def parse_metric_flags(pairs: Iterable[str], flag: str) -> dict[str, Metric]:
+    """`--metric tpot=0.56ms` ... -> {"tpot": {"value": 0.56, "unit": "ms"}}."""
+    out: dict[str, Metric] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name.strip():
+            raise BadInput(f"{flag} {pair!r}: expected name=value[unit], e.g. tpot=0.56ms")
+        value, unit = value_with_unit(raw, f"{flag} {name.strip()}")
+        out[name.strip()] = {"value": value, **({"unit": unit} if unit else {})}
+    return out
+
+
+def parse_conditions(pairs: Iterable[str], flag: str) -> dict[str, str | float]:
+    """`--condition concurrency=32` ... -> {"concurrency": 32.0}; a value that is not a number stays text."""
+    out: dict[str, str | float] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip() or not raw.strip():
+            raise BadInput(f"{flag} {pair!r}: expected key=value, e.g. concurrency=32")
+        try:
+            out[key.strip()] = number(float(raw), f"{flag} {key.strip()}")
+        except ValueError:
+            out[key.strip()] = raw.strip()
+    return out
+
+
+def finding_arguments(data: dict[str, Any], origin: str) -> dict[str, Any]:
+    """KnowledgeBase.add_finding's keyword arguments from one JSON object; every key and type
+    is checked here, so the CLI and the MCP server refuse the same things with the same words."""
+    if not isinstance(data, dict):
+        raise BadInput(f"{origin}: expected a JSON object")
+    unknown = sorted(set(data) - FINDING_INPUT_KEYS)
+    if unknown:
+        raise BadInput(f"{origin}: unknown field(s) {', '.join(unknown)}; expected {', '.join(sorted(FINDING_INPUT_KEYS))}")
+    applies = data.get("applies_to") or {}
+    if not isinstance(applies, dict):
+        raise BadInput(f"{origin}: applies_to must be an object of key -> value (or list of values)")
+    tags = data.get("tags") or []
+    if isinstance(tags, str):
+        tags = [tags]
+    texts = {k: data.get(k) for k in ("title", "claim", "direction", "status", "project", "closes", "from", "body",
+                                       "metric_name", "repo", "command")}
+    for key, value in [*texts.items(), *(("tags", t) for t in tags)]:
+        if value is not None and not isinstance(value, str):
+            raise BadInput(f"{origin}: {key} must be a string")
+    scope = []
+    for key, values in applies.items():
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, (dict, list)) or value is None:
+                raise BadInput(f"{origin}: applies_to.{key} must be a string, number or list of them")
+            scope.append(f"{key}={value}")
+    return {"title": texts["title"], "claim": texts["claim"],
+            "metrics": metrics_from_json(data.get("metrics"), "metrics"),
+            "baselines": metrics_from_json(data.get("baseline"), "baseline"),
+            "direction": texts["direction"], "applies_to": scope, "status": texts["status"], "project": texts["project"],
+            "closes": texts["closes"], "tags": list(tags), "artifact": Path(texts["from"]) if texts["from"] else None,
+            "metric_name": texts["metric_name"] or "metric", "repo": Path(texts["repo"]) if texts["repo"] else None,
+            "body": texts["body"] or "", "command": texts["command"],
+            "conditions": _conditions(data.get("conditions"), "conditions")}
+
+
+def metrics_from_json(value: Any, key: str) -> dict[str, Metric]:
+    """{"tpot": 0.56}, {"tpot": "0.56ms"}, or {"tpot": {"value": 0.56, "unit": "ms", "p99": 0.61, ...}}."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadInput(f"{key}: expected an object of name -> value")
+    out: dict[str, Metric] = {}
+    for name, raw in value.items():
+        where = f"{key}.{name}"
+        if isinstance(raw, dict):
+            out[name] = _metric_object(raw, where)
+        elif isinstance(raw, str):
+            parsed, unit = value_with_unit(raw, where)
+            out[name] = {"value": parsed, **({"unit": unit} if unit else {})}
+        else:
+            out[name] = {"value": number(raw, where)}
+    return out
+
+
+def _metric_object(raw: dict[str, Any], where: str) -> Metric:
+    unknown = sorted(set(raw) - set(METRIC_KEYS) - set(STATISTICS))
+    if unknown:
+        raise BadInput(f"{where}: unknown key(s) {', '.join(unknown)}; a metric takes {', '.join(METRIC_KEYS)} "
+                       f"and statistics ({', '.join(STATISTICS)})")
+    if "value" not in raw:
+        raise BadInput(f"{where}: needs a value")
+    entry: Metric = {"value": number(raw["value"], f"{where}.value")}
+    for key in ("unit", "command"):
+        if raw.get(key) is not None:
+            if not isinstance(raw[key], str):
+                raise BadInput(f"{where}.{key}: expected a string")
+            entry[key] = raw[key]
+    if raw.get("baseline") is not None:
+        base = raw["baseline"]
+        entry["baseline"] = value_with_unit(base, f"{where}.baseline")[0] if isinstance(base, str) else number(base, f"{where}.baseline")
+    if raw.get("direction") is not None:
+        entry["direction"] = _direction(raw["direction"], f"{where}.direction")
+    if raw.get("samples") is not None:
+        samples = raw["samples"]
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+            raise BadInput(f"{where}.samples: expected a whole number of at least 1")
+        entry["samples"] = samples
+    stats = raw.get("stats") or {}
+    if not isinstance(stats, dict):
+        raise BadInput(f"{where}.stats: expected an object of statistic -> number, e.g. {{\"p99\": 34.6}}")
+    inline = {k: v for k, v in raw.items() if k in STATISTICS}
+    clash = sorted(set(stats) & set(inline))
+    if clash:
+        raise BadInput(f"{where}: {clash[0]} given twice, inline and in stats")
+    merged = {k: number(v, f"{where}.{k}") for k, v in {**stats, **inline}.items()}
+    if merged:
+        entry["stats"] = merged
+    conditions = _conditions(raw.get("conditions"), f"{where}.conditions")
+    if conditions:
+        entry["conditions"] = conditions
+    return entry
+
+
+def _conditions(value: Any, where: str) -> dict[str, str | float | int]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise BadInput(f"{where}: expected an object of name -> value, e.g. {{\"concurrency\": 32}}")
+    for key, item in value.items():
+        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+            raise BadInput(f"{where}.{key}: expected a string or a number")
+    return dict(value)
+
+
+def _direction(value: Any, where: str) -> str:
+    if value not in DIRECTIONS:
+        raise BadInput(f"{where}: {value!r} is not 'higher' or 'lower'")
+    return value
+
+
+def evidence_from_metrics(metrics: dict[str, MetricInput], baselines: dict[str, MetricInput], direction: str | None,
+                          command: str | None = None, conditions: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """One evidence entry per metric; command and conditions, when given, apply to every one
+    (a metric's own conditions win over the shared ones)."""
+    metrics = {name: _as_metric(m) for name, m in metrics.items()}
+    baselines = {name: _as_metric(m) for name, m in baselines.items()}
+    unknown = sorted(set(baselines) - set(metrics))
+    if unknown:
+        raise BadInput(f"--baseline {unknown[0]}: no --metric {unknown[0]} to compare it with")
+    if direction is not None:
+        _direction(direction, "--direction")
+    evidence = []
+    for name, metric in metrics.items():
+        ev: dict[str, Any] = {"metric": name, **metric}
+        if name in baselines:
+            if "baseline" in metric:
+                raise BadInput(f"{name}: baseline given twice, in the metric and in baseline")
+            base_unit, unit = baselines[name].get("unit"), metric.get("unit")
+            if base_unit and unit and base_unit != unit:
+                raise BadInput(f"--baseline {name}: unit {base_unit!r} differs from the metric's {unit!r}")
+            ev["baseline"] = baselines[name]["value"]
+        if command and "command" not in ev:
+            ev["command"] = command
+        if conditions:
+            ev["conditions"] = {**conditions, **ev.get("conditions", {})}
+        chosen = ev.get("direction") or direction or guess_direction(name, metric.get("unit"))
+        if chosen:
+            ev["direction"] = chosen
+        evidence.append(ev)
+    return evidence
+
+
+def _as_metric(value: MetricInput) -> Metric:
+    if isinstance(value, tuple):
+        number_, unit = value
+        return {"value": number_, **({"unit": unit} if unit else {})}
+    return dict(value)
