@@ -21,9 +21,9 @@ demo: install
 test: install
 	$(PY) -m pytest -q
 
-# the fast suite: everything but the real-model quality tests
+# the fast suite: everything but the real-model quality tests and the fresh-install tests
 test-fast: install
-	$(PY) -m pytest -q -m "not quality"
+	$(PY) -m pytest -q -m "not quality and not install"
 
 bench: install
 	$(PY) bench/bench_store.py

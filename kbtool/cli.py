@@ -204,13 +204,17 @@ def show(
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Print one card: its file (--json: its fields, path and body)."""
+    """Print one card, or a skill by its name (what any search hit names): its file (--json: its fields, path and body)."""
+    from .skills import render_skill
+
     base = open_kb(kb)
-    stored = base.get(card_id)
-    if as_json:
-        print_json(stored.to_dict())
+    found = base.card_or_skill(card_id)
+    if not hasattr(found, "card"):  # a skill
+        print_json({"id": found.name, "kind": "skill", **found.to_dict()}) if as_json else typer.echo(render_skill(found), nl=False)
+    elif as_json:
+        print_json(found.to_dict())
     else:
-        typer.echo((base.root / stored.path).read_text(encoding="utf-8"), nl=False)
+        typer.echo((base.root / found.path).read_text(encoding="utf-8"), nl=False)
 
 
 @app.command("list")

@@ -95,9 +95,7 @@ class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from a local folder; nothing is downloaded."""
 
     def __init__(self, name: str = DEFAULT_MODEL, batch_size: int = 32):
-        from importlib.util import find_spec
-
-        if find_spec("sentence_transformers") is None:  # cheap: finds the package without importing torch
+        if not _installed("sentence_transformers"):
             raise SemanticUnavailable(SEMANTIC_HINT)
         self.name = name
         self.path = _model_path(name)
@@ -134,6 +132,16 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> "np.ndarray":
         return self.embed_documents([text])[0]
+
+
+def _installed(module: str) -> bool:
+    """Whether a package is importable, found without importing it (sentence-transformers pulls in torch)."""
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _packaged_path() -> str | None:

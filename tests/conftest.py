@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,11 @@ import kbtool
 from kbtool.cli import app
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Tests write as a person unless they say otherwise: a suite started from inside an agent's shell
+# (Claude Code sets CLAUDECODE, Codex CODEX_THREAD_ID) must not turn every write into an agent's.
+for _variable in ("KB_AGENT", "AI_AGENT", "CLAUDECODE", "CODEX_THREAD_ID", "CODEX_CI"):
+    os.environ.pop(_variable, None)
 
 
 @pytest.fixture

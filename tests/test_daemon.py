@@ -88,3 +88,21 @@ def test_in_process_when_asked(kb, env):
     out = kb_cmd(kb, {**env, "KB_DAEMON": "0"}, "search", "daemon", "--json")
     assert json.loads(out.stdout)["hits"][0]["id"] == "no-daemon"
     assert not socket_path(kb.root).exists()
+
+
+def test_a_kbtool_folder_in_the_knowledge_base_is_never_imported(kb, env, tmp_path):
+    """This repository is a KB that holds kbtool/, and a cloned KB may hold anything: the daemon
+    must run the installed kbtool (no restart loop, no in-process fallback) and never the KB's code."""
+    marker = tmp_path / "PWNED"
+    package = kb.root / "kbtool"
+    package.mkdir()
+    (package / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    (package / "daemon.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    kb_cmd(kb, env, "add", "gap", "--title", "Is the daemon safe?")
+    out = kb_cmd(kb, env, "search", "daemon safe", "--json")
+    assert json.loads(out.stdout)["hits"][0]["id"] == "is-the-daemon-safe"
+    assert "searching in this process" not in out.stderr, out.stderr
+    again = kb_cmd(kb, env, "search", "safe")
+    assert "searching in this process" not in again.stderr
+    assert not marker.exists()
+    assert (kb.root / ".kb" / "daemon.log").read_text().count("ready for") == 1

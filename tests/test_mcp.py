@@ -248,3 +248,96 @@ def test_serve_rejects_bad_flags(seeded, env):
                              timeout=60)
         assert out.returncode == 2 and words in out.stderr, out.stderr
     assert Path(seeded.root / "skills").exists()
+
+
+@pytest.fixture
+def starter(tmp_path) -> kbtool.KnowledgeBase:
+    """A clone of this repository: the starter knowledge base as a new user gets it."""
+    from conftest import REPO_ROOT, git
+
+    clone = tmp_path / "starter"
+    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)
+    git(clone, "config", "user.name", "a person")
+    git(clone, "config", "user.email", "person@example.invalid")
+    return kbtool.open(clone)
+
+
+def test_the_documented_agent_workflow_on_the_starter_kb(starter, env, tmp_path):
+    """What the kb skill tells an agent to do, through the official client: search, open every hit
+    (cards and skills), record a finding, find it at once in both legs, lint, page through a list."""
+    async def go():
+        async with stdio(starter, env) as client:
+            hits = (await call(client, "search", query="profile single-stream decode NVFP4 MoE", k=30,
+                               budget=100_000)).structured_content["hits"]
+            assert {"skill"} < {h["kind"] for h in hits}
+            for hit in hits:  # every hit opens, skills included
+                opened = await call(client, "get", id=hit["id"])
+                assert not opened.is_error, (hit["id"], opened.content[0].text)
+                assert opened.structured_content["kind"] == hit["kind"]
+            for name in ("kb", "profile-single-stream-decode"):
+                assert (await call(client, "get", id=name)).structured_content["name"] == name
+                near = await call(client, "related", id=name)
+                assert not near.is_error and near.structured_content["similar"], near.content[0].text
+
+            added = await call(client, "add_finding", title="Zebrafish t1 decode latency 3.1 ms",
+                               metrics={"tpot": "3.1ms", "ttft": {"value": 25.26, "unit": "ms", "p99": 34.6,
+                                                                  "samples": 30}},
+                               conditions={"concurrency": 1}, command="aiperf profile --concurrency 1",
+                               applies_to={"hardware": "B200"})
+            assert not added.is_error, added.content[0].text
+            new_id = added.structured_content["id"]
+            assert added.structured_content["status"] == "tentative" and "awaiting review" in added.content[0].text
+            for mode in ("hybrid", "bm25", "vector"):  # at once, in both legs
+                found = await call(client, "search", query="zebrafish t1 decode latency", mode=mode)
+                assert new_id in [h["id"] for h in found.structured_content["hits"]], mode
+
+            lint = await call(client, "lint", skip=["duplicates"])  # the hashing embedder is no judge of duplicates
+            assert lint.structured_content["ok"], lint.content[0].text
+            assert all("severity" in p for p in lint.structured_content["problems"])
+
+            page = await call(client, "list", limit=3)
+            total = page.structured_content["total"]
+            assert total > 90 and f"3 of {total} cards shown" in page.content[0].text and "offset=3" in page.content[0].text
+            second = await call(client, "list", limit=3, offset=3)
+            assert [c["id"] for c in second.structured_content["cards"]] != [c["id"] for c in page.structured_content["cards"]]
+            cut = await call(client, "search", query="decode", k=30, budget=600)
+            shown = cut.structured_content["shown"]
+            assert cut.structured_content["truncated"] and f"{shown} of 30 hits shown" in cut.content[0].text
+            assert len(cut.content[0].text) <= 600
+        return new_id
+
+    new_id = asyncio.run(go())
+    evidence = {e.metric: e for e in starter.get(new_id).card.evidence}
+    assert evidence["ttft"].stats == {"p99": 34.6} and evidence["ttft"].samples == 30  # nothing dropped
+    assert evidence["tpot"].conditions == {"concurrency": 1} and evidence["tpot"].command.startswith("aiperf")
+    assert starter.get(new_id).card.provenance.agent.startswith("mcp")
+    # a B200 pack leaves the unreviewed finding out
+    subprocess.run([*KB, "--kb", str(starter.root), "skill", "pack", "--where", "applies_to.hardware=B200",
+                    "--name", "b200-pack", "--general"], env=env, check=True, capture_output=True)
+    assert not (starter.root / "skills" / "b200-pack" / "references" / f"{new_id}.md").exists()
+
+
+def test_an_agent_cannot_get_a_command_locked_and_run(seeded, env, tmp_path):
+    marker = tmp_path / "PWNED"
+
+    async def go():
+        async with stdio(seeded, env) as client:
+            before = commit_count(seeded.root)
+            for fields in ({"status": "confirmed"}, {"id": "chosen-id"}, {"links": {"related": ["x"]}},
+                           {"provenance": {"author": "a person"}}):
+                refused = await call(client, "add_card", kind="gap", title="x", fields=fields)
+                assert refused.is_error and "an agent cannot set" in refused.content[0].text, fields
+            refused = await call(client, "add_finding", title="t", metrics={"ttft": {"value": 1, "p99.9": 2}})
+            assert refused.is_error and "unknown key(s) p99.9" in refused.content[0].text
+            assert (await call(client, "add_finding", title="t", status="confirmed")).is_error
+            assert commit_count(seeded.root) == before
+            gate = await call(client, "add_card", kind="gate", title="Harmless check",
+                              fields={"check": {"command": f"touch {marker}", "metric": "x", "op": ">=", "threshold": 0}})
+            assert not gate.is_error and gate.structured_content["status"] == "draft"
+            return gate.structured_content["id"]
+
+    gate_id = asyncio.run(go())
+    lock = subprocess.run([*KB, "--kb", str(seeded.root), "gate", "lock"], env=env, capture_output=True, text=True)
+    assert lock.returncode == 0 and f"skipped {gate_id}" in lock.stderr and not (seeded.root / "kb.lock").exists()
+    run = subprocess.run([*KB, "--kb", str(seeded.root), "gate", "run", gate_id], env=env, capture_output=True, text=True)
+    assert run.returncode == 2 and not marker.exists()

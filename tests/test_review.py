@@ -1,0 +1,134 @@
+"""Agent-written cards wait for review: they land tentative or draft, name their agent, and are
+promoted by a person (kb confirm / refute) or by a locked gate that passes; until then packs,
+confirmed-only searches, gate locks and gate runs leave them out."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import commit_count, git, tree_state
+from kbtool.cli import app
+from kbtool.review import agent_from_env
+
+AGENT = {"KB_AGENT": "claude-code", "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+PERSON = {"KB_AGENT": "", "AI_AGENT": "", "CLAUDECODE": "", "CODEX_THREAD_ID": "", "CODEX_CI": "",
+          "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+GATE = ["--field", "check.metric=tpot_ms", "--field", "check.op=<=", "--field", "check.threshold=12"]
+
+
+@pytest.fixture
+def run(kb):
+    runner = CliRunner()
+
+    def invoke(env, *args):
+        return runner.invoke(app, ["--kb", str(kb.root), *args], env=env)
+
+    return invoke
+
+
+def test_the_environment_names_the_agent():
+    assert agent_from_env({"KB_AGENT": "my-bot", "CLAUDECODE": "1"}) == "my-bot"
+    assert agent_from_env({"AI_AGENT": "codex"}) == "codex"
+    assert agent_from_env({"CLAUDECODE": "1"}) == "claude-code"
+    assert agent_from_env({"CODEX_THREAD_ID": "019d"}) == "codex"
+    assert agent_from_env({"TERM": "xterm", "KB_AGENT": "  "}) is None
+
+
+def test_an_agents_finding_is_tentative_and_names_its_agent(run, kb):
+    added = run(AGENT, "add-finding", "--title", "NVFP4 MoE decode TPOT 0.56 ms", "-m", "tpot=0.56ms",
+                "--applies-to", "hardware=B200")
+    assert added.exit_code == 0, added.output
+    card = kb.get(added.stdout.strip()).card
+    assert card.status == "tentative" and card.provenance.agent == "claude-code" and card.provenance.reviewed_by is None
+
+    before = tree_state(kb.root)
+    refused = run(AGENT, "add-finding", "--title", "Self-confirmed", "-m", "tpot=1ms", "--status", "confirmed")
+    assert refused.exit_code == 2 and "kb confirm" in refused.stderr and len(refused.stderr.splitlines()) == 1
+    for args in (["add", "gap", "--title", "x", "--field", "status=confirmed"],
+                 ["add", "gap", "--title", "x", "--field", "links.related=abc"],
+                 ["add", "gap", "--title", "x", "--field", "provenance.author=a-person"],
+                 ["add", "gate", "--title", "x", "--status", "tentative", "--field", "check.command=true", *GATE]):
+        out = run(AGENT, *args)
+        assert out.exit_code == 2, (args, out.output)
+    assert tree_state(kb.root) == before
+
+
+def test_review_confirm_and_refute(run, kb):
+    first = run(AGENT, "add-finding", "--title", "Chunked prefill halves TTFT", "-m", "ttft=12ms").stdout.strip()
+    second = run(AGENT, "add", "gap", "--title", "Does FP8 KV cache hurt accuracy?").stdout.strip()
+    queue = run(PERSON, "review")
+    assert [line.split()[0] for line in queue.stdout.splitlines()] == [first, second]
+    assert "by claude-code" in queue.stdout and "2 card(s) to review" in queue.stderr
+
+    assert run(AGENT, "confirm", first).exit_code == 2  # an agent does not review
+    commits = commit_count(kb.root)
+    confirmed = run(PERSON, "confirm", first, "--reason", "re-ran the AIPerf sweep, same numbers")
+    assert confirmed.exit_code == 0, confirmed.output
+    card = kb.get(first).card
+    assert card.status == "confirmed" and card.provenance.reviewed_by and card.provenance.reviewed
+    assert commit_count(kb.root) == commits + 1
+    message = git(kb.root, "log", "-1", "--format=%B")
+    assert "re-ran the AIPerf sweep" in message and "kb-op: confirm" in message
+
+    assert run(PERSON, "refute", second).exit_code == 2  # --reason is required
+    refuted = run(PERSON, "refute", second, "--reason", "answered by an earlier finding")
+    assert refuted.exit_code == 0 and kb.get(second).card.status == "refuted"
+    assert "answered by an earlier finding" in git(kb.root, "log", "-1", "--format=%B")
+    assert json.loads(run(PERSON, "review", "--json").stdout) == []
+
+
+def test_packs_and_confirmed_searches_leave_unreviewed_cards_out(run, kb):
+    kb.add("constraint", "Beat the baseline on every metric", status="confirmed",
+           values={"rule": "20% on each metric", "applies_to": {"hardware": "B200"}})
+    agent_finding = run(AGENT, "add-finding", "--title", "Zebrafish decode at 3.1 ms on B200", "-m", "tpot=3.1ms",
+                        "--applies-to", "hardware=B200").stdout.strip()
+    pack = run(PERSON, "skill", "pack", "--where", "applies_to.hardware=B200", "--name", "b200-pack", "--json")
+    assert pack.exit_code == 0, pack.output
+    assert not (kb.root / "skills" / "b200-pack" / "references" / f"{agent_finding}.md").exists()
+    confirmed = json.loads(run(PERSON, "search", "zebrafish decode", "--status", "confirmed", "--json").stdout)
+    assert agent_finding not in [h["id"] for h in confirmed["hits"]]
+
+    assert run(PERSON, "confirm", agent_finding).exit_code == 0
+    assert run(PERSON, "skill", "pack", "--where", "applies_to.hardware=B200", "--name", "b200-pack").exit_code == 0
+    assert (kb.root / "skills" / "b200-pack" / "references" / f"{agent_finding}.md").exists()
+
+
+def test_an_agents_gate_is_neither_locked_nor_run_until_reviewed(run, kb, tmp_path):
+    marker = tmp_path / "PWNED"
+    gate = run(AGENT, "add", "gate", "--title", "Looks harmless", "--field", f"check.command=touch {marker}",
+               *GATE).stdout.strip()
+    assert kb.get(gate).card.status == "draft"
+    locked = run(PERSON, "gate", "lock")
+    assert locked.exit_code == 0 and f"skipped {gate}: written by claude-code, not reviewed" in locked.stderr
+    assert not (kb.root / "kb.lock").exists()
+    named = run(PERSON, "gate", "lock", gate)
+    assert named.exit_code == 2 and "kb confirm" in named.stderr
+    ran = run(PERSON, "gate", "run", gate)
+    assert ran.exit_code == 2 and "nobody has reviewed" in ran.stderr and not marker.exists()
+
+    assert run(PERSON, "confirm", gate).exit_code == 0  # a person read the command
+    assert run(PERSON, "gate", "lock").exit_code == 0 and gate in json.loads((kb.root / "kb.lock").read_text())["gates"]
+    assert run(PERSON, "gate", "verify").exit_code == 0  # the verdict is not part of the locked check
+    run(PERSON, "gate", "run", gate)
+    assert marker.exists()
+
+
+def test_a_locked_gate_that_passes_confirms_a_finding(run, kb):
+    passing = "python3 -c \"print('{\\\"tpot_ms\\\": 11.0}')\""
+    gate = run(PERSON, "add", "gate", "--title", "TPOT under 12 ms", "--status", "confirmed",
+               "--field", f"check.command={passing}", *GATE).stdout.strip()
+    finding = run(AGENT, "add-finding", "--title", "TPOT 11 ms after fusing the MoE kernels", "-m", "tpot=11ms").stdout.strip()
+
+    unlocked = run(PERSON, "gate", "run", gate, "--confirms", finding)
+    assert unlocked.exit_code == 2 and "not locked" in unlocked.stderr
+    assert run(PERSON, "gate", "lock").exit_code == 0
+    commits = commit_count(kb.root)
+    passed = run(PERSON, "gate", "run", gate, "--confirms", finding)
+    assert passed.exit_code == 0, passed.output
+    card = kb.get(finding).card
+    assert card.status == "confirmed" and card.provenance.reviewed_by == f"gate:{gate}"
+    assert commit_count(kb.root) == commits + 1  # the run and the verdict, one commit
+    assert f"kb-confirms: {finding}" in git(kb.root, "log", "-1", "--format=%B")
