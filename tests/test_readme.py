@@ -1,0 +1,219 @@
+"""The README as a tested contract: every command block it shows runs for real, in order, as a
+new user would run it, on a clone of this repository (the starter KB) and on a fresh knowledge
+base made by the quick start; the kb skill's commands run on the starter KB too.
+
+A command fails the test on a non-zero exit code the README does not announce (a trailing comment
+saying "exit N") or on any "internal error" or traceback. Blocks that cannot run here (the install
+itself, a third-party agent's CLI) are named below with the reason; a new or changed block that
+is not accounted for fails the test, so the README and its test change together.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+import kbtool
+from conftest import REPO_ROOT
+
+AIPERF_EXPORT = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"
+# blocks by their first line: what the test sets up before running one, or why it does not run it
+NOT_RUN = {
+    "make demo   # creates .venv/, installs kb (CPU torch pinned first), runs kb search \"NVFP4 MoE decode\" on the starter KB":
+        "the set-up itself: .ci/run runs `make test` (this test among them) and `make demo` on a clean clone",
+    "claude mcp add kb -- kb --kb /path/to/kb serve            # all tools":
+        "needs Claude Code; test_mcp drives `kb serve` through the official MCP client instead",
+}
+# files a user has at that point: the export of their own AIPerf run (a real one, from a mock server)
+FILES_BEFORE = {
+    "cd ~/my-kb\nkb search \"NVFP4 MoE decode\" --where applies_to.hardware=B200":
+        {"~/my-kb/artifacts/profile_export_aiperf.json": AIPERF_EXPORT},
+}
+# the kb skill's commands with placeholders, each as one concrete instance on the starter KB;
+# (command, exit code it announces)
+SKILL_INSTANCES = {
+    "kb serve": None,  # a long-running server: test_mcp covers it
+    "kb edit": None,  # named in prose ("kb edit refuses it"), not a command to run
+    "kb show ID": ("kb show nvfp4-block-scaled-fp4-format", 0),
+    "kb gate run ID": ("kb gate run gate-tpot-vs-baseline-engine", 1),  # no runs/ in a fresh clone: it fails
+    "kb supersede OLD NEW": ("kb supersede ttft-run-1 ttft-run-2", 0),
+    "kb supersede OLD NEW --reason \"...\"": ("kb supersede ttft-run-2 ttft-run-3 --reason \"re-measured with AIPerf\"", 0),
+    "kb add-finding --title \"...\" --metric tpot=0.56ms --baseline tpot=0.71ms --applies-to hardware=B200 --applies-to model=...":
+        ("kb add-finding --title \"NVFP4 MoE decode TPOT 0.56 ms\" --metric tpot=0.56ms --baseline tpot=0.71ms "
+         "--applies-to hardware=B200 --applies-to model=Qwen3.6-35B-A3B", 0),
+    "kb add-finding --from profile_export_aiperf.json --title \"...\"":
+        (f"kb add-finding --from {AIPERF_EXPORT} --title \"AIPerf c=1 against a mock server\"", 0),
+    "kb add-finding --json-input < finding.json":
+        ("kb add-finding --json-input < finding.json", 0),
+}
+
+
+@dataclass
+class Block:
+    language: str
+    lines: list[str]
+    line_no: int
+
+    @property
+    def first(self) -> str:
+        return next(l for l in self.lines if l.strip())
+
+
+def blocks(text: str) -> list[Block]:
+    out, current, language, start = [], None, "", 0
+    for n, line in enumerate(text.splitlines(), 1):
+        fence = re.match(r"^```(\w*)\s*$", line)
+        if fence and current is None:
+            current, language, start = [], fence.group(1), n
+        elif fence:
+            out.append(Block(language, current, start))
+            current = None
+        elif current is not None:
+            current.append(line)
+    return out
+
+
+def commands(block: Block) -> list[str]:
+    """Logical command lines: continuation lines joined, blank and comment-only lines dropped."""
+    out, pending = [], ""
+    for line in block.lines:
+        if pending:
+            pending += "\n" + line
+        elif line.strip() and not line.lstrip().startswith("#"):
+            pending = line
+        else:
+            continue
+        if not pending.rstrip().endswith("\\"):
+            out.append(pending)
+            pending = ""
+    return out
+
+
+def allowed_exits(command: str) -> set[int]:
+    """0, and whatever non-zero exit the command's trailing comment announces ("exit 1 if any")."""
+    comment = command.rsplit("#", 1)[1] if "#" in command else ""
+    return {0, *(int(code) for code in re.findall(r"\bexit (\d)\b", comment))}
+
+
+class Shell:
+    """Runs commands one at a time as a user at a terminal would: the working directory carries
+    over (cd), HOME is a fresh folder, kb is the one installed in this virtual environment."""
+
+    def __init__(self, home: Path, start: Path):
+        self.state = home / ".cwd"
+        self.start = start
+        home.mkdir(exist_ok=True)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
+        self.env.update(HOME=str(home), PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+                        KB_DAEMON_IDLE="120", GIT_CONFIG_GLOBAL=str(home / ".gitconfig"))
+        self.ran: list[str] = []
+
+    def begin(self) -> None:
+        self.state.write_text(str(self.start))
+
+    def run(self, command: str, expect: set[int], where: str) -> subprocess.CompletedProcess[str]:
+        script = f'cd "$(cat "{self.state}")" || exit 97\n{{\n{command}\n}}\nrc=$?\npwd > "{self.state}"\nexit $rc\n'
+        out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=self.env, timeout=900)
+        shown = f"{where}: `{command}` exited {out.returncode} (expected {expect})\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
+        assert out.returncode in expect, shown
+        for bad in ("internal error", "Traceback"):
+            assert bad not in out.stdout and bad not in out.stderr, shown
+        self.ran.append(command)
+        return out
+
+    def stop_daemons(self, *roots: Path) -> None:
+        code = "from kbtool.client import stop_daemon; from pathlib import Path; import sys; [stop_daemon(Path(p)) for p in sys.argv[1:]]"
+        subprocess.run([sys.executable, "-c", code, *map(str, roots)], capture_output=True, timeout=120)
+
+
+@pytest.fixture
+def clone(tmp_path: Path) -> Path:
+    target = tmp_path / "kb-checkout"
+    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(target)], check=True)
+    return target
+
+
+def test_every_readme_block_runs_as_written(clone, tmp_path):
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    home = tmp_path / "home"
+    shell = Shell(home, clone)
+    ran_blocks = 0
+    try:
+        for block in blocks(readme):
+            where = f"README.md:{block.line_no}"
+            if block.language == "json":
+                json.loads("\n".join(block.lines))  # configuration and output examples are valid JSON
+                continue
+            if block.language in ("", "text"):
+                continue  # a diagram of the layout, not a command
+            if block.language == "python":
+                script = tmp_path / "readme_example.py"
+                script.write_text("\n".join(block.lines) + "\n")
+                out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=clone,
+                                     env=shell.env, timeout=900)
+                assert out.returncode == 0, f"{where}: the Python example failed\n{out.stderr[-3000:]}"
+                ran_blocks += 1
+                continue
+            assert block.language in ("sh", "bash"), f"{where}: a ```{block.language} block; say how to test it"
+            if block.first in NOT_RUN:
+                continue
+            for dest, source in FILES_BEFORE.get("\n".join(commands(block)[:2]), {}).items():
+                target = Path(dest.replace("~", str(home), 1))
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, target)
+            shell.begin()
+            for command in commands(block):
+                shell.run(command, allowed_exits(command), where)
+            ran_blocks += 1
+    finally:
+        shell.stop_daemons(clone, home / "my-kb")
+    assert ran_blocks >= 6, ran_blocks
+    # every block that was not run is accounted for, and every exception still names a real block
+    firsts = {b.first for b in blocks(readme) if b.language in ("sh", "bash")}
+    assert set(NOT_RUN) <= firsts, set(NOT_RUN) - firsts
+    assert set(FILES_BEFORE) <= {"\n".join(commands(b)[:2]) for b in blocks(readme)}
+
+
+def skill_commands(text: str) -> list[str]:
+    """The `kb ...` commands quoted in a SKILL.md (a code span may wrap across lines)."""
+    return [" ".join(span.split()) for span in re.findall(r"`(kb [^`]+)`", text)]
+
+
+def test_the_kb_skill_commands_run_on_the_starter_kb(clone, tmp_path):
+    text = (REPO_ROOT / "skills" / "kb" / "SKILL.md").read_text(encoding="utf-8")
+    found = skill_commands(text)
+    assert len(found) >= 10, found
+    shell = Shell(tmp_path / "home", clone)
+    shell.begin()
+    (clone / "finding.json").write_text(json.dumps({
+        "title": "FP8 KV cache: RULER accuracy within 0.3 points of BF16 on H100",
+        "metrics": {"ruler_accuracy": {"value": 91.2, "unit": "%", "baseline": 91.5}},
+        "applies_to": {"hardware": "H100", "precision": "fp8"}}))
+    base = kbtool.open(clone)
+    for n in (1, 2, 3):  # three runs of one measurement, for the supersede examples
+        base.add_finding(f"TTFT run {n}", metrics={"ttft": (12.0 + n, "ms")}, applies_to=["hardware=B200"])
+    try:
+        for command in found:
+            plain = command.split(" #")[0].strip()
+            if plain in SKILL_INSTANCES:
+                instance = SKILL_INSTANCES[plain]
+                if instance is None:
+                    continue
+                plain, expect = instance[0], {instance[1]}
+            else:
+                assert not re.search(r"\b(ID|OLD|NEW|GAP_ID)\b|\.\.\.", plain), \
+                    f"skills/kb/SKILL.md: `{command}` has a placeholder; give it a concrete instance in SKILL_INSTANCES"
+                expect = allowed_exits(command)
+            shell.run(plain, expect, "skills/kb/SKILL.md")
+    finally:
+        shell.stop_daemons(clone)
+    assert set(SKILL_INSTANCES) <= set(c.split(" #")[0].strip() for c in found), \
+        "SKILL_INSTANCES names a command skills/kb/SKILL.md no longer shows"
