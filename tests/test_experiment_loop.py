@@ -115,6 +115,19 @@ def test_provenance_records_the_experiment_repository(cli, kb, tmp_path):
     (repo / "a.txt").write_text("changed")
     card = json.loads(cli("add-finding", "--title", "t", "-m", "tpot=0.56ms", "--repo", str(repo), "--json").stdout)
     assert card["repo"]["commit"] == git(repo, "rev-parse", "HEAD").strip() and card["repo"]["dirty"] is True
+    assert card["repo"]["name"] == "experiment" and "path" not in card["repo"]  # no machine path travels in git
+
+    # with a remote: its URL, without the credentials a clone URL may carry; artifacts relative to the repository
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "https://bot:ghp_s3cret@github.com/acme/engine.git"],
+                   check=True)
+    export = repo / "runs" / "profile_export_aiperf.json"
+    export.parent.mkdir()
+    export.write_text(AIPERF.read_text() if AIPERF.is_file() else json.dumps(
+        {"aiperf_version": "0.13.0", "time_to_first_token": {"unit": "ms", "avg": 25.3, "p99": 34.6}}))
+    card = json.loads(cli("add-finding", "--title", "u", "--from", str(export), "--repo", str(repo), "--json").stdout)
+    assert card["repo"]["url"] == "https://github.com/acme/engine.git" and card["repo"]["name"] == "engine"
+    assert {e["artifact"]["path"] for e in card["evidence"]} == {"runs/profile_export_aiperf.json"}
+    assert str(tmp_path) not in (kb.root / card["path"]).read_text() and "s3cret" not in (kb.root / card["path"]).read_text()
 
 
 def test_duplicates_and_contradictions_are_named_and_strict_refuses(cli, kb):

@@ -42,6 +42,7 @@ FILES_BEFORE = {
 SKILL_INSTANCES = {
     "kb serve": None,  # a long-running server: test_mcp covers it
     "kb edit": None,  # named in prose ("kb edit refuses it"), not a command to run
+    "kb show": None,  # named in prose ("with get (or kb show)")
     "kb show ID": ("kb show nvfp4-block-scaled-fp4-format", 0),
     "kb gate run ID": ("kb gate run gate-tpot-vs-baseline-engine", 1),  # no runs/ in a fresh clone: it fails
     "kb supersede OLD NEW": ("kb supersede ttft-run-1 ttft-run-2", 0),
@@ -53,6 +54,9 @@ SKILL_INSTANCES = {
         (f"kb add-finding --from {AIPERF_EXPORT} --title \"AIPerf c=1 against a mock server\"", 0),
     "kb add-finding --json-input < finding.json":
         ("kb add-finding --json-input < finding.json", 0),
+    "kb confirm ID": ("kb confirm ttft-run-3", 0),
+    "kb refute ID --reason \"...\"": ("kb refute ttft-run-1 --reason \"superseded twice over\"", 0),
+    "kb gate run GATE --confirms ID": ("kb gate run gate-tpot-vs-baseline-engine --confirms ttft-run-3", 1),
 }
 
 
