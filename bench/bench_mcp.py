@@ -2,10 +2,13 @@
 
     .venv/bin/python bench/bench_mcp.py [--queries 200]
 
-Starts the server as a subprocess (as an MCP client would), waits for the warm-up, then
+Starts the server as a subprocess (as an MCP client would) on a fresh clone of this
+repository (so the writes it times land in a throwaway copy), waits for the warm-up, then
 times tool calls end to end through the SDK client: JSON-RPC over pipes, argument
 validation, the search itself, result serialisation. Queries are distinct (no query-vector
-cache hits) unless said otherwise. Target: `search` p50 <= 20 ms warm.
+cache hits) unless said otherwise. Target: `search` p50 <= 20 ms warm. The write-then-read
+pair is an `add_finding` and the search right after it, which must find the new card in
+both legs (it embeds the new chunks first).
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import argparse
 import asyncio
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,9 +47,9 @@ async def timed(client: Client, tool: str, args: dict) -> float:
     return elapsed
 
 
-async def main(n: int) -> None:
+async def main(n: int, clone: Path) -> None:
     env = {**os.environ, "KB_DAEMON": "0"}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "kbtool", "--kb", str(REPO), "serve"], env=env)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "kbtool", "--kb", str(clone), "serve"], env=env)
     started = time.perf_counter()
     async with Client(params, read_timeout_seconds=300) as client:
         connected = time.perf_counter() - started
@@ -59,6 +64,15 @@ async def main(n: int) -> None:
         gets = [await timed(client, "get", {"id": hits[i % len(hits)]["id"]}) for i in range(n)]
         lists = [await timed(client, "list", {}) for _ in range(n // 4)]
         related = [await timed(client, "related", {"id": hits[i % len(hits)]["id"]}) for i in range(n // 4)]
+        writes, reads = [], []
+        for i in range(min(n, 20)):
+            writes.append(await timed(client, "add_finding", {"title": f"Zebrafish t{i} decode latency 3.1 ms",
+                                                              "metrics": {"tpot": "3.1ms"}}))
+            started_read = time.perf_counter()
+            found_now = await client.call_tool("search", {"query": f"zebrafish t{i} decode latency", "mode": "vector"})
+            reads.append(time.perf_counter() - started_read)
+            if not any(h["title"].startswith(f"Zebrafish t{i} ") for h in found_now.structured_content["hits"]):
+                raise SystemExit(f"the finding written {i} was not in the vector leg of the next search")
     print(f"kb serve (stdio) on the starter KB ({len(hits)} cards found for the probe), {n} calls each")
     print(f"  connect (process start + initialize): {connected * 1000:.0f} ms; first search ready at {ready:.2f} s "
           f"(model load + index check; that call {first * 1000:.0f} ms)")
@@ -68,9 +82,14 @@ async def main(n: int) -> None:
     print(f"  get:                        {quantiles(gets)}")
     print(f"  list:                       {quantiles(lists)}")
     print(f"  related:                    {quantiles(related)}")
+    print(f"  add_finding (one commit):   {quantiles(writes)}")
+    print(f"  search right after a write: {quantiles(reads)}   (the new card in the vector leg every time)")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=200)
-    asyncio.run(main(parser.parse_args().queries))
+    with tempfile.TemporaryDirectory() as tmp:
+        clone = Path(tmp) / "starter"
+        subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+        asyncio.run(main(parser.parse_args().queries, clone))

@@ -209,8 +209,10 @@ def show(
 
     base = open_kb(kb)
     found = base.card_or_skill(card_id)
-    if not hasattr(found, "card"):  # a skill
-        print_json({"id": found.name, "kind": "skill", **found.to_dict()}) if as_json else typer.echo(render_skill(found), nl=False)
+    if not hasattr(found, "card") and as_json:  # a skill
+        print_json({"id": found.name, "kind": "skill", **found.to_dict()})
+    elif not hasattr(found, "card"):
+        typer.echo(render_skill(found), nl=False)
     elif as_json:
         print_json(found.to_dict())
     else:
@@ -282,7 +284,7 @@ def lint(
         print_json({"ok": not errors, "problems": [p.__dict__ for p in problems]})
     else:
         for p in problems:
-            typer.echo(f"{p.path}: {'warning: ' if p.severity == 'warning' else ''}[{p.code}] {p.message}")
+            typer.echo(p.line())
         warnings = len(problems) - len(errors)
         tail = f", {warnings} warning(s)" if warnings else ""
         typer.echo(f"{len(errors)} problem(s){tail}" if errors else f"ok: no problems{tail}", err=bool(errors))

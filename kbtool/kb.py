@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from . import markdown
 from .cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, fallback_id, is_valid_id, slugify
 from .config import Config, load_config
-from .errors import AmbiguousId, BadInput, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField, KbError, SemanticUnavailable, SkillNotFound
+from .errors import (AmbiguousId, BadInput, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField, KbError,
+                     SemanticUnavailable, SkillNotFound)
 from .locate import resolve_root
 from .fields import merge, parse_assignments, parse_filters
 from .records import Problem, StoredCard
@@ -436,8 +437,9 @@ class KnowledgeBase:
                 verdict = "pass" if result.passed else "fail"
                 trailers = f"kb-op: gate-run\nkb-id: {stored.id}\n"
                 if target is not None and result.passed:
-                    confirmed = self._reviewed(self.get(target.id), "confirmed", f"gate:{stored.id}")
-                    writes[target.path] = markdown.render(confirmed, target.body)
+                    current = self.get(target.id)  # as it stands now, under the lock
+                    writes[current.path] = markdown.render(self._reviewed(current, "confirmed", f"gate:{stored.id}"),
+                                                           current.body)
                     trailers += f"kb-confirms: {target.id}\n"
                 self.store.write(writes, f"kb gate run {stored.id}: {verdict}\n\n{trailers}")
         return result

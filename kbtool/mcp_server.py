@@ -113,14 +113,14 @@ class KbTools:
         room = budget - len(_cut_notice(len(found), len(found), budget)) - 1
         hits, lines, spent = [], [], 0
         for hit in found:
-            brief = {key: hit[key] for key in ("id", "kind", "title", "status", "score")}
-            brief["snippet"] = _one_line(hit["snippet"], SNIPPET_CHARS)
-            line = f"{hit['id']} [{hit['kind']}, {hit['status']}] {hit['title']} — {brief['snippet']}"
+            short = {key: hit[key] for key in ("id", "kind", "title", "status", "score")}
+            short["snippet"] = _one_line(hit["snippet"], SNIPPET_CHARS)
+            line = f"{hit['id']} [{hit['kind']}, {hit['status']}] {hit['title']} — {short['snippet']}"
             if spent + len(line) > room:
                 if hits:
                     break
                 line = _one_line(line, room)  # the best hit always shows, cut to fit
-            hits.append(brief)
+            hits.append(short)
             lines.append(line)
             spent += len(line) + 1
         truncated = len(hits) < len(found)
@@ -158,12 +158,11 @@ class KbTools:
         return _result(text, {"gaps": gaps})
 
     def lint(self, skip: list[str] | None) -> CallToolResult:
-        problems = [{"path": p.path, "code": p.code, "message": p.message, "id": p.id, "severity": p.severity}
-                    for p in self.kb.lint(skip or ())]
-        errors = sum(1 for p in problems if p["severity"] == "error")
-        text = "\n".join(f"{p['path']}: {'warning: ' if p['severity'] == 'warning' else ''}[{p['code']}] {p['message']}"
-                         for p in problems)
-        text += ("\n" if text else "") + (f"{errors} error(s), {len(problems) - errors} warning(s)" if problems else "no problems")
+        found = self.kb.lint(skip or ())
+        problems = [{"path": p.path, "code": p.code, "message": p.message, "id": p.id, "severity": p.severity} for p in found]
+        errors = sum(1 for p in found if p.severity == "error")
+        text = "\n".join([*(p.line() for p in found),
+                          f"{errors} error(s), {len(found) - errors} warning(s)" if found else "no problems"])
         return _result(text, {"problems": problems, "count": len(problems), "errors": errors, "ok": errors == 0})
 
     def related(self, ref: str, k: int) -> CallToolResult:

@@ -55,3 +55,7 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
+
+    def line(self) -> str:
+        """How `kb lint` and the MCP lint tool show it: the warnings marked, the check's code named."""
+        return f"{self.path}: {'warning: ' if self.severity == 'warning' else ''}[{self.code}] {self.message}"
