@@ -49,9 +49,11 @@ DEFAULT_BUDGET = 6000  # characters of hit text a search answer may spend; agent
 
 INSTRUCTIONS = """kb is the project's knowledge base of contracts, constraints, findings, failure-modes,
 gates, gaps and references, plus skills. Before an experiment, `search` for what applies (filter
-on applies_to.hardware, applies_to.model, kind) and `get` the cards you will rely on. Gates are
-immutable: meet them, never edit them. After a measured run, `add_finding` with the numbers and
-their baseline, and `closes` when it answers a gap. `gaps` lists the open questions."""
+on applies_to.hardware, applies_to.model, kind) and `get` the cards you will rely on (any hit's
+id, skills included). Gates are immutable: meet them, never edit them. After a measured run,
+`add_finding` with the numbers, their statistics and baseline, and `closes` when it answers a
+gap; what you write lands tentative (or draft) until a person reviews it. `gaps` lists the open
+questions."""
 
 Filters = Annotated[dict[str, str | int | float | bool] | None,
                     Field(description="field path -> value, all must match, e.g. {\"applies_to.hardware\": \"B200\"}")]
