@@ -249,8 +249,10 @@ def edit(
     as_json: JsonOut = False,
 ) -> None:
     """Change fields or the body of a card; one commit (none when nothing changed)."""
+    from .review import agent_from_env
+
     stored = open_kb(kb).edit(card_id, fields=field or [], body=body_from(body, body_file), title=title,
-                              tags=tag, status=status)
+                              tags=tag, status=status, agent=agent_from_env())
     print_written(stored, as_json)
 
 

@@ -9,6 +9,7 @@ never left believing a number was stored when it was not.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Iterable, Union
 
@@ -37,18 +38,26 @@ def parse_metric_flags(pairs: Iterable[str], flag: str) -> dict[str, Metric]:
     return out
 
 
-def parse_conditions(pairs: Iterable[str], flag: str) -> dict[str, str | float]:
-    """`--condition concurrency=32` ... -> {"concurrency": 32.0}; a value that is not a number stays text."""
-    out: dict[str, str | float] = {}
+def parse_conditions(pairs: Iterable[str], flag: str) -> dict[str, str | int | float]:
+    """`--condition concurrency=32` ... -> {"concurrency": 32}; a value that is not a number stays text."""
+    out: dict[str, str | int | float] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key.strip() or not raw.strip():
             raise BadInput(f"{flag} {pair!r}: expected key=value, e.g. concurrency=32")
-        try:
-            out[key.strip()] = number(float(raw), f"{flag} {key.strip()}")
-        except ValueError:
-            out[key.strip()] = raw.strip()
+        out[key.strip()] = _typed(raw.strip())
     return out
+
+
+def _typed(text: str) -> str | int | float:
+    """'32' -> 32, '0.5' -> 0.5, 'chat' -> 'chat': a condition keeps the type its value reads as."""
+    for kind in (int, float):
+        try:
+            value = kind(text)
+        except ValueError:
+            continue
+        return value if isinstance(value, int) or math.isfinite(value) else text
+    return text
 
 
 def finding_arguments(data: dict[str, Any], origin: str) -> dict[str, Any]:

@@ -180,7 +180,13 @@ class KnowledgeBase:
 
     def edit(self, ref: str, fields: Iterable[str] = (), body: str | None = None,
              title: str | None = None, tags: Iterable[str] | None = None,
-             status: str | None = None, values: dict[str, Any] | None = None) -> StoredCard:
+             status: str | None = None, values: dict[str, Any] | None = None, agent: str | None = None) -> StoredCard:
+        """Change a card, one commit (none when nothing changed). An agent edits text and scope, not
+        the fields review decides (status, links, provenance): see kbtool.review."""
+        fields = list(fields)
+        if agent is not None:
+            check_agent_fields({**(values or {}), **({"status": status} if status is not None else {})}, fields,
+                               f"edit {ref}")
         with self.store.lock():
             current = self.get(ref)
             self._check_editable(current)

@@ -286,3 +286,15 @@ def test_concurrent_add_finding(kb, monkeypatch):
     assert subprocess.run(["git", "-C", str(kb.root), "fsck", "--strict"], capture_output=True).returncode == 0
     stats = kb.refresh_index(semantic=False)
     assert stats.added == 0 and stats.updated == 0  # every writer left the index current
+
+
+def test_command_and_conditions_are_kept_with_each_metric(cli, kb):
+    card = json.loads(cli("add-finding", "--title", "c=32 sweep", "-m", "output_throughput=10307tok/s", "-m", "tpot=2.9ms",
+                          "--command", "aiperf profile --concurrency 32", "--condition", "concurrency=32",
+                          "--condition", "workload=chat", "--json").stdout)
+    for ev in card["evidence"]:
+        assert ev["command"] == "aiperf profile --concurrency 32"
+        assert ev["conditions"] == {"concurrency": 32, "workload": "chat"}
+    before = tree_state(kb.root)
+    assert cli("add-finding", "--title", "x", "-m", "tpot=1ms", "--condition", "concurrency").exit_code == 2
+    assert tree_state(kb.root) == before

@@ -53,7 +53,12 @@ def test_an_agents_finding_is_tentative_and_names_its_agent(run, kb):
                  ["add", "gate", "--title", "x", "--status", "tentative", "--field", "check.command=true", *GATE]):
         out = run(AGENT, *args)
         assert out.exit_code == 2, (args, out.output)
+    mine = added.stdout.strip()
+    for args in (["edit", mine, "--status", "confirmed"], ["edit", mine, "--field", "provenance.reviewed_by=me"]):
+        assert run(AGENT, *args).exit_code == 2, args  # nor promote it by editing
     assert tree_state(kb.root) == before
+    # an agent may still correct what it wrote: text and scope
+    assert run(AGENT, "edit", mine, "--field", "applies_to.precision=nvfp4").exit_code == 0
 
 
 def test_review_confirm_and_refute(run, kb):
