@@ -25,7 +25,7 @@ _EXPORTS = {
     "KINDS": "cards", "MODELS": "cards", "STATUSES": "cards", "CardBase": "cards",
     "KbError": "errors", "BadInput": "errors", "InvalidCard": "errors", "InvalidField": "errors",
     "UnknownKind": "errors", "CardNotFound": "errors", "AmbiguousId": "errors", "Conflict": "errors",
-    "OutsidePath": "errors", "NotAKnowledgeBase": "errors", "CheckFailed": "errors",
+    "OutsidePath": "errors", "NotAKnowledgeBase": "errors", "CheckFailed": "errors", "SemanticUnavailable": "errors",
     "KnowledgeBase": "kb", "Problem": "records", "StoredCard": "records", "StoreError": "store",
     "Embedder": "embeddings", "HashingEmbedder": "embeddings", "SentenceTransformerEmbedder": "embeddings",
 }
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .cards import KINDS, MODELS, STATUSES, CardBase
     from .embeddings import Embedder, HashingEmbedder, SentenceTransformerEmbedder
     from .errors import (AmbiguousId, BadInput, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField,
-                         KbError, NotAKnowledgeBase, OutsidePath, UnknownKind)
+                         KbError, NotAKnowledgeBase, OutsidePath, SemanticUnavailable, UnknownKind)
     from .kb import KnowledgeBase
     from .records import Problem, StoredCard
     from .store import StoreError

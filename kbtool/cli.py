@@ -88,6 +88,14 @@ def open_kb(path: Optional[Path]) -> "KnowledgeBase":
     return KnowledgeBase.open(_root(path))
 
 
+def current_agent() -> Optional[str]:
+    """The agent running this command, if its environment names one (kbtool.review); imported here
+    because the review rules load the card models, which `kb search` through the daemon never needs."""
+    from .review import agent_from_env
+
+    return agent_from_env()
+
+
 def show_notices(base: "KnowledgeBase") -> None:
     for notice in base.notices:
         typer.echo(f"kb: note: {notice}", err=True)
@@ -183,18 +191,16 @@ def add(
     as_json: JsonOut = False,
 ) -> None:
     """Add a card and commit it; prints the new id (--json: the whole card)."""
-    from .review import agent_from_env
-
     base = open_kb(kb)
     if from_file is not None:
         if title or field or tag or body is not None or body_file is not None or status:
             raise BadInput("--from-file takes the whole card; give no other card options with it")
-        stored = base.add_from_text(kind, read_text_arg(from_file), str(from_file), agent=agent_from_env())
+        stored = base.add_from_text(kind, read_text_arg(from_file), str(from_file), agent=current_agent())
     else:
         if not title:
             raise BadInput("--title is required (or --from-file CARD.md)")
         stored = base.add(kind, title, fields=field or [], tags=tag or [], status=status,
-                          body=body_from(body, body_file) or "", agent=agent_from_env())
+                          body=body_from(body, body_file) or "", agent=current_agent())
     print_written(stored, as_json)
 
 
@@ -249,10 +255,8 @@ def edit(
     as_json: JsonOut = False,
 ) -> None:
     """Change fields or the body of a card; one commit (none when nothing changed)."""
-    from .review import agent_from_env
-
     stored = open_kb(kb).edit(card_id, fields=field or [], body=body_from(body, body_file), title=title,
-                              tags=tag, status=status, agent=agent_from_env())
+                              tags=tag, status=status, agent=current_agent())
     print_written(stored, as_json)
 
 
@@ -321,8 +325,6 @@ def add_finding(
 
     Run by an agent (see `kb review`), the finding is tentative until a person confirms it."""
     from .finding_input import finding_arguments, parse_conditions, parse_metric_flags
-    from .review import agent_from_env
-
     base = open_kb(kb)
     if json_input:
         args = finding_arguments(_json_stdin(), "--json-input")
@@ -337,7 +339,7 @@ def add_finding(
         raise BadInput("a finding needs a --title")
     if args["repo"] is None:
         args["repo"] = git_top(Path.cwd())
-    stored, related = base.add_finding(**args, strict=strict, agent=agent_from_env())
+    stored, related = base.add_finding(**args, strict=strict, agent=current_agent())
     for label in ("duplicates", "contradictions"):
         if related[label]:
             typer.echo(f"kb: warning: likely {label[:-1] if label.endswith('s') else label}s of {stored.id}: "
@@ -408,9 +410,7 @@ def confirm(
     as_json: JsonOut = False,
 ) -> None:
     """Vouch for a card (an agent's, typically): status confirmed, you as reviewer; one commit."""
-    from .review import agent_from_env
-
-    print_written(open_kb(kb).confirm(card_id, reason, agent=agent_from_env()), as_json)
+    print_written(open_kb(kb).confirm(card_id, reason, agent=current_agent()), as_json)
 
 
 @app.command()
@@ -421,9 +421,7 @@ def refute(
     as_json: JsonOut = False,
 ) -> None:
     """Reject a card: status refuted (search demotes it, packs leave it out), you as reviewer; one commit."""
-    from .review import agent_from_env
-
-    print_written(open_kb(kb).refute(card_id, reason, agent=agent_from_env()), as_json)
+    print_written(open_kb(kb).refute(card_id, reason, agent=current_agent()), as_json)
 
 
 @app.command()
