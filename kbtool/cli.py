@@ -215,12 +215,10 @@ def show(
 
     base = open_kb(kb)
     found = base.card_or_skill(card_id)
-    if not hasattr(found, "card") and as_json:  # a skill
-        print_json({"id": found.name, "kind": "skill", **found.to_dict()})
-    elif not hasattr(found, "card"):
-        typer.echo(render_skill(found), nl=False)
-    elif as_json:
+    if as_json:
         print_json(found.to_dict())
+    elif not hasattr(found, "card"):  # a skill
+        typer.echo(render_skill(found), nl=False)
     else:
         typer.echo((base.root / found.path).read_text(encoding="utf-8"), nl=False)
 

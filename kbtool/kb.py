@@ -88,8 +88,9 @@ class KnowledgeBase:
         unique id prefix. Search returns both kinds, so whatever it returns can be opened."""
         from .skills import SKILL_FILE
 
-        if ref in self.ids():
-            return self.get(ref)
+        ids = self.ids()
+        if ref in ids:
+            return self.load_file(ids[ref])
         if ref and "/" not in ref and (self.skills_dir / ref / SKILL_FILE).is_file():
             return self.skill(ref)
         try:

@@ -138,7 +138,7 @@ class KbTools:
         found = self.kb.card_or_skill(ref)
         if isinstance(found, StoredCard):
             return _result(markdown.render(found.card, found.body), found.to_dict())
-        return _result(render_skill(found), {"id": found.name, "kind": "skill", **found.to_dict()})
+        return _result(render_skill(found), found.to_dict())
 
     def list(self, kind: str | None, status: str | None, tags: list[str] | None, filters: dict[str, Any] | None,
              limit: int, offset: int) -> CallToolResult:

@@ -66,7 +66,8 @@ class Skill:
         return data
 
     def to_dict(self, body: bool = True) -> dict[str, Any]:
-        data = {**self.frontmatter(), "path": self.path, "files": list(self.files)}
+        # id and kind as a search hit names them, so a skill reads like a card wherever both appear
+        data = {"id": self.name, "kind": "skill", **self.frontmatter(), "path": self.path, "files": list(self.files)}
         if body:
             data["body"] = self.body
         return data
