@@ -49,11 +49,16 @@ def split_frontmatter(text: str, origin: str) -> tuple[str, str]:
     raise InvalidCard(f"{origin}: the frontmatter is not closed by a '---' line")
 
 
+# libyaml's parser when PyYAML was built with it (the wheels are): the same safe constructors,
+# ~13x faster on card headers (0.20 vs 2.7 ms a card, measured on the starter KB)
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_frontmatter(text: str, origin: str) -> tuple[dict[str, Any], str]:
     """The raw frontmatter mapping and the body, before schema validation."""
     header, body = split_frontmatter(text, origin)
     try:
-        data = yaml.safe_load(header)
+        data = yaml.load(header, Loader=YAML_LOADER)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
