@@ -136,11 +136,8 @@ def _connect(root: Path) -> socket.socket:
             return sock
         path.unlink(missing_ok=True)  # a socket file left by a daemon that died
         with open(state / "daemon.log", "ab") as log:
-            # -P: the working directory (the KB) is not put on the import path. A KB may hold a folder
-            # named kbtool (this repository does; a hostile clone might); the daemon must import the
-            # installed kbtool, the same code as this client, and never run code from the KB.
-            subprocess.Popen([sys.executable, "-P", "-m", "kbtool.daemon", str(root)], stdin=subprocess.DEVNULL,
-                             stdout=log, stderr=log, start_new_session=True, cwd=str(state))
+            subprocess.Popen(daemon_command(root), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                             start_new_session=True, cwd=str(state))
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             sock = _try_connect(path)
@@ -148,6 +145,18 @@ def _connect(root: Path) -> socket.socket:
                 return sock
             time.sleep(0.02)
     raise DaemonUnavailable(f"no search daemon answered at {path} within {START_TIMEOUT_S:.0f} s; see {state / 'daemon.log'}")
+
+
+def daemon_command(root: Path) -> list[str]:
+    """The daemon runs this client's own kbtool, whatever the working directory holds.
+
+    -P keeps the working directory off the import path, and the folder this package was imported
+    from goes first: a knowledge base may hold a folder named kbtool (this repository does; a hostile
+    clone might), and the daemon must neither run its code nor differ from the client that asks."""
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    code = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
+            "from kbtool.daemon import main; main(sys.argv[1:])")
+    return [sys.executable, "-P", "-c", code, package_parent, str(root)]
 
 
 def _wait_gone(root: Path, timeout: float = 10.0) -> None:

@@ -3,8 +3,10 @@ index and its vector matrix in memory and answers clients over a unix socket.
 
     python -m kbtool.daemon ROOT      (started on demand by kbtool.client)
 
-It binds its socket first (so clients know it is coming), then loads the model and
-refreshes the index, then answers one request at a time: a JSON line in, a JSON line out.
+It binds its socket first (so clients know it is coming), then refreshes the keyword index and
+answers one request at a time, a JSON line in, a JSON line out, while the model loads and the
+missing vectors are embedded on a background thread (hybrid searches answer from the keyword
+leg, saying so, until then).
 Before each search the index refreshes itself if the store changed, so a card written by
 any process is found by the next query. It exits after KB_DAEMON_IDLE seconds (default
 900) without a request, when asked to stop, or when a client of a different build asks
@@ -70,8 +72,8 @@ def serve(root: Path) -> None:
     build = build_id(root)
     try:
         kb = KnowledgeBase.open(root)
-        # warm up before the first client is served: model, index, vector matrix
-        kb.run_search(_warmup_request())
+        # the keyword index before the first client is served; the model and vectors in the background
+        kb.warm_in_background()
         kb.notices.clear()
         print(f"kb daemon {os.getpid()} ready for {root}", flush=True)
         server.settimeout(IDLE_S)
@@ -101,12 +103,6 @@ def serve(root: Path) -> None:
                 path.unlink()
         except OSError:
             pass
-
-
-def _warmup_request():
-    from .retrieval import SearchRequest
-
-    return SearchRequest("warm up", k=1)
 
 
 def main(argv: list[str]) -> None:

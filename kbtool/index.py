@@ -185,6 +185,15 @@ class Index:
     def refresh(self, embedder: Embedder | None, progress: Progress | None = None, force: bool = False) -> RefreshStats:
         """Bring the index up to date with the card files; embed what lacks a vector (if an embedder is given)."""
         started = time.perf_counter()
+        stats = self._refresh_text(force)
+        if embedder is not None:
+            stats.embedded = self.embed_missing(embedder, progress)
+        self._load_views()
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def _refresh_text(self, force: bool) -> RefreshStats:
+        """The cards, chunks and keyword rows of every changed file, in one transaction."""
         stats = RefreshStats()
         with self._lock():
             signature = self._signature()
@@ -214,17 +223,7 @@ class Index:
             stats.added = sum(1 for s, *_ in upserts if s.path not in known)
             stats.updated = len(upserts) - stats.added
             stats.removed = len(removed)
-
-            vectors: list[tuple[str, str, bytes]] = []
-            if embedder is not None:
-                have = self._hashes_with_vectors(embedder.model_id)
-                pending = {c.hash: c.text for doc, *_ in upserts for c in doc.chunks if c.hash not in have}
-                pending.update(self._missing_vectors(embedder.model_id, exclude=set(have) | set(pending),
-                                                     skip_paths={s.path for s, *_ in upserts} | set(removed)))
-                vectors = _embed(embedder, pending, progress)
-                stats.embedded = len(vectors)
-
-            if upserts or removed or touched or vectors:
+            if upserts or removed or touched:
                 with self.db.conn:
                     for rel in removed:
                         self._delete_card(rel)
@@ -233,21 +232,42 @@ class Index:
                         self._insert_card(doc, file_hash, st)
                     self.db.conn.executemany("UPDATE cards SET mtime_ns = ?, size = ? WHERE path = ?",
                                              [(st.st_mtime_ns, st.st_size, rel) for rel, st in touched])
-                    self.db.conn.executemany("INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", vectors)
-                    if upserts or removed or vectors:
-                        self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)",
-                                             (f"{time.time_ns()}-{os.getpid()}",))
+                    if upserts or removed:
+                        self._bump_generation()
             self._stat_signature = signature
             self._last_scan = time.monotonic()
-            if embedder is not None:
-                self._embedded_models.add(embedder.model_id)
-            elif upserts:
+            if upserts:
                 # new text without vectors: the next semantic search must embed it, not skip the scan
                 # (a write followed at once by a search must find the card in both legs)
                 self._embedded_models.clear()
-        self._load_views()
-        stats.seconds = time.perf_counter() - started
         return stats
+
+    def embed_missing(self, embedder: Embedder, progress: Progress | None = None) -> int:
+        """Embed every chunk that has no vector for this model, a group at a time, each group written
+        in its own short transaction: readers and writers of the index wait for a group's write, never
+        for the model, and an interrupted build keeps what it finished. Returns how many were embedded."""
+        pending = self._missing_vectors(embedder.model_id)
+        # longest first, as sentence-transformers orders one call: batches of similar length pad least
+        items = sorted(pending.items(), key=lambda item: -len(item[1]))
+        for start in range(0, len(items), EMBED_GROUP):
+            group = items[start : start + EMBED_GROUP]
+            vectors = embedder.embed_documents([text for _, text in group])
+            rows = [(h, embedder.model_id, vec.astype(np.float32).tobytes()) for (h, _), vec in zip(group, vectors)]
+            with self._lock(), self.db.conn:
+                self.db.conn.executemany("INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", rows)
+                self._bump_generation()
+            if progress:
+                progress(start + len(group), len(items))
+        self._embedded_models.add(embedder.model_id)
+        return len(items)
+
+    def missing_vectors(self, model_id: str) -> int:
+        """How many chunks still wait for a vector of this model."""
+        return len(self._missing_vectors(model_id))
+
+    def _bump_generation(self) -> None:
+        self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)",
+                             (f"{time.time_ns()}-{os.getpid()}",))
 
     def _delete_card(self, rel: str) -> None:
         ids = [r[0] for r in self.db.conn.execute("SELECT id FROM chunks WHERE card_path = ?", (rel,))]
@@ -269,15 +289,12 @@ class Index:
                                  (cur.lastrowid, doc.fts_title if chunk.ordinal == 0 else "", chunk.heading or "", chunk.text,
                                   " ".join(cjk_bigrams(f"{doc.title} {chunk.text}"))))
 
-    def _hashes_with_vectors(self, model_id: str) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT hash FROM vectors WHERE model = ?", (model_id,))}
-
-    def _missing_vectors(self, model_id: str, exclude: set[str], skip_paths: set[str]) -> dict[str, str]:
-        """Chunks already indexed whose text has no vector for this model (a model change, a lexical-only refresh)."""
+    def _missing_vectors(self, model_id: str) -> dict[str, str]:
+        """Chunks whose text has no vector for this model (new text, a model change), by text hash."""
         rows = self.db.execute(
-            "SELECT c.hash, c.text, c.card_path FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? "
+            "SELECT c.hash, c.text FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? "
             "WHERE v.hash IS NULL", (model_id,)).fetchall()
-        return {h: t for h, t, p in rows if h not in exclude and p not in skip_paths}
+        return dict(rows)
 
     # --- in-memory views for queries ------------------------------------------------------
 
@@ -398,16 +415,3 @@ class Index:
 
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _embed(embedder: Embedder, pending: dict[str, str], progress: Progress | None) -> list[tuple[str, str, bytes]]:
-    # longest first, as sentence-transformers orders one call: batches of similar length pad least
-    items = sorted(pending.items(), key=lambda item: -len(item[1]))
-    out: list[tuple[str, str, bytes]] = []
-    for start in range(0, len(items), EMBED_GROUP):
-        batch = items[start : start + EMBED_GROUP]
-        vectors = embedder.embed_documents([text for _, text in batch])
-        out.extend((h, embedder.model_id, vec.astype(np.float32).tobytes()) for (h, _), vec in zip(batch, vectors))
-        if progress:
-            progress(len(out), len(items))
-    return out

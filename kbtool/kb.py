@@ -21,6 +21,8 @@ from .store import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
 from .validation import model_for, validate_card
 
 if TYPE_CHECKING:
+    import threading
+
     from .embeddings import Embedder
     from .finding_input import MetricInput
     from .skills import Skill
@@ -38,6 +40,7 @@ class KnowledgeBase:
         self._embedder = embedder
         self._index: "Index | None" = None
         self._searcher: "Searcher | None" = None
+        self._vectors_building: "threading.Thread | None" = None  # see warm_in_background
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, embedder: "Embedder | None" = None) -> "KnowledgeBase":
@@ -548,6 +551,30 @@ class KnowledgeBase:
             return self.index.rebuild(embedder, progress)
         return self.index.refresh(embedder, progress)
 
+    def warm_in_background(self) -> None:
+        """For a long-lived process (the search daemon, kb serve): the keyword index now, the model and
+        the missing vectors on a background thread. Until they are ready a hybrid search answers from
+        the keyword leg, saying so, and a vector search waits: a fresh clone answers its first query in
+        about a second instead of after the whole knowledge base is embedded."""
+        import threading
+
+        from .index import Index
+
+        self.index.refresh(None)
+        embedder = self.semantic_embedder()
+        if embedder is None:
+            return
+        store, notices = self.store, self.notices
+
+        def build() -> None:
+            try:
+                Index(store).embed_missing(embedder)  # its own connection; writes a group at a time
+            except Exception as exc:  # noqa: BLE001 - searches fall back to embedding in the foreground
+                notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")
+
+        self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
+        self._vectors_building.start()
+
     def search(self, query: str, k: int = 10, kind: str | None = None, status: str | None = None,
                tags: Iterable[str] = (), where: Iterable[str] = (), mode: str = "hybrid",
                explain: bool = False) -> dict[str, Any]:
@@ -566,6 +593,14 @@ class KnowledgeBase:
             if request.mode == "vector":
                 self.embedder  # raises SemanticUnavailable: a vector-only search has no fallback
             request = replace(request, mode="bm25")
+        building = self._vectors_building
+        if request.mode != "bm25" and building is not None and building.is_alive():
+            if request.mode == "vector":
+                building.join()
+            else:
+                self.note("the semantic leg is still being built (the model and the vectors load in the background); "
+                          "keyword (BM25) results only for now")
+                request = replace(request, mode="bm25")
         semantic = request.mode != "bm25"
         if self._searcher is None:
             self._searcher = Searcher(self.index, None)

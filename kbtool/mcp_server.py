@@ -3,7 +3,8 @@
 Every tool is a thin call into one long-lived KnowledgeBase, so the embedding model loads
 once and stays loaded. The calls run one at a time on a single worker thread: the facade
 and its SQLite index are not meant for concurrent use, the event loop stays free for the
-transport, and the model is warmed on that same thread as soon as the server starts.
+transport. As soon as the server starts, that thread brings the keyword index up to date and
+the model loads, and the missing vectors are embedded, on a background thread of their own.
 
 A KbError becomes an MCP tool error carrying its one-line message (unknown id, invalid
 field, bad filter); anything else is logged to stderr and reported as a tool error too,
@@ -74,12 +75,12 @@ class KbTools:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve")
 
     def warm(self) -> None:
-        """Load the model and bring the index up to date before the first search asks."""
+        """Bring the keyword index up to date before the first search asks; the model follows in the background."""
         self._worker.submit(self._warm_up)
 
     def _warm_up(self) -> None:
         try:
-            self.kb.search("warm up", k=1)
+            self.kb.warm_in_background()
             self.kb.notices.clear()  # said at start-up, not to the first caller
         except Exception as exc:  # noqa: BLE001 - a cold first search still works; say why it was cold
             log.warning("kb serve: warming the index failed: %s", exc)

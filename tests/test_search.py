@@ -232,3 +232,35 @@ def test_search_cli_bad_input(cli, kb, monkeypatch, args, message):
     monkeypatch.setenv("KB_EMBEDDER", "hashing")
     result = cli(*args)
     assert result.exit_code == 2 and message in result.stderr, result.output
+
+
+class GatedEmbedder(HashingEmbedder):
+    """The hashing embedder, holding every document batch until the test opens the gate."""
+
+    def __init__(self):
+        super().__init__()
+        import threading
+
+        self.gate = threading.Event()
+
+    def embed_documents(self, texts):
+        assert self.gate.wait(60)
+        return super().embed_documents(texts)
+
+
+def test_a_warm_process_answers_from_the_keyword_leg_while_the_vectors_build(kb):
+    for kind, title, fields in CARDS:
+        kb.add(kind, title, fields=fields)
+    embedder = GatedEmbedder()
+    warm = kbtool.open(kb.root, embedder=embedder)
+    warm.warm_in_background()  # returns at once: the keyword index is ready, the vectors are not
+    first = warm.search("NVFP4 MoE decode kernels", explain=True)
+    assert first["hits"][0]["id"] == "nvfp4-moe-decode-kernels-on-b200"
+    assert all(set(h["explain"]) >= {"bm25"} and "vector" not in h["explain"] for h in first["hits"])
+    assert any("still being built" in n for n in warm.notices)
+    embedder.gate.set()
+    vector = warm.search("NVFP4 MoE decode kernels", mode="vector")  # waits for the build instead
+    assert vector["hits"][0]["id"] == "nvfp4-moe-decode-kernels-on-b200"
+    warm.notices.clear()
+    hybrid = warm.search("NVFP4 MoE decode kernels", explain=True)
+    assert hybrid["hits"][0]["explain"]["vector"] and not warm.notices
