@@ -153,8 +153,8 @@ def print_written(stored: "StoredCard", as_json: bool) -> None:
         typer.echo(stored.id)
 
 
-def print_cards(cards: Iterable["StoredCard"]) -> None:
-    rows = [(c.id, c.card.kind, c.card.status, c.card.title) for c in cards]
+def print_rows(rows: list[list[str]]) -> None:
+    """[id, kind, status, title] rows as aligned columns."""
     if not rows:
         return
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
@@ -233,11 +233,14 @@ def list_cards(
     as_json: JsonOut = False,
 ) -> None:
     """List cards (id, kind, status, title), filtered by kind, status, tags and any field."""
-    cards = open_kb(kb).list(kind=kind, status=status, tags=tag or [], where=where or [])
+    from .client import run_operation
+
+    cards = run_operation(_root(kb), "list", {"kind": kind, "status": status, "tags": tag or [], "where": where or [],
+                                              "brief": not as_json})
     if as_json:
-        print_json([c.to_dict(body=False) for c in cards])
+        print_json(cards)
     else:
-        print_cards(cards)
+        print_rows(cards)
 
 
 @app.command()
@@ -378,12 +381,14 @@ def supersede(
 @app.command()
 def gaps(kb: KbPath = None, as_json: JsonOut = False) -> None:
     """Open gaps (questions worth an experiment), high priority first."""
-    open_gaps = open_kb(kb).gaps()
+    from .client import run_operation
+
+    open_gaps = run_operation(_root(kb), "gaps")
     if as_json:
-        print_json([g.to_dict(body=False) for g in open_gaps])
+        print_json(open_gaps)
         return
     for g in open_gaps:
-        typer.echo(f"{g.card.priority:<6}  {g.id}  {g.card.question}")
+        typer.echo(f"{g.get('priority', 'medium'):<6}  {g['id']}  {g.get('question', g['title'])}")
 
 
 @app.command()
@@ -425,7 +430,9 @@ def refute(
 @app.command()
 def stats(kb: KbPath = None, as_json: JsonOut = False) -> None:
     """Counts by kind, status and project; open gaps; stale findings; locked gates."""
-    report = open_kb(kb).stats()
+    from .client import run_operation
+
+    report = run_operation(_root(kb), "stats")
     if as_json:
         print_json(report)
         return

@@ -55,6 +55,25 @@ def run_searches(root: Path, requests: list[dict[str, Any]]) -> list[dict[str, A
         return search_in_process(root, requests)
 
 
+def run_operation(root: Path, op: str, args: dict[str, Any] | None = None) -> Any:
+    """list, gaps or stats: answered by the daemon when one is running (its index is warm), else in
+    this process. Unlike search, these never start a daemon: they need no model."""
+    args = args or {}
+    if os.environ.get("KB_DAEMON", "1") != "0":
+        try:
+            return _ask(root, {"op": op, "args": args}, start=False)["results"]
+        except DaemonUnavailable:
+            pass
+    from . import operations
+    from .kb import KnowledgeBase
+
+    kb = KnowledgeBase.open(root)
+    result = operations.run(kb, op, args)
+    for notice in kb.notices:
+        print(f"kb: note: {notice}", file=sys.stderr)
+    return result
+
+
 def search_in_process(root: Path, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     from .kb import KnowledgeBase
     from .retrieval import SearchRequest
@@ -71,9 +90,11 @@ class DaemonUnavailable(Exception):
     pass
 
 
-def _ask(root: Path, message: dict[str, Any], restarted: bool = False) -> dict[str, Any]:
+def _ask(root: Path, message: dict[str, Any], restarted: bool = False, start: bool = True) -> dict[str, Any]:
     message = {**message, "protocol": PROTOCOL, "build": build_id(root), "root": str(root)}
-    sock = _connect(root)
+    sock = _connect(root) if start else _try_connect(socket_path(root))
+    if sock is None:
+        raise DaemonUnavailable("no search daemon is running")
     try:
         sock.settimeout(ANSWER_TIMEOUT_S)
         sock.sendall(json.dumps(message, ensure_ascii=False).encode() + b"\n")
@@ -83,7 +104,7 @@ def _ask(root: Path, message: dict[str, Any], restarted: bool = False) -> dict[s
     finally:
         sock.close()
     if reply.get("restart"):
-        if restarted:
+        if restarted or not start:
             raise DaemonUnavailable("the search daemon keeps asking for a restart")
         _wait_gone(root)
         return _ask(root, message, restarted=True)

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import operations
 from .client import MAX_LINE, PROTOCOL, build_id, socket_path
 from .errors import KbError
 
@@ -37,11 +38,12 @@ def handle(kb: Any, message: dict[str, Any], build: str) -> tuple[dict[str, Any]
         return {"ok": True}, False
     if message.get("protocol") != PROTOCOL or message.get("build") != build:
         return {"ok": False, "restart": True}, False
-    if message.get("op") != "search":
-        return {"ok": False, "error": f"unknown operation {message.get('op')!r}", "exit_code": 2}, True
     try:
-        requests = [SearchRequest.from_dict(r) for r in message.get("requests", [])]
-        results = [kb.run_search(r) for r in requests]
+        if message.get("op") == "search":
+            requests = [SearchRequest.from_dict(r) for r in message.get("requests", [])]
+            results: Any = [kb.run_search(r) for r in requests]
+        else:
+            results = operations.run(kb, str(message.get("op")), message.get("args") or {})
     except KbError as exc:
         return {"ok": False, "error": str(exc), "exit_code": exc.exit_code}, True
     except Exception as exc:  # noqa: BLE001 - a bad request must not take the daemon down

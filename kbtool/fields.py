@@ -187,6 +187,13 @@ def _equal(have: Any, want: str) -> bool:
     return str(have).casefold() == want.casefold()
 
 
+def card_conditions(kind: str | None, status: str | None, tags: Iterable[str],
+                    filters: Iterable[Filter]) -> list[tuple[tuple[str, ...], str]]:
+    """Every narrowing a list or a search asks for, as (field path, value) pairs all to be met."""
+    return ([(f.path, f.value) for f in filters] + ([(("kind",), kind)] if kind else [])
+            + ([(("status",), status)] if status else []) + [(("tags",), t) for t in tags])
+
+
 def parse_filters(pairs: Iterable[str], flag: str = "--where") -> list[Filter]:
     """Filters on any field of any kind; a path no kind declares is an error, not an empty result.
     `flag` names the filters in errors: the CLI's --where, the MCP tools' filters."""

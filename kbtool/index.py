@@ -18,21 +18,25 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 # one BLAS thread: the matrix product is small, and spinning BLAS threads slow the model's own
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
 from filelock import FileLock  # noqa: E402
-from sqlite_utils import Database  # noqa: E402
 
 from .chunking import Chunk, chunk_card, chunk_skill
 from .embeddings import Embedder, cjk_bigrams
 from .errors import InvalidCard
 from .fields import values_at
-from .migrations.index import index_migrations
-from .records import StoredCard
+from .records import CardSummary, StoredCard
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy (the vector leg) and sqlite-utils (migrations) load where they are used: `kb list`, gaps and
+# stats read the index without either, ~0.25 s less for a cold command.
+SCHEMA_STEPS = 1  # the migrations in kbtool.migrations.index; PRAGMA user_version records them as applied
 from .skills import SKILL_FILE, InvalidSkill, load_skill, skill_folders
 from .store import CARDS_DIR, SKILLS_DIR, Store
 
@@ -40,6 +44,16 @@ INDEX_FILE = "index.db"
 EMBED_GROUP = 256  # texts per encode call: sentence-transformers batches inside it; progress ticks per group
 FULL_SCAN_INTERVAL_S = 5.0  # a warm process re-stats every file at most this often (kb's own writes show at once)
 Progress = Callable[[int, int], None]
+
+
+class Connection:
+    """The two things the index uses of a database: execute, and the connection for transactions."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
 
 
 @dataclass
@@ -116,6 +130,7 @@ class Index:
         self._chunk_card: dict[int, int] = {}
         self._card_chunks: list[list[int]] = []
         self._field_values: dict[tuple[str, ...], dict[str, set[int]]] = {}
+        self._links_in: dict[str, list[tuple[str, int]]] | None = None  # card id -> (rel, linking card)
         self._matrix: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._stat_signature: tuple[Any, ...] | None = None
         self._last_scan = 0.0
@@ -123,16 +138,21 @@ class Index:
 
     # --- opening, migrating, rebuilding ------------------------------------------------
 
-    def _connect(self) -> Database:
+    def _connect(self) -> "Connection":
         conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-        db = Database(conn)
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute("PRAGMA synchronous = NORMAL")
-        index_migrations.apply(db)
-        db.execute("SELECT count(*) FROM cards").fetchone()
-        return db
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_STEPS:
+            from sqlite_utils import Database
 
-    def _open(self) -> Database:
+            from .migrations.index import index_migrations
+
+            index_migrations.apply(Database(conn))
+            conn.execute(f"PRAGMA user_version = {SCHEMA_STEPS}")
+        conn.execute("SELECT count(*) FROM cards").fetchone()
+        return Connection(conn)
+
+    def _open(self) -> "Connection":
         with self._lock():
             try:
                 return self._connect()
@@ -246,6 +266,8 @@ class Index:
         """Embed every chunk that has no vector for this model, a group at a time, each group written
         in its own short transaction: readers and writers of the index wait for a group's write, never
         for the model, and an interrupted build keeps what it finished. Returns how many were embedded."""
+        import numpy as np
+
         pending = self._missing_vectors(embedder.model_id)
         # longest first, as sentence-transformers orders one call: batches of similar length pad least
         items = sorted(pending.items(), key=lambda item: -len(item[1]))
@@ -316,6 +338,7 @@ class Index:
             self._card_chunks[card].append(cid)
         self._field_values.clear()
         self._matrix.clear()
+        self._links_in = None
         self._generation = generation
 
     @property
@@ -324,6 +347,8 @@ class Index:
 
     def matrix(self, embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, vectors) of every chunk that has a vector for this model."""
+        import numpy as np
+
         cached = self._matrix.get(embedder.model_id)
         if cached is None:
             rows = self.db.execute("SELECT c.id, v.vector FROM chunks c JOIN vectors v ON v.hash = c.hash AND v.model = ? "
@@ -355,6 +380,8 @@ class Index:
         return [(rowid, -score) for rowid, score in rows]
 
     def vector(self, embedder: Embedder, query_vector: np.ndarray, allowed: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
+        import numpy as np
+
         ids, matrix = self.matrix(embedder)
         if not len(ids):
             return []
@@ -375,6 +402,8 @@ class Index:
     def lead_vectors(self, model_id: str, skills: bool = False) -> dict[str, np.ndarray]:
         """Card id -> the stored vector of its lead chunk (title and fields), for this model;
         with skills, skill name -> the vector of its description."""
+        import numpy as np
+
         rows = self.db.execute("SELECT k.id, v.vector FROM chunks c JOIN cards k ON k.path = c.card_path "
                                "JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE c.ordinal = 0 AND "
                                + ("k.kind = 'skill'" if skills else "k.kind != 'skill'"), (model_id,))
@@ -395,12 +424,47 @@ class Index:
                     values.setdefault(key, set()).add(i)
         return values.get(value.casefold(), set())
 
+    def matching(self, conditions: Iterable[tuple[tuple[str, ...], str]]) -> set[int] | None:
+        """The cards (indexes into self.cards) meeting every (field path, value) condition; None when
+        there is no condition. Each condition is a set from the per-field inverted index."""
+        allowed: set[int] | None = None
+        for path, value in conditions:
+            found = self.cards_with(path, value)
+            allowed = set(found) if allowed is None else allowed & found
+        return allowed
+
+    def summaries(self, allowed: set[int] | None = None) -> list[CardSummary]:
+        """The cards (not skills) in path order, each as the index holds it."""
+        return [self.summary(i) for i, c in enumerate(self.cards) if c.kind != "skill" and (allowed is None or i in allowed)]
+
+    def summary(self, i: int) -> CardSummary:
+        c = self.cards[i]
+        return CardSummary(c.id, c.kind, c.title, c.status, c.path, c.data)
+
+    def by_id(self, card_id: str) -> CardSummary | None:
+        found = self.cards_with(("id",), card_id)
+        return self.summary(min(found)) if found else None
+
+    def links_to(self, card_id: str) -> list[tuple[str, CardSummary]]:
+        """(rel, card) for every card whose links name this one: built once per index generation."""
+        if self._links_in is None:
+            self._links_in = {}
+            for i, card in enumerate(self.cards):
+                for rel, targets in (card.data.get("links") or {}).items():
+                    for target in targets:
+                        self._links_in.setdefault(target, []).append((rel, i))
+        return [(rel, self.summary(i)) for rel, i in self._links_in.get(card_id, [])]
+
     def allowed_mask(self, embedder: Embedder, allowed_cards: set[int]) -> np.ndarray:
+        import numpy as np
+
         ids, _ = self.matrix(embedder)
         rows = self._matrix_cards(embedder)
         return np.isin(rows, np.fromiter(allowed_cards, dtype=np.int64, count=len(allowed_cards)))
 
     def _matrix_cards(self, embedder: Embedder) -> np.ndarray:
+        import numpy as np
+
         key = f"{embedder.model_id}#cards"
         cached = self._matrix.get(key)
         if cached is None:

@@ -14,8 +14,8 @@ from .config import Config, load_config
 from .errors import (AmbiguousId, BadInput, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField, KbError,
                      SemanticUnavailable, SkillNotFound)
 from .locate import resolve_root
-from .fields import merge, parse_assignments, parse_filters
-from .records import Problem, StoredCard
+from .fields import card_conditions, merge, parse_assignments, parse_filters
+from .records import CardSummary, Problem, StoredCard
 from .review import agent_status, check_agent_fields, is_unreviewed
 from .store import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
 from .validation import model_for, validate_card
@@ -72,6 +72,9 @@ class KnowledgeBase:
 
     def resolve_id(self, ref: str) -> Path:
         """The file of the card with this id, or with this unique id prefix."""
+        exact = self.store.card_file(ref)  # a few stat calls: the common case lists no folder
+        if exact is not None:
+            return exact
         ids = self.ids()
         if ref in ids:
             return ids[ref]
@@ -91,9 +94,9 @@ class KnowledgeBase:
         unique id prefix. Search returns both kinds, so whatever it returns can be opened."""
         from .skills import SKILL_FILE
 
-        ids = self.ids()
-        if ref in ids:
-            return self.load_file(ids[ref])
+        exact = self.store.card_file(ref)
+        if exact is not None:
+            return self.load_file(exact)
         if ref and "/" not in ref and (self.skills_dir / ref / SKILL_FILE).is_file():
             return self.skill(ref)
         try:
@@ -120,6 +123,19 @@ class KnowledgeBase:
             if all(f.matches(data) for f in filters):
                 out.append(stored)
         return out
+
+    def summaries(self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (),
+                  where: Iterable[str] = ()) -> list[CardSummary]:
+        """What list() finds, read from the index instead of the card files (which it brings up to date
+        first, by file stat): the frontmatter of each card, fast at any size. list() still parses and
+        validates the files, for callers that need the models or the bodies."""
+        if kind is not None:
+            model_for(kind)
+        if status is not None:
+            _check_status(status)
+        conditions = card_conditions(kind, status, tags, parse_filters(where))
+        self.index.refresh_if_stale(None)
+        return self.index.summaries(self.index.matching(conditions))
 
     def history(self, ref: str) -> list[Commit]:
         return self.store.history(self.store.relative(self.resolve_id(ref)))
@@ -300,7 +316,7 @@ class KnowledgeBase:
             data["repo"] = state
         data["provenance"] = {k: v for k, v in (("project", project), ("agent", agent)) if v}
         gap = self._open_gap(closes) if closes else None
-        existing = [c.card.model_dump(mode="json") for c in self.list(kind="finding")]
+        existing = [c.data for c in self.summaries(kind="finding")]
         related = findings.related_findings(data, existing)
         if strict and (related["duplicates"] or related["contradictions"]):
             raise CheckFailed("not written (--strict): likely duplicates " + (", ".join(related["duplicates"]) or "none")
@@ -349,11 +365,13 @@ class KnowledgeBase:
         self._refresh_lexical()
         return StoredCard(old_card, markdown.normalize_body(old_body), old.path), StoredCard(new_card, new.body, new.path)
 
-    def gaps(self) -> list[StoredCard]:
+    def gaps(self) -> list[CardSummary]:
         """Open gaps (nothing closed them, not retired or superseded), high priority first, oldest first."""
         order = {"high": 0, "medium": 1, "low": 2}
-        open_gaps = [g for g in self.list(kind="gap") if not g.card.closed_by and g.card.status not in INACTIVE_STATUSES]
-        return sorted(open_gaps, key=lambda g: (order[g.card.priority], g.card.provenance.created or date.min, g.id))
+        open_gaps = [g for g in self.summaries(kind="gap") if not g.get("closed_by") and g.status not in INACTIVE_STATUSES]
+        # created is an ISO date string in the index: it sorts as the date does
+        return sorted(open_gaps, key=lambda g: (order[g.get("priority", default="medium")],
+                                                g.get("provenance", "created") or "", g.id))
 
     # --- gates -----------------------------------------------------------------------
 
@@ -494,22 +512,17 @@ class KnowledgeBase:
         return validate_card(_drop_none(data), stored.path)
 
     def stats(self) -> dict[str, Any]:
+        """Counts by kind, status and project, open gaps, stale findings, locked gates: from the index."""
         from collections import Counter
 
-        cards = self.cards()
-        stale = self.stale_findings(cards)
-        return {"cards": len(cards), "by_kind": dict(Counter(c.card.kind for c in cards)),
-                "by_status": dict(Counter(c.card.status for c in cards)),
-                "by_project": dict(Counter(c.card.provenance.project or "(none)" for c in cards)),
-                "open_gaps": len(self.gaps()), "stale_findings": [c.id for c in stale],
-                "locked_gates": len(self.gate_locks())}
-
-    def stale_findings(self, cards: list[StoredCard] | None = None) -> list[StoredCard]:
-        limit = self.config.curation.max_finding_age_days
-        today = date.today()
-        return [c for c in (cards if cards is not None else self.cards()) if c.card.kind == "finding"
-                and c.card.status in ("confirmed", "tentative") and c.card.provenance.created
-                and (today - c.card.provenance.created).days > limit]
+        cards = self.summaries()
+        limit, today = self.config.curation.max_finding_age_days, date.today()
+        stale = [c.id for c in cards if c.kind == "finding" and c.status in ("confirmed", "tentative")
+                 and c.get("provenance", "created") and (today - date.fromisoformat(c.get("provenance", "created"))).days > limit]
+        return {"cards": len(cards), "by_kind": dict(Counter(c.kind for c in cards)),
+                "by_status": dict(Counter(c.status for c in cards)),
+                "by_project": dict(Counter(c.get("provenance", "project") or "(none)" for c in cards)),
+                "open_gaps": len(self.gaps()), "stale_findings": stale, "locked_gates": len(self.gate_locks())}
 
     # --- search ------------------------------------------------------------------------
     # The index, numpy and the embedder load on first use: list, show and add never pay for them.
@@ -618,11 +631,10 @@ class KnowledgeBase:
         found = self.card_or_skill(ref)
         if not isinstance(found, StoredCard):  # a skill: no links, only its neighbours by meaning
             return self._similar_to(found.name, found.name, f"{found.name} {found.description} {found.body[:600]}", [], [], k)
-        cards = {c.id: c for c in self.cards()}
-        links_out = [{"rel": rel, **(brief(cards[target]) if target in cards else {"id": target, "missing": True})}
+        self.index.refresh_if_stale(None)
+        links_out = [{"rel": rel, **(brief(linked) if (linked := self.index.by_id(target)) else {"id": target, "missing": True})}
                      for rel, targets in found.card.links.model_dump().items() for target in targets]
-        links_in = [{"rel": rel, **brief(other)} for other in cards.values() if other.id != found.id
-                    for rel, targets in other.card.links.model_dump().items() if found.id in targets]
+        links_in = [{"rel": rel, **brief(other)} for rel, other in self.index.links_to(found.id) if other.id != found.id]
         text = " ".join([found.card.title, *(str(v) for v in _lead_fields(found.card)), found.body[:600]])
         return self._similar_to(found.id, found.card.title, text, links_out, links_in, k)
 

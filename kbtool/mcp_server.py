@@ -143,7 +143,7 @@ class KbTools:
 
     def list(self, kind: str | None, status: str | None, tags: list[str] | None, filters: dict[str, Any] | None,
              limit: int, offset: int) -> CallToolResult:
-        found = self.kb.list(kind=kind, status=status, tags=tags or (), where=_where(filters))
+        found = self.kb.summaries(kind=kind, status=status, tags=tags or (), where=_where(filters))
         page = found[offset:offset + limit]
         cards = [{**brief(c), "path": c.path} for c in page]
         text = "\n".join(f"{c['id']} [{c['kind']}, {c['status']}] {c['title']}" for c in cards) or "no cards match"
@@ -155,8 +155,8 @@ class KbTools:
                               "truncated": len(page) < len(found)})
 
     def gaps(self) -> CallToolResult:
-        gaps = [{"id": g.id, "title": g.card.title, "question": g.card.question, "priority": g.card.priority,
-                 "status": g.card.status} for g in self.kb.gaps()]
+        gaps = [{"id": g.id, "title": g.title, "question": g.get("question", default=g.title),
+                 "priority": g.get("priority", default="medium"), "status": g.status} for g in self.kb.gaps()]
         text = "\n".join(f"{g['id']} [{g['priority']}] {g['question']}" for g in gaps) or "no open gaps"
         return _result(text, {"gaps": gaps})
 

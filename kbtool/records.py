@@ -38,8 +38,38 @@ class StoredCard:
         return data
 
 
-def brief(stored: StoredCard) -> dict[str, Any]:
+@dataclass(slots=True)  # not frozen: a frozen init costs 3x, and list builds one per card (treat as read-only)
+class CardSummary:
+    """A card as the index holds it: its frontmatter as JSON data and its file, without the body.
+
+    list, gaps, stats and related read these, not the card files: no YAML parsed, no model
+    validated, so they stay fast at thousands of cards (the index validated each file once)."""
+
+    id: str
+    kind: str
+    title: str
+    status: str
+    path: str
+    data: dict[str, Any]  # the frontmatter as JSON (None values left out), as StoredCard.to_dict gives it
+
+    def get(self, *path: str, default: Any = None) -> Any:
+        value: Any = self.data
+        for part in path:
+            if not isinstance(value, dict) or part not in value:
+                return default
+            value = value[part]
+        return value
+
+    def to_dict(self, body: bool = False) -> dict[str, Any]:
+        """The same shape as StoredCard.to_dict(body=False)."""
+        rest = {k: v for k, v in self.data.items() if k not in ("id", "kind", "title", "status")}
+        return {"id": self.id, "kind": self.kind, "title": self.title, "status": self.status, "path": self.path, **rest}
+
+
+def brief(stored: "StoredCard | CardSummary") -> dict[str, Any]:
     """The short form of a card in lists and neighbourhoods: what an agent needs to decide to open it."""
+    if isinstance(stored, CardSummary):
+        return {"id": stored.id, "kind": stored.kind, "title": stored.title, "status": stored.status}
     return {"id": stored.id, "kind": stored.card.kind, "title": stored.card.title, "status": stored.card.status}
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from .cards import STATUSES
 from .embeddings import Embedder, has_cjk
 from .errors import BadInput
-from .fields import parse_filters
+from .fields import card_conditions, parse_filters
 from .index import Index
 from .search import MODES, card_ranking, clean_query, fts_match, fuse, query_terms, snippet
 from .validation import model_for
@@ -91,14 +91,7 @@ class Searcher:
             raise BadInput("empty query: say what to look for")
         filters = parse_filters(request.where)
         cards = self.index.cards
-        conditions = [(f.path, f.value) for f in filters]
-        conditions += [(("kind",), request.kind)] if request.kind else []
-        conditions += [(("status",), request.status)] if request.status else []
-        conditions += [(("tags",), t) for t in request.tags]
-        allowed: set[int] | None = None
-        for path, value in conditions:  # each a set from the index's per-field inverted index
-            matching = self.index.cards_with(path, value)
-            allowed = set(matching) if allowed is None else allowed & matching
+        allowed = self.index.matching(card_conditions(request.kind, request.status, request.tags, filters))
 
         terms = query_terms(text)
         legs: dict[str, dict[int, Any]] = {}

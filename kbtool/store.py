@@ -81,6 +81,17 @@ class Store:
             out.extend(Path(kind_dir, name) for name in names)
         return out
 
+    def card_file(self, card_id: str) -> Path | None:
+        """kb/<kind>/<card_id>.md in whichever kind's folder holds it, by stat, or None."""
+        if not card_id or "/" in card_id or card_id.startswith("."):
+            return None
+        cards = self.root / CARDS_DIR
+        try:
+            kinds = sorted(e.name for e in os.scandir(cards) if e.is_dir() and not e.name.startswith("."))
+        except FileNotFoundError:
+            return None
+        return next((path for kind in kinds if (path := cards / kind / f"{card_id}.md").is_file()), None)
+
     @property
     def state_dir(self) -> Path:
         path = self.root / STATE_DIR

@@ -106,3 +106,21 @@ def test_a_kbtool_folder_in_the_knowledge_base_is_never_imported(kb, env, tmp_pa
     assert "searching in this process" not in again.stderr
     assert not marker.exists()
     assert (kb.root / ".kb" / "daemon.log").read_text().count("ready for") == 1
+
+
+def test_list_gaps_and_stats_use_a_running_daemon_and_see_every_write(kb, env):
+    kb_cmd(kb, env, "add", "gap", "--title", "Does chunked prefill help at 32k?", "--field", "priority=high")
+    kb_cmd(kb, env, "add", "constraint", "--title", "No post-training", "--field", "rule=weights stay as released")
+    alone = {args: kb_cmd(kb, {**env, "KB_DAEMON": "0"}, *args).stdout
+             for args in (("list",), ("list", "--json"), ("gaps",), ("stats", "--json"))}
+    assert not socket_path(kb.root).exists()  # list, gaps and stats never start a daemon
+    kb_cmd(kb, env, "search", "prefill")  # this does
+    for args, text in alone.items():
+        assert kb_cmd(kb, env, *args).stdout == text, args
+    log = (kb.root / ".kb" / "daemon.log").read_text()
+    kb_cmd(kb, {**env, "KB_DAEMON": "0"}, "add", "gap", "--title", "Is FP8 KV cache accurate enough?")
+    assert "is-fp8-kv-cache-accurate-enough" in kb_cmd(kb, env, "gaps").stdout
+    assert json.loads(kb_cmd(kb, env, "stats", "--json").stdout)["open_gaps"] == 2
+    assert (kb.root / ".kb" / "daemon.log").read_text() == log  # no second daemon started
+    stdout, loaded = modules_loaded_by(["--kb", str(kb.root), "list"], env=env)
+    assert "is-fp8-kv-cache-accurate-enough" in stdout and "kbtool.kb" not in loaded  # the daemon answered it

@@ -170,6 +170,11 @@ def test_the_index_schema_is_managed_by_migrations(filled):
     conn = sqlite3.connect(filled.root / ".kb" / "index.db")
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = 'kb-index'")]
     assert applied == ["m001_initial"]
+    # the index skips sqlite-utils when user_version says every step is applied: keep the two in step
+    from kbtool.index import SCHEMA_STEPS
+    from kbtool.migrations.index import index_migrations
+
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_STEPS == len(index_migrations._migrations)
 
 
 def test_a_model_change_re_embeds_everything(filled):

@@ -16,7 +16,7 @@ LAYERS = [
     {"errors", "cards"},
     {"validation", "locate", "embeddings", "review"},
     {"markdown", "fields", "config", "schemas", "records", "search", "evaluation", "findings", "gates", "skills"},
-    {"store", "curation", "chunking", "importer", "registry", "finding_input"},
+    {"store", "curation", "chunking", "importer", "registry", "finding_input", "operations"},
     {"migrations", "index"},
     {"retrieval"},
     {"kb"},

@@ -1,0 +1,33 @@
+"""The reads the warm daemon answers besides search (list, gaps, stats), as JSON, and the same
+reads in the calling process when no daemon is running: one definition for both paths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import BadInput
+
+OPERATIONS = ("list", "gaps", "stats")
+
+
+def run(kb: Any, op: str, args: dict[str, Any]) -> Any:
+    """The JSON answer of one operation on a KnowledgeBase."""
+    if op == "list":
+        unknown = set(args) - {"kind", "status", "tags", "where", "brief"}
+        if unknown:
+            raise BadInput(f"list: unknown option(s) {', '.join(sorted(unknown))}")
+        found = kb.summaries(args.get("kind"), args.get("status"), _strings(args, "tags"), _strings(args, "where"))
+        # brief: the rows a listing prints, [id, kind, status, title]; a tenth of the JSON at 1k cards
+        return [[s.id, s.kind, s.status, s.title] for s in found] if args.get("brief") else [s.to_dict() for s in found]
+    if op == "gaps":
+        return [g.to_dict() for g in kb.gaps()]
+    if op == "stats":
+        return kb.stats()
+    raise BadInput(f"unknown operation {op!r} (one of search, {', '.join(OPERATIONS)})")
+
+
+def _strings(args: dict[str, Any], key: str) -> list[str]:
+    value = args.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise BadInput(f"{key}: expected a list of strings")
+    return value
