@@ -126,6 +126,7 @@ class Index:
         # in-memory views, rebuilt whenever the database generation moves
         self._generation: str | None = None
         self.cards: list[CardMeta] = []
+        self.statuses: list[str] = []
         self._card_by_path: dict[str, int] = {}
         self._chunk_card: dict[int, int] = {}
         self._card_chunks: list[list[int]] = []
@@ -331,6 +332,7 @@ class Index:
         self.cards = [CardMeta(path, cid, kind, title, status, data) for path, cid, kind, title, status, data in
                       self.db.execute("SELECT path, id, kind, title, status, data FROM cards ORDER BY path")]
         self._card_by_path = {c.path: i for i, c in enumerate(self.cards)}
+        self.statuses = [c.status for c in self.cards]  # by card index, for fusion's demotion of inactive cards
         self._chunk_card = {cid: self._card_by_path[p] for cid, p in self.db.execute("SELECT id, card_path FROM chunks")
                             if p in self._card_by_path}
         self._card_chunks = [[] for _ in self.cards]

@@ -112,7 +112,7 @@ class Searcher:
         if lexical is not None:
             legs = {"bm25": card_ranking(lexical.result(), self.index.chunk_card), **legs}
         weights = {"bm25": 1.0, "vector": self._vector_weight(text)}
-        fused = fuse(legs, weights, [c.status for c in cards])[: request.k]
+        fused = fuse(legs, weights, self.index.statuses)[: request.k]
         rows = self.index.chunk_rows(f.best_chunk for f in fused)
         hits_out = []
         for f in fused:
