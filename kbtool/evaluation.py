@@ -20,13 +20,18 @@ from .errors import BadInput
 from .search import MODES
 
 
+SPLITS = ("dev", "test")
+
+
 @dataclass(frozen=True)
 class GoldQuery:
     q: str
     relevant: tuple[str, ...]
+    split: str | None = None  # dev (tune on it) or test (report it); None for a set without splits
 
 
-def load_gold(path: Path) -> list[GoldQuery]:
+def load_gold(path: Path, split: str | None = None) -> list[GoldQuery]:
+    """The gold queries in path; with split, only that split's."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -44,9 +49,15 @@ def load_gold(path: Path) -> list[GoldQuery]:
         relevant = row.get("relevant")
         if not isinstance(relevant, list) or not relevant or not all(isinstance(r, str) for r in relevant):
             raise BadInput(f"{path}:{n}: relevant must be a non-empty list of card ids or source paths")
-        gold.append(GoldQuery(row["q"], tuple(relevant)))
+        if row.get("split") not in (None, *SPLITS):
+            raise BadInput(f"{path}:{n}: split must be one of {', '.join(SPLITS)}")
+        gold.append(GoldQuery(row["q"], tuple(relevant), row.get("split")))
+    if split is not None:
+        if split not in SPLITS:
+            raise BadInput(f"split {split!r} is not one of {', '.join(SPLITS)}")
+        gold = [g for g in gold if g.split == split]
     if not gold:
-        raise BadInput(f"{path}: no gold queries")
+        raise BadInput(f"{path}: no gold queries" + (f" in the {split} split" if split else ""))
     return gold
 
 
