@@ -28,7 +28,11 @@ test-fast: install
 bench: install
 	$(PY) bench/bench_store.py
 	$(PY) bench/bench_search.py
+	$(PY) bench/bench_first_search.py
+	$(PY) bench/bench_reads.py
 	$(PY) bench/bench_mcp.py
+	$(PY) bench/bench_embedding_backends.py
+	$(PY) bench/bench_quality.py --split test
 
 schemas: install
 	$(KB) --kb . schema export

@@ -44,8 +44,7 @@ def corpus_kb(name: str, embedder, rebuild: bool) -> kbtool.KnowledgeBase:
 
 
 def plain_baseline(kb: kbtool.KnowledgeBase) -> PlainBM25:
-    return PlainBM25([({"id": s.id, "path": s.path, "source": s.to_dict(body=False).get("source")},
-                       f"{s.card.title}\n{s.body}") for s in kb.cards()])
+    return PlainBM25.of_cards(kb.cards())
 
 
 def report(name: str, kb: kbtool.KnowledgeBase, split: str) -> dict:

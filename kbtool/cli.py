@@ -612,24 +612,29 @@ def import_cmd(
 
 @app.command("eval")
 def eval_cmd(
-    gold: Annotated[Path, typer.Argument(help="JSONL of {\"q\": ..., \"relevant\": [card ids, source paths or path#heading]}.")],
+    gold: Annotated[Path, typer.Argument(help="JSONL of {\"q\": ..., \"relevant\": [card ids, source paths or path#heading], \"split\": dev|test}.")],
     k: Annotated[int, typer.Option("-k", help="The k of recall@k.")] = 10,
+    split: Annotated[Optional[str], typer.Option(help="Only the queries of this split: dev (tune on it) or test (report it).")] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Score search on gold queries: recall@k, MRR@10, nDCG@10 for bm25, vector and hybrid."""
-    from .evaluation import evaluate, load_gold
+    """Score search on gold queries: recall@k, hit@k, MRR@10, nDCG@10 for bm25, vector and hybrid, beside a plain BM25 baseline."""
+    from .evaluation import PlainBM25, evaluate, load_gold
 
     base = open_kb(kb)
-    queries = load_gold(gold)
+    queries = load_gold(gold, split=split)
     base.refresh_index()
     report = evaluate(queries, lambda q, depth, mode: base.search(q, k=depth, mode=mode)["hits"], k=k)
+    plain = PlainBM25.of_cards(base.cards())
+    report["modes"]["plain bm25"] = evaluate(queries, lambda q, depth, mode: plain.search(q, depth), k=k,
+                                             modes=("plain",))["modes"]["plain"]
+    show_notices(base)
     if as_json:
         print_json(report)
         return
-    typer.echo(f"{report['queries']} queries, k={k}")
+    typer.echo(f"{report['queries']} queries, k={k}" + (f", {split} split" if split else ""))
     for mode, scores in report["modes"].items():
-        typer.echo(f"  {mode:<7} recall@{k} {scores[f'recall@{k}']:.3f}  hit@{k} {scores[f'hit@{k}']:.3f}  MRR@10 {scores['mrr@10']:.3f}  "
+        typer.echo(f"  {mode:<10} recall@{k} {scores[f'recall@{k}']:.3f}  hit@{k} {scores[f'hit@{k}']:.3f}  MRR@10 {scores['mrr@10']:.3f}  "
                    f"nDCG@10 {scores['ndcg@10']:.3f}  missed {len(scores['missed'])}")
 
 

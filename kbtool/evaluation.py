@@ -133,6 +133,12 @@ class PlainBM25:
         self.idf = {t: math.log(1 + (n - d + 0.5) / (d + 0.5)) for t, d in df.items()}
         self.k1, self.b = k1, b
 
+    @classmethod
+    def of_cards(cls, cards: list[Any]) -> "PlainBM25":
+        """One document per card, its title and body, answering as search hits do (id, path, source)."""
+        return cls([({"id": c.id, "path": c.path, "source": c.to_dict(body=False).get("source")},
+                     f"{c.card.title}\n{c.body}") for c in cards])
+
     def search(self, query: str, k: int) -> list[dict[str, Any]]:
         terms = set(_tokens(query))
         scored = []

@@ -12,16 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .cards import STATUSES
-from .embeddings import Embedder, has_cjk
+from .embeddings import Embedder
 from .errors import BadInput
 from .fields import card_conditions, parse_filters
 from .index import Index
-from .search import MODES, card_ranking, clean_query, fts_match, fuse, query_terms, snippet
+from .search import LEG_WEIGHTS, MODES, card_ranking, clean_query, fts_match, fuse, query_terms, snippet
 from .validation import model_for
 
 CANDIDATES = 200  # chunks each leg hands to fusion
 MAX_K = 1000
-UNKNOWN_LANGUAGE_WEIGHT = 0.3  # the vector leg's say for a query in a language the model was not trained on
 
 
 @dataclass(frozen=True)
@@ -95,6 +94,7 @@ class Searcher:
 
         terms = query_terms(text)
         legs: dict[str, dict[int, Any]] = {}
+        truncated: set[str] = set()  # legs cut at CANDIDATES chunks: more matched than they returned
         lexical = None
         if request.mode in ("hybrid", "bm25"):
             match = fts_match(terms)
@@ -109,10 +109,12 @@ class Searcher:
             # the model reads at most ~256 word pieces; embedding a 100 KB query would only cost time
             hits = self.index.vector(self.embedder, self._query_vector(text[:2000]), mask, CANDIDATES)
             legs["vector"] = card_ranking(hits, self.index.chunk_card)
+            truncated |= {"vector"} if len(hits) >= CANDIDATES else set()
         if lexical is not None:
-            legs = {"bm25": card_ranking(lexical.result(), self.index.chunk_card), **legs}
-        weights = {"bm25": 1.0, "vector": self._vector_weight(text)}
-        fused = fuse(legs, weights, self.index.statuses)[: request.k]
+            chunks = lexical.result()
+            legs = {"bm25": card_ranking(chunks, self.index.chunk_card), **legs}
+            truncated |= {"bm25"} if len(chunks) >= CANDIDATES else set()
+        fused = fuse(legs, self.index.statuses, truncated)[: request.k]
         rows = self.index.chunk_rows(f.best_chunk for f in fused)
         hits_out = []
         for f in fused:
@@ -124,9 +126,10 @@ class Searcher:
                    "source": {key: source.get(key) for key in ("path", "heading", "url")} if source else None,
                    "snippet": snippet(chunk_text.split("\n", 1)[-1] if heading else chunk_text, terms)}
             if request.explain:
-                hit["explain"] = {name: ({"rank": leg.rank, "score": round(leg.score, 6)} if leg else None)
+                hit["explain"] = {name: ({"rank": leg.rank, "score": round(leg.score, 6),
+                                          "normalized": round(leg.normalized, 4)} if leg else None)
                                   for name in legs for leg in [f.legs.get(name)]}
-                hit["explain"].update({"weights": {n: weights[n] for n in legs}, "demoted": f.demoted,
+                hit["explain"].update({"weights": {n: LEG_WEIGHTS[n] for n in legs}, "demoted": f.demoted,
                                        "chunk_heading": heading})
             hits_out.append(hit)
         return {"query": request.query, "hits": hits_out}
@@ -135,9 +138,3 @@ class Searcher:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-bm25")
         return self._executor
-
-    def _vector_weight(self, text: str) -> float:
-        languages = getattr(self.embedder, "languages", None)
-        if languages is not None and has_cjk(text) and not languages & {"zh", "ja", "ko"}:
-            return UNKNOWN_LANGUAGE_WEIGHT
-        return 1.0

@@ -46,6 +46,7 @@ def test_evaluate_reports_each_mode_and_misses():
 @pytest.mark.parametrize(("text", "message"), [
     ("", "no gold queries"), ("not json\n", "not JSON"), ('{"q": "x"}\n', "relevant must be"),
     ('{"q": "", "relevant": ["a"]}\n', "expected"), ('{"q": "x", "relevant": []}\n', "relevant must be"),
+    ('{"q": "x", "relevant": ["a"], "split": "train"}\n', "split must be one of dev, test"),
 ])
 def test_bad_gold_files(tmp_path, text, message):
     path = tmp_path / "gold.jsonl"
@@ -59,10 +60,13 @@ def test_eval_cli(cli, kb, tmp_path, monkeypatch):
     cli("add", "gap", "--title", "Chunked prefill at 32k?")
     cli("add", "gap", "--title", "CUDA graphs for decode?")
     gold = tmp_path / "gold.jsonl"
-    gold.write_text(json.dumps({"q": "cuda graph decode", "relevant": ["cuda-graphs-for-decode"]}) + "\n")
+    gold.write_text(json.dumps({"q": "cuda graph decode", "relevant": ["cuda-graphs-for-decode"], "split": "test"}) + "\n"
+                    + json.dumps({"q": "chunked prefill", "relevant": ["chunked-prefill-at-32k"], "split": "dev"}) + "\n")
     report = json.loads(cli("eval", str(gold), "--json").stdout)
-    assert report["queries"] == 1 and set(report["modes"]) == {"hybrid", "bm25", "vector"}
-    assert report["modes"]["hybrid"]["mrr@10"] == 1.0
-    text = cli("eval", str(gold)).stdout
-    assert "hybrid  recall@10 1.000  hit@10 1.000  MRR@10 1.000" in text
+    assert report["queries"] == 2 and set(report["modes"]) == {"hybrid", "bm25", "vector", "plain bm25"}
+    assert report["modes"]["hybrid"]["mrr@10"] == 1.0 and report["modes"]["plain bm25"]["mrr@10"] == 1.0
+    text = cli("eval", str(gold), "--split", "test").stdout
+    assert text.startswith("1 queries, k=10, test split")
+    assert "hybrid     recall@10 1.000  hit@10 1.000  MRR@10 1.000" in text and "plain bm25 recall@10" in text
     assert cli("eval", str(tmp_path / "missing.jsonl")).exit_code == 2
+    assert cli("eval", str(gold), "--split", "train").exit_code == 2
