@@ -284,10 +284,6 @@ class Index:
         self._embedded_models.add(embedder.model_id)
         return len(items)
 
-    def missing_vectors(self, model_id: str) -> int:
-        """How many chunks still wait for a vector of this model."""
-        return len(self._missing_vectors(model_id))
-
     def _bump_generation(self) -> None:
         self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)",
                              (f"{time.time_ns()}-{os.getpid()}",))
