@@ -91,12 +91,16 @@ def test_the_demo_search_puts_the_nvfp4_moe_decode_cards_first(tmp_path):
     clone = tmp_path / "kb"
     subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True)
     env = {k: v for k, v in os.environ.items() if k != "KB_EMBEDDER"}
-    out = subprocess.run([sys.executable, "-m", "kbtool", "--kb", str(clone), "search", "NVFP4 MoE decode", "-k", "5", "--json"],
+    out = subprocess.run([sys.executable, "-m", "kbtool", "--kb", str(clone), "search", "NVFP4 MoE decode", "-k", "10", "--json"],
                          capture_output=True, text=True, env={**env, "KB_DAEMON": "0"}, timeout=600)
     assert out.returncode == 0, out.stderr
     top = [h["id"] for h in json.loads(out.stdout)["hits"]]
     assert "vibeqwen-single-stream-1792-vs-943-tok-s-b200" in top[:3], top
-    assert "nvfp4-block-scaled-fp4-format" in top, top
+    # every card the starter gold set lists for this query (tests/gold/starter.jsonl) is on the first page;
+    # since the score fusion (bench/RESULTS.md) the NVFP4 format contract ranks 7th, below the findings
+    gold = {"nvfp4-block-scaled-fp4-format", "nvfp4-kv-cache-long-context-accuracy",
+            "vibeqwen-concurrency-32-10307-vs-6030-tok-s-b200"}
+    assert gold <= set(top), top
 
 
 PROCESS_MENTION = re.compile(r"\b(kb )?issue #?\d+\b|\bkb design\b|\bDESIGN\.md\b", re.IGNORECASE)
