@@ -45,7 +45,7 @@ class ScaleEmbedder:
     def __init__(self) -> None:
         self.real = SentenceTransformerEmbedder()
         self.bulk = HashingEmbedder(self.real.dimension)
-        self.model_id, self.dimension, self.languages = self.real.model_id, self.real.dimension, self.real.languages
+        self.model_id, self.dimension = self.real.model_id, self.real.dimension
 
     def embed_documents(self, texts):
         return self.bulk.embed_documents(texts) if len(texts) > 64 else self.real.embed_documents(texts)

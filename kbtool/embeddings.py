@@ -31,9 +31,6 @@ SEMANTIC_HINT = "semantic search needs the model, which the core install leaves 
 class Embedder(Protocol):
     model_id: str
     dimension: int
-    # Languages the model was trained on; None means any. Search trusts the vector leg less
-    # for a query in a language the model does not know (all-MiniLM-L6-v2 is English only).
-    languages: frozenset[str] | None
 
     def embed_documents(self, texts: Sequence[str]) -> "np.ndarray": ...
 
@@ -62,8 +59,6 @@ def has_cjk(text: str) -> bool:
 
 class HashingEmbedder:
     """Signed feature hashing of words and CJK bigrams into a fixed dimension."""
-
-    languages = None
 
     def __init__(self, dimension: int = 384):
         self.dimension = dimension
@@ -104,7 +99,6 @@ class SentenceTransformerEmbedder:
         self.batch_size = batch_size
         self.model_id = f"sentence-transformers/{DEFAULT_MODEL}" if self.path == _packaged_path() else f"local:{self.path}"
         self.dimension = 384 if self.model_id.endswith(DEFAULT_MODEL) else self._model().get_sentence_embedding_dimension()
-        self.languages = frozenset({"en"}) if self.model_id.endswith(DEFAULT_MODEL) else None
         self._loaded = None
 
     def _model(self):
