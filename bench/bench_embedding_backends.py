@@ -117,6 +117,34 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         report("onnxruntime fp32, batch 16", onnx_encoder(path, False, Path(tmp)))
         report("onnxruntime dynamic int8, batch 16", onnx_encoder(path, True, Path(tmp)))
+        query_latency(model, path, Path(tmp))
+
+
+def query_latency(model, path: str, cache: Path) -> None:
+    """One short query at a time, as a search embeds it: PyTorch against kb's onnxruntime path."""
+    import statistics
+
+    from kbtool import onnx_queries
+    from kbtool.evaluation import load_gold
+
+    os.environ["KB_CACHE_DIR"] = str(cache)
+    queries = [g.q for g in load_gold(REPO / "tests" / "gold" / "starter.jsonl")]
+    encoder = onnx_queries.query_encoder(model, path)
+    assert encoder is not None, "the ONNX query encoder did not agree with PyTorch"
+
+    def p50(encode) -> float:
+        samples = []
+        for text in queries * 3:
+            started = time.perf_counter()
+            encode(text)
+            samples.append((time.perf_counter() - started) * 1000)
+        return statistics.median(samples)
+
+    torch_ms = p50(lambda t: model.encode([t], normalize_embeddings=True, show_progress_bar=False))
+    onnx_ms = p50(encoder.encode)
+    cosine = min(float(encoder.encode(q) @ model.encode([q], normalize_embeddings=True)[0]) for q in queries)
+    print(f"one query ({len(queries)} starter gold queries x 3), p50: pytorch {torch_ms:.1f} ms, "
+          f"onnxruntime (1 thread, kb's query path) {onnx_ms:.1f} ms; agreement: cosine min {cosine:.6f}")
 
 
 if __name__ == "__main__":

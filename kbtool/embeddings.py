@@ -36,6 +36,9 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> "np.ndarray": ...
 
+    def prepare_for_queries(self) -> None:
+        """For a long-lived process: load what makes later queries fast (may take seconds)."""
+
 
 _WORD = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
@@ -85,6 +88,9 @@ class HashingEmbedder:
     def embed_query(self, text: str) -> "np.ndarray":
         return self._vector(text)
 
+    def prepare_for_queries(self) -> None:
+        pass
+
 
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from a local folder; nothing is downloaded."""
@@ -100,6 +106,7 @@ class SentenceTransformerEmbedder:
         self.model_id = f"sentence-transformers/{DEFAULT_MODEL}" if self.path == _packaged_path() else f"local:{self.path}"
         self.dimension = 384 if self.model_id.endswith(DEFAULT_MODEL) else self._model().get_sentence_embedding_dimension()
         self._loaded = None
+        self._fast_queries = None  # an OnnxQueryEncoder once prepare_for_queries() has made one
 
     def _model(self):
         if self._loaded is None:
@@ -127,7 +134,18 @@ class SentenceTransformerEmbedder:
         return out.astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> "np.ndarray":
-        return self.embed_documents([text])[0]
+        fast = self._fast_queries
+        return fast.encode(text) if fast is not None else self.embed_documents([text])[0]
+
+    @property
+    def fast_queries(self) -> bool:
+        return self._fast_queries is not None
+
+    def prepare_for_queries(self) -> None:
+        """Queries through onnxruntime (~4 ms instead of ~17 ms here) when it is installed and agrees."""
+        from .onnx_queries import query_encoder
+
+        self._fast_queries = query_encoder(self._model(), self.path)
 
 
 def _installed(module: str) -> bool:

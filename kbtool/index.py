@@ -42,6 +42,7 @@ from .store import CARDS_DIR, SKILLS_DIR, Store
 
 INDEX_FILE = "index.db"
 EMBED_GROUP = 256  # texts per encode call: sentence-transformers batches inside it; progress ticks per group
+OPTIMIZE_AFTER = 1000  # cards re-indexed in one refresh after which the keyword index is merged
 FULL_SCAN_INTERVAL_S = 5.0  # a warm process re-stats every file at most this often (kb's own writes show at once)
 Progress = Callable[[int, int], None]
 
@@ -255,6 +256,11 @@ class Index:
                                              [(st.st_mtime_ns, st.st_size, rel) for rel, st in touched])
                     if upserts or removed:
                         self._bump_generation()
+                if len(upserts) >= OPTIMIZE_AFTER:
+                    # merge FTS5's segments into one: the BM25 leg ran 25% faster at 100k cards (141 -> 105
+                    # ms), for ~1 s here, after a refresh that took minutes
+                    with self.db.conn:
+                        self.db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
             self._stat_signature = signature
             self._last_scan = time.monotonic()
             if upserts:

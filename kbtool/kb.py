@@ -41,6 +41,7 @@ class KnowledgeBase:
         self._index: "Index | None" = None
         self._searcher: "Searcher | None" = None
         self._vectors_building: "threading.Thread | None" = None  # see warm_in_background
+        self._preparing_queries: "threading.Thread | None" = None
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, embedder: "Embedder | None" = None) -> "KnowledgeBase":
@@ -585,6 +586,16 @@ class KnowledgeBase:
                 embedder.embed_query("warm up")  # the model loads here even when no vector was missing
             except Exception as exc:  # noqa: BLE001 - searches fall back to embedding in the foreground
                 notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")
+                return
+            # hybrid search is ready now; the faster query path (seconds to make, the first time) comes after
+            self._preparing_queries = threading.Thread(target=prepare, name="kb-queries", daemon=True)
+            self._preparing_queries.start()
+
+        def prepare() -> None:
+            try:
+                embedder.prepare_for_queries()
+            except Exception:  # noqa: BLE001 - an optional speed-up: queries stay on the slower path
+                pass
 
         self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
         self._vectors_building.start()

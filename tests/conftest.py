@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # (Claude Code sets CLAUDECODE, Codex CODEX_THREAD_ID) must not turn every write into an agent's.
 for _variable in ("KB_AGENT", "AI_AGENT", "CLAUDECODE", "CODEX_THREAD_ID", "CODEX_CI"):
     os.environ.pop(_variable, None)
+
+# The ONNX export of the query model (kbtool/onnx_queries.py) goes to a folder of this run, not the
+# user's ~/.cache; every daemon and server the tests start inherits it.
+os.environ.setdefault("KB_CACHE_DIR", tempfile.mkdtemp(prefix="kb-test-cache-"))
 
 
 @pytest.fixture

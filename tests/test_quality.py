@@ -33,7 +33,11 @@ FLOORS = {
 
 @pytest.fixture(scope="session")
 def embedder():
-    return SentenceTransformerEmbedder()
+    """Queries embedded as the daemon and `kb serve` embed them (onnxruntime); documents by PyTorch."""
+    embedder = SentenceTransformerEmbedder()
+    embedder.prepare_for_queries()
+    assert embedder.fast_queries
+    return embedder
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from kbtool.cli import app
 # Each module may import only modules of a lower layer (or its own).
 LAYERS = [
     {"errors", "cards"},
-    {"validation", "locate", "embeddings", "review"},
+    {"validation", "locate", "embeddings", "onnx_queries", "review"},
     {"markdown", "fields", "config", "schemas", "records", "search", "evaluation", "findings", "gates", "skills"},
     {"store", "curation", "chunking", "importer", "registry", "finding_input", "operations"},
     {"migrations", "index"},
