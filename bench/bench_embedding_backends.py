@@ -3,7 +3,8 @@ one's vectors agree with the reference (sentence-transformers, PyTorch fp32, bat
 
     .venv/bin/python bench/bench_embedding_backends.py
 
-Backends: PyTorch fp32 at several batch sizes, PyTorch dynamic int8 (Linear layers), and, when
+Backends: PyTorch fp32 at several batch sizes, PyTorch bfloat16 (autocast, as kb embeds documents
+where the CPU multiplies bf16 natively, and bf16 weights), PyTorch dynamic int8 (Linear layers), and, when
 onnxruntime is installed, the model exported to ONNX (fp32, and dynamic int8). The export is
 made here from the packaged weights; nothing is downloaded. Agreement is the cosine between a
 text's vector and its reference vector (1.0 = the same).
@@ -101,11 +102,22 @@ def main() -> None:
     def report(label: str, encode) -> None:
         speed, vectors = timed(encode, texts)
         cosine = (vectors * reference).sum(1)
-        print(f"  {label:<40} {speed:6.1f} texts/s   {speed / rate:.2f}x   agreement: cosine min {cosine.min():.4f}, "
-              f"mean {cosine.mean():.4f}")
+        print(f"  {label:<40} {speed:6.1f} texts/s   {speed / rate:.2f}x   agreement: cosine min {cosine.min():.5f}, "
+              f"mean {cosine.mean():.5f}")
 
     for batch in (16, 8):
         report(f"pytorch fp32, batch {batch}", lambda t, b=batch: model.encode(t, batch_size=b, normalize_embeddings=True))
+    from kbtool.embeddings import native_bf16
+
+    def autocast_bf16(t):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return model.encode(t, batch_size=16, normalize_embeddings=True)
+
+    native = "native on this CPU" if native_bf16() else "emulated: no native bf16 on this CPU"
+    report(f"pytorch bf16 autocast, batch 16 ({native}; kb's documents when native)", autocast_bf16)
+    halved = SentenceTransformer(path, device="cpu", model_kwargs={"dtype": torch.bfloat16})
+    report("pytorch bf16 weights, batch 16", lambda t: halved.encode(t, batch_size=16, normalize_embeddings=True,
+                                                                      convert_to_tensor=True).float().numpy())
     quantized = SentenceTransformer(path, device="cpu")
     torch.ao.quantization.quantize_dynamic(quantized[0].auto_model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
     report("pytorch dynamic int8, batch 16", lambda t: quantized.encode(t, batch_size=16, normalize_embeddings=True))

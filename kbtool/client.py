@@ -41,7 +41,7 @@ def build_id(root: Path) -> str:
     stamps = [f"{p.name}:{p.stat().st_mtime_ns}" for p in sorted(package.glob("*.py"))]
     config = root / "kb.toml"
     stamps.append(f"kb.toml:{config.stat().st_mtime_ns if config.exists() else 0}")
-    stamps.append(f"embedder:{os.environ.get('KB_EMBEDDER', '')}")
+    stamps += [f"{name}:{os.environ.get(name, '')}" for name in ("KB_EMBEDDER", "KB_EMBED_PRECISION")]
     return hashlib.sha1("|".join(stamps).encode()).hexdigest()
 
 
