@@ -87,7 +87,7 @@ def bench(n: int, calls: int) -> None:
 
             run_searches(root, [{"query": "start the daemon"}])
             daemon = {"list": p50_ms(lambda: run_operation(root, "list", {"brief": True}), calls),
-                      "list --json": p50_ms(lambda: run_operation(root, "list"), calls),
+                      "list --json": p50_ms(lambda: run_operation(root, "list", {"json_text": True}), calls),
                       **{op: p50_ms(lambda op=op: run_operation(root, op), calls) for op in ("gaps", "stats")}}
         finally:
             stop_daemon(root)

@@ -235,12 +235,11 @@ def list_cards(
     """List cards (id, kind, status, title), filtered by kind, status, tags and any field."""
     from .client import run_operation
 
-    cards = run_operation(_root(kb), "list", {"kind": kind, "status": status, "tags": tag or [], "where": where or [],
-                                              "brief": not as_json})
+    query = {"kind": kind, "status": status, "tags": tag or [], "where": where or []}
     if as_json:
-        print_json(cards)
+        typer.echo(run_operation(_root(kb), "list", {**query, "json_text": True}))
     else:
-        print_rows(cards)
+        print_rows(run_operation(_root(kb), "list", {**query, "brief": True}))
 
 
 @app.command()

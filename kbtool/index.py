@@ -71,6 +71,12 @@ class CardMeta:
         """Parsed on first use: most queries touch only the frontmatter of their hits."""
         return json.loads(self.data_json)
 
+    @cached_property
+    def summary_json(self) -> str:
+        """The card as `kb list --json` prints it, made once per index generation (10k cards: ~50 ms)."""
+        return json.dumps(CardSummary(self.id, self.kind, self.title, self.status, self.path, self.data).to_dict(),
+                          ensure_ascii=False)
+
 
 @dataclass(frozen=True)
 class Document:
@@ -440,6 +446,13 @@ class Index:
     def summaries(self, allowed: set[int] | None = None) -> list[CardSummary]:
         """The cards (not skills) in path order, each as the index holds it."""
         return [self.summary(i) for i, c in enumerate(self.cards) if c.kind != "skill" and (allowed is None or i in allowed)]
+
+    def summaries_json(self, allowed: set[int] | None = None) -> str:
+        """summaries() as a JSON array, one card a line: the C encoder per card, cached, instead of
+        json's pure-Python indenting encoder over everything (10k cards: ~5 ms against ~700 ms)."""
+        lines = [c.summary_json for i, c in enumerate(self.cards)
+                 if c.kind != "skill" and (allowed is None or i in allowed)]
+        return "[\n" + ",\n".join(lines) + "\n]" if lines else "[]"
 
     def summary(self, i: int) -> CardSummary:
         c = self.cards[i]

@@ -130,13 +130,21 @@ class KnowledgeBase:
         """What list() finds, read from the index instead of the card files (which it brings up to date
         first, by file stat): the frontmatter of each card, fast at any size. list() still parses and
         validates the files, for callers that need the models or the bodies."""
+        return self.index.summaries(self._matching(kind, status, tags, where))
+
+    def summaries_json(self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (),
+                       where: Iterable[str] = ()) -> str:
+        """summaries() as the JSON text `kb list --json` prints: an array, one card a line."""
+        return self.index.summaries_json(self._matching(kind, status, tags, where))
+
+    def _matching(self, kind: str | None, status: str | None, tags: Iterable[str], where: Iterable[str]) -> set[int] | None:
         if kind is not None:
             model_for(kind)
         if status is not None:
             _check_status(status)
         conditions = card_conditions(kind, status, tags, parse_filters(where))
         self.index.refresh_if_stale(None)
-        return self.index.summaries(self.index.matching(conditions))
+        return self.index.matching(conditions)
 
     def history(self, ref: str) -> list[Commit]:
         return self.store.history(self.store.relative(self.resolve_id(ref)))

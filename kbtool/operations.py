@@ -13,10 +13,13 @@ OPERATIONS = ("list", "gaps", "stats")
 def run(kb: Any, op: str, args: dict[str, Any]) -> Any:
     """The JSON answer of one operation on a KnowledgeBase."""
     if op == "list":
-        unknown = set(args) - {"kind", "status", "tags", "where", "brief"}
+        unknown = set(args) - {"kind", "status", "tags", "where", "brief", "json_text"}
         if unknown:
             raise BadInput(f"list: unknown option(s) {', '.join(sorted(unknown))}")
-        found = kb.summaries(args.get("kind"), args.get("status"), _strings(args, "tags"), _strings(args, "where"))
+        query = (args.get("kind"), args.get("status"), _strings(args, "tags"), _strings(args, "where"))
+        if args.get("json_text"):  # what `kb list --json` prints, made where the cached cards are
+            return kb.summaries_json(*query)
+        found = kb.summaries(*query)
         # brief: the rows a listing prints, [id, kind, status, title]; a tenth of the JSON at 1k cards
         return [[s.id, s.kind, s.status, s.title] for s in found] if args.get("brief") else [s.to_dict() for s in found]
     if op == "gaps":

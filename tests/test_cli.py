@@ -102,6 +102,17 @@ def test_list_filters(cli):
     assert len(text) == 3 and text[2].split()[:3] == ["a-gate", "gate", "confirmed"]  # by kind, then id
 
 
+def test_list_json_is_an_array_of_whole_cards_one_a_line(cli, kb):
+    assert cli("list", "--json").stdout == "[]\n"
+    cli("add", "gap", "--title", "On B200?", "--field", "applies_to.hardware=B200", "--tag", "nvfp4")
+    cli("add", "gate", "--title", "A gate", *GATE, "--status", "confirmed")
+    lines = cli("list", "--json").stdout.splitlines()
+    assert lines[0] == "[" and lines[-1] == "]" and len(lines) == 4
+    cards = [json.loads(line.rstrip(",")) for line in lines[1:-1]]
+    assert cards == [s.to_dict(body=False) for s in sorted(kb.cards(), key=lambda s: s.path)]
+    assert cards[0]["applies_to"] == {"hardware": "B200"} and cards[0]["tags"] == ["nvfp4"]
+
+
 def test_a_unique_prefix_is_enough_and_an_ambiguous_one_is_refused(cli):
     cli("add", "gap", "--title", "Alpha one?")
     cli("add", "gap", "--title", "Alpha two?")
