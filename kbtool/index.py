@@ -30,13 +30,18 @@ from .embeddings import Embedder, cjk_bigrams
 from .errors import InvalidCard
 from .fields import values_at
 from .records import CardSummary, StoredCard
+from .search import COLUMN_WEIGHTS, Phrase, fts_match
 
 if TYPE_CHECKING:
+    import threading
+
     import numpy as np
+
+    from .lexical import Postings
 
 # numpy (the vector leg) and sqlite-utils (migrations) load where they are used: `kb list`, gaps and
 # stats read the index without either, ~0.25 s less for a cold command.
-SCHEMA_STEPS = 1  # the migrations in kbtool.migrations.index; PRAGMA user_version records them as applied
+SCHEMA_STEPS = 2  # the migrations in kbtool.migrations.index; PRAGMA user_version records them as applied
 from .skills import SKILL_FILE, InvalidSkill, load_skill, skill_folders
 from .store import CARDS_DIR, SKILLS_DIR, Store
 
@@ -143,6 +148,8 @@ class Index:
         self._stat_signature: tuple[Any, ...] | None = None
         self._last_scan = 0.0
         self._embedded_models: set[str] = set()  # models this process has brought fully up to date
+        self._postings: "Postings | None" = None  # the BM25 leg in memory, for a long-lived process
+        self._postings_reading: "threading.Thread | None" = None
 
     # --- opening, migrating, rebuilding ------------------------------------------------
 
@@ -180,7 +187,12 @@ class Index:
             self.db = self._connect()
         self._generation = None
         self._matrix.clear()
-        return self.refresh(embedder, progress, force=True)
+        reread = self._postings is not None
+        self._postings = None  # a new file numbers its chunks from 1 again
+        stats = self.refresh(embedder, progress, force=True)
+        if reread:
+            self.read_postings_in_background()
+        return stats
 
     def _lock(self) -> FileLock:
         return FileLock(str(self.store.state_dir / "index.lock"), timeout=600)
@@ -371,13 +383,54 @@ class Index:
 
     # --- the two legs ------------------------------------------------------------------
 
-    def lexical(self, match: str, allowed_chunks: set[int] | None, limit: int) -> list[tuple[int, float]]:
+    def read_postings_in_background(self) -> None:
+        """For a long-lived process: the keyword index's postings into memory, on a thread (100k cards:
+        ~4.5 s), after which the BM25 leg scores from them (~3 ms instead of ~35 ms); FTS5 answers until
+        then, and again whenever too much changed at once to patch them."""
+        import threading
+
+        from .lexical import Postings
+
+        if self._postings_reading is not None and self._postings_reading.is_alive():
+            return
+
+        def read() -> None:
+            try:
+                self._postings = Postings.read(str(self.path))
+            except (sqlite3.Error, OSError, ValueError) as exc:  # the BM25 leg stays on FTS5
+                self.notices.append(f"reading the keyword postings into memory failed ({exc}); FTS5 ranks instead")
+
+        self._postings_reading = threading.Thread(target=read, name="kb-postings", daemon=True)
+        self._postings_reading.start()
+
+    def _current_postings(self) -> "Postings | None":
+        """The postings, brought to this process's index generation; None while they are (re)read."""
+        postings = self._postings
+        if postings is None or postings.generation == self._generation:
+            return postings
+        if postings.update(self.db.conn, self._generation, self._chunk_card.keys()):
+            return postings
+        self._postings = None  # too much changed: read them again, FTS5 meanwhile
+        self.read_postings_in_background()
+        return None
+
+    def lexical(self, query: list[Phrase], allowed_chunks: set[int] | None, limit: int) -> list[tuple[int, float]]:
         """BM25 over title (x4), heading (x2), body and CJK bigrams; best first, as (chunk id, score).
 
-        With a filter, every match is scored and the filter applied here: pushing `rowid IN (...)`
-        into the FTS5 query makes SQLite re-run the MATCH once per allowed row.
+        From the postings in memory when a long-lived process has them, else from FTS5 (the same
+        scores). With a filter, FTS5 scores every match and the filter is applied here: pushing
+        `rowid IN (...)` into the FTS5 query makes SQLite re-run the MATCH once per allowed row.
         """
-        sql = "SELECT rowid, bm25(chunks_fts, 4.0, 2.0, 1.0, 1.0) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
+        postings = self._current_postings()
+        if postings is not None:
+            hits = postings.search(query, allowed_chunks, limit)
+            if hits is not None:
+                return hits
+        match = fts_match(query)
+        if match is None:
+            return []
+        weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
+        sql = f"SELECT rowid, bm25(chunks_fts, {weights}) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
         if allowed_chunks is None:
             rows = self.db.execute(sql + " LIMIT ?", (match, limit)).fetchall()
         else:

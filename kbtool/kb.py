@@ -583,6 +583,7 @@ class KnowledgeBase:
         from .index import Index
 
         self.index.refresh(None)
+        self.index.read_postings_in_background()  # the BM25 leg from memory once read; FTS5 until then
         embedder = self.semantic_embedder()
         if embedder is None:
             return

@@ -16,7 +16,7 @@ from .embeddings import Embedder
 from .errors import BadInput
 from .fields import card_conditions, parse_filters
 from .index import Index
-from .search import LEG_WEIGHTS, MODES, card_ranking, clean_query, fts_match, fuse, query_terms, snippet
+from .search import LEG_WEIGHTS, MODES, card_ranking, clean_query, fuse, phrases, query_terms, snippet
 from .validation import model_for
 
 CANDIDATES = 200  # chunks each leg hands to fusion
@@ -97,11 +97,10 @@ class Searcher:
         truncated: set[str] = set()  # legs cut at CANDIDATES chunks: more matched than they returned
         lexical = None
         if request.mode in ("hybrid", "bm25"):
-            match = fts_match(terms)
             chunk_filter = self.index.chunks_of(allowed) if allowed is not None else None
-            if match and allowed != set():
-                # SQLite and torch both release the GIL: the BM25 leg runs while the query is embedded
-                lexical = self._pool().submit(self.index.lexical, match, chunk_filter, CANDIDATES)
+            if terms and allowed != set():
+                # SQLite, numpy and torch release the GIL: the BM25 leg runs while the query is embedded
+                lexical = self._pool().submit(self.index.lexical, phrases(terms), chunk_filter, CANDIDATES)
             else:
                 legs["bm25"] = {}
         if request.mode in ("hybrid", "vector") and self.embedder is not None and allowed != set():

@@ -25,6 +25,9 @@ MAX_QUERY_TERMS = 64  # a pasted 100 KB log is a query of its first words, not a
 LEG_WEIGHTS = {"bm25": 0.6, "vector": 0.4}
 INACTIVE_FACTOR = 0.5  # superseded, refuted and retired cards still show, below current ones
 MODES = ("hybrid", "bm25", "vector")
+# the keyword index's columns and their BM25 weights: a title word counts 4 times, a heading word twice
+KEYWORD_COLUMNS = ("title", "heading", "body", "cjk")
+COLUMN_WEIGHTS = (4.0, 2.0, 1.0, 1.0)
 
 # Words that carry no topic; in an OR query they would match nearly every chunk.
 STOPWORDS = frozenset("""
@@ -53,12 +56,19 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(words + grams))[:MAX_QUERY_TERMS]
 
 
-def fts_match(terms: Iterable[str]) -> str | None:
-    """An FTS5 MATCH expression: every term quoted (so nothing is FTS syntax), OR-ed."""
+Phrase = tuple["str | None", str]  # (the one keyword column it is looked up in, or None for all; its text)
+
+
+def phrases(terms: Iterable[str]) -> list[Phrase]:
+    """The keyword leg's OR-ed phrases: a CJK bigram only in the bigram column, a word anywhere."""
+    return [("cjk" if has_cjk(term) else None, term) for term in terms]
+
+
+def fts_match(query: Iterable[Phrase]) -> str | None:
+    """An FTS5 MATCH expression: every phrase quoted (so nothing is FTS syntax), OR-ed."""
     quoted = []
-    for term in terms:
-        column = "cjk" if has_cjk(term) else None
-        phrase = '"' + term.replace('"', '""') + '"'
+    for column, text in query:
+        phrase = '"' + text.replace('"', '""') + '"'
         quoted.append(f"{column}:{phrase}" if column else phrase)
     return " OR ".join(quoted) or None
 

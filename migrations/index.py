@@ -53,3 +53,25 @@ def m001_initial(db: Database) -> None:
             PRIMARY KEY (hash, model)
         )""")
     db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+@index_migrations()
+def m002_chunk_ids_never_reused(db: Database) -> None:
+    # AUTOINCREMENT: an id is never given to a new chunk, so the keyword row of an id never changes and a
+    # warm process applies a new index generation as the ids that left and the ids that came
+    # (kbtool/lexical.py). The keyword rows keep their rowids, which are the chunk ids.
+    db.execute("ALTER TABLE chunks RENAME TO chunks_before_m002")
+    db.execute("""
+        CREATE TABLE chunks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            card_path TEXT NOT NULL REFERENCES cards(path),
+            ordinal INTEGER NOT NULL,
+            heading TEXT,
+            text TEXT NOT NULL,
+            hash TEXT NOT NULL          -- sha256 of text: the key of its vector
+        )""")
+    db.execute("INSERT INTO chunks (id, card_path, ordinal, heading, text, hash) "
+               "SELECT id, card_path, ordinal, heading, text, hash FROM chunks_before_m002")
+    db.execute("DROP TABLE chunks_before_m002")
+    db.execute("CREATE INDEX chunks_card ON chunks(card_path)")
+    db.execute("CREATE INDEX chunks_hash ON chunks(hash)")

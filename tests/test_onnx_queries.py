@@ -64,7 +64,8 @@ def test_without_onnxruntime_queries_stay_on_pytorch(embedder, monkeypatch):
 
 
 def test_a_warm_process_ranks_as_a_cold_one(cache, monkeypatch, tmp_path):
-    """The daemon's path (warm_in_background, then fast queries) returns what a one-shot search returns."""
+    """The daemon's path (warm_in_background: fast queries, BM25 from postings in memory) returns what a
+    one-shot search (PyTorch, FTS5) returns."""
     monkeypatch.setenv("KB_CACHE_DIR", str(cache))
     monkeypatch.delenv("KB_EMBEDDER", raising=False)
     cold = kbtool.open(REPO_ROOT, embedder=SentenceTransformerEmbedder())
@@ -73,5 +74,6 @@ def test_a_warm_process_ranks_as_a_cold_one(cache, monkeypatch, tmp_path):
     warm.warm_in_background()
     warm._vectors_building.join()
     warm._preparing_queries.join()
-    assert warm.embedder.fast_queries
+    warm.index._postings_reading.join()
+    assert warm.embedder.fast_queries and warm.index._postings is not None  # BM25 from memory too
     assert {q: [h["id"] for h in warm.search(q)["hits"]] for q in QUERIES} == expected
