@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from .lexical import Postings
+    from .vectors import ChunkMatrix
 
 # numpy (the vector leg) and sqlite-utils (migrations) load where they are used: `kb list`, gaps and
 # stats read the index without either, ~0.25 s less for a cold command.
@@ -144,7 +145,7 @@ class Index:
         self._card_chunks: list[list[int]] = []
         self._field_values: dict[tuple[str, ...], dict[str, set[int]]] = {}
         self._links_in: dict[str, list[tuple[str, int]]] | None = None  # card id -> (rel, linking card)
-        self._matrix: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._matrices: dict[str, ChunkMatrix] = {}  # by model id; patched per generation, not re-read
         self._stat_signature: tuple[Any, ...] | None = None
         self._last_scan = 0.0
         self._embedded_models: set[str] = set()  # models this process has brought fully up to date
@@ -186,7 +187,7 @@ class Index:
             self._delete_files()
             self.db = self._connect()
         self._generation = None
-        self._matrix.clear()
+        self._matrices.clear()  # a new file numbers its chunks from 1 again
         reread = self._postings is not None
         self._postings = None  # a new file numbers its chunks from 1 again
         stats = self.refresh(embedder, progress, force=True)
@@ -207,11 +208,12 @@ class Index:
                 dirs += [top, *sorted(p for p in top.iterdir() if p.is_dir())]
         return tuple((str(d), d.stat().st_mtime_ns) for d in dirs)
 
-    def _files(self) -> dict[str, Path]:
-        """Every file the index covers, by path relative to the root: the cards, then each SKILL.md."""
-        files = {self.store.relative(p): p for p in self.store.card_files()}
+    def _files(self) -> dict[str, str]:
+        """Every file the index covers, relative path -> path: the cards, then each SKILL.md."""
+        root = str(self.store.root)
+        files = {rel: os.path.join(root, rel) for rel in self.store.card_paths()}
         for folder in skill_folders(self.store.root / SKILLS_DIR):
-            files[f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}"] = folder / SKILL_FILE
+            files[f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}"] = str(folder / SKILL_FILE)
         return files
 
     def refresh_if_stale(self, embedder: Embedder | None) -> RefreshStats | None:
@@ -242,11 +244,12 @@ class Index:
             stats.scanned = len(on_disk)
             upserts: list[tuple[Document, str, os.stat_result]] = []
             touched: list[tuple[str, os.stat_result]] = []
-            for rel, path in on_disk.items():
-                st = path.stat()
+            for rel, name in on_disk.items():
+                st = os.stat(name)
                 old = known.get(rel)
                 if old and not force and (old[1], old[2]) == (st.st_mtime_ns, st.st_size):
                     continue
+                path = Path(name)
                 text = path.read_text(encoding="utf-8")
                 file_hash = _sha(text)
                 if old and not force and old[0] == file_hash:
@@ -359,7 +362,6 @@ class Index:
         for cid, card in self._chunk_card.items():
             self._card_chunks[card].append(cid)
         self._field_values.clear()
-        self._matrix.clear()
         self._links_in = None
         self._generation = generation
 
@@ -367,19 +369,21 @@ class Index:
     def chunk_card(self) -> dict[int, int]:
         return self._chunk_card
 
+    def _chunk_matrix(self, embedder: Embedder) -> "ChunkMatrix":
+        from .vectors import ChunkMatrix
+
+        matrix = self._matrices.get(embedder.model_id)
+        if matrix is None:
+            matrix = self._matrices[embedder.model_id] = ChunkMatrix(embedder.model_id, embedder.dimension)
+        matrix.sync(self.db.conn, self._generation, self._chunk_card)
+        return matrix
+
     def matrix(self, embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, vectors) of every chunk that has a vector for this model."""
-        import numpy as np
-
-        cached = self._matrix.get(embedder.model_id)
-        if cached is None:
-            rows = self.db.execute("SELECT c.id, v.vector FROM chunks c JOIN vectors v ON v.hash = c.hash AND v.model = ? "
-                                   "ORDER BY c.id", (embedder.model_id,)).fetchall()
-            ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), embedder.dimension)
-                      if rows else np.zeros((0, embedder.dimension), dtype=np.float32))
-            cached = self._matrix[embedder.model_id] = (ids, matrix)
-        return cached
+        matrix = self._chunk_matrix(embedder)
+        if matrix.live is None:
+            return matrix.ids, matrix.vectors
+        return matrix.ids[matrix.live], matrix.vectors[matrix.live]
 
     # --- the two legs ------------------------------------------------------------------
 
@@ -445,12 +449,14 @@ class Index:
     def vector(self, embedder: Embedder, query_vector: np.ndarray, allowed: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
         import numpy as np
 
-        ids, matrix = self.matrix(embedder)
+        matrix = self._chunk_matrix(embedder)
+        ids = matrix.ids
         if not len(ids):
             return []
-        scores = matrix @ query_vector.astype(np.float32)
-        if allowed is not None:
-            scores = np.where(allowed, scores, -np.inf)
+        scores = matrix.vectors @ query_vector.astype(np.float32)
+        keep = allowed if allowed is not None else matrix.live  # an allowed mask holds live rows only
+        if keep is not None:
+            scores = np.where(keep, scores, -np.inf)
         top = min(limit, len(scores))
         best = np.argpartition(-scores, top - 1)[:top]
         best = best[np.argsort(-scores[best], kind="stable")]
@@ -526,22 +532,11 @@ class Index:
         return [(rel, self.summary(i)) for rel, i in self._links_in.get(card_id, [])]
 
     def allowed_mask(self, embedder: Embedder, allowed_cards: set[int]) -> np.ndarray:
+        """Per matrix row: whether its card is allowed (a chunk that left has no card, so never)."""
         import numpy as np
 
-        ids, _ = self.matrix(embedder)
-        rows = self._matrix_cards(embedder)
-        return np.isin(rows, np.fromiter(allowed_cards, dtype=np.int64, count=len(allowed_cards)))
-
-    def _matrix_cards(self, embedder: Embedder) -> np.ndarray:
-        import numpy as np
-
-        key = f"{embedder.model_id}#cards"
-        cached = self._matrix.get(key)
-        if cached is None:
-            ids, _ = self.matrix(embedder)
-            cards = np.fromiter((self._chunk_card.get(int(i), -1) for i in ids), dtype=np.int64, count=len(ids))
-            cached = self._matrix[key] = (cards, cards)
-        return cached[0]
+        cards = self._chunk_matrix(embedder).cards
+        return np.isin(cards, np.fromiter(allowed_cards, dtype=np.int64, count=len(allowed_cards)))
 
     def chunks_of(self, allowed_cards: set[int]) -> set[int]:
         return {cid for card in allowed_cards for cid in self._card_chunks[card]}

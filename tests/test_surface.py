@@ -16,7 +16,7 @@ LAYERS = [
     {"errors", "cards"},
     {"validation", "locate", "embeddings", "onnx_queries", "review"},
     {"markdown", "fields", "config", "schemas", "records", "search", "evaluation", "findings", "gates", "skills"},
-    {"store", "curation", "chunking", "importer", "registry", "finding_input", "operations", "lexical"},
+    {"store", "curation", "chunking", "importer", "registry", "finding_input", "operations", "lexical", "vectors"},
     {"migrations", "index"},
     {"retrieval"},
     {"kb"},
