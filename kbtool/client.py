@@ -36,13 +36,20 @@ def socket_path(root: Path) -> Path:
 
 
 def build_id(root: Path) -> str:
-    """What a daemon must match to serve this client: the code, the embedder choice and kb.toml."""
+    """What a daemon must match to serve this client: the version and the content of the code (two
+    copies of the same code match; a touched file does not restart anything), kb.toml's content and
+    the embedder settings. Hashing ~250 KB of source takes ~1 ms."""
+    from . import __version__
+
     package = Path(__file__).parent
-    stamps = [f"{p.name}:{p.stat().st_mtime_ns}" for p in sorted(package.glob("*.py"))]
+    digest = hashlib.sha256(f"kbtool {__version__}\n".encode())
+    for path in sorted([*package.glob("*.py"), *package.glob("*/*.py")]):
+        digest.update(f"{path.relative_to(package)}\n".encode() + path.read_bytes())
     config = root / "kb.toml"
-    stamps.append(f"kb.toml:{config.stat().st_mtime_ns if config.exists() else 0}")
-    stamps += [f"{name}:{os.environ.get(name, '')}" for name in ("KB_EMBEDDER", "KB_EMBED_PRECISION")]
-    return hashlib.sha1("|".join(stamps).encode()).hexdigest()
+    digest.update(b"kb.toml\n" + (config.read_bytes() if config.exists() else b""))
+    for name in ("KB_EMBEDDER", "KB_EMBED_PRECISION"):
+        digest.update(f"{name}={os.environ.get(name, '')}\n".encode())
+    return digest.hexdigest()
 
 
 def run_searches(root: Path, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:

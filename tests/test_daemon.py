@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -81,6 +82,37 @@ def test_a_daemon_of_another_build_hands_over(kb, env):
     hits = json.loads(kb_cmd(kb, env, "search", "handover", "--json").stdout)["hits"]
     assert hits[0]["id"] == "handover"
     assert (kb.root / ".kb" / "daemon.log").read_text().count("ready for") == 2
+
+
+def test_the_build_identity_is_the_code_and_settings_not_file_times(kb, tmp_path, monkeypatch):
+    """Two copies of the same code match (a daemon of one serves the other); a touched file does not
+    restart anything; a changed file, kb.toml or embedder setting does."""
+    import shutil
+
+    from kbtool import client
+
+    package = Path(client.__file__).parent
+    copy = tmp_path / "copy" / "kbtool"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = "import sys; from pathlib import Path; from kbtool.client import build_id; print(build_id(Path(sys.argv[1])))"
+
+    def identity(folder: Path) -> str:
+        out = subprocess.run([sys.executable, "-P", "-c", probe, str(kb.root)], capture_output=True, text=True,
+                             env={**os.environ, "PYTHONPATH": str(folder.parent)}, check=True)
+        return out.stdout.strip()
+
+    original = identity(package)
+    assert identity(copy) == original
+    os.utime(copy / "search.py", ns=(1, 1))
+    assert identity(copy) == original
+    (copy / "search.py").write_text((copy / "search.py").read_text() + "\n# changed\n")
+    assert identity(copy) != original
+    assert client.build_id(kb.root) == original
+    monkeypatch.setenv("KB_EMBED_PRECISION", "fp32")
+    assert client.build_id(kb.root) != original
+    monkeypatch.delenv("KB_EMBED_PRECISION")
+    (kb.root / "kb.toml").write_text((kb.root / "kb.toml").read_text() + "\n")
+    assert client.build_id(kb.root) != original
 
 
 def test_in_process_when_asked(kb, env):
