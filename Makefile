@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 KB := $(VENV)/bin/kb
 
-.PHONY: install demo test test-fast bench schemas clean
+.PHONY: install demo test test-fast lint bench schemas clean
 
 install: $(VENV)/.installed
 
@@ -12,7 +12,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e '.[semantic,mcp,test]'
+	$(PIP) install -q -c constraints.txt -e '.[semantic,mcp,test,lint]'
 	touch $@
 
 demo: install
@@ -24,6 +24,13 @@ test: install
 # the fast suite: everything but the real-model quality tests and the fresh-install tests
 test-fast: install
 	$(PY) -m pytest -q -m "not quality and not install"
+
+# ruff (lint and format) and mypy, with the versions pyproject.toml pins; CI runs this too
+LINTED := kbtool migrations tests bench gates
+lint: install
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(VENV)/bin/mypy
 
 bench: install
 	$(PY) bench/bench_store.py

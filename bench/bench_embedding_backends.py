@@ -54,14 +54,23 @@ def onnx_encoder(model_path: str, quantized: bool, folder: Path):
             self.inner = inner
 
         def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     names = ["input_ids", "attention_mask", "token_type_ids"]
     sample = tokenizer(["a b", "c"], padding=True, return_tensors="pt")
     path = folder / "model.onnx"
-    torch.onnx.export(Hidden(model), tuple(sample[n] for n in names), str(path), input_names=names,
-                      output_names=["hidden"], dynamic_axes={n: {0: "b", 1: "s"} for n in [*names, "hidden"]},
-                      opset_version=17, dynamo=False)
+    torch.onnx.export(
+        Hidden(model),
+        tuple(sample[n] for n in names),
+        str(path),
+        input_names=names,
+        output_names=["hidden"],
+        dynamic_axes={n: {0: "b", 1: "s"} for n in [*names, "hidden"]},
+        opset_version=17,
+        dynamo=False,
+    )
     if quantized:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -102,11 +111,15 @@ def main() -> None:
     def report(label: str, encode) -> None:
         speed, vectors = timed(encode, texts)
         cosine = (vectors * reference).sum(1)
-        print(f"  {label:<40} {speed:6.1f} texts/s   {speed / rate:.2f}x   agreement: cosine min {cosine.min():.5f}, "
-              f"mean {cosine.mean():.5f}")
+        print(
+            f"  {label:<40} {speed:6.1f} texts/s   {speed / rate:.2f}x   agreement: cosine min {cosine.min():.5f}, "
+            f"mean {cosine.mean():.5f}"
+        )
 
     for batch in (16, 8):
-        report(f"pytorch fp32, batch {batch}", lambda t, b=batch: model.encode(t, batch_size=b, normalize_embeddings=True))
+        report(
+            f"pytorch fp32, batch {batch}", lambda t, b=batch: model.encode(t, batch_size=b, normalize_embeddings=True)
+        )
     from kbtool.embeddings import native_bf16
 
     def autocast_bf16(t):
@@ -116,8 +129,10 @@ def main() -> None:
     native = "native on this CPU" if native_bf16() else "emulated: no native bf16 on this CPU"
     report(f"pytorch bf16 autocast, batch 16 ({native}; kb's documents when native)", autocast_bf16)
     halved = SentenceTransformer(path, device="cpu", model_kwargs={"dtype": torch.bfloat16})
-    report("pytorch bf16 weights, batch 16", lambda t: halved.encode(t, batch_size=16, normalize_embeddings=True,
-                                                                      convert_to_tensor=True).float().numpy())
+    report(
+        "pytorch bf16 weights, batch 16",
+        lambda t: halved.encode(t, batch_size=16, normalize_embeddings=True, convert_to_tensor=True).float().numpy(),
+    )
     quantized = SentenceTransformer(path, device="cpu")
     torch.ao.quantization.quantize_dynamic(quantized[0].auto_model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
     report("pytorch dynamic int8, batch 16", lambda t: quantized.encode(t, batch_size=16, normalize_embeddings=True))
@@ -155,8 +170,10 @@ def query_latency(model, path: str, cache: Path) -> None:
     torch_ms = p50(lambda t: model.encode([t], normalize_embeddings=True, show_progress_bar=False))
     onnx_ms = p50(encoder.encode)
     cosine = min(float(encoder.encode(q) @ model.encode([q], normalize_embeddings=True)[0]) for q in queries)
-    print(f"one query ({len(queries)} starter gold queries x 3), p50: pytorch {torch_ms:.1f} ms, "
-          f"onnxruntime (1 thread, kb's query path) {onnx_ms:.1f} ms; agreement: cosine min {cosine:.6f}")
+    print(
+        f"one query ({len(queries)} starter gold queries x 3), p50: pytorch {torch_ms:.1f} ms, "
+        f"onnxruntime (1 thread, kb's query path) {onnx_ms:.1f} ms; agreement: cosine min {cosine:.6f}"
+    )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,9 @@ QUERY = "NVFP4 MoE decode"
 
 def search(root: Path) -> tuple[float, str]:
     started = time.perf_counter()
-    out = subprocess.run([*KB, "--kb", str(root), "search", QUERY, "-k", "5"], capture_output=True, text=True, timeout=600)
+    out = subprocess.run(
+        [*KB, "--kb", str(root), "search", QUERY, "-k", "5"], capture_output=True, text=True, timeout=600
+    )
     elapsed = time.perf_counter() - started
     if out.returncode != 0:
         raise SystemExit(f"kb search failed: {out.stderr}")
@@ -36,8 +38,17 @@ def search(root: Path) -> tuple[float, str]:
 
 
 def stop(root: Path) -> None:
-    subprocess.run([sys.executable, "-c", "import sys; from pathlib import Path; from kbtool.client import stop_daemon; "
-                    "stop_daemon(Path(sys.argv[1]))", str(root)], capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from kbtool.client import stop_daemon; "
+            "stop_daemon(Path(sys.argv[1]))",
+            str(root),
+        ],
+        capture_output=True,
+        timeout=120,
+    )
 
 
 def one_run(tmp: Path, n: int) -> dict[str, float]:
@@ -66,8 +77,12 @@ def main(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         results = [one_run(Path(tmp), n) for n in range(runs)]
     print(f"first search on a fresh clone of the starter KB, {runs} runs (median; all runs)")
-    for key, label in (("first", "first `kb search` (target <= 2 s)"), ("hybrid", "until hybrid answers"),
-                       ("warm", "each later search (warm daemon)"), ("cold_daemon", "cold daemon, index built")):
+    for key, label in (
+        ("first", "first `kb search` (target <= 2 s)"),
+        ("hybrid", "until hybrid answers"),
+        ("warm", "each later search (warm daemon)"),
+        ("cold_daemon", "cold daemon, index built"),
+    ):
         values = [r[key] for r in results]
         print(f"  {label:<36} {statistics.median(values):6.2f} s   ({', '.join(f'{v:.2f}' for v in values)})")
 

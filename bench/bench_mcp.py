@@ -27,9 +27,20 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 REPO = Path(__file__).resolve().parent.parent
-TOPICS = ("NVFP4 MoE decode", "KV cache quantization accuracy", "speculative decoding acceptance", "CUDA graph capture",
-          "TTFT single stream", "BF16 oracle accuracy gate", "FP8 block scale", "greedy output reference engine",
-          "paged attention block manager", "tensor parallel all-reduce", "prefill chunking latency", "throughput concurrency 32")
+TOPICS = (
+    "NVFP4 MoE decode",
+    "KV cache quantization accuracy",
+    "speculative decoding acceptance",
+    "CUDA graph capture",
+    "TTFT single stream",
+    "BF16 oracle accuracy gate",
+    "FP8 block scale",
+    "greedy output reference engine",
+    "paged attention block manager",
+    "tensor parallel all-reduce",
+    "prefill chunking latency",
+    "throughput concurrency 32",
+)
 
 
 def quantiles(samples: list[float]) -> str:
@@ -57,8 +68,14 @@ async def main(n: int, clone: Path) -> None:
         ready = time.perf_counter() - started
         distinct = [await timed(client, "search", {"query": f"{TOPICS[i % len(TOPICS)]} {i}"}) for i in range(n)]
         repeated = [await timed(client, "search", {"query": TOPICS[i % len(TOPICS)]}) for i in range(n)]
-        filtered = [await timed(client, "search", {"query": f"{TOPICS[i % len(TOPICS)]} {i}",
-                                                   "filters": {"applies_to.hardware": "B200"}}) for i in range(n // 2)]
+        filtered = [
+            await timed(
+                client,
+                "search",
+                {"query": f"{TOPICS[i % len(TOPICS)]} {i}", "filters": {"applies_to.hardware": "B200"}},
+            )
+            for i in range(n // 2)
+        ]
         found = (await client.call_tool("search", {"query": "NVFP4 MoE decode", "k": 50})).structured_content["hits"]
         hits = [h for h in found if h["kind"] != "skill"]  # get and related take card ids
         gets = [await timed(client, "get", {"id": hits[i % len(hits)]["id"]}) for i in range(n)]
@@ -66,16 +83,23 @@ async def main(n: int, clone: Path) -> None:
         related = [await timed(client, "related", {"id": hits[i % len(hits)]["id"]}) for i in range(n // 4)]
         writes, reads = [], []
         for i in range(min(n, 20)):
-            writes.append(await timed(client, "add_finding", {"title": f"Zebrafish t{i} decode latency 3.1 ms",
-                                                              "metrics": {"tpot": "3.1ms"}}))
+            writes.append(
+                await timed(
+                    client,
+                    "add_finding",
+                    {"title": f"Zebrafish t{i} decode latency 3.1 ms", "metrics": {"tpot": "3.1ms"}},
+                )
+            )
             started_read = time.perf_counter()
             found_now = await client.call_tool("search", {"query": f"zebrafish t{i} decode latency", "mode": "vector"})
             reads.append(time.perf_counter() - started_read)
             if not any(h["title"].startswith(f"Zebrafish t{i} ") for h in found_now.structured_content["hits"]):
                 raise SystemExit(f"the finding written {i} was not in the vector leg of the next search")
     print(f"kb serve (stdio) on the starter KB ({len(hits)} cards found for the probe), {n} calls each")
-    print(f"  connect (process start + initialize): {connected * 1000:.0f} ms; first search ready at {ready:.2f} s "
-          f"(model load + index check; that call {first * 1000:.0f} ms)")
+    print(
+        f"  connect (process start + initialize): {connected * 1000:.0f} ms; first search ready at {ready:.2f} s "
+        f"(model load + index check; that call {first * 1000:.0f} ms)"
+    )
     print(f"  search, distinct queries:   {quantiles(distinct)}   (target p50 <= 20 ms)")
     print(f"  search, repeated queries:   {quantiles(repeated)}")
     print(f"  search, applies_to filter:  {quantiles(filtered)}")

@@ -54,12 +54,17 @@ def report(name: str, kb: kbtool.KnowledgeBase, split: str) -> dict:
     base = evaluate(gold, lambda q, k, mode: plain.search(q, k), modes=("plain",))["modes"]["plain"]
     print(f"{name} ({split}: {len(gold)} queries)")
     for mode, scores in [*ours.items(), ("plain bm25", base)]:
-        print(f"  {mode:<10} R@10 {scores['recall@10']:.3f}  MRR@10 {scores['mrr@10']:.3f}  nDCG@10 {scores['ndcg@10']:.3f}"
-              f"  missed {len(scores['missed'])}")
+        print(
+            f"  {mode:<10} R@10 {scores['recall@10']:.3f}  MRR@10 {scores['mrr@10']:.3f}  "
+            f"nDCG@10 {scores['ndcg@10']:.3f}"
+            f"  missed {len(scores['missed'])}"
+        )
     ratio = ours["hybrid"]["mrr@10"] / base["mrr@10"] if base["mrr@10"] else float("inf")
     best = max(ours["bm25"]["mrr@10"], ours["vector"]["mrr@10"])
-    print(f"  hybrid / plain BM25 MRR@10: {ratio:.2f}x (target >= 1.2x); hybrid vs its better leg: "
-          f"{ours['hybrid']['mrr@10'] - best:+.3f}")
+    print(
+        f"  hybrid / plain BM25 MRR@10: {ratio:.2f}x (target >= 1.2x); hybrid vs its better leg: "
+        f"{ours['hybrid']['mrr@10'] - best:+.3f}"
+    )
     return ours
 
 

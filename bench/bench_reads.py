@@ -22,11 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_search import synthetic_kb  # noqa: E402
-
-import kbtool  # noqa: E402
-from kbtool.client import run_operation, stop_daemon  # noqa: E402
-from kbtool.embeddings import HashingEmbedder  # noqa: E402
+import kbtool
+from bench_search import synthetic_kb
+from kbtool.client import run_operation, stop_daemon
+from kbtool.embeddings import HashingEmbedder
 
 
 def p50_ms(fn, calls: int) -> float:
@@ -42,8 +41,10 @@ def add_gaps(root: Path, n: int) -> None:
     folder = root / "kb" / "gap"
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(0, n, 20):
-        (folder / f"gap-{i}.md").write_text(f"---\nid: gap-{i}\nkind: gap\ntitle: Open question {i}?\nstatus: draft\n"
-                                            f"question: Does change {i} help decode?\npriority: high\nschema_version: 1\n---\n")
+        (folder / f"gap-{i}.md").write_text(
+            f"---\nid: gap-{i}\nkind: gap\ntitle: Open question {i}?\nstatus: draft\n"
+            f"question: Does change {i} help decode?\npriority: high\nschema_version: 1\n---\n"
+        )
 
 
 async def over_mcp(root: Path, calls: int) -> dict[str, float]:
@@ -64,8 +65,11 @@ async def over_mcp(root: Path, calls: int) -> dict[str, float]:
                 assert not result.is_error, result.content[0].text
             return statistics.median(samples) * 1000
 
-        return {"list": await timed("list", {"limit": 200}), "gaps": await timed("gaps", {}),
-                "related": await timed("related", {"id": "synthetic-5"})}
+        return {
+            "list": await timed("list", {"limit": 200}),
+            "gaps": await timed("gaps", {}),
+            "related": await timed("related", {"id": "synthetic-5"}),
+        }
 
 
 def bench(n: int, calls: int) -> None:
@@ -76,27 +80,34 @@ def bench(n: int, calls: int) -> None:
         kb = kbtool.open(root, embedder=HashingEmbedder())
         kb.refresh_index()
         kb.summaries()
-        local = {"list": p50_ms(lambda: kb.summaries(), calls),
-                 "list --where": p50_ms(lambda: kb.summaries(where=["applies_to.hardware=H100"]), calls),
-                 "gaps": p50_ms(kb.gaps, calls), "stats": p50_ms(kb.stats, calls),
-                 "related": p50_ms(lambda: kb.related("synthetic-5"), calls)}
+        local = {
+            "list": p50_ms(lambda: kb.summaries(), calls),
+            "list --where": p50_ms(lambda: kb.summaries(where=["applies_to.hardware=H100"]), calls),
+            "gaps": p50_ms(kb.gaps, calls),
+            "stats": p50_ms(kb.stats, calls),
+            "related": p50_ms(lambda: kb.related("synthetic-5"), calls),
+        }
         os.environ["KB_EMBEDDER"] = "hashing"
         try:
             kbtool.open(root).search("start the daemon")  # index with the hashing model id the daemon uses
             from kbtool.client import run_searches
 
             run_searches(root, [{"query": "start the daemon"}])
-            daemon = {"list": p50_ms(lambda: run_operation(root, "list", {"brief": True}), calls),
-                      "list --json": p50_ms(lambda: run_operation(root, "list", {"json_text": True}), calls),
-                      **{op: p50_ms(lambda op=op: run_operation(root, op), calls) for op in ("gaps", "stats")}}
+            daemon = {
+                "list": p50_ms(lambda: run_operation(root, "list", {"brief": True}), calls),
+                "list --json": p50_ms(lambda: run_operation(root, "list", {"json_text": True}), calls),
+                **{op: p50_ms(lambda op=op: run_operation(root, op), calls) for op in ("gaps", "stats")},
+            }
         finally:
             stop_daemon(root)
             os.environ.pop("KB_EMBEDDER", None)
         mcp = asyncio.run(over_mcp(root, calls))
     print(f"{n} cards (+{len(range(0, n, 20))} gaps), p50 of {calls} calls:")
     print("  in a warm process: " + ", ".join(f"{k} {v:.1f} ms" for k, v in local.items()))
-    print("  through the daemon (a client call, JSON over the socket): "
-          + ", ".join(f"{k} {v:.1f} ms" for k, v in daemon.items()))
+    print(
+        "  through the daemon (a client call, JSON over the socket): "
+        + ", ".join(f"{k} {v:.1f} ms" for k, v in daemon.items())
+    )
     print("  over MCP (stdio, the SDK client): " + ", ".join(f"{k} {v:.1f} ms" for k, v in mcp.items()))
 
 

@@ -12,7 +12,6 @@ the timed path (query embedding, BM25, matrix product, fusion) is the real one.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import resource
@@ -30,10 +29,12 @@ sys.path.insert(0, str(REPO))
 import kbtool  # noqa: E402
 from kbtool.embeddings import HashingEmbedder, SentenceTransformerEmbedder  # noqa: E402
 
-VOCAB = ("nvfp4 fp8 bf16 moe decode prefill kv cache paged attention rope cuda graph kernel triton cutlass b200 h100 a100 "
-         "throughput latency ttft tpot batch concurrency scheduler speculative eagle draft acceptance tensor parallel "
-         "expert routing top-k gemm grouped sampler tokenizer chat template vllm sglang tensorrt flashinfer nccl "
-         "all-reduce quantization scale block accuracy oracle gate baseline regression memory bandwidth occupancy").split()
+VOCAB = (
+    "nvfp4 fp8 bf16 moe decode prefill kv cache paged attention rope cuda graph kernel triton cutlass b200 h100 a100 "
+    "throughput latency ttft tpot batch concurrency scheduler speculative eagle draft acceptance tensor parallel "
+    "expert routing top-k gemm grouped sampler tokenizer chat template vllm sglang tensorrt flashinfer nccl "
+    "all-reduce quantization scale block accuracy oracle gate baseline regression memory bandwidth occupancy"
+).split()
 
 
 def p50(samples: list[float]) -> float:
@@ -79,8 +80,10 @@ def synthetic_kb(root: Path, n: int, seed: int = 7) -> None:
         rng.shuffle(words)
         title = " ".join(words[:6]) + f" {i}"
         (folder / f"synthetic-{i}.md").write_text(
-            f"---\nid: synthetic-{i}\nkind: finding\ntitle: {title}\nstatus: tentative\nclaim: {' '.join(words[6:20])}\n"
-            f"applies_to:\n  hardware: {rng.choice(hardware)}\nschema_version: 1\n---\n\n## Details\n\n{' '.join(words[20:])}\n")
+            f"---\nid: synthetic-{i}\nkind: finding\ntitle: {title}\nstatus: tentative\n"
+            f"claim: {' '.join(words[6:20])}\napplies_to:\n  hardware: {rng.choice(hardware)}\nschema_version: 1\n"
+            f"---\n\n## Details\n\n{' '.join(words[20:])}\n"
+        )
 
 
 def bench_scale(n: int, queries: list[str]) -> None:
@@ -108,9 +111,11 @@ def bench_scale(n: int, queries: list[str]) -> None:
             times: dict[str, list[float]] = {"hybrid": [], "bm25": [], "filtered": []}
             for q in queries:
                 fresh = q + " regression"  # not in the query-vector cache: the real model embeds it
-                for name, run in (("hybrid", lambda: kb.search(fresh, k=10)),
-                                  ("bm25", lambda: kb.search(fresh, k=10, mode="bm25")),
-                                  ("filtered", lambda: kb.search(q + " scheduler", k=10, where=["applies_to.hardware=H100"]))):
+                for name, run in (
+                    ("hybrid", lambda fresh=fresh: kb.search(fresh, k=10)),
+                    ("bm25", lambda fresh=fresh: kb.search(fresh, k=10, mode="bm25")),
+                    ("filtered", lambda q=q: kb.search(q + " scheduler", k=10, where=["applies_to.hardware=H100"])),
+                ):
                     start = time.perf_counter()
                     run()
                     times[name].append(time.perf_counter() - start)
@@ -124,35 +129,46 @@ def bench_scale(n: int, queries: list[str]) -> None:
         warm = measure()
         assert kb.index._postings is not None
         ms = lambda xs: f"{p50(xs) * 1000:.1f}"  # noqa: E731
-        print(f"scale {n} cards ({stats.scanned} files, {len(kb.index.chunk_card)} chunks; written or copied in {made:.1f} s, "
-              f"indexed in {built:.1f} s; queries through onnxruntime: {embedder.real.fast_queries}), p50 over "
-              f"{len(queries)} queries, BM25 by FTS5 -> from the postings in memory (read in {read:.1f} s): "
-              f"warm hybrid {ms(fts5['hybrid'])} -> {ms(warm['hybrid'])} ms (max {max(warm['hybrid']) * 1000:.1f}), "
-              f"bm25 only {ms(fts5['bm25'])} -> {ms(warm['bm25'])} ms, hybrid with an applies_to filter "
-              f"{ms(fts5['filtered'])} -> {ms(warm['filtered'])} ms")
+        print(
+            f"scale {n} cards ({stats.scanned} files, {len(kb.index.chunk_card)} chunks; "
+            f"written or copied in {made:.1f} s, "
+            f"indexed in {built:.1f} s; queries through onnxruntime: {embedder.real.fast_queries}), p50 over "
+            f"{len(queries)} queries, BM25 by FTS5 -> from the postings in memory (read in {read:.1f} s): "
+            f"warm hybrid {ms(fts5['hybrid'])} -> {ms(warm['hybrid'])} ms (max {max(warm['hybrid']) * 1000:.1f}), "
+            f"bm25 only {ms(fts5['bm25'])} -> {ms(warm['bm25'])} ms, hybrid with an applies_to filter "
+            f"{ms(fts5['filtered'])} -> {ms(warm['filtered'])} ms"
+        )
         after_write = []
         source = (root / "kb" / "finding" / "synthetic-5.md").read_text()
         for i in range(3):  # as an agent's add-finding then search: a new card file, then the next query
-            (root / "kb" / "finding" / f"bench-new-{i}.md").write_text(source.replace("id: synthetic-5", f"id: bench-new-{i}"))
+            (root / "kb" / "finding" / f"bench-new-{i}.md").write_text(
+                source.replace("id: synthetic-5", f"id: bench-new-{i}")
+            )
             start = time.perf_counter()
             kb.search(f"nccl timeout {i}")
             after_write.append(time.perf_counter() - start)
-        print(f"scale {n}: a search right after a new card (listing, stat scan, views, keyword and vector patches, "
-              f"embedding the new chunks) p50 {p50(after_write) * 1000:.0f} ms of 3")
+        print(
+            f"scale {n}: a search right after a new card (listing, stat scan, views, keyword and vector patches, "
+            f"embedding the new chunks) p50 {p50(after_write) * 1000:.0f} ms of 3"
+        )
         if n <= 10_000:
             target = root / "kb" / "finding" / "synthetic-5.md"
             target.write_text(target.read_text().replace("## Details", "Edited for the benchmark.\n\n## Details"))
             start = time.perf_counter()
             stats = kb.refresh_index()
-            print(f"scale {n}: one edited card re-indexed in {(time.perf_counter() - start) * 1000:.0f} ms "
-                  f"({stats.updated} updated, {stats.embedded} chunk embedded)")
+            print(
+                f"scale {n}: one edited card re-indexed in {(time.perf_counter() - start) * 1000:.0f} ms "
+                f"({stats.updated} updated, {stats.embedded} chunk embedded)"
+            )
 
 
 def bench_cold_cli(runs: int = 20) -> None:
     env = {**os.environ}
     env.pop("KB_DAEMON", None)
     env.pop("KB_EMBEDDER", None)
-    subprocess.run([sys.executable, "-m", "kbtool", "--kb", str(REPO), "index"], check=True, capture_output=True, env=env)
+    subprocess.run(
+        [sys.executable, "-m", "kbtool", "--kb", str(REPO), "index"], check=True, capture_output=True, env=env
+    )
     from kbtool.client import stop_daemon
 
     stop_daemon(REPO)
@@ -166,13 +182,15 @@ def bench_cold_cli(runs: int = 20) -> None:
         subprocess.run([*cmd[:-2], f"NVFP4 MoE decode {i}", "--json"], check=True, capture_output=True, env=env)
         samples.append(time.perf_counter() - start)
     in_process = []
-    for i in range(3):
+    for _ in range(3):
         start = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True, env={**env, "KB_DAEMON": "0"})
         in_process.append(time.perf_counter() - start)
-    print(f"cold `kb search` (fresh process each, daemon warm): p50 {p50(samples) * 1000:.0f} ms, "
-          f"max {max(samples) * 1000:.0f} ms over {runs}; first search that starts the daemon {first:.2f} s; "
-          f"without the daemon (KB_DAEMON=0) p50 {p50(in_process):.2f} s")
+    print(
+        f"cold `kb search` (fresh process each, daemon warm): p50 {p50(samples) * 1000:.0f} ms, "
+        f"max {max(samples) * 1000:.0f} ms over {runs}; first search that starts the daemon {first:.2f} s; "
+        f"without the daemon (KB_DAEMON=0) p50 {p50(in_process):.2f} s"
+    )
 
 
 def bench_throughput(corpus: Path, limit: int = 600) -> None:
@@ -210,20 +228,28 @@ def bench_throughput(corpus: Path, limit: int = 600) -> None:
             fresh.index.db.conn.close()
         os.environ.pop("KB_EMBED_PRECISION")
         (fp32, _), (now, bf16) = rates["fp32"], rates["auto"]
-        print(f"indexing {corpus.name} ({stats.embedded} chunks, incl. parse, FTS and SQLite): raw sentence-transformers "
-              f"fp32 {raw:.1f} chunks/s; kb in fp32 {fp32:.1f} chunks/s ({fp32 / raw:.2f} of raw); kb now "
-              f"({'bf16' if bf16 else 'fp32'} documents) {now:.1f} chunks/s, {now / fp32:.2f}x kb in fp32")
+        print(
+            f"indexing {corpus.name} ({stats.embedded} chunks, incl. parse, FTS and SQLite): raw sentence-transformers "
+            f"fp32 {raw:.1f} chunks/s; kb in fp32 {fp32:.1f} chunks/s ({fp32 / raw:.2f} of raw); kb now "
+            f"({'bf16' if bf16 else 'fp32'} documents) {now:.1f} chunks/s, {now / fp32:.2f}x kb in fp32"
+        )
 
 
 def bench_memory() -> None:
     env = {**os.environ, "KB_DAEMON": "0"}
     env.pop("KB_EMBEDDER", None)
-    code = ("import resource, sys, kbtool\nkb = kbtool.open(sys.argv[1])\nkb.search('NVFP4 MoE decode', mode=sys.argv[2])\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = (
+        "import resource, sys, kbtool\nkb = kbtool.open(sys.argv[1])\nkb.search('NVFP4 MoE decode', mode=sys.argv[2])\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    )
     for mode in ("bm25", "hybrid"):
-        out = subprocess.run([sys.executable, "-c", code, str(REPO), mode], check=True, capture_output=True, text=True, env=env)
-        print(f"memory: a {'lexical-only' if mode == 'bm25' else 'model-loaded'} search process peaks at "
-              f"{int(out.stdout.strip()) / 1024:.0f} MB RSS")
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(REPO), mode], check=True, capture_output=True, text=True, env=env
+        )
+        print(
+            f"memory: a {'lexical-only' if mode == 'bm25' else 'model-loaded'} search process peaks at "
+            f"{int(out.stdout.strip()) / 1024:.0f} MB RSS"
+        )
 
 
 def main() -> None:
@@ -239,9 +265,20 @@ def main() -> None:
         if corpus.is_dir():
             bench_throughput(corpus)
     if not args.skip_scale:
-        queries = ["NVFP4 MoE decode", "paged attention kv cache", "speculative decoding acceptance", "cuda graph capture",
-                   "fp8 accuracy oracle", "tensor parallel all-reduce", "scheduler batch concurrency", "ttft prefill",
-                   "expert routing top-k", "flashinfer kernel b200", "tokenizer chat template", "memory bandwidth decode"]
+        queries = [
+            "NVFP4 MoE decode",
+            "paged attention kv cache",
+            "speculative decoding acceptance",
+            "cuda graph capture",
+            "fp8 accuracy oracle",
+            "tensor parallel all-reduce",
+            "scheduler batch concurrency",
+            "ttft prefill",
+            "expert routing top-k",
+            "flashinfer kernel b200",
+            "tokenizer chat template",
+            "memory bandwidth decode",
+        ]
         for n in (int(x) for x in args.scale.split(",")):
             bench_scale(n, queries)
     print(f"bench process peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")

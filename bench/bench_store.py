@@ -34,17 +34,25 @@ def timed(fn) -> float:
 def bench_api_add(root: Path, n: int = 50) -> None:
     kb = kbtool.open(root)
     samples = [timed(lambda i=i: kb.add("gap", f"Benchmark question {i}?", fields=["priority=high"])) for i in range(n)]
-    print(f"api add (validate, write, commit): p50 {p50(samples) * 1000:.1f} ms, max {max(samples) * 1000:.1f} ms over {n}")
+    print(
+        f"api add (validate, write, commit): p50 {p50(samples) * 1000:.1f} ms, "
+        f"max {max(samples) * 1000:.1f} ms over {n}"
+    )
 
 
 def bench_cli(root: Path, args: list[str], label: str, n: int = 10) -> None:
-    samples = [timed(lambda: subprocess.run([*KB, "--kb", str(root), *args], check=True, capture_output=True)) for _ in range(n)]
+    samples = [
+        timed(lambda: subprocess.run([*KB, "--kb", str(root), *args], check=True, capture_output=True))
+        for _ in range(n)
+    ]
     print(f"cli {label}: p50 {p50(samples) * 1000:.0f} ms over {n} fresh processes")
 
 
-WRITER = ("import sys, kbtool\nkb = kbtool.open(sys.argv[1])\nfor i in range(int(sys.argv[3])):\n"
-          "    kb.add_finding(f'Concurrent finding {sys.argv[2]}-{i}', metrics={'tpot': (1.0 + i, 'ms')},\n"
-          "                   applies_to=[f'hardware=H{sys.argv[2]}00'])\n")
+WRITER = (
+    "import sys, kbtool\nkb = kbtool.open(sys.argv[1])\nfor i in range(int(sys.argv[3])):\n"
+    "    kb.add_finding(f'Concurrent finding {sys.argv[2]}-{i}', metrics={'tpot': (1.0 + i, 'ms')},\n"
+    "                   applies_to=[f'hardware=H{sys.argv[2]}00'])\n"
+)
 
 
 def bench_concurrent(root: Path, writers: int = 8, each: int = 25) -> None:
@@ -53,13 +61,18 @@ def bench_concurrent(root: Path, writers: int = 8, each: int = 25) -> None:
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(w), str(each)]) for w in range(writers)]
     codes = [p.wait() for p in procs]
     elapsed = time.perf_counter() - start
-    count = int(subprocess.run(["git", "-C", str(root), "rev-list", "--count", "HEAD"], capture_output=True, text=True).stdout)
+    count = int(
+        subprocess.run(["git", "-C", str(root), "rev-list", "--count", "HEAD"], capture_output=True, text=True).stdout
+    )
     kb = kbtool.open(root)
     stale = kb.refresh_index(semantic=False)
     fsck = subprocess.run(["git", "-C", str(root), "fsck", "--strict"], capture_output=True).returncode
-    print(f"concurrent: {writers} processes x {each} add-finding in {elapsed:.1f} s ({writers * each / elapsed:.0f} writes/s), "
-          f"exit codes {set(codes)}, {len(kb.list(kind='finding'))} findings, {count} commits in the repo, "
-          f"index left current: {stale.added == stale.updated == 0}, git fsck exit {fsck}")
+    print(
+        f"concurrent: {writers} processes x {each} add-finding in {elapsed:.1f} s "
+        f"({writers * each / elapsed:.0f} writes/s), "
+        f"exit codes {set(codes)}, {len(kb.list(kind='finding'))} findings, {count} commits in the repo, "
+        f"index left current: {stale.added == stale.updated == 0}, git fsck exit {fsck}"
+    )
 
 
 def bench_add_finding(n: int = 10) -> None:
@@ -71,14 +84,39 @@ def bench_add_finding(n: int = 10) -> None:
         kbtool.init(root, name="starter-copy")
         shutil.copytree(REPO / "kb", root / "kb", dirs_exist_ok=True)
         subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-        subprocess.run(["git", "-C", str(root), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "starter"], check=True)
+        subprocess.run(
+            ["git", "-C", str(root), "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "starter"],
+            check=True,
+        )
         env = {**os.environ, "KB_DAEMON": "0"}
-        samples = [timed(lambda i=i: subprocess.run(
-            [*KB, "--kb", str(root), "add-finding", "--title", f"Bench finding {i}", "--metric", "tpot=0.56ms",
-             "--baseline", "tpot=0.61ms", "--applies-to", "hardware=B200"], check=True, capture_output=True, env=env))
-            for i in range(n)]
-        print(f"cli add-finding end to end (validate, write, commit, keyword index): p50 {p50(samples) * 1000:.0f} ms, "
-              f"max {max(samples) * 1000:.0f} ms over {n} fresh processes")
+        samples = [
+            timed(
+                lambda i=i: subprocess.run(
+                    [
+                        *KB,
+                        "--kb",
+                        str(root),
+                        "add-finding",
+                        "--title",
+                        f"Bench finding {i}",
+                        "--metric",
+                        "tpot=0.56ms",
+                        "--baseline",
+                        "tpot=0.61ms",
+                        "--applies-to",
+                        "hardware=B200",
+                    ],
+                    check=True,
+                    capture_output=True,
+                    env=env,
+                )
+            )
+            for i in range(n)
+        ]
+        print(
+            f"cli add-finding end to end (validate, write, commit, keyword index): p50 {p50(samples) * 1000:.0f} ms, "
+            f"max {max(samples) * 1000:.0f} ms over {n} fresh processes"
+        )
 
 
 def main() -> None:

@@ -60,7 +60,10 @@ def main(argv: list[str]) -> dict:
         base = aiperf_value(args.baseline, args.metric, args.stat)
         speedup = base / cand if args.lower_is_better else cand / base
         return {"speedup": speedup, "candidate": cand, "baseline": base, "metric": f"{args.metric}.{args.stat}"}
-    cand, oracle = lm_eval_value(args.candidate, args.task, args.metric), lm_eval_value(args.oracle, args.task, args.metric)
+    cand, oracle = (
+        lm_eval_value(args.candidate, args.task, args.metric),
+        lm_eval_value(args.oracle, args.task, args.metric),
+    )
     return {"delta": cand - oracle, "candidate": cand, "oracle": oracle, "metric": f"{args.task}.{args.metric}"}
 
 

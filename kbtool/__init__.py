@@ -22,19 +22,48 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "KINDS": "cards", "MODELS": "cards", "STATUSES": "cards", "CardBase": "cards",
-    "KbError": "errors", "BadInput": "errors", "InvalidCard": "errors", "InvalidField": "errors",
-    "UnknownKind": "errors", "CardNotFound": "errors", "AmbiguousId": "errors", "Conflict": "errors",
-    "OutsidePath": "errors", "NotAKnowledgeBase": "errors", "CheckFailed": "errors", "SemanticUnavailable": "errors",
-    "KnowledgeBase": "kb", "Problem": "records", "StoredCard": "records", "StoreError": "store",
-    "Embedder": "embeddings", "HashingEmbedder": "embeddings", "SentenceTransformerEmbedder": "embeddings",
+    "KINDS": "cards",
+    "MODELS": "cards",
+    "STATUSES": "cards",
+    "CardBase": "cards",
+    "KbError": "errors",
+    "BadInput": "errors",
+    "InvalidCard": "errors",
+    "InvalidField": "errors",
+    "UnknownKind": "errors",
+    "CardNotFound": "errors",
+    "AmbiguousId": "errors",
+    "Conflict": "errors",
+    "OutsidePath": "errors",
+    "NotAKnowledgeBase": "errors",
+    "CheckFailed": "errors",
+    "SemanticUnavailable": "errors",
+    "KnowledgeBase": "kb",
+    "Problem": "records",
+    "StoredCard": "records",
+    "StoreError": "store",
+    "Embedder": "embeddings",
+    "HashingEmbedder": "embeddings",
+    "SentenceTransformerEmbedder": "embeddings",
 }
 
 if TYPE_CHECKING:
     from .cards import KINDS, MODELS, STATUSES, CardBase
     from .embeddings import Embedder, HashingEmbedder, SentenceTransformerEmbedder
-    from .errors import (AmbiguousId, BadInput, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField,
-                         KbError, NotAKnowledgeBase, OutsidePath, SemanticUnavailable, UnknownKind)
+    from .errors import (
+        AmbiguousId,
+        BadInput,
+        CardNotFound,
+        CheckFailed,
+        Conflict,
+        InvalidCard,
+        InvalidField,
+        KbError,
+        NotAKnowledgeBase,
+        OutsidePath,
+        SemanticUnavailable,
+        UnknownKind,
+    )
     from .kb import KnowledgeBase
     from .records import Problem, StoredCard
     from .store import StoreError
@@ -52,18 +81,46 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-def open(path: str | _os.PathLike[str] | None = None, **options: Any) -> "KnowledgeBase":  # noqa: A001
+def open(path: str | _os.PathLike[str] | None = None, **options: Any) -> KnowledgeBase:
     """The knowledge base at path, else $KB_DIR, else the nearest ancestor with kb.toml."""
     from .kb import KnowledgeBase
 
     return KnowledgeBase.open(path, **options)
 
 
-def init(path: str | _os.PathLike[str], name: str | None = None) -> "KnowledgeBase":
+def init(path: str | _os.PathLike[str], name: str | None = None) -> KnowledgeBase:
     """Create a knowledge base (a git repository with kb.toml) at path."""
     from .kb import KnowledgeBase
 
     return KnowledgeBase.init(path, name)
 
 
-__all__ = sorted([*_EXPORTS, "open", "init", "__version__"])
+# spelled out, so linters and type checkers see the exports; a test keeps it equal to _EXPORTS + the functions
+__all__ = [
+    "AmbiguousId",
+    "BadInput",
+    "CardBase",
+    "CardNotFound",
+    "CheckFailed",
+    "Conflict",
+    "Embedder",
+    "HashingEmbedder",
+    "InvalidCard",
+    "InvalidField",
+    "KINDS",
+    "KbError",
+    "KnowledgeBase",
+    "MODELS",
+    "NotAKnowledgeBase",
+    "OutsidePath",
+    "Problem",
+    "STATUSES",
+    "SemanticUnavailable",
+    "SentenceTransformerEmbedder",
+    "StoreError",
+    "StoredCard",
+    "UnknownKind",
+    "__version__",
+    "init",
+    "open",
+]

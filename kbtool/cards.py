@@ -12,11 +12,11 @@ import hashlib
 import re
 import unicodedata
 from datetime import date
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Literal[1] = 1
 
 KINDS: tuple[str, ...] = (
     "contract",
@@ -39,7 +39,7 @@ _ID_RE = re.compile(ID_PATTERN)
 CardId = Annotated[str, Field(pattern=ID_PATTERN)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 # An applies_to value names one thing (hardware: B200) or several (hardware: [B200, H100]).
-Scope = Union[NonEmpty, list[NonEmpty]]
+Scope = NonEmpty | list[NonEmpty]
 
 
 class Model(BaseModel):
@@ -62,11 +62,14 @@ class Provenance(Model):
     project: str | None = None
     author: str | None = None
     created: date | None = None
-    agent: str | None = Field(default=None, description="the agent that wrote the card; it stays unreviewed until "
-                                                        "reviewed_by is set")
+    agent: str | None = Field(
+        default=None, description="the agent that wrote the card; it stays unreviewed until reviewed_by is set"
+    )
     reviewed_by: str | None = Field(default=None, description="the person (or gate:ID) who confirmed or refuted it")
     reviewed: date | None = None
-    url: str | None = Field(default=None, description="where the knowledge comes from: a paper, doc, post or repository")
+    url: str | None = Field(
+        default=None, description="where the knowledge comes from: a paper, doc, post or repository"
+    )
     commit: str | None = Field(default=None, description="the commit of the source or experiment repository")
     license: str | None = None
     attribution: str | None = None
@@ -87,7 +90,7 @@ class Source(Model):
     commit: str | None = None
 
     @model_validator(mode="after")
-    def _somewhere(self) -> "Source":
+    def _somewhere(self) -> Source:
         if not (self.path or self.url):
             raise ValueError("a source needs a path or a url")
         return self
@@ -141,7 +144,7 @@ class Artifact(Model):
     sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
-Number = Union[int, float]
+Number = int | float
 
 
 class Evidence(Model):
@@ -154,7 +157,7 @@ class Evidence(Model):
     direction: Literal["higher", "lower"] | None = Field(default=None, description="which way is better")
     samples: int | None = None
     stats: dict[str, float] = Field(default={}, description="p50, p90, p99, avg, min, max, std, count, ...")
-    conditions: dict[str, Union[str, Number]] = Field(default={}, description="e.g. concurrency: 32")
+    conditions: dict[str, str | Number] = Field(default={}, description="e.g. concurrency: 32")
     command: str | None = None
     repo: RepoState | None = None
     environment: dict[str, str] = {}
@@ -173,7 +176,7 @@ class Finding(CardBase):
     environment: dict[str, str] = {}
 
     @model_validator(mode="after")
-    def _confirmed_needs_evidence(self) -> "Finding":
+    def _confirmed_needs_evidence(self) -> Finding:
         if self.status == "confirmed" and not self.evidence:
             raise ValueError("a confirmed finding needs at least one evidence entry; without one it stays tentative")
         return self
@@ -234,7 +237,7 @@ MODELS: dict[str, type[CardBase]] = {
     "reference": Reference,
 }
 
-Card = Union[Contract, Constraint, Finding, FailureMode, Gate, Gap, Reference]
+Card = Contract | Constraint | Finding | FailureMode | Gate | Gap | Reference
 
 
 def is_valid_id(value: str) -> bool:

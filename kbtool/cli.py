@@ -9,9 +9,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, Callable, Iterable, Iterator, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 class KbGroup(TyperGroup):
     """Maps library errors to one-line messages and exit codes, for every subcommand."""
 
-    def invoke(self, ctx: typer.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # a typer.Context; typed as the base class's click Context allows
         try:
             return super().invoke(ctx)
         except KbError as exc:
@@ -43,8 +44,14 @@ class KbGroup(TyperGroup):
 
 
 def _app(help_text: str) -> typer.Typer:
-    return typer.Typer(cls=KbGroup, help=help_text, rich_markup_mode=None, pretty_exceptions_enable=False,
-                       no_args_is_help=True, add_completion=False)
+    return typer.Typer(
+        cls=KbGroup,
+        help=help_text,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+        no_args_is_help=True,
+        add_completion=False,
+    )
 
 
 app = _app("kb: a git-backed knowledge base of contracts, constraints, findings and gates.")
@@ -56,31 +63,64 @@ skill_app = _app("The skill registry: Agent Skills (skills/<name>/SKILL.md) kept
 app.add_typer(skill_app, name="skill")
 
 # Options shared by many commands, declared once.
-KbPath = Annotated[Optional[Path], typer.Option("--kb", help="The knowledge base (default: $KB_DIR, else the nearest folder above with kb.toml).", show_default=False)]
+KbPath = Annotated[
+    Path | None,
+    typer.Option(
+        "--kb",
+        help="The knowledge base (default: $KB_DIR, else the nearest folder above with kb.toml).",
+        show_default=False,
+    ),
+]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON (stable field names) instead of text.")]
-Fields = Annotated[Optional[list[str]], typer.Option("--field", "-f", help="KEY=VALUE; dotted keys for nested fields (check.threshold=12), repeat a key for a list.", show_default=False)]
-Tags = Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="A tag (repeatable).", show_default=False)]
-Where = Annotated[Optional[list[str]], typer.Option("--where", "-w", help="FIELD=VALUE filter on any card field, e.g. applies_to.hardware=B200 (repeatable).", show_default=False)]
+Fields = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--field",
+        "-f",
+        help="KEY=VALUE; dotted keys for nested fields (check.threshold=12), repeat a key for a list.",
+        show_default=False,
+    ),
+]
+Tags = Annotated[list[str] | None, typer.Option("--tag", "-t", help="A tag (repeatable).", show_default=False)]
+Where = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--where",
+        "-w",
+        help="FIELD=VALUE filter on any card field, e.g. applies_to.hardware=B200 (repeatable).",
+        show_default=False,
+    ),
+]
 CardRef = Annotated[str, typer.Argument(metavar="ID", help="A card id, or a unique prefix of one.")]
-Status = Annotated[Optional[str], typer.Option("--status", help="draft, tentative, confirmed, refuted, superseded or retired.", show_default=False)]
+Status = Annotated[
+    str | None,
+    typer.Option("--status", help="draft, tentative, confirmed, refuted, superseded or retired.", show_default=False),
+]
 
 
 @app.callback()
 def _global_options(
-    kb: Annotated[Optional[Path], typer.Option("--kb", help="The knowledge base for any command (default: $KB_DIR, else the nearest folder above with kb.toml).", show_default=False)] = None,
+    kb: Annotated[
+        Path | None,
+        typer.Option(
+            "--kb",
+            help="The knowledge base for any command (default: $KB_DIR, else the nearest folder above with kb.toml).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     # One invocation, one value: reset on every run so nothing leaks between runs in a process.
     _invocation["kb"] = kb
 
 
-_invocation: dict[str, Optional[Path]] = {"kb": None}
+_invocation: dict[str, Path | None] = {"kb": None}
 
 
-def _root(path: Optional[Path]) -> Path:
+def _root(path: Path | None) -> Path:
     return resolve_root(path if path is not None else _invocation["kb"])
 
 
-def open_kb(path: Optional[Path]) -> "KnowledgeBase":
+def open_kb(path: Path | None) -> KnowledgeBase:
     """The command's --kb, else the one given before the command (`kb --kb PATH list`)."""
     # imported here, not at the top: `kb search` answered by the daemon never needs pydantic or git
     from .kb import KnowledgeBase
@@ -88,7 +128,7 @@ def open_kb(path: Optional[Path]) -> "KnowledgeBase":
     return KnowledgeBase.open(_root(path))
 
 
-def current_agent() -> Optional[str]:
+def current_agent() -> str | None:
     """The agent running this command, if its environment names one (kbtool.review); imported here
     because the review rules load the card models, which `kb search` through the daemon never needs."""
     from .review import agent_from_env
@@ -96,13 +136,13 @@ def current_agent() -> Optional[str]:
     return agent_from_env()
 
 
-def show_notices(base: "KnowledgeBase") -> None:
+def show_notices(base: KnowledgeBase) -> None:
     for notice in base.notices:
         typer.echo(f"kb: note: {notice}", err=True)
 
 
 @contextmanager
-def progress_bar(label: str) -> Iterator[Optional[Callable[[int, int], None]]]:
+def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
     """A progress bar on a terminal; nothing when stderr is a pipe or a file."""
     if not sys.stderr.isatty():
         yield None
@@ -139,13 +179,13 @@ def read_text_arg(path: Path) -> str:
         raise BadInput(f"{path}: cannot read ({exc})") from None
 
 
-def body_from(body: Optional[str], body_file: Optional[Path]) -> Optional[str]:
+def body_from(body: str | None, body_file: Path | None) -> str | None:
     if body is not None and body_file is not None:
         raise BadInput("give --body or --body-file, not both")
     return read_text_arg(body_file) if body_file is not None else body
 
 
-def print_written(stored: "StoredCard", as_json: bool) -> None:
+def print_written(stored: StoredCard, as_json: bool) -> None:
     """What a write prints: the id, or with --json the whole card."""
     if as_json:
         print_json(stored.to_dict())
@@ -168,7 +208,7 @@ def print_rows(rows: list[list[str]]) -> None:
 @app.command()
 def init(
     path: Annotated[Path, typer.Argument(help="Where to create it (default: here).")] = Path("."),
-    name: Annotated[Optional[str], typer.Option(help="Its name in kb.toml (default: the folder name).")] = None,
+    name: Annotated[str | None, typer.Option(help="Its name in kb.toml (default: the folder name).")] = None,
 ) -> None:
     """Create a knowledge base: a git repository with kb.toml, .gitignore and a first commit."""
     from .kb import KnowledgeBase
@@ -180,13 +220,13 @@ def init(
 @app.command()
 def add(
     kind: Annotated[str, typer.Argument(help="contract, constraint, finding, failure-mode, gate, gap or reference.")],
-    title: Annotated[Optional[str], typer.Option("--title", help="The card's title; its id is made from it.")] = None,
+    title: Annotated[str | None, typer.Option("--title", help="The card's title; its id is made from it.")] = None,
     field: Fields = None,
     tag: Tags = None,
     status: Status = None,
-    body: Annotated[Optional[str], typer.Option(help="The markdown body.")] = None,
-    body_file: Annotated[Optional[Path], typer.Option(help="Read the body from this file ('-' for stdin).")] = None,
-    from_file: Annotated[Optional[Path], typer.Option(help="Add a whole card file (frontmatter + body).")] = None,
+    body: Annotated[str | None, typer.Option(help="The markdown body.")] = None,
+    body_file: Annotated[Path | None, typer.Option(help="Read the body from this file ('-' for stdin).")] = None,
+    from_file: Annotated[Path | None, typer.Option(help="Add a whole card file (frontmatter + body).")] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -199,8 +239,15 @@ def add(
     else:
         if not title:
             raise BadInput("--title is required (or --from-file CARD.md)")
-        stored = base.add(kind, title, fields=field or [], tags=tag or [], status=status,
-                          body=body_from(body, body_file) or "", agent=current_agent())
+        stored = base.add(
+            kind,
+            title,
+            fields=field or [],
+            tags=tag or [],
+            status=status,
+            body=body_from(body, body_file) or "",
+            agent=current_agent(),
+        )
     print_written(stored, as_json)
 
 
@@ -210,7 +257,8 @@ def show(
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Print one card, or a skill by its name (what any search hit names): its file (--json: its fields, path and body)."""
+    """Print one card, or a skill by its name (what any search hit names): its file (--json: its fields,
+    path and body)."""
     from .skills import render_skill
 
     base = open_kb(kb)
@@ -225,7 +273,7 @@ def show(
 
 @app.command("list")
 def list_cards(
-    kind: Annotated[Optional[str], typer.Option(help="Only this kind.")] = None,
+    kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
     status: Status = None,
     tag: Tags = None,
     where: Where = None,
@@ -246,17 +294,27 @@ def list_cards(
 def edit(
     card_id: CardRef,
     field: Fields = None,
-    title: Annotated[Optional[str], typer.Option(help="A new title (the id stays).")] = None,
-    tag: Annotated[Optional[list[str]], typer.Option("--tag", "-t", help="Replace the tags with these (repeatable).", show_default=False)] = None,
+    title: Annotated[str | None, typer.Option(help="A new title (the id stays).")] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", "-t", help="Replace the tags with these (repeatable).", show_default=False),
+    ] = None,
     status: Status = None,
-    body: Annotated[Optional[str], typer.Option(help="Replace the body.")] = None,
-    body_file: Annotated[Optional[Path], typer.Option(help="Replace the body with this file ('-' for stdin).")] = None,
+    body: Annotated[str | None, typer.Option(help="Replace the body.")] = None,
+    body_file: Annotated[Path | None, typer.Option(help="Replace the body with this file ('-' for stdin).")] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Change fields or the body of a card; one commit (none when nothing changed)."""
-    stored = open_kb(kb).edit(card_id, fields=field or [], body=body_from(body, body_file), title=title,
-                              tags=tag, status=status, agent=current_agent())
+    stored = open_kb(kb).edit(
+        card_id,
+        fields=field or [],
+        body=body_from(body, body_file),
+        title=title,
+        tags=tag,
+        status=status,
+        agent=current_agent(),
+    )
     print_written(stored, as_json)
 
 
@@ -269,7 +327,12 @@ def log(
     """The git history of one card, newest first."""
     commits = open_kb(kb).history(card_id)
     if as_json:
-        print_json([{"sha": c.sha, "date": c.date, "author": c.author, "subject": c.subject, "message": c.message} for c in commits])
+        print_json(
+            [
+                {"sha": c.sha, "date": c.date, "author": c.author, "subject": c.subject, "message": c.message}
+                for c in commits
+            ]
+        )
     else:
         for c in commits:
             typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.subject}")
@@ -277,11 +340,20 @@ def log(
 
 @app.command()
 def lint(
-    skip: Annotated[Optional[list[str]], typer.Option("--skip", help="A class of checks to leave out (repeatable): schema, links, superseded, gates, stale, contradictions, duplicates, skills.", show_default=False)] = None,
+    skip: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--skip",
+            help="A class of checks to leave out (repeatable): schema, links, superseded, gates, stale, "
+            "contradictions, duplicates, skills.",
+            show_default=False,
+        ),
+    ] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Check the knowledge base: schema, links, gate locks, stale findings, contradictions, duplicates, skills. Exit 1 on any error (warnings do not fail)."""
+    """Check the knowledge base: schema, links, gate locks, stale findings, contradictions, duplicates,
+    skills. Exit 1 on any error (warnings do not fail)."""
     base = open_kb(kb)
     problems = base.lint(skip=skip or [])
     show_notices(base)
@@ -300,24 +372,68 @@ def lint(
 
 @app.command("add-finding")
 def add_finding(
-    title: Annotated[Optional[str], typer.Option("--title", help="What was found, in one line.")] = None,
-    claim: Annotated[Optional[str], typer.Option(help="The claim, if longer than the title.")] = None,
-    metric: Annotated[Optional[list[str]], typer.Option("--metric", "-m", help="NAME=VALUE[UNIT] measured, e.g. tpot=0.56ms (repeatable).", show_default=False)] = None,
-    baseline: Annotated[Optional[list[str]], typer.Option("--baseline", help="NAME=VALUE[UNIT] of the baseline for a --metric (repeatable).", show_default=False)] = None,
-    direction: Annotated[Optional[str], typer.Option(help="higher or lower: which way is better (guessed from the metric's name when left out).")] = None,
-    applies_to: Annotated[Optional[list[str]], typer.Option("--applies-to", "-a", help="KEY=VALUE scope: model, arch, hardware, precision, phase, workload, engine (repeatable).", show_default=False)] = None,
+    title: Annotated[str | None, typer.Option("--title", help="What was found, in one line.")] = None,
+    claim: Annotated[str | None, typer.Option(help="The claim, if longer than the title.")] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric", "-m", help="NAME=VALUE[UNIT] measured, e.g. tpot=0.56ms (repeatable).", show_default=False
+        ),
+    ] = None,
+    baseline: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--baseline", help="NAME=VALUE[UNIT] of the baseline for a --metric (repeatable).", show_default=False
+        ),
+    ] = None,
+    direction: Annotated[
+        str | None,
+        typer.Option(help="higher or lower: which way is better (guessed from the metric's name when left out)."),
+    ] = None,
+    applies_to: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--applies-to",
+            "-a",
+            help="KEY=VALUE scope: model, arch, hardware, precision, phase, workload, engine (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
     status: Status = None,
-    project: Annotated[Optional[str], typer.Option(help="The project that measured it.")] = None,
-    closes: Annotated[Optional[str], typer.Option(help="The id of a gap this finding answers; links both.")] = None,
+    project: Annotated[str | None, typer.Option(help="The project that measured it.")] = None,
+    closes: Annotated[str | None, typer.Option(help="The id of a gap this finding answers; links both.")] = None,
     tag: Tags = None,
-    from_file: Annotated[Optional[Path], typer.Option("--from", help="A benchmark export: AIPerf profile_export_aiperf.json, or a results TSV.")] = None,
-    metric_name: Annotated[str, typer.Option(help="The metric a results TSV measures (its 'metric' column).")] = "metric",
-    repo: Annotated[Optional[Path], typer.Option(help="The experiment repository whose HEAD and dirty state to record (default: the working directory, when it is one).")] = None,
-    command: Annotated[Optional[str], typer.Option(help="The command that measured the --metric values (kept with each).")] = None,
-    condition: Annotated[Optional[list[str]], typer.Option("--condition", "-c", help="KEY=VALUE under which the --metric values were measured, e.g. concurrency=32 (repeatable).", show_default=False)] = None,
+    from_file: Annotated[
+        Path | None,
+        typer.Option("--from", help="A benchmark export: AIPerf profile_export_aiperf.json, or a results TSV."),
+    ] = None,
+    metric_name: Annotated[
+        str, typer.Option(help="The metric a results TSV measures (its 'metric' column).")
+    ] = "metric",
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            help="The experiment repository whose HEAD and dirty state to record (default: the working "
+            "directory, when it is one)."
+        ),
+    ] = None,
+    command: Annotated[
+        str | None, typer.Option(help="The command that measured the --metric values (kept with each).")
+    ] = None,
+    condition: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--condition",
+            "-c",
+            help="KEY=VALUE under which the --metric values were measured, e.g. concurrency=32 (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
     json_input: Annotated[bool, typer.Option(help="Read the same fields as a JSON object on stdin.")] = False,
-    body: Annotated[Optional[str], typer.Option(help="Notes (markdown).")] = None,
-    strict: Annotated[bool, typer.Option(help="Refuse (exit 1, nothing written) when likely duplicates or contradictions exist.")] = False,
+    body: Annotated[str | None, typer.Option(help="Notes (markdown).")] = None,
+    strict: Annotated[
+        bool, typer.Option(help="Refuse (exit 1, nothing written) when likely duplicates or contradictions exist.")
+    ] = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -325,16 +441,30 @@ def add_finding(
 
     Run by an agent (see `kb review`), the finding is tentative until a person confirms it."""
     from .finding_input import finding_arguments, parse_conditions, parse_metric_flags
+
     base = open_kb(kb)
     if json_input:
         args = finding_arguments(_json_stdin(), "--json-input")
         args["repo"] = args["repo"] or repo
     else:
-        args = {"title": title, "claim": claim, "metrics": parse_metric_flags(metric or [], "--metric"),
-                "baselines": parse_metric_flags(baseline or [], "--baseline"), "direction": direction,
-                "applies_to": applies_to or [], "status": status, "project": project, "closes": closes,
-                "tags": tag or [], "artifact": from_file, "metric_name": metric_name, "repo": repo, "body": body or "",
-                "command": command, "conditions": parse_conditions(condition or [], "--condition")}
+        args = {
+            "title": title,
+            "claim": claim,
+            "metrics": parse_metric_flags(metric or [], "--metric"),
+            "baselines": parse_metric_flags(baseline or [], "--baseline"),
+            "direction": direction,
+            "applies_to": applies_to or [],
+            "status": status,
+            "project": project,
+            "closes": closes,
+            "tags": tag or [],
+            "artifact": from_file,
+            "metric_name": metric_name,
+            "repo": repo,
+            "body": body or "",
+            "command": command,
+            "conditions": parse_conditions(condition or [], "--condition"),
+        }
     if not args["title"]:
         raise BadInput("a finding needs a --title")
     if args["repo"] is None:
@@ -342,8 +472,11 @@ def add_finding(
     stored, related = base.add_finding(**args, strict=strict, agent=current_agent())
     for label in ("duplicates", "contradictions"):
         if related[label]:
-            typer.echo(f"kb: warning: likely {label[:-1] if label.endswith('s') else label}s of {stored.id}: "
-                       f"{', '.join(related[label])}", err=True)
+            typer.echo(
+                f"kb: warning: likely {label[:-1] if label.endswith('s') else label}s of {stored.id}: "
+                f"{', '.join(related[label])}",
+                err=True,
+            )
     show_notices(base)
     if as_json:
         print_json({**stored.to_dict(), "related": related})
@@ -365,7 +498,7 @@ def _json_stdin() -> dict[str, Any]:
 def supersede(
     old: Annotated[str, typer.Argument(help="The card that no longer holds.")],
     new: Annotated[str, typer.Argument(help="The card that replaces it.")],
-    reason: Annotated[Optional[str], typer.Option(help="Why, recorded in the old card and the commit.")] = None,
+    reason: Annotated[str | None, typer.Option(help="Why, recorded in the old card and the commit.")] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -398,16 +531,22 @@ def review(kb: KbPath = None, as_json: JsonOut = False) -> None:
         print_json([c.to_dict(body=False) for c in waiting])
         return
     for c in waiting:
-        typer.echo(f"{c.id}  [{c.card.kind}, {c.card.status}]  by {c.card.provenance.agent}, "
-                   f"{c.card.provenance.created or 'undated'}  {c.card.title}")
-    typer.echo(f"{len(waiting)} card(s) to review: `kb show ID`, then `kb confirm ID` or `kb refute ID --reason R`"
-               if waiting else "nothing to review", err=True)
+        typer.echo(
+            f"{c.id}  [{c.card.kind}, {c.card.status}]  by {c.card.provenance.agent}, "
+            f"{c.card.provenance.created or 'undated'}  {c.card.title}"
+        )
+    typer.echo(
+        f"{len(waiting)} card(s) to review: `kb show ID`, then `kb confirm ID` or `kb refute ID --reason R`"
+        if waiting
+        else "nothing to review",
+        err=True,
+    )
 
 
 @app.command()
 def confirm(
     card_id: CardRef,
-    reason: Annotated[Optional[str], typer.Option(help="What you checked, recorded in the commit.")] = None,
+    reason: Annotated[str | None, typer.Option(help="What you checked, recorded in the commit.")] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -435,37 +574,71 @@ def stats(kb: KbPath = None, as_json: JsonOut = False) -> None:
     if as_json:
         print_json(report)
         return
-    typer.echo(f"{report['cards']} cards; {report['open_gaps']} open gaps; {len(report['stale_findings'])} stale findings; "
-               f"{report['locked_gates']} locked gates")
+    typer.echo(
+        f"{report['cards']} cards; {report['open_gaps']} open gaps; {len(report['stale_findings'])} stale findings; "
+        f"{report['locked_gates']} locked gates"
+    )
     for key in ("by_kind", "by_status", "by_project"):
         typer.echo(f"{key.replace('_', ' ')}: " + ", ".join(f"{k} {v}" for k, v in sorted(report[key].items())))
 
 
 @gate_app.command("lock")
 def gate_lock(
-    ids: Annotated[Optional[list[str]], typer.Argument(help="Gates to lock (default: every confirmed unlocked gate; drafts are skipped and named).", show_default=False)] = None,
+    ids: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Gates to lock (default: every confirmed unlocked gate; drafts are skipped and named).",
+            show_default=False,
+        ),
+    ] = None,
     kb: KbPath = None,
 ) -> None:
-    """Record gate hashes in kb.lock (committed); a locked gate can no longer be edited. Without ids, every confirmed unlocked gate."""
+    """Record gate hashes in kb.lock (committed); a locked gate can no longer be edited. Without ids,
+    every confirmed unlocked gate."""
     locked, skipped = open_kb(kb).lock_gates(ids or [])
     for gate, why in skipped.items():
-        typer.echo(f"kb: skipped {gate}: {why} (review it, then `kb confirm {gate}` or `kb gate lock {gate}`)", err=True)
-    typer.echo(f"locked {', '.join(locked)}" if locked else
-               "nothing locked: every confirmed gate is locked already" + (f"; {len(skipped)} skipped" if skipped else ""))
+        typer.echo(
+            f"kb: skipped {gate}: {why} (review it, then `kb confirm {gate}` or `kb gate lock {gate}`)", err=True
+        )
+    typer.echo(
+        f"locked {', '.join(locked)}"
+        if locked
+        else "nothing locked: every confirmed gate is locked already" + (f"; {len(skipped)} skipped" if skipped else "")
+    )
 
 
 @gate_app.command("run")
 def gate_run(
     card_id: CardRef,
-    in_dir: Annotated[Optional[Path], typer.Option("--in", help="The project folder to judge: the command runs there, with $KB_ROOT set to the knowledge base (default: the top of the git repository you are in, else the working directory).", show_default=False)] = None,
-    no_record: Annotated[bool, typer.Option("--no-record", help="Do not append the run to runs/gates/<id>.jsonl.")] = False,
-    confirms: Annotated[Optional[str], typer.Option("--confirms", metavar="FINDING", help="When this locked gate passes, confirm this finding in the same commit.", show_default=False)] = None,
+    in_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--in",
+            help="The project folder to judge: the command runs there, with $KB_ROOT set to the knowledge "
+            "base (default: the top of the git repository you are in, else the working directory).",
+            show_default=False,
+        ),
+    ] = None,
+    no_record: Annotated[
+        bool, typer.Option("--no-record", help="Do not append the run to runs/gates/<id>.jsonl.")
+    ] = False,
+    confirms: Annotated[
+        str | None,
+        typer.Option(
+            "--confirms",
+            metavar="FINDING",
+            help="When this locked gate passes, confirm this finding in the same commit.",
+            show_default=False,
+        ),
+    ] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Run a gate's command in the project it judges, read its metric, compare with the threshold; exit 0 on pass, 1 on fail."""
-    result = open_kb(kb).run_gate(card_id, record=not no_record, in_dir=in_dir if in_dir is not None else project_dir(),
-                                  confirms=confirms)
+    """Run a gate's command in the project it judges, read its metric, compare with the threshold; exit 0
+    on pass, 1 on fail."""
+    result = open_kb(kb).run_gate(
+        card_id, record=not no_record, in_dir=in_dir if in_dir is not None else project_dir(), confirms=confirms
+    )
     if as_json:
         print_json({"gate": result.gate, **result.record()})
     else:
@@ -481,7 +654,7 @@ def project_dir() -> Path:
     return git_top(Path.cwd()) or Path.cwd()
 
 
-def git_top(here: Path) -> Optional[Path]:
+def git_top(here: Path) -> Path | None:
     """The top of the git repository holding here, if any (no git process: this runs on every add-finding)."""
     here = here.resolve()
     return next((folder for folder in (here, *here.parents) if (folder / ".git").exists()), None)
@@ -497,23 +670,27 @@ def gate_verify(kb: KbPath = None, as_json: JsonOut = False) -> None:
     else:
         for p in problems:
             typer.echo(f"{p.path}: {p.message}")
-        typer.echo(f"{len(base.gate_locks())} locked gates match kb.lock" if not problems else f"{len(problems)} mismatch(es)",
-                   err=bool(problems))
+        typer.echo(
+            f"{len(base.gate_locks())} locked gates match kb.lock" if not problems else f"{len(problems)} mismatch(es)",
+            err=bool(problems),
+        )
     if problems:
         raise typer.Exit(1)
 
 
 @app.command()
 def search(
-    query: Annotated[Optional[str], typer.Argument(help="What to look for, in words.")] = None,
+    query: Annotated[str | None, typer.Argument(help="What to look for, in words.")] = None,
     k: Annotated[int, typer.Option("-k", help="How many cards to return.")] = 10,
-    kind: Annotated[Optional[str], typer.Option(help="Only this kind.")] = None,
+    kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
     status: Status = None,
     tag: Tags = None,
     where: Where = None,
     mode: Annotated[str, typer.Option(help="hybrid (default), bm25 or vector.")] = "hybrid",
     explain: Annotated[bool, typer.Option(help="Show each leg's rank and score per hit.")] = False,
-    batch: Annotated[Optional[Path], typer.Option(help="One query per line (text, or JSON {\"q\": ...}); one JSON result per line.")] = None,
+    batch: Annotated[
+        Path | None, typer.Option(help='One query per line (text, or JSON {"q": ...}); one JSON result per line.')
+    ] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -522,11 +699,21 @@ def search(
 
     if (query is None) == (batch is None):
         raise BadInput("give a QUERY or --batch FILE (one of them)")
-    options = {"k": k, "kind": kind, "status": status, "tags": tag or [], "where": where or [], "mode": mode,
-               "explain": explain}
+    options = {
+        "k": k,
+        "kind": kind,
+        "status": status,
+        "tags": tag or [],
+        "where": where or [],
+        "mode": mode,
+        "explain": explain,
+    }
     if batch is not None:
-        requests = [_batch_request(line, n, options) for n, line in enumerate(read_text_arg(batch).splitlines(), 1)
-                    if line.strip()]
+        requests = [
+            _batch_request(line, n, options)
+            for n, line in enumerate(read_text_arg(batch).splitlines(), 1)
+            if line.strip()
+        ]
         for result in run_searches(_root(kb), requests):
             typer.echo(json.dumps(result, ensure_ascii=False))
         return
@@ -545,9 +732,13 @@ def _batch_request(line: str, n: int, defaults: dict[str, Any]) -> dict[str, Any
         except json.JSONDecodeError as exc:
             raise BadInput(f"--batch line {n}: not JSON ({exc.msg})") from None
         if not isinstance(data, dict) or not isinstance(data.get("q", data.get("query")), str):
-            raise BadInput(f"--batch line {n}: expected {{\"q\": \"...\"}}")
+            raise BadInput(f'--batch line {n}: expected {{"q": "..."}}')
         return {**defaults, **data}
     return {**defaults, "query": text}
+
+
+def _leg_rank(leg: dict[str, Any] | None) -> str:
+    return f"rank {leg['rank']} ({leg['score']:.4f})" if leg else "-"
 
 
 def print_hits(result: dict[str, Any], explain: bool) -> None:
@@ -558,8 +749,9 @@ def print_hits(result: dict[str, Any], explain: bool) -> None:
             typer.echo(f"    from {source_line(hit['source'])}")
         typer.echo(f"    {hit['snippet']}")
         if explain:
-            legs = ", ".join(f"{name} {'rank %d (%.4f)' % (v['rank'], v['score']) if v else '-'}"
-                             for name, v in hit["explain"].items() if name in ("bm25", "vector"))
+            legs = ", ".join(
+                f"{name} {_leg_rank(v)}" for name, v in hit["explain"].items() if name in ("bm25", "vector")
+            )
             typer.echo(f"    explain: {legs}; demoted: {hit['explain']['demoted']}")
     if not result["hits"]:
         typer.echo("no matching cards", err=True)
@@ -583,19 +775,30 @@ def index_cmd(
     with progress_bar("embedding") as progress:
         stats = base.refresh_index(rebuild=rebuild, semantic=not lexical, progress=progress)
     show_notices(base)
-    summary = {"scanned": stats.scanned, "added": stats.added, "updated": stats.updated, "removed": stats.removed,
-               "embedded": stats.embedded, "invalid": stats.invalid, "seconds": round(stats.seconds, 3)}
+    summary = {
+        "scanned": stats.scanned,
+        "added": stats.added,
+        "updated": stats.updated,
+        "removed": stats.removed,
+        "embedded": stats.embedded,
+        "invalid": stats.invalid,
+        "seconds": round(stats.seconds, 3),
+    }
     if as_json:
         print_json(summary)
     else:
-        typer.echo(f"{stats.scanned} cards: {stats.added} added, {stats.updated} updated, {stats.removed} removed, "
-                   f"{stats.embedded} chunks embedded in {stats.seconds:.2f} s"
-                   + (f"; {len(stats.invalid)} invalid (see kb lint)" if stats.invalid else ""))
+        typer.echo(
+            f"{stats.scanned} cards: {stats.added} added, {stats.updated} updated, {stats.removed} removed, "
+            f"{stats.embedded} chunks embedded in {stats.seconds:.2f} s"
+            + (f"; {len(stats.invalid)} invalid (see kb lint)" if stats.invalid else "")
+        )
 
 
 @app.command("import")
 def import_cmd(
-    path: Annotated[Path, typer.Argument(help="A folder of markdown, one markdown file, or a MetaInfer inference_blueprint.json.")],
+    path: Annotated[
+        Path, typer.Argument(help="A folder of markdown, one markdown file, or a MetaInfer inference_blueprint.json.")
+    ],
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -604,20 +807,30 @@ def import_cmd(
     if as_json:
         print_json(summary)
     else:
-        typer.echo(f"{summary['collection']}: {summary['added']} added, {summary['updated']} updated, "
-                   f"{summary['unchanged']} unchanged, {summary['retired']} retired"
-                   + (f" (commit {summary['commit'][:10]})" if summary["commit"] else " (nothing to commit)"))
+        typer.echo(
+            f"{summary['collection']}: {summary['added']} added, {summary['updated']} updated, "
+            f"{summary['unchanged']} unchanged, {summary['retired']} retired"
+            + (f" (commit {summary['commit'][:10]})" if summary["commit"] else " (nothing to commit)")
+        )
 
 
 @app.command("eval")
 def eval_cmd(
-    gold: Annotated[Path, typer.Argument(help="JSONL of {\"q\": ..., \"relevant\": [card ids, source paths or path#heading], \"split\": dev|test}.")],
+    gold: Annotated[
+        Path,
+        typer.Argument(
+            help='JSONL of {"q": ..., "relevant": [card ids, source paths or path#heading], "split": dev|test}.'
+        ),
+    ],
     k: Annotated[int, typer.Option("-k", help="The k of recall@k.")] = 10,
-    split: Annotated[Optional[str], typer.Option(help="Only the queries of this split: dev (tune on it) or test (report it).")] = None,
+    split: Annotated[
+        str | None, typer.Option(help="Only the queries of this split: dev (tune on it) or test (report it).")
+    ] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Score search on gold queries: recall@k, hit@k, MRR@10, nDCG@10 for bm25, vector and hybrid, beside a plain BM25 baseline."""
+    """Score search on gold queries: recall@k, hit@k, MRR@10, nDCG@10 for bm25, vector and hybrid, beside a
+    plain BM25 baseline."""
     from .evaluation import PlainBM25, evaluate, load_gold
 
     base = open_kb(kb)
@@ -625,16 +838,20 @@ def eval_cmd(
     base.refresh_index()
     report = evaluate(queries, lambda q, depth, mode: base.search(q, k=depth, mode=mode)["hits"], k=k)
     plain = PlainBM25.of_cards(base.cards())
-    report["modes"]["plain bm25"] = evaluate(queries, lambda q, depth, mode: plain.search(q, depth), k=k,
-                                             modes=("plain",))["modes"]["plain"]
+    report["modes"]["plain bm25"] = evaluate(
+        queries, lambda q, depth, mode: plain.search(q, depth), k=k, modes=("plain",)
+    )["modes"]["plain"]
     show_notices(base)
     if as_json:
         print_json(report)
         return
     typer.echo(f"{report['queries']} queries, k={k}" + (f", {split} split" if split else ""))
     for mode, scores in report["modes"].items():
-        typer.echo(f"  {mode:<10} recall@{k} {scores[f'recall@{k}']:.3f}  hit@{k} {scores[f'hit@{k}']:.3f}  MRR@10 {scores['mrr@10']:.3f}  "
-                   f"nDCG@10 {scores['ndcg@10']:.3f}  missed {len(scores['missed'])}")
+        typer.echo(
+            f"  {mode:<10} recall@{k} {scores[f'recall@{k}']:.3f}  hit@{k} {scores[f'hit@{k}']:.3f}  "
+            f"MRR@10 {scores['mrr@10']:.3f}  "
+            f"nDCG@10 {scores['ndcg@10']:.3f}  missed {len(scores['missed'])}"
+        )
 
 
 SkillName = Annotated[str, typer.Argument(metavar="NAME", help="A skill's name (its folder under skills/).")]
@@ -647,10 +864,17 @@ def _skill_line(skill: Any) -> str:
 @skill_app.command("new")
 def skill_new(
     name: SkillName,
-    description: Annotated[str, typer.Option(help="What the skill does and when to use it (1-1024 characters; agents match on it).")],
-    license: Annotated[Optional[str], typer.Option(help="A license name, or the name of a bundled license file.")] = None,
-    compatibility: Annotated[Optional[str], typer.Option(help="Environment requirements, up to 500 characters (e.g. 'an NVIDIA GPU and nsys').")] = None,
-    body_file: Annotated[Optional[Path], typer.Option(help="The instructions (markdown) for the body; default: a skeleton of sections to fill in.")] = None,
+    description: Annotated[
+        str, typer.Option(help="What the skill does and when to use it (1-1024 characters; agents match on it).")
+    ],
+    license: Annotated[str | None, typer.Option(help="A license name, or the name of a bundled license file.")] = None,
+    compatibility: Annotated[
+        str | None, typer.Option(help="Environment requirements, up to 500 characters (e.g. 'an NVIDIA GPU and nsys').")
+    ] = None,
+    body_file: Annotated[
+        Path | None,
+        typer.Option(help="The instructions (markdown) for the body; default: a skeleton of sections to fill in."),
+    ] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -688,7 +912,14 @@ def skill_show(name: SkillName, kb: KbPath = None, as_json: JsonOut = False) -> 
 
 @skill_app.command("validate")
 def skill_validate(
-    paths: Annotated[Optional[list[Path]], typer.Argument(metavar="[PATH ...]", help="Skill folders, or folders of them (default: the knowledge base's skills/).", show_default=False)] = None,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="[PATH ...]",
+            help="Skill folders, or folders of them (default: the knowledge base's skills/).",
+            show_default=False,
+        ),
+    ] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -697,7 +928,7 @@ def skill_validate(
     from .skills import InvalidSkill, discoverability, load_skill, skill_folders
 
     folders = [f for p in paths for f in skill_sources(p)] if paths else skill_folders(open_kb(kb).skills_dir)
-    report = []
+    report: list[dict[str, Any]] = []
     for folder in folders:
         try:
             warnings = [m for _, m in discoverability(load_skill(folder))]
@@ -736,8 +967,10 @@ def skill_import(
             typer.echo(f"updated {name}")
         for r in summary["rejected"]:
             typer.echo(f"kb: rejected {r['path']}: {'; '.join(r['violations'])}", err=True)
-        typer.echo(f"{len(summary['added'])} added, {len(summary['updated'])} updated, {len(summary['rejected'])} rejected"
-                   + (f" (commit {summary['commit'][:10]})" if summary["commit"] else " (nothing to commit)"))
+        typer.echo(
+            f"{len(summary['added'])} added, {len(summary['updated'])} updated, {len(summary['rejected'])} rejected"
+            + (f" (commit {summary['commit'][:10]})" if summary["commit"] else " (nothing to commit)")
+        )
     if summary["rejected"]:
         raise typer.Exit(1)
 
@@ -757,12 +990,17 @@ def skill_export(
 def skill_pack(
     name: Annotated[str, typer.Option("--name", help="The new skill's name, e.g. h100-pack.")],
     where: Where = None,
-    general: Annotated[bool, typer.Option(help="Also take cards that do not set the filtered fields (rules that hold everywhere).")] = False,
-    description: Annotated[Optional[str], typer.Option(help="The skill's description (default: made from the filters and counts).")] = None,
+    general: Annotated[
+        bool, typer.Option(help="Also take cards that do not set the filtered fields (rules that hold everywhere).")
+    ] = False,
+    description: Annotated[
+        str | None, typer.Option(help="The skill's description (default: made from the filters and counts).")
+    ] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """A knowledge-pack skill of the matching confirmed findings, constraints, failure-modes and gates (cards under references/)."""
+    """A knowledge-pack skill of the matching confirmed findings, constraints, failure-modes and gates
+    (cards under references/)."""
     skill = open_kb(kb).pack_skill(name, where or [], general, description)
     if as_json:
         print_json(skill.to_dict(body=False))
@@ -772,9 +1010,25 @@ def skill_pack(
 
 @app.command()
 def serve(
-    http: Annotated[Optional[str], typer.Option("--http", metavar="HOST:PORT", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.", show_default=False)] = None,
-    token: Annotated[Optional[str], typer.Option(help="Bearer token every HTTP request must carry (default: $KB_TOKEN); required off loopback.", show_default=False)] = None,
-    read_only: Annotated[bool, typer.Option("--read-only", help="Offer only the reading tools (no add_finding, add_card).")] = False,
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+            show_default=False,
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="Bearer token every HTTP request must carry (default: $KB_TOKEN); required off loopback.",
+            show_default=False,
+        ),
+    ] = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Offer only the reading tools (no add_finding, add_card).")
+    ] = False,
     kb: KbPath = None,
 ) -> None:
     """Serve the knowledge base to agents over MCP: stdio by default, or streamable HTTP."""
@@ -794,7 +1048,9 @@ def serve(
 
 @schema_app.command("export")
 def schema_export(
-    out: Annotated[Optional[Path], typer.Option(help="Folder to write to (default: schemas/ in the knowledge base).")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Folder to write to (default: schemas/ in the knowledge base).")
+    ] = None,
     check: Annotated[bool, typer.Option(help="Write nothing; exit 1 when the files differ from the models.")] = False,
     kb: KbPath = None,
 ) -> None:

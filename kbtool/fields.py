@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -187,17 +188,22 @@ def _equal(have: Any, want: str) -> bool:
     return str(have).casefold() == want.casefold()
 
 
-def card_conditions(kind: str | None, status: str | None, tags: Iterable[str],
-                    filters: Iterable[Filter]) -> list[tuple[tuple[str, ...], str]]:
+def card_conditions(
+    kind: str | None, status: str | None, tags: Iterable[str], filters: Iterable[Filter]
+) -> list[tuple[tuple[str, ...], str]]:
     """Every narrowing a list or a search asks for, as (field path, value) pairs all to be met."""
-    return ([(f.path, f.value) for f in filters] + ([(("kind",), kind)] if kind else [])
-            + ([(("status",), status)] if status else []) + [(("tags",), t) for t in tags])
+    return (
+        [(f.path, f.value) for f in filters]
+        + ([(("kind",), kind)] if kind else [])
+        + ([(("status",), status)] if status else [])
+        + [(("tags",), t) for t in tags]
+    )
 
 
 def parse_filters(pairs: Iterable[str], flag: str = "--where") -> list[Filter]:
     """Filters on any field of any kind; a path no kind declares is an error, not an empty result.
     `flag` names the filters in errors: the CLI's --where, the MCP tools' filters."""
-    filters = []
+    filters: list[Filter] = []
     for key, values in split_pairs(pairs, flag).items():
         parts = key.split(".")
         if not any(_declares(model, parts) for model in MODELS.values()):

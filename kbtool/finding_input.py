@@ -10,20 +10,39 @@ never left believing a number was stored when it was not.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any
 
 from .errors import BadInput
 from .findings import STATISTICS, guess_direction, number, value_with_unit
 
-FINDING_INPUT_KEYS = frozenset({"title", "claim", "metrics", "baseline", "direction", "applies_to", "status", "project",
-                                "closes", "tags", "from", "body", "metric_name", "repo", "command", "conditions"})
+FINDING_INPUT_KEYS = frozenset(
+    {
+        "title",
+        "claim",
+        "metrics",
+        "baseline",
+        "direction",
+        "applies_to",
+        "status",
+        "project",
+        "closes",
+        "tags",
+        "from",
+        "body",
+        "metric_name",
+        "repo",
+        "command",
+        "conditions",
+    }
+)
 # the keys of one metric's object, beside the statistics (p50, p99, ...) it may give inline
 METRIC_KEYS = ("value", "unit", "baseline", "direction", "samples", "stats", "conditions", "command")
 DIRECTIONS = ("higher", "lower")
 
 Metric = dict[str, Any]  # an evidence entry without its name: value, unit, and any of METRIC_KEYS
-MetricInput = Union[Metric, tuple[float, Union[str, None]]]  # (value, unit) as `--metric tpot=0.56ms` gives it
+MetricInput = Metric | tuple[float, str | None]  # (value, unit) as `--metric tpot=0.56ms` gives it
 
 
 def parse_metric_flags(pairs: Iterable[str], flag: str) -> dict[str, Metric]:
@@ -67,15 +86,31 @@ def finding_arguments(data: dict[str, Any], origin: str) -> dict[str, Any]:
         raise BadInput(f"{origin}: expected a JSON object")
     unknown = sorted(set(data) - FINDING_INPUT_KEYS)
     if unknown:
-        raise BadInput(f"{origin}: unknown field(s) {', '.join(unknown)}; expected {', '.join(sorted(FINDING_INPUT_KEYS))}")
+        raise BadInput(
+            f"{origin}: unknown field(s) {', '.join(unknown)}; expected {', '.join(sorted(FINDING_INPUT_KEYS))}"
+        )
     applies = data.get("applies_to") or {}
     if not isinstance(applies, dict):
         raise BadInput(f"{origin}: applies_to must be an object of key -> value (or list of values)")
     tags = data.get("tags") or []
     if isinstance(tags, str):
         tags = [tags]
-    texts = {k: data.get(k) for k in ("title", "claim", "direction", "status", "project", "closes", "from", "body",
-                                       "metric_name", "repo", "command")}
+    texts = {
+        k: data.get(k)
+        for k in (
+            "title",
+            "claim",
+            "direction",
+            "status",
+            "project",
+            "closes",
+            "from",
+            "body",
+            "metric_name",
+            "repo",
+            "command",
+        )
+    }
     for key, value in [*texts.items(), *(("tags", t) for t in tags)]:
         if value is not None and not isinstance(value, str):
             raise BadInput(f"{origin}: {key} must be a string")
@@ -85,14 +120,24 @@ def finding_arguments(data: dict[str, Any], origin: str) -> dict[str, Any]:
             if isinstance(value, (dict, list)) or value is None:
                 raise BadInput(f"{origin}: applies_to.{key} must be a string, number or list of them")
             scope.append(f"{key}={value}")
-    return {"title": texts["title"], "claim": texts["claim"],
-            "metrics": metrics_from_json(data.get("metrics"), "metrics"),
-            "baselines": metrics_from_json(data.get("baseline"), "baseline"),
-            "direction": texts["direction"], "applies_to": scope, "status": texts["status"], "project": texts["project"],
-            "closes": texts["closes"], "tags": list(tags), "artifact": Path(texts["from"]) if texts["from"] else None,
-            "metric_name": texts["metric_name"] or "metric", "repo": Path(texts["repo"]) if texts["repo"] else None,
-            "body": texts["body"] or "", "command": texts["command"],
-            "conditions": _conditions(data.get("conditions"), "conditions")}
+    return {
+        "title": texts["title"],
+        "claim": texts["claim"],
+        "metrics": metrics_from_json(data.get("metrics"), "metrics"),
+        "baselines": metrics_from_json(data.get("baseline"), "baseline"),
+        "direction": texts["direction"],
+        "applies_to": scope,
+        "status": texts["status"],
+        "project": texts["project"],
+        "closes": texts["closes"],
+        "tags": list(tags),
+        "artifact": Path(texts["from"]) if texts["from"] else None,
+        "metric_name": texts["metric_name"] or "metric",
+        "repo": Path(texts["repo"]) if texts["repo"] else None,
+        "body": texts["body"] or "",
+        "command": texts["command"],
+        "conditions": _conditions(data.get("conditions"), "conditions"),
+    }
 
 
 def metrics_from_json(value: Any, key: str) -> dict[str, Metric]:
@@ -117,8 +162,10 @@ def metrics_from_json(value: Any, key: str) -> dict[str, Metric]:
 def _metric_object(raw: dict[str, Any], where: str) -> Metric:
     unknown = sorted(set(raw) - set(METRIC_KEYS) - set(STATISTICS))
     if unknown:
-        raise BadInput(f"{where}: unknown key(s) {', '.join(unknown)}; a metric takes {', '.join(METRIC_KEYS)} "
-                       f"and statistics ({', '.join(STATISTICS)})")
+        raise BadInput(
+            f"{where}: unknown key(s) {', '.join(unknown)}; a metric takes {', '.join(METRIC_KEYS)} "
+            f"and statistics ({', '.join(STATISTICS)})"
+        )
     if "value" not in raw:
         raise BadInput(f"{where}: needs a value")
     entry: Metric = {"value": number(raw["value"], f"{where}.value")}
@@ -129,7 +176,11 @@ def _metric_object(raw: dict[str, Any], where: str) -> Metric:
             entry[key] = raw[key]
     if raw.get("baseline") is not None:
         base = raw["baseline"]
-        entry["baseline"] = value_with_unit(base, f"{where}.baseline")[0] if isinstance(base, str) else number(base, f"{where}.baseline")
+        entry["baseline"] = (
+            value_with_unit(base, f"{where}.baseline")[0]
+            if isinstance(base, str)
+            else number(base, f"{where}.baseline")
+        )
     if raw.get("direction") is not None:
         entry["direction"] = _direction(raw["direction"], f"{where}.direction")
     if raw.get("samples") is not None:
@@ -139,7 +190,7 @@ def _metric_object(raw: dict[str, Any], where: str) -> Metric:
         entry["samples"] = samples
     stats = raw.get("stats") or {}
     if not isinstance(stats, dict):
-        raise BadInput(f"{where}.stats: expected an object of statistic -> number, e.g. {{\"p99\": 34.6}}")
+        raise BadInput(f'{where}.stats: expected an object of statistic -> number, e.g. {{"p99": 34.6}}')
     inline = {k: v for k, v in raw.items() if k in STATISTICS}
     clash = sorted(set(stats) & set(inline))
     if clash:
@@ -157,7 +208,7 @@ def _conditions(value: Any, where: str) -> dict[str, str | float | int]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise BadInput(f"{where}: expected an object of name -> value, e.g. {{\"concurrency\": 32}}")
+        raise BadInput(f'{where}: expected an object of name -> value, e.g. {{"concurrency": 32}}')
     for key, item in value.items():
         if isinstance(item, bool) or not isinstance(item, (str, int, float)):
             raise BadInput(f"{where}.{key}: expected a string or a number")
@@ -170,27 +221,32 @@ def _direction(value: Any, where: str) -> str:
     return value
 
 
-def evidence_from_metrics(metrics: dict[str, MetricInput], baselines: dict[str, MetricInput], direction: str | None,
-                          command: str | None = None, conditions: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def evidence_from_metrics(
+    metrics: dict[str, MetricInput],
+    baselines: dict[str, MetricInput],
+    direction: str | None,
+    command: str | None = None,
+    conditions: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """One evidence entry per metric; command and conditions, when given, apply to every one
     (a metric's own conditions win over the shared ones)."""
-    metrics = {name: _as_metric(m) for name, m in metrics.items()}
-    baselines = {name: _as_metric(m) for name, m in baselines.items()}
-    unknown = sorted(set(baselines) - set(metrics))
+    measured: dict[str, Metric] = {name: _as_metric(m) for name, m in metrics.items()}
+    bases: dict[str, Metric] = {name: _as_metric(m) for name, m in baselines.items()}
+    unknown = sorted(set(bases) - set(measured))
     if unknown:
         raise BadInput(f"--baseline {unknown[0]}: no --metric {unknown[0]} to compare it with")
     if direction is not None:
         _direction(direction, "--direction")
     evidence = []
-    for name, metric in metrics.items():
+    for name, metric in measured.items():
         ev: dict[str, Any] = {"metric": name, **metric}
-        if name in baselines:
+        if name in bases:
             if "baseline" in metric:
                 raise BadInput(f"{name}: baseline given twice, in the metric and in baseline")
-            base_unit, unit = baselines[name].get("unit"), metric.get("unit")
+            base_unit, unit = bases[name].get("unit"), metric.get("unit")
             if base_unit and unit and base_unit != unit:
                 raise BadInput(f"--baseline {name}: unit {base_unit!r} differs from the metric's {unit!r}")
-            ev["baseline"] = baselines[name]["value"]
+            ev["baseline"] = bases[name]["value"]
         if command and "command" not in ev:
             ev["command"] = command
         if conditions:

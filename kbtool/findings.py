@@ -32,8 +32,20 @@ from .errors import BadInput
 _VALUE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 # statistics AIPerf reports per metric; "avg" is the value, the rest go to stats
 STATISTICS = ("avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std", "count", "sum")
-PACKAGES = ("torch", "vllm", "sglang", "tensorrt-llm", "flashinfer-python", "transformers", "triton", "aiperf", "kbtool")
-LOWER_IS_BETTER = re.compile(r"latency|ttft|tpot|itl|time_to|duration|_ms$|error|memory|mem|bpb|loss|overhead|blocked|waiting")
+PACKAGES = (
+    "torch",
+    "vllm",
+    "sglang",
+    "tensorrt-llm",
+    "flashinfer-python",
+    "transformers",
+    "triton",
+    "aiperf",
+    "kbtool",
+)
+LOWER_IS_BETTER = re.compile(
+    r"latency|ttft|tpot|itl|time_to|duration|_ms$|error|memory|mem|bpb|loss|overhead|blocked|waiting"
+)
 HIGHER_IS_BETTER = re.compile(r"throughput|tok/s|tokens/s|images/s|req/s|requests/sec|accuracy|acc|score|goodput")
 
 
@@ -93,8 +105,8 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
         raise BadInput(f"{path}: not a valid AIPerf export: JSON breaks at line {exc.lineno} ({exc.msg})") from None
     if not isinstance(data, dict) or "aiperf_version" not in data and "input_config" not in data:
         raise BadInput(f"{path}: not an AIPerf export (no aiperf_version or input_config)")
-    config = data.get("input_config") if isinstance(data.get("input_config"), dict) else {}
-    run = data.get("run_info") if isinstance(data.get("run_info"), dict) else {}
+    config = _mapping(data.get("input_config"))
+    run = _mapping(data.get("run_info"))
     conditions = _aiperf_conditions(config, data)
     command = run.get("cli_command") if isinstance(run.get("cli_command"), str) else None
     artifact = {"path": str(path), "sha256": digest}
@@ -105,8 +117,15 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
         value = number(entry["avg"], f"{path}: {name}.avg")
         stats = {s: number(entry[s], f"{path}: {name}.{s}") for s in STATISTICS[1:] if s in entry}
         unit = entry["unit"] if isinstance(entry["unit"], str) else None
-        ev: dict[str, Any] = {"metric": name, "value": value, "unit": unit, "stats": stats, "conditions": conditions,
-                              "command": command, "artifact": artifact}
+        ev: dict[str, Any] = {
+            "metric": name,
+            "value": value,
+            "unit": unit,
+            "stats": stats,
+            "conditions": conditions,
+            "command": command,
+            "artifact": artifact,
+        }
         if "count" in entry:
             ev["samples"] = int(number(entry["count"], f"{path}: {name}.count"))
         direction = guess_direction(name, unit)
@@ -117,14 +136,27 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
         raise BadInput(f"{path}: an AIPerf export with no metric entries (each needs a unit and an avg)")
     if data.get("is_complete") is False or data.get("was_cancelled") is True:
         raise BadInput(f"{path}: the AIPerf run did not complete (is_complete false or was_cancelled true)")
-    models = [m.get("name") for m in (config.get("models") or {}).get("items", []) if isinstance(m, dict) and m.get("name")]
+    models = [
+        m.get("name")
+        for m in _sequence(_mapping(config.get("models")).get("items"))
+        if isinstance(m, dict) and m.get("name")
+    ]
     applies = {"model": models[0] if len(models) == 1 else models} if models else {}
     return {"evidence": evidence, "applies_to": applies, "conditions": conditions}
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    """A JSON object, or an empty one for anything else: an export's optional sections may be missing."""
+    return value if isinstance(value, dict) else {}
+
+
+def _sequence(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _aiperf_conditions(config: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    endpoint = config.get("endpoint") if isinstance(config.get("endpoint"), dict) else {}
-    phases = config.get("phases") if isinstance(config.get("phases"), list) else []
+    endpoint = _mapping(config.get("endpoint"))
+    phases = _sequence(config.get("phases"))
     out: dict[str, Any] = {}
     for phase in phases:
         if isinstance(phase, dict):
@@ -134,7 +166,7 @@ def _aiperf_conditions(config: dict[str, Any], data: dict[str, Any]) -> dict[str
     count = data.get("request_count")
     if "request_count" not in out and isinstance(count, dict) and isinstance(count.get("avg"), (int, float)):
         out["request_count"] = int(count["avg"])
-    urls = endpoint.get("urls") if isinstance(endpoint.get("urls"), list) else []
+    urls = _sequence(endpoint.get("urls"))
     if urls:
         out["endpoint"] = str(urls[0])
     if isinstance(endpoint.get("type"), str):
@@ -154,7 +186,9 @@ def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]
     header = [h.strip() for h in (rows[0].keys() if rows else text.split("\n", 1)[0].split("\t"))]
     missing = [c for c in TSV_COLUMNS if c not in header]
     if missing:
-        raise BadInput(f"{path}: a results TSV needs the columns {', '.join(TSV_COLUMNS)} (missing {', '.join(missing)})")
+        raise BadInput(
+            f"{path}: a results TSV needs the columns {', '.join(TSV_COLUMNS)} (missing {', '.join(missing)})"
+        )
     evidence = []
     for n, row in enumerate(rows, 2):
         if (row.get("status") or "").strip().lower() != "keep":
@@ -165,9 +199,16 @@ def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]
             conditions["memory_gb"] = value_with_unit(row["memory"], f"{path}:{n} memory")[0]
         if (row.get("description") or "").strip():
             conditions["description"] = row["description"].strip()
-        evidence.append({"metric": metric_name, "value": value, **({"unit": unit} if unit else {}),
-                         "conditions": conditions, "artifact": {"path": str(path), "sha256": digest},
-                         **({"direction": d} if (d := guess_direction(metric_name, unit)) else {})})
+        evidence.append(
+            {
+                "metric": metric_name,
+                "value": value,
+                **({"unit": unit} if unit else {}),
+                "conditions": conditions,
+                "artifact": {"path": str(path), "sha256": digest},
+                **({"direction": d} if (d := guess_direction(metric_name, unit)) else {}),
+            }
+        )
     if not evidence:
         raise BadInput(f"{path}: no row has status 'keep'; nothing was measured to record")
     return {"evidence": evidence, "applies_to": {}, "conditions": {}}
@@ -178,6 +219,7 @@ def repo_state(path: Path) -> dict[str, Any] | None:
     credentials), HEAD and dirty flag. Never the machine path: cards are shared through git, and
     /home/someone/... means nothing (and tells too much) on anyone else's machine. None when path
     is not a git repository."""
+
     def git(*args: str, timeout: float = 10) -> str | None:
         try:
             out = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, timeout=timeout)
@@ -233,8 +275,12 @@ def environment() -> dict[str, str]:
             continue
     if shutil.which("nvidia-smi"):
         try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=15)
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                capture_output=True,
+                text=True,
+                timeout=15,
+            )
             gpus = [line.split(",") for line in out.stdout.strip().splitlines() if "," in line]
             if out.returncode == 0 and gpus:
                 env["gpu"] = gpus[0][0].strip() + (f" x{len(gpus)}" if len(gpus) > 1 else "")
@@ -265,14 +311,18 @@ def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+(?:\.[0-9]+)?", text.lower()))
 
 
-def related_findings(new: dict[str, Any], existing: list[dict[str, Any]], threshold: float = 0.5) -> dict[str, list[str]]:
+def related_findings(
+    new: dict[str, Any], existing: list[dict[str, Any]], threshold: float = 0.5
+) -> dict[str, list[str]]:
     """Likely duplicates (same scope and metric, similar text) and contradictions (same metric and
     scope, opposite effect) of a new finding among existing ones, as lists of card ids."""
     new_metrics = {e["metric"]: improved(e) for e in new.get("evidence", [])}
     new_words = _words(f"{new.get('title', '')} {new.get('claim', '')}")
     duplicates, contradictions = [], []
     for card in existing:
-        if card.get("status") in ("refuted", "superseded", "retired") or not scope_overlaps(new.get("applies_to", {}), card.get("applies_to", {})):
+        if card.get("status") in ("refuted", "superseded", "retired") or not scope_overlaps(
+            new.get("applies_to", {}), card.get("applies_to", {})
+        ):
             continue
         theirs = {e["metric"]: improved(e) for e in card.get("evidence", [])}
         shared = set(new_metrics) & set(theirs)

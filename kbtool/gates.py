@@ -28,8 +28,11 @@ OUTPUT_LIMIT = 4000  # characters of stdout/stderr kept in a run record
 
 def gate_hash(gate: Gate, body: str) -> str:
     # the verdict of a review is, like status, about the gate and not part of the check
-    data = gate.model_dump(mode="json", exclude={"status": True, "links": True,
-                                                 "provenance": {"reviewed_by", "reviewed"}}, exclude_none=True)
+    data = gate.model_dump(
+        mode="json",
+        exclude={"status": True, "links": True, "provenance": {"reviewed_by", "reviewed"}},
+        exclude_none=True,
+    )
     canonical = json.dumps({"card": data, "body": body}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -72,10 +75,19 @@ class GateRun:
         return f"{verdict}: {self.gate}: {shown} {self.op} {self.threshold:g}{unit} ({self.detail})"
 
     def record(self) -> dict[str, Any]:
-        return {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "passed": self.passed, "value": self.value,
-                "op": self.op, "threshold": self.threshold, "unit": self.unit, "exit_code": self.exit_code,
-                "seconds": round(self.seconds, 3), "detail": self.detail,
-                "stdout": self.stdout[-OUTPUT_LIMIT:], "stderr": self.stderr[-OUTPUT_LIMIT:]}
+        return {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "passed": self.passed,
+            "value": self.value,
+            "op": self.op,
+            "threshold": self.threshold,
+            "unit": self.unit,
+            "exit_code": self.exit_code,
+            "seconds": round(self.seconds, 3),
+            "detail": self.detail,
+            "stdout": self.stdout[-OUTPUT_LIMIT:],
+            "stderr": self.stderr[-OUTPUT_LIMIT:],
+        }
 
 
 def read_metric(stdout: str, metric: str, regex: str | None) -> float:
@@ -99,7 +111,9 @@ def read_metric(stdout: str, metric: str, regex: str | None) -> float:
         try:
             data = json.loads(stdout)
         except json.JSONDecodeError:
-            raise ValueError("the output holds no JSON object (give the gate a check.regex to read plain text)") from None
+            raise ValueError(
+                "the output holds no JSON object (give the gate a check.regex to read plain text)"
+            ) from None
     for part in metric.split("."):
         if not isinstance(data, dict) or part not in data:
             raise ValueError(f"the JSON output has no {metric!r}")
@@ -117,21 +131,63 @@ def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRun:
     check = gate.check
     start = time.perf_counter()
     try:
-        proc = subprocess.run(check.command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=check.timeout_s,
-                              env={**os.environ, "KB_ROOT": kb_root})
+        proc = subprocess.run(
+            check.command,
+            shell=True,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=check.timeout_s,
+            env={**os.environ, "KB_ROOT": kb_root},
+        )
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        return GateRun(gate.id, False, None, check.op, check.threshold, check.unit, None, time.perf_counter() - start,
-                       f"timed out after {check.timeout_s:g} s", out, err)
+        return GateRun(
+            gate.id,
+            False,
+            None,
+            check.op,
+            check.threshold,
+            check.unit,
+            None,
+            time.perf_counter() - start,
+            f"timed out after {check.timeout_s:g} s",
+            out,
+            err,
+        )
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
-        return GateRun(gate.id, False, None, check.op, check.threshold, check.unit, proc.returncode, seconds,
-                       f"the command exited {proc.returncode}", proc.stdout, proc.stderr)
+        return GateRun(
+            gate.id,
+            False,
+            None,
+            check.op,
+            check.threshold,
+            check.unit,
+            proc.returncode,
+            seconds,
+            f"the command exited {proc.returncode}",
+            proc.stdout,
+            proc.stderr,
+        )
     try:
         value = read_metric(proc.stdout, check.metric, check.regex)
     except ValueError as exc:
-        return GateRun(gate.id, False, None, check.op, check.threshold, check.unit, 0, seconds, str(exc), proc.stdout, proc.stderr)
+        return GateRun(
+            gate.id, False, None, check.op, check.threshold, check.unit, 0, seconds, str(exc), proc.stdout, proc.stderr
+        )
     passed = OPS[check.op](value, check.threshold)
-    return GateRun(gate.id, passed, value, check.op, check.threshold, check.unit, 0, seconds,
-                   f"{check.metric} read in {seconds:.1f} s", proc.stdout, proc.stderr)
+    return GateRun(
+        gate.id,
+        passed,
+        value,
+        check.op,
+        check.threshold,
+        check.unit,
+        0,
+        seconds,
+        f"{check.metric} read in {seconds:.1f} s",
+        proc.stdout,
+        proc.stderr,
+    )

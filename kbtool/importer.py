@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .cards import slugify
 from .embeddings import has_cjk
@@ -26,8 +27,11 @@ from .markdown import sections
 
 BLUEPRINT_NAME = "inference_blueprint.json"
 MAX_ID = 110
-METAINFER = {"url": "https://github.com/MetaInfer/MetaInfer", "license": "MIT",
-             "attribution": "MetaInfer knowledge package (MIT License)"}
+METAINFER = {
+    "url": "https://github.com/MetaInfer/MetaInfer",
+    "license": "MIT",
+    "attribution": "MetaInfer knowledge package (MIT License)",
+}
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,13 @@ def plan_import(path: Path) -> tuple[str, list[PlannedCard]]:
         return collection, _unique(list(plan_markdown(path, path.parent, collection)))
     collection = path.name
     cards: list[PlannedCard] = []
-    for md in sorted(p for p in path.rglob("*") if p.suffix.lower() in (".md", ".markdown") and p.is_file()
-                     and not any(part.startswith(".") for part in p.relative_to(path).parts)):
+    for md in sorted(
+        p
+        for p in path.rglob("*")
+        if p.suffix.lower() in (".md", ".markdown")
+        and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(path).parts)
+    ):
         cards.extend(plan_markdown(md, path, collection))
     blueprint = path / BLUEPRINT_NAME
     if blueprint.is_file():
@@ -101,12 +110,18 @@ def plan_markdown(file: Path, base: Path, collection: str) -> Iterator[PlannedCa
         seen[heading] = seen.get(heading, 0) + 1  # a heading repeated in one file ("Usage") gets -2, -3
         occurrence = str(seen[heading]) if seen[heading] > 1 else ""
         title = sec.heading or doc_title
-        yield PlannedCard({
-            "id": import_id(collection, rel.rsplit(".", 1)[0], heading, occurrence),
-            "kind": "reference", "title": title, "status": "confirmed", "tags": ["imported", collection],
-            "source": {"path": rel, **({"heading": sec.heading} if sec.heading else {})},
-            "provenance": {"project": collection},
-        }, sec.text.strip() + "\n")
+        yield PlannedCard(
+            {
+                "id": import_id(collection, rel.rsplit(".", 1)[0], heading, occurrence),
+                "kind": "reference",
+                "title": title,
+                "status": "confirmed",
+                "tags": ["imported", collection],
+                "source": {"path": rel, **({"heading": sec.heading} if sec.heading else {})},
+                "provenance": {"project": collection},
+            },
+            sec.text.strip() + "\n",
+        )
 
 
 def _as_text(value: Any) -> str:
@@ -131,7 +146,9 @@ def plan_blueprint(file: Path, collection: str) -> Iterator[PlannedCard]:
     meta = data.get("metadata", {}) if isinstance(data.get("metadata"), dict) else {}
     provenance = {"project": collection, **METAINFER}
     if meta.get("version"):
-        provenance["attribution"] = f"{METAINFER['attribution']}, blueprint {meta.get('name', '')} v{meta['version']}".strip()
+        provenance["attribution"] = (
+            f"{METAINFER['attribution']}, blueprint {meta.get('name', '')} v{meta['version']}".strip()
+        )
     knowledge = _get(data, "model_layer", "architecture_knowledge_base") or {}
     common = {"status": "confirmed", "provenance": provenance}
 
@@ -143,52 +160,86 @@ def plan_blueprint(file: Path, collection: str) -> Iterator[PlannedCard]:
 
     for i, rule in enumerate(_get(data, "runtime_acceptance_layer", "logic_constraints") or []):
         heading = f"logic_constraints[{i}]"
-        yield PlannedCard({
-            "id": import_id("blueprint", "logic-constraint", f"{i + 1:02d}"), "kind": "constraint",
-            "title": _title_from(_as_text(rule), f"Logic constraint {i + 1}"), "rule": _as_text(rule), "severity": "must",
-            "tags": ["imported", "metainfer", "logic-constraint"], "source": {"path": name, "heading": heading}, **common,
-        }, _source_note(name, heading))
+        yield PlannedCard(
+            {
+                "id": import_id("blueprint", "logic-constraint", f"{i + 1:02d}"),
+                "kind": "constraint",
+                "title": _title_from(_as_text(rule), f"Logic constraint {i + 1}"),
+                "rule": _as_text(rule),
+                "severity": "must",
+                "tags": ["imported", "metainfer", "logic-constraint"],
+                "source": {"path": name, "heading": heading},
+                **common,
+            },
+            _source_note(name, heading),
+        )
 
     for key, value in (knowledge.get("global_primitives_constraints") or {}).items():
         heading = f"global_primitives_constraints.{key}"
         rule = value.get("rule") or value.get("law") if isinstance(value, dict) else value
-        yield PlannedCard({
-            "id": import_id("blueprint", "constraint", key), "kind": "constraint",
-            "title": key.replace("_", " "), "rule": _as_text(rule or value), "severity": "must",
-            "tags": ["imported", "metainfer", "global-primitive"], "source": {"path": name, "heading": heading}, **common,
-        }, _fenced(value) + "\n\n" + _source_note(name, heading))
+        yield PlannedCard(
+            {
+                "id": import_id("blueprint", "constraint", key),
+                "kind": "constraint",
+                "title": key.replace("_", " "),
+                "rule": _as_text(rule or value),
+                "severity": "must",
+                "tags": ["imported", "metainfer", "global-primitive"],
+                "source": {"path": name, "heading": heading},
+                **common,
+            },
+            _fenced(value) + "\n\n" + _source_note(name, heading),
+        )
 
     framework = data.get("framework_layer", {}) if isinstance(data.get("framework_layer"), dict) else {}
     for comp in framework.get("components") or []:
         if not isinstance(comp, dict) or not comp.get("name"):
             continue
         heading = f"components.{comp['name']}"
-        yield PlannedCard({
-            "id": import_id("blueprint", "component", comp["name"]), "kind": "contract",
-            "title": f"{comp['name']} component", "component": comp["name"],
-            **({"interface": _as_text(comp["role"])} if comp.get("role") else {}),
-            "tags": ["imported", "metainfer", "component"], "source": {"path": name, "heading": heading}, **common,
-        }, _fenced({k: v for k, v in comp.items() if k not in ("name", "role")}) + "\n\n" + _source_note(name, heading))
+        yield PlannedCard(
+            {
+                "id": import_id("blueprint", "component", comp["name"]),
+                "kind": "contract",
+                "title": f"{comp['name']} component",
+                "component": comp["name"],
+                **({"interface": _as_text(comp["role"])} if comp.get("role") else {}),
+                "tags": ["imported", "metainfer", "component"],
+                "source": {"path": name, "heading": heading},
+                **common,
+            },
+            _fenced({k: v for k, v in comp.items() if k not in ("name", "role")})
+            + "\n\n"
+            + _source_note(name, heading),
+        )
 
     for key, value in (framework.get("data_flow_contracts") or {}).items():
         heading = f"data_flow_contracts.{key}"
         note = value.get("_note") if isinstance(value, dict) else None
-        yield PlannedCard({
-            "id": import_id("blueprint", "contract", key), "kind": "contract",
-            "title": key.replace("_", " "), "component": key.replace("_contract", "").replace("_", " "),
-            **({"interface": _as_text(note)} if note else {}),
-            "tags": ["imported", "metainfer", "data-flow-contract"], "source": {"path": name, "heading": heading}, **common,
-        }, _fenced(value) + "\n\n" + _source_note(name, heading))
+        yield PlannedCard(
+            {
+                "id": import_id("blueprint", "contract", key),
+                "kind": "contract",
+                "title": key.replace("_", " "),
+                "component": key.replace("_contract", "").replace("_", " "),
+                **({"interface": _as_text(note)} if note else {}),
+                "tags": ["imported", "metainfer", "data-flow-contract"],
+                "source": {"path": name, "heading": heading},
+                **common,
+            },
+            _fenced(value) + "\n\n" + _source_note(name, heading),
+        )
 
 
 def _failure_mode(fm_id: str, entry: dict[str, Any], common: dict[str, Any], name: str) -> dict[str, Any]:
     return {
-        "id": import_id(fm_id, str(entry.get("category", ""))), "kind": "failure-mode",
+        "id": import_id(fm_id, str(entry.get("category", ""))),
+        "kind": "failure-mode",
         "title": f"{fm_id} {entry.get('category', '')}".strip(),
         "symptom": _as_text(entry.get("symptom") or entry.get("category") or fm_id),
         **({"check": _as_text(entry["check"])} if entry.get("check") else {}),
         **({"fix": _as_text(entry["fix"])} if entry.get("fix") else {}),
-        "tags": ["imported", "metainfer", "failure-mode-library"], **common,
+        "tags": ["imported", "metainfer", "failure-mode-library"],
+        **common,
         "source": {"path": name, "heading": fm_id},
     }
 

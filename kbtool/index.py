@@ -15,15 +15,16 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 # one BLAS thread: the matrix product is small, and spinning BLAS threads slow the model's own
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from filelock import FileLock  # noqa: E402
+from filelock import FileLock
 
 from .chunking import Chunk, chunk_card, chunk_skill
 from .embeddings import Embedder, cjk_bigrams
@@ -40,11 +41,12 @@ if TYPE_CHECKING:
     from .lexical import Postings
     from .vectors import ChunkMatrix
 
+from .skills import SKILL_FILE, InvalidSkill, load_skill, skill_folders
+from .store import CARDS_DIR, SKILLS_DIR, Store
+
 # numpy (the vector leg) and sqlite-utils (migrations) load where they are used: `kb list`, gaps and
 # stats read the index without either, ~0.25 s less for a cold command.
 SCHEMA_STEPS = 2  # the migrations in kbtool.migrations.index; PRAGMA user_version records them as applied
-from .skills import SKILL_FILE, InvalidSkill, load_skill, skill_folders
-from .store import CARDS_DIR, SKILLS_DIR, Store
 
 INDEX_FILE = "index.db"
 EMBED_GROUP = 256  # texts per encode call: sentence-transformers batches inside it; progress ticks per group
@@ -80,8 +82,9 @@ class CardMeta:
     @cached_property
     def summary_json(self) -> str:
         """The card as `kb list --json` prints it, made once per index generation (10k cards: ~50 ms)."""
-        return json.dumps(CardSummary(self.id, self.kind, self.title, self.status, self.path, self.data).to_dict(),
-                          ensure_ascii=False)
+        return json.dumps(
+            CardSummary(self.id, self.kind, self.title, self.status, self.path, self.data).to_dict(), ensure_ascii=False
+        )
 
 
 @dataclass(frozen=True)
@@ -98,21 +101,43 @@ class Document:
     fts_title: str  # BM25 weighs it x4 on the lead chunk: a card's title, a skill's name and description
 
     @classmethod
-    def of_card(cls, stored: StoredCard) -> "Document":
+    def of_card(cls, stored: StoredCard) -> Document:
         card = stored.card
-        return cls(stored.path, card.id, card.kind, card.title, card.status, card.model_dump(mode="json", exclude_none=True),
-                   chunk_card(card, stored.body), card.title)
+        return cls(
+            stored.path,
+            card.id,
+            card.kind,
+            card.title,
+            card.status,
+            card.model_dump(mode="json", exclude_none=True),
+            chunk_card(card, stored.body),
+            card.title,
+        )
 
     @classmethod
-    def read(cls, path: Path, root: Path, rel: str) -> "Document":
+    def read(cls, path: Path, root: Path, rel: str) -> Document:
         """InvalidCard (or InvalidSkill) when the file does not parse or validate."""
         if not rel.startswith(f"{SKILLS_DIR}/"):
             return cls.of_card(StoredCard.read(path, root))
         skill = load_skill(path.parent, rel.rsplit("/", 1)[0])
-        data = {"id": skill.name, "kind": "skill", "status": "confirmed", "title": skill.name,
-                "description": skill.description, **({"metadata": skill.metadata} if skill.metadata else {})}
-        return cls(rel, skill.name, "skill", skill.name, "confirmed", data,
-                   chunk_skill(skill.name, skill.description, skill.body), f"{skill.name} {skill.description}")
+        data = {
+            "id": skill.name,
+            "kind": "skill",
+            "status": "confirmed",
+            "title": skill.name,
+            "description": skill.description,
+            **({"metadata": skill.metadata} if skill.metadata else {}),
+        }
+        return cls(
+            rel,
+            skill.name,
+            "skill",
+            skill.name,
+            "confirmed",
+            data,
+            chunk_skill(skill.name, skill.description, skill.body),
+            f"{skill.name} {skill.description}",
+        )
 
 
 @dataclass
@@ -149,12 +174,12 @@ class Index:
         self._stat_signature: tuple[Any, ...] | None = None
         self._last_scan = 0.0
         self._embedded_models: set[str] = set()  # models this process has brought fully up to date
-        self._postings: "Postings | None" = None  # the BM25 leg in memory, for a long-lived process
-        self._postings_reading: "threading.Thread | None" = None
+        self._postings: Postings | None = None  # the BM25 leg in memory, for a long-lived process
+        self._postings_reading: threading.Thread | None = None
 
     # --- opening, migrating, rebuilding ------------------------------------------------
 
-    def _connect(self) -> "Connection":
+    def _connect(self) -> Connection:
         conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
@@ -168,7 +193,7 @@ class Index:
         conn.execute("SELECT count(*) FROM cards").fetchone()
         return Connection(conn)
 
-    def _open(self) -> "Connection":
+    def _open(self) -> Connection:
         with self._lock():
             try:
                 return self._connect()
@@ -273,8 +298,10 @@ class Index:
                     for doc, file_hash, st in upserts:
                         self._delete_card(doc.path)
                         self._insert_card(doc, file_hash, st)
-                    self.db.conn.executemany("UPDATE cards SET mtime_ns = ?, size = ? WHERE path = ?",
-                                             [(st.st_mtime_ns, st.st_size, rel) for rel, st in touched])
+                    self.db.conn.executemany(
+                        "UPDATE cards SET mtime_ns = ?, size = ? WHERE path = ?",
+                        [(st.st_mtime_ns, st.st_size, rel) for rel, st in touched],
+                    )
                     if upserts or removed:
                         self._bump_generation()
                 if len(upserts) >= OPTIMIZE_AFTER:
@@ -302,7 +329,10 @@ class Index:
         for start in range(0, len(items), EMBED_GROUP):
             group = items[start : start + EMBED_GROUP]
             vectors = embedder.embed_documents([text for _, text in group])
-            rows = [(h, embedder.model_id, vec.astype(np.float32).tobytes()) for (h, _), vec in zip(group, vectors)]
+            rows = [
+                (h, embedder.model_id, vec.astype(np.float32).tobytes())
+                for (h, _), vec in zip(group, vectors, strict=True)
+            ]
             with self._lock(), self.db.conn:
                 self.db.conn.executemany("INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", rows)
                 self._bump_generation()
@@ -312,8 +342,9 @@ class Index:
         return len(items)
 
     def _bump_generation(self) -> None:
-        self.db.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)",
-                             (f"{time.time_ns()}-{os.getpid()}",))
+        self.db.conn.execute(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (f"{time.time_ns()}-{os.getpid()}",)
+        )
 
     def _delete_card(self, rel: str) -> None:
         ids = [r[0] for r in self.db.conn.execute("SELECT id FROM chunks WHERE card_path = ?", (rel,))]
@@ -324,22 +355,35 @@ class Index:
     def _insert_card(self, doc: Document, file_hash: str, st: os.stat_result) -> None:
         data = json.dumps(doc.data, ensure_ascii=False)
         self.db.conn.execute(
-            "INSERT INTO cards (path, id, kind, title, status, data, file_hash, mtime_ns, size) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (doc.path, doc.id, doc.kind, doc.title, doc.status, data, file_hash, st.st_mtime_ns, st.st_size))
+            "INSERT INTO cards (path, id, kind, title, status, data, file_hash, mtime_ns, size) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (doc.path, doc.id, doc.kind, doc.title, doc.status, data, file_hash, st.st_mtime_ns, st.st_size),
+        )
         for chunk in doc.chunks:
-            cur = self.db.conn.execute("INSERT INTO chunks (card_path, ordinal, heading, text, hash) VALUES (?, ?, ?, ?, ?)",
-                                       (doc.path, chunk.ordinal, chunk.heading, chunk.text, chunk.hash))
-            self.db.conn.execute("INSERT INTO chunks_fts (rowid, title, heading, body, cjk) VALUES (?, ?, ?, ?, ?)",
-                                 # the title column only on the lead chunk: a body chunk names the title in its
-                                 # text already, and weighting it x4 there would pick body chunks as snippets
-                                 (cur.lastrowid, doc.fts_title if chunk.ordinal == 0 else "", chunk.heading or "", chunk.text,
-                                  " ".join(cjk_bigrams(f"{doc.title} {chunk.text}"))))
+            cur = self.db.conn.execute(
+                "INSERT INTO chunks (card_path, ordinal, heading, text, hash) VALUES (?, ?, ?, ?, ?)",
+                (doc.path, chunk.ordinal, chunk.heading, chunk.text, chunk.hash),
+            )
+            self.db.conn.execute(
+                "INSERT INTO chunks_fts (rowid, title, heading, body, cjk) VALUES (?, ?, ?, ?, ?)",
+                # the title column only on the lead chunk: a body chunk names the title in its
+                # text already, and weighting it x4 there would pick body chunks as snippets
+                (
+                    cur.lastrowid,
+                    doc.fts_title if chunk.ordinal == 0 else "",
+                    chunk.heading or "",
+                    chunk.text,
+                    " ".join(cjk_bigrams(f"{doc.title} {chunk.text}")),
+                ),
+            )
 
     def _missing_vectors(self, model_id: str) -> dict[str, str]:
         """Chunks whose text has no vector for this model (new text, a model change), by text hash."""
         rows = self.db.execute(
             "SELECT c.hash, c.text FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? "
-            "WHERE v.hash IS NULL", (model_id,)).fetchall()
+            "WHERE v.hash IS NULL",
+            (model_id,),
+        ).fetchall()
         return dict(rows)
 
     # --- in-memory views for queries ------------------------------------------------------
@@ -352,12 +396,19 @@ class Index:
         generation = self.generation()
         if generation == self._generation and self.cards:
             return
-        self.cards = [CardMeta(path, cid, kind, title, status, data) for path, cid, kind, title, status, data in
-                      self.db.execute("SELECT path, id, kind, title, status, data FROM cards ORDER BY path")]
+        self.cards = [
+            CardMeta(path, cid, kind, title, status, data)
+            for path, cid, kind, title, status, data in self.db.execute(
+                "SELECT path, id, kind, title, status, data FROM cards ORDER BY path"
+            )
+        ]
         self._card_by_path = {c.path: i for i, c in enumerate(self.cards)}
         self.statuses = [c.status for c in self.cards]  # by card index, for fusion's demotion of inactive cards
-        self._chunk_card = {cid: self._card_by_path[p] for cid, p in self.db.execute("SELECT id, card_path FROM chunks")
-                            if p in self._card_by_path}
+        self._chunk_card = {
+            cid: self._card_by_path[p]
+            for cid, p in self.db.execute("SELECT id, card_path FROM chunks")
+            if p in self._card_by_path
+        }
         self._card_chunks = [[] for _ in self.cards]
         for cid, card in self._chunk_card.items():
             self._card_chunks[card].append(cid)
@@ -369,7 +420,7 @@ class Index:
     def chunk_card(self) -> dict[int, int]:
         return self._chunk_card
 
-    def _chunk_matrix(self, embedder: Embedder) -> "ChunkMatrix":
+    def _chunk_matrix(self, embedder: Embedder) -> ChunkMatrix:
         from .vectors import ChunkMatrix
 
         matrix = self._matrices.get(embedder.model_id)
@@ -407,7 +458,7 @@ class Index:
         self._postings_reading = threading.Thread(target=read, name="kb-postings", daemon=True)
         self._postings_reading.start()
 
-    def _current_postings(self) -> "Postings | None":
+    def _current_postings(self) -> Postings | None:
         """The postings, brought to this process's index generation; None while they are (re)read."""
         postings = self._postings
         if postings is None or postings.generation == self._generation:
@@ -434,7 +485,9 @@ class Index:
         if match is None:
             return []
         weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
-        sql = f"SELECT rowid, bm25(chunks_fts, {weights}) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
+        sql = (
+            f"SELECT rowid, bm25(chunks_fts, {weights}) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
+        )
         if allowed_chunks is None:
             rows = self.db.execute(sql + " LIMIT ?", (match, limit)).fetchall()
         else:
@@ -446,7 +499,9 @@ class Index:
             rows = [r for r in ranked if r[0] in allowed_chunks][:limit]
         return [(rowid, -score) for rowid, score in rows]
 
-    def vector(self, embedder: Embedder, query_vector: np.ndarray, allowed: np.ndarray | None, limit: int) -> list[tuple[int, float]]:
+    def vector(
+        self, embedder: Embedder, query_vector: np.ndarray, allowed: np.ndarray | None, limit: int
+    ) -> list[tuple[int, float]]:
         import numpy as np
 
         matrix = self._chunk_matrix(embedder)
@@ -464,8 +519,9 @@ class Index:
 
     def chunk_rows(self, chunk_ids: Iterable[int]) -> dict[int, tuple[str | None, str]]:
         ids = list(chunk_ids)
-        rows = self.db.execute("SELECT id, heading, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
-                               (json.dumps(ids),))
+        rows = self.db.execute(
+            "SELECT id, heading, text FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)
+        )
         return {r[0]: (r[1], r[2]) for r in rows}
 
     def lead_vectors(self, model_id: str, skills: bool = False) -> dict[str, np.ndarray]:
@@ -473,9 +529,12 @@ class Index:
         with skills, skill name -> the vector of its description."""
         import numpy as np
 
-        rows = self.db.execute("SELECT k.id, v.vector FROM chunks c JOIN cards k ON k.path = c.card_path "
-                               "JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE c.ordinal = 0 AND "
-                               + ("k.kind = 'skill'" if skills else "k.kind != 'skill'"), (model_id,))
+        rows = self.db.execute(
+            "SELECT k.id, v.vector FROM chunks c JOIN cards k ON k.path = c.card_path "
+            "JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE c.ordinal = 0 AND "
+            + ("k.kind = 'skill'" if skills else "k.kind != 'skill'"),
+            (model_id,),
+        )
         return {cid: np.frombuffer(blob, dtype=np.float32) for cid, blob in rows}
 
     def cards_with(self, path: tuple[str, ...], value: str) -> set[int]:
@@ -504,13 +563,16 @@ class Index:
 
     def summaries(self, allowed: set[int] | None = None) -> list[CardSummary]:
         """The cards (not skills) in path order, each as the index holds it."""
-        return [self.summary(i) for i, c in enumerate(self.cards) if c.kind != "skill" and (allowed is None or i in allowed)]
+        return [
+            self.summary(i) for i, c in enumerate(self.cards) if c.kind != "skill" and (allowed is None or i in allowed)
+        ]
 
     def summaries_json(self, allowed: set[int] | None = None) -> str:
         """summaries() as a JSON array, one card a line: the C encoder per card, cached, instead of
         json's pure-Python indenting encoder over everything (10k cards: ~5 ms against ~700 ms)."""
-        lines = [c.summary_json for i, c in enumerate(self.cards)
-                 if c.kind != "skill" and (allowed is None or i in allowed)]
+        lines = [
+            c.summary_json for i, c in enumerate(self.cards) if c.kind != "skill" and (allowed is None or i in allowed)
+        ]
         return "[\n" + ",\n".join(lines) + "\n]" if lines else "[]"
 
     def summary(self, i: int) -> CardSummary:

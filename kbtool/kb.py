@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import builtins
 import json
 import os
+from collections.abc import Callable, Iterable
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from . import markdown
-from .cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, fallback_id, is_valid_id, slugify
+from .cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, Gap, Gate, fallback_id, is_valid_id, slugify
 from .config import Config, load_config
-from .errors import (AmbiguousId, BadInput, CardNotFound, CheckFailed, Conflict, InvalidCard, InvalidField, KbError,
-                     SemanticUnavailable, SkillNotFound)
-from .locate import resolve_root
+from .errors import (
+    AmbiguousId,
+    BadInput,
+    CardNotFound,
+    CheckFailed,
+    Conflict,
+    InvalidCard,
+    InvalidField,
+    KbError,
+    SemanticUnavailable,
+    SkillNotFound,
+)
 from .fields import card_conditions, merge, parse_assignments, parse_filters
+from .locate import resolve_root
 from .records import CardSummary, Problem, StoredCard
 from .review import agent_status, check_agent_fields, is_unreviewed
 from .store import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
@@ -25,30 +37,30 @@ if TYPE_CHECKING:
 
     from .embeddings import Embedder
     from .finding_input import MetricInput
-    from .skills import Skill
     from .gates import GateRun
     from .index import Index, RefreshStats
-    from .retrieval import SearchRequest, Searcher
+    from .retrieval import Searcher, SearchRequest
+    from .skills import Skill
 
 
 class KnowledgeBase:
-    def __init__(self, root: Path, embedder: "Embedder | None" = None):
+    def __init__(self, root: Path, embedder: Embedder | None = None):
         self.root = root.resolve()
         self.config: Config = load_config(self.root)
         self.store = Store(self.root)
-        self.notices: list[str] = []  # things worth telling the user that are not errors (an index rebuilt)
+        self.notices: builtins.list[str] = []  # things worth telling the user that are not errors (an index rebuilt)
         self._embedder = embedder
-        self._index: "Index | None" = None
-        self._searcher: "Searcher | None" = None
-        self._vectors_building: "threading.Thread | None" = None  # see warm_in_background
-        self._preparing_queries: "threading.Thread | None" = None
+        self._index: Index | None = None
+        self._searcher: Searcher | None = None
+        self._vectors_building: threading.Thread | None = None  # see warm_in_background
+        self._preparing_queries: threading.Thread | None = None
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None, embedder: "Embedder | None" = None) -> "KnowledgeBase":
+    def open(cls, path: str | os.PathLike[str] | None = None, embedder: Embedder | None = None) -> KnowledgeBase:
         return cls(resolve_root(path), embedder=embedder)
 
     @classmethod
-    def init(cls, path: str | os.PathLike[str], name: str | None = None) -> "KnowledgeBase":
+    def init(cls, path: str | os.PathLike[str], name: str | None = None) -> KnowledgeBase:
         root = Path(path).expanduser().resolve()
         Store.init(root, name or root.name)
         return cls(root)
@@ -58,7 +70,7 @@ class KnowledgeBase:
     def load_file(self, path: Path) -> StoredCard:
         return StoredCard.read(path, self.root)
 
-    def cards(self) -> list[StoredCard]:
+    def cards(self) -> builtins.list[StoredCard]:
         """Every card that parses; `lint()` reports the ones that do not."""
         out = []
         for path in self.store.card_files():
@@ -90,7 +102,7 @@ class KnowledgeBase:
     def get(self, ref: str) -> StoredCard:
         return self.load_file(self.resolve_id(ref))
 
-    def card_or_skill(self, ref: str) -> "StoredCard | Skill":
+    def card_or_skill(self, ref: str) -> StoredCard | Skill:
         """What a search hit's id names: a card (exact id), else a skill (exact name), else a card by
         unique id prefix. Search returns both kinds, so whatever it returns can be opened."""
         from .skills import SKILL_FILE
@@ -105,8 +117,9 @@ class KnowledgeBase:
         except CardNotFound:
             raise CardNotFound(f"no card or skill with id {ref!r}") from None
 
-    def list(self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (),
-             where: Iterable[str] = ()) -> list[StoredCard]:
+    def list(
+        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+    ) -> builtins.list[StoredCard]:
         if kind is not None:
             model_for(kind)
         if status is not None:
@@ -125,19 +138,23 @@ class KnowledgeBase:
                 out.append(stored)
         return out
 
-    def summaries(self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (),
-                  where: Iterable[str] = ()) -> list[CardSummary]:
+    def summaries(
+        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+    ) -> builtins.list[CardSummary]:
         """What list() finds, read from the index instead of the card files (which it brings up to date
         first, by file stat): the frontmatter of each card, fast at any size. list() still parses and
         validates the files, for callers that need the models or the bodies."""
         return self.index.summaries(self._matching(kind, status, tags, where))
 
-    def summaries_json(self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (),
-                       where: Iterable[str] = ()) -> str:
+    def summaries_json(
+        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+    ) -> str:
         """summaries() as the JSON text `kb list --json` prints: an array, one card a line."""
         return self.index.summaries_json(self._matching(kind, status, tags, where))
 
-    def _matching(self, kind: str | None, status: str | None, tags: Iterable[str], where: Iterable[str]) -> set[int] | None:
+    def _matching(
+        self, kind: str | None, status: str | None, tags: Iterable[str], where: Iterable[str]
+    ) -> set[int] | None:
         if kind is not None:
             model_for(kind)
         if status is not None:
@@ -146,14 +163,22 @@ class KnowledgeBase:
         self.index.refresh_if_stale(None)
         return self.index.matching(conditions)
 
-    def history(self, ref: str) -> list[Commit]:
+    def history(self, ref: str) -> builtins.list[Commit]:
         return self.store.history(self.store.relative(self.resolve_id(ref)))
 
     # --- writing ---------------------------------------------------------------
 
-    def add(self, kind: str, title: str, fields: Iterable[str] = (), tags: Iterable[str] = (),
-            body: str = "", status: str | None = None, values: dict[str, Any] | None = None,
-            agent: str | None = None) -> StoredCard:
+    def add(
+        self,
+        kind: str,
+        title: str,
+        fields: Iterable[str] = (),
+        tags: Iterable[str] = (),
+        body: str = "",
+        status: str | None = None,
+        values: dict[str, Any] | None = None,
+        agent: str | None = None,
+    ) -> StoredCard:
         """A new card from a title, `key=value` fields and/or already-typed values.
 
         agent: the agent writing it (see kbtool.review): the card is a draft (or tentative) that
@@ -165,7 +190,9 @@ class KnowledgeBase:
             check_agent_fields(values or {}, fields, f"add {kind}")
             status = agent_status(status, "draft")
             if kind == "gate" and status != "draft":
-                raise BadInput("an agent's gate is written as a draft: a person reviews its command before it is locked or run")
+                raise BadInput(
+                    "an agent's gate is written as a draft: a person reviews its command before it is locked or run"
+                )
             data["provenance"] = {"agent": agent}
         if status is not None:
             data["status"] = _check_status(status)
@@ -185,8 +212,13 @@ class KnowledgeBase:
             data.update(status=agent_status(None, "draft"), provenance={"agent": agent})
         return self._create(data, body.lstrip("\n"), origin)
 
-    def _create(self, data: dict[str, Any], body: str, origin: str,
-                extra_writes: "Callable[[CardBase], dict[str, str]] | None" = None) -> StoredCard:
+    def _create(
+        self,
+        data: dict[str, Any],
+        body: str,
+        origin: str,
+        extra_writes: Callable[[CardBase], dict[str, str]] | None = None,
+    ) -> StoredCard:
         data.setdefault("provenance", {})
         data["provenance"].setdefault("created", date.today())
         if "author" not in data["provenance"]:
@@ -195,9 +227,13 @@ class KnowledgeBase:
             ids = self.ids()
             if "id" in data:
                 if not isinstance(data["id"], str) or not is_valid_id(data["id"]):
-                    raise InvalidCard(f"{origin}: id: {data['id']!r} is not a valid id (lowercase letters, digits, '.', '_', '-')")
+                    raise InvalidCard(
+                        f"{origin}: id: {data['id']!r} is not a valid id (lowercase letters, digits, '.', '_', '-')"
+                    )
                 if data["id"] in ids:
-                    raise Conflict(f"a card with id {data['id']!r} already exists ({self.store.relative(ids[data['id']])})")
+                    raise Conflict(
+                        f"a card with id {data['id']!r} already exists ({self.store.relative(ids[data['id']])})"
+                    )
             else:
                 data["id"] = _unique_id(data, ids)
             card = validate_card(_drop_none(data), origin)
@@ -207,15 +243,24 @@ class KnowledgeBase:
             self.store.write(writes, _message("add", card))
         return StoredCard(card, markdown.normalize_body(body), rel)
 
-    def edit(self, ref: str, fields: Iterable[str] = (), body: str | None = None,
-             title: str | None = None, tags: Iterable[str] | None = None,
-             status: str | None = None, values: dict[str, Any] | None = None, agent: str | None = None) -> StoredCard:
+    def edit(
+        self,
+        ref: str,
+        fields: Iterable[str] = (),
+        body: str | None = None,
+        title: str | None = None,
+        tags: Iterable[str] | None = None,
+        status: str | None = None,
+        values: dict[str, Any] | None = None,
+        agent: str | None = None,
+    ) -> StoredCard:
         """Change a card, one commit (none when nothing changed). An agent edits text and scope, not
         the fields review decides (status, links, provenance): see kbtool.review."""
         fields = list(fields)
         if agent is not None:
-            check_agent_fields({**(values or {}), **({"status": status} if status is not None else {})}, fields,
-                               f"edit {ref}")
+            check_agent_fields(
+                {**(values or {}), **({"status": status} if status is not None else {})}, fields, f"edit {ref}"
+            )
         with self.store.lock():
             current = self.get(ref)
             self._check_editable(current)
@@ -270,33 +315,62 @@ class KnowledgeBase:
             planned_ids = {p.id for p in planned}
             for stored in existing.values():
                 card = stored.card
-                if (stored.id not in planned_ids and card.provenance.project == collection and "imported" in card.tags
-                        and card.source is not None and card.status != "retired"):
+                if (
+                    stored.id not in planned_ids
+                    and card.provenance.project == collection
+                    and "imported" in card.tags
+                    and card.source is not None
+                    and card.status != "retired"
+                ):
                     writes[stored.path] = markdown.render(card.model_copy(update={"status": "retired"}), stored.body)
                     retired += 1
-            summary = {"collection": collection, "added": added, "updated": updated, "unchanged": unchanged,
-                       "retired": retired, "commit": None}
+            summary = {
+                "collection": collection,
+                "added": added,
+                "updated": updated,
+                "unchanged": unchanged,
+                "retired": retired,
+                "commit": None,
+            }
             if writes:
-                message = (f"kb import {collection}: {added} added, {updated} updated, {retired} retired\n\n"
-                           f"kb-op: import\nkb-collection: {collection}\n")
+                message = (
+                    f"kb import {collection}: {added} added, {updated} updated, {retired} retired\n\n"
+                    f"kb-op: import\nkb-collection: {collection}\n"
+                )
                 summary["commit"] = self.store.write(writes, message)
         return summary
 
     def _check_editable(self, stored: StoredCard) -> None:
         """A locked gate is immutable: the way to change it is a new gate that supersedes it."""
         if stored.card.kind == "gate" and stored.id in self.gate_locks():
-            raise Conflict(f"gate {stored.id!r} is locked in kb.lock and cannot be edited; add a new gate and "
-                           f"`kb supersede {stored.id} NEW_GATE` instead")
+            raise Conflict(
+                f"gate {stored.id!r} is locked in kb.lock and cannot be edited; add a new gate and "
+                f"`kb supersede {stored.id} NEW_GATE` instead"
+            )
 
     # --- the experiment loop ----------------------------------------------------------
 
-    def add_finding(self, title: str, claim: str | None = None, metrics: "dict[str, MetricInput] | None" = None,
-                    baselines: "dict[str, MetricInput] | None" = None, direction: str | None = None,
-                    applies_to: Iterable[str] = (), status: str | None = None, project: str | None = None,
-                    closes: str | None = None, tags: Iterable[str] = (), artifact: Path | None = None,
-                    metric_name: str = "metric", repo: Path | None = None, body: str = "",
-                    strict: bool = False, agent: str | None = None, command: str | None = None,
-                    conditions: dict[str, Any] | None = None) -> tuple[StoredCard, dict[str, list[str]]]:
+    def add_finding(
+        self,
+        title: str,
+        claim: str | None = None,
+        metrics: dict[str, MetricInput] | None = None,
+        baselines: dict[str, MetricInput] | None = None,
+        direction: str | None = None,
+        applies_to: Iterable[str] = (),
+        status: str | None = None,
+        project: str | None = None,
+        closes: str | None = None,
+        tags: Iterable[str] = (),
+        artifact: Path | None = None,
+        metric_name: str = "metric",
+        repo: Path | None = None,
+        body: str = "",
+        strict: bool = False,
+        agent: str | None = None,
+        command: str | None = None,
+        conditions: dict[str, Any] | None = None,
+    ) -> tuple[StoredCard, dict[str, builtins.list[str]]]:
         """Record a measured finding in one commit; returns it and its likely duplicates and contradictions.
 
         metrics and baselines map a metric name to (value, unit), or to an evidence entry's fields
@@ -310,15 +384,25 @@ class KnowledgeBase:
         evidence = evidence_from_metrics(metrics or {}, baselines or {}, direction, command, conditions)
         scope = parse_assignments([f"applies_to.{a}" for a in applies_to], model_for("finding")).get("applies_to", {})
         if artifact is not None:
-            parsed = (findings.parse_results_tsv(artifact, metric_name) if artifact.suffix.lower() in (".tsv", ".txt")
-                      else findings.parse_aiperf(artifact))
+            parsed = (
+                findings.parse_results_tsv(artifact, metric_name)
+                if artifact.suffix.lower() in (".tsv", ".txt")
+                else findings.parse_aiperf(artifact)
+            )
             for ev in parsed["evidence"]:
                 ev["artifact"] = {**ev["artifact"], "path": findings.portable_path(artifact, repo)}
             evidence += parsed["evidence"]
             scope = {**parsed["applies_to"], **scope}
-        data: dict[str, Any] = {"kind": "finding", "title": title, "claim": claim or title, "evidence": evidence,
-                                "applies_to": scope, "tags": list(tags), "environment": findings.environment(),
-                                "status": status or ("confirmed" if evidence else "tentative")}
+        data: dict[str, Any] = {
+            "kind": "finding",
+            "title": title,
+            "claim": claim or title,
+            "evidence": evidence,
+            "applies_to": scope,
+            "tags": list(tags),
+            "environment": findings.environment(),
+            "status": status or ("confirmed" if evidence else "tentative"),
+        }
         _check_status(data["status"])
         state = findings.repo_state(repo) if repo is not None else None
         if state:
@@ -328,12 +412,25 @@ class KnowledgeBase:
         existing = [c.data for c in self.summaries(kind="finding")]
         related = findings.related_findings(data, existing)
         if strict and (related["duplicates"] or related["contradictions"]):
-            raise CheckFailed("not written (--strict): likely duplicates " + (", ".join(related["duplicates"]) or "none")
-                              + "; contradicts " + (", ".join(related["contradictions"]) or "nothing"))
+            raise CheckFailed(
+                "not written (--strict): likely duplicates "
+                + (", ".join(related["duplicates"]) or "none")
+                + "; contradicts "
+                + (", ".join(related["contradictions"]) or "nothing")
+            )
         if gap is not None:
             data["links"] = {"closes": [gap.id]}
-        extra = (lambda card: {gap.path: markdown.render(gap.card.model_copy(update={"closed_by": [*gap.card.closed_by, card.id]}),
-                                                         gap.body)}) if gap else None
+        extra = (
+            (
+                lambda card: {
+                    gap.path: markdown.render(
+                        gap.card.model_copy(update={"closed_by": [*_gap(gap).closed_by, card.id]}), gap.body
+                    )
+                }
+            )
+            if gap
+            else None
+        )
         stored = self._create(data, body, origin="new finding", extra_writes=extra)
         self._refresh_lexical()
         return stored, related
@@ -351,7 +448,7 @@ class KnowledgeBase:
         """Keep the keyword index current after a write; vectors follow at the next semantic search."""
         try:
             self.index.refresh(None)
-        except Exception as exc:  # noqa: BLE001 - the write landed; a stale index only costs a refresh later
+        except Exception as exc:
             self.notices.append(f"the search index was not refreshed ({exc}); the next search refreshes it")
 
     def supersede(self, old_ref: str, new_ref: str, reason: str | None = None) -> tuple[StoredCard, StoredCard]:
@@ -361,26 +458,42 @@ class KnowledgeBase:
             if old.id == new.id:
                 raise InvalidCard("a card cannot supersede itself")
             if old.card.kind != new.card.kind:
-                raise InvalidCard(f"{new.id} is a {new.card.kind} and {old.id} a {old.card.kind}; supersede within one kind")
-            old_links = old.card.links.model_copy(update={"superseded_by": [*dict.fromkeys([*old.card.links.superseded_by, new.id])]})
-            new_links = new.card.links.model_copy(update={"supersedes": [*dict.fromkeys([*new.card.links.supersedes, old.id])]})
+                raise InvalidCard(
+                    f"{new.id} is a {new.card.kind} and {old.id} a {old.card.kind}; supersede within one kind"
+                )
+            old_links = old.card.links.model_copy(
+                update={"superseded_by": [*dict.fromkeys([*old.card.links.superseded_by, new.id])]}
+            )
+            new_links = new.card.links.model_copy(
+                update={"supersedes": [*dict.fromkeys([*new.card.links.supersedes, old.id])]}
+            )
             old_card = old.card.model_copy(update={"status": "superseded", "links": old_links})
             new_card = new.card.model_copy(update={"links": new_links})
             # the reason goes in the commit, not the body: a locked gate's body is part of its hash
             old_body = old.body
-            message = (f"kb supersede {old.card.kind}: {old.id} -> {new.id}\n\n{reason + chr(10) + chr(10) if reason else ''}"
-                       f"kb-op: supersede\nkb-id: {old.id}\nkb-superseded-by: {new.id}\n")
-            self.store.write({old.path: markdown.render(old_card, old_body), new.path: markdown.render(new_card, new.body)}, message)
+            message = (
+                f"kb supersede {old.card.kind}: {old.id} -> {new.id}\n\n{reason + chr(10) + chr(10) if reason else ''}"
+                f"kb-op: supersede\nkb-id: {old.id}\nkb-superseded-by: {new.id}\n"
+            )
+            self.store.write(
+                {old.path: markdown.render(old_card, old_body), new.path: markdown.render(new_card, new.body)}, message
+            )
         self._refresh_lexical()
-        return StoredCard(old_card, markdown.normalize_body(old_body), old.path), StoredCard(new_card, new.body, new.path)
+        return StoredCard(old_card, markdown.normalize_body(old_body), old.path), StoredCard(
+            new_card, new.body, new.path
+        )
 
-    def gaps(self) -> list[CardSummary]:
+    def gaps(self) -> builtins.list[CardSummary]:
         """Open gaps (nothing closed them, not retired or superseded), high priority first, oldest first."""
         order = {"high": 0, "medium": 1, "low": 2}
-        open_gaps = [g for g in self.summaries(kind="gap") if not g.get("closed_by") and g.status not in INACTIVE_STATUSES]
+        open_gaps = [
+            g for g in self.summaries(kind="gap") if not g.get("closed_by") and g.status not in INACTIVE_STATUSES
+        ]
         # created is an ISO date string in the index: it sorts as the date does
-        return sorted(open_gaps, key=lambda g: (order[g.get("priority", default="medium")],
-                                                g.get("provenance", "created") or "", g.id))
+        return sorted(
+            open_gaps,
+            key=lambda g: (order[g.get("priority", default="medium")], g.get("provenance", "created") or "", g.id),
+        )
 
     # --- gates -----------------------------------------------------------------------
 
@@ -390,7 +503,7 @@ class KnowledgeBase:
         path = self.root / LOCK_FILE
         return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)
 
-    def lock_gates(self, refs: Iterable[str] = ()) -> tuple[list[str], dict[str, str]]:
+    def lock_gates(self, refs: Iterable[str] = ()) -> tuple[builtins.list[str], dict[str, str]]:
         """Record the hash of each given gate, or of every confirmed unlocked gate, in kb.lock (one commit).
 
         Returns (the ids locked, {id: why it was skipped}). Without ids only confirmed gates are
@@ -402,21 +515,23 @@ class KnowledgeBase:
             locks = self.gate_locks()
             named = list(refs)
             gates = [self.get(r) for r in named] if named else self.list(kind="gate")
-            newly: list[str] = []
+            newly: builtins.list[str] = []
             skipped: dict[str, str] = {}
             for stored in gates:
-                if stored.card.kind != "gate":
-                    raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gate")
-                digest = gate_hash(stored.card, stored.body)
+                digest = gate_hash(_gate(stored), stored.body)
                 if stored.id in locks:
                     if locks[stored.id] != digest:
-                        raise Conflict(f"gate {stored.id!r} changed since it was locked; restore it from git, or "
-                                       f"supersede it with a new gate")
+                        raise Conflict(
+                            f"gate {stored.id!r} changed since it was locked; restore it from git, or "
+                            f"supersede it with a new gate"
+                        )
                     continue
                 if is_unreviewed(stored.card):
                     if named:
-                        raise BadInput(f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has "
-                                       f"reviewed it; read its command, then `kb confirm {stored.id}` before locking it")
+                        raise BadInput(
+                            f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has "
+                            f"reviewed it; read its command, then `kb confirm {stored.id}` before locking it"
+                        )
                     skipped[stored.id] = f"written by {stored.card.provenance.agent}, not reviewed"
                     continue
                 if not named and stored.card.status != "confirmed":
@@ -425,17 +540,19 @@ class KnowledgeBase:
                 locks[stored.id] = digest
                 newly.append(stored.id)
             if newly:
-                self.store.write({LOCK_FILE: render_lock(locks)},
-                                 f"kb gate lock: {', '.join(newly)}\n\nkb-op: gate-lock\n")
+                self.store.write(
+                    {LOCK_FILE: render_lock(locks)}, f"kb gate lock: {', '.join(newly)}\n\nkb-op: gate-lock\n"
+                )
         return newly, skipped
 
-    def verify_gates(self) -> list[Problem]:
+    def verify_gates(self) -> builtins.list[Problem]:
         from .curation import gate_lock_problems
 
         return gate_lock_problems(self.store, self.gate_locks())
 
-    def run_gate(self, ref: str, record: bool = True, in_dir: str | os.PathLike[str] | None = None,
-                 confirms: str | None = None) -> "GateRun":
+    def run_gate(
+        self, ref: str, record: bool = True, in_dir: str | os.PathLike[str] | None = None, confirms: str | None = None
+    ) -> GateRun:
         """Run a gate's command in in_dir (the project it judges; default the KB root) and compare.
 
         The run, with the judged repository's name, remote and commit, is appended to
@@ -445,56 +562,64 @@ class KnowledgeBase:
         from .gates import gate_hash, run_gate
 
         stored = self.get(ref)
-        if stored.card.kind != "gate":
-            raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gate")
-        if is_unreviewed(stored.card):
-            raise BadInput(f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has reviewed "
-                           f"its command; read it, then `kb confirm {stored.id}` before running it")
+        gate = _gate(stored)
+        if is_unreviewed(gate):
+            raise BadInput(
+                f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has reviewed "
+                f"its command; read it, then `kb confirm {stored.id}` before running it"
+            )
         target = self.get(confirms) if confirms else None
         if target is not None:
             if target.card.kind != "finding":
                 raise InvalidCard(f"--confirms {target.id}: a gate confirms findings, and this is a {target.card.kind}")
             if not record:
                 raise BadInput("--confirms records its verdict; it cannot be combined with --no-record")
-            if self.gate_locks().get(stored.id) != gate_hash(stored.card, stored.body):
-                raise BadInput(f"--confirms: gate {stored.id!r} is not locked (or no longer matches kb.lock); only a "
-                               "locked gate may confirm a finding")
+            if self.gate_locks().get(stored.id) != gate_hash(gate, stored.body):
+                raise BadInput(
+                    f"--confirms: gate {stored.id!r} is not locked (or no longer matches kb.lock); only a "
+                    "locked gate may confirm a finding"
+                )
         project = Path(in_dir).expanduser().resolve() if in_dir is not None else self.root
         if not project.is_dir():
             raise BadInput(f"--in {in_dir}: no such folder")
-        result = run_gate(stored.card, cwd=str(project), kb_root=str(self.root))
+        result = run_gate(gate, cwd=str(project), kb_root=str(self.root))
         if record:
             rel = f"runs/gates/{stored.id}.jsonl"
             judged = repo_state(project)
             with self.store.lock():
                 path = self.root / rel
                 before = path.read_text(encoding="utf-8") if path.exists() else ""
-                line = json.dumps({**result.record(), **({"repo": judged} if judged else {})}, ensure_ascii=False) + "\n"
+                line = (
+                    json.dumps({**result.record(), **({"repo": judged} if judged else {})}, ensure_ascii=False) + "\n"
+                )
                 writes = {rel: before + line}
                 verdict = "pass" if result.passed else "fail"
                 trailers = f"kb-op: gate-run\nkb-id: {stored.id}\n"
                 if target is not None and result.passed:
                     current = self.get(target.id)  # as it stands now, under the lock
-                    writes[current.path] = markdown.render(self._reviewed(current, "confirmed", f"gate:{stored.id}"),
-                                                           current.body)
+                    writes[current.path] = markdown.render(
+                        self._reviewed(current, "confirmed", f"gate:{stored.id}"), current.body
+                    )
                     trailers += f"kb-confirms: {target.id}\n"
                 self.store.write(writes, f"kb gate run {stored.id}: {verdict}\n\n{trailers}")
         return result
 
     # --- review (see kbtool.review) -----------------------------------------------------
 
-    def review_queue(self) -> list[StoredCard]:
+    def review_queue(self) -> builtins.list[StoredCard]:
         """Agent-written cards nobody has confirmed or refuted yet, oldest first."""
         waiting = [c for c in self.cards() if is_unreviewed(c.card) and c.card.status not in INACTIVE_STATUSES]
         return sorted(waiting, key=lambda c: (c.card.provenance.created or date.min, c.id))
 
-    def confirm(self, ref: str, reason: str | None = None, reviewer: str | None = None,
-                agent: str | None = None) -> StoredCard:
+    def confirm(
+        self, ref: str, reason: str | None = None, reviewer: str | None = None, agent: str | None = None
+    ) -> StoredCard:
         """A person vouches for a card: status confirmed, their name and the date recorded, one commit."""
         return self._review(ref, "confirmed", reason, reviewer, agent)
 
     def refute(self, ref: str, reason: str, reviewer: str | None = None, agent: str | None = None) -> StoredCard:
-        """A person rejects a card: status refuted (search demotes it, packs leave it out), one commit with the reason."""
+        """A person rejects a card: status refuted (search demotes it, packs leave it out), one commit with the
+        reason."""
         if not reason or not reason.strip():
             raise BadInput("say why it is refuted: --reason TEXT (it goes into the commit, for kb log)")
         return self._review(ref, "refuted", reason, reviewer, agent)
@@ -506,8 +631,11 @@ class KnowledgeBase:
         with self.store.lock():
             current = self.get(ref)
             card = self._reviewed(current, status, reviewer or author_name(self.store) or "unknown")
-            message = (f"kb {verb} {card.kind}: {card.title}\n\n{reason.strip() + chr(10) + chr(10) if reason else ''}"
-                       f"kb-op: {verb}\nkb-kind: {card.kind}\nkb-id: {card.id}\nkb-reviewed-by: {card.provenance.reviewed_by}\n")
+            message = (
+                f"kb {verb} {card.kind}: {card.title}\n\n{reason.strip() + chr(10) + chr(10) if reason else ''}"
+                f"kb-op: {verb}\nkb-kind: {card.kind}\nkb-id: {card.id}\n"
+                f"kb-reviewed-by: {card.provenance.reviewed_by}\n"
+            )
             self.store.write({current.path: markdown.render(card, current.body)}, message)
         self._refresh_lexical()
         return StoredCard(card, current.body, current.path)
@@ -516,8 +644,11 @@ class KnowledgeBase:
     def _reviewed(stored: StoredCard, status: str, reviewer: str) -> CardBase:
         """The card with the verdict applied, validated (a finding is confirmed only with evidence)."""
         provenance = stored.card.provenance.model_dump(mode="python")
-        data = {**stored.card.model_dump(mode="python"), "status": status,
-                "provenance": {**provenance, "reviewed_by": reviewer, "reviewed": date.today()}}
+        data = {
+            **stored.card.model_dump(mode="python"),
+            "status": status,
+            "provenance": {**provenance, "reviewed_by": reviewer, "reviewed": date.today()},
+        }
         return validate_card(_drop_none(data), stored.path)
 
     def stats(self) -> dict[str, Any]:
@@ -526,25 +657,36 @@ class KnowledgeBase:
 
         cards = self.summaries()
         limit, today = self.config.curation.max_finding_age_days, date.today()
-        stale = [c.id for c in cards if c.kind == "finding" and c.status in ("confirmed", "tentative")
-                 and c.get("provenance", "created") and (today - date.fromisoformat(c.get("provenance", "created"))).days > limit]
-        return {"cards": len(cards), "by_kind": dict(Counter(c.kind for c in cards)),
-                "by_status": dict(Counter(c.status for c in cards)),
-                "by_project": dict(Counter(c.get("provenance", "project") or "(none)" for c in cards)),
-                "open_gaps": len(self.gaps()), "stale_findings": stale, "locked_gates": len(self.gate_locks())}
+        stale = [
+            c.id
+            for c in cards
+            if c.kind == "finding"
+            and c.status in ("confirmed", "tentative")
+            and c.get("provenance", "created")
+            and (today - date.fromisoformat(c.get("provenance", "created"))).days > limit
+        ]
+        return {
+            "cards": len(cards),
+            "by_kind": dict(Counter(c.kind for c in cards)),
+            "by_status": dict(Counter(c.status for c in cards)),
+            "by_project": dict(Counter(c.get("provenance", "project") or "(none)" for c in cards)),
+            "open_gaps": len(self.gaps()),
+            "stale_findings": stale,
+            "locked_gates": len(self.gate_locks()),
+        }
 
     # --- search ------------------------------------------------------------------------
     # The index, numpy and the embedder load on first use: list, show and add never pay for them.
 
     @property
-    def embedder(self) -> "Embedder":
+    def embedder(self) -> Embedder:
         if self._embedder is None:
             from .embeddings import make_embedder
 
             self._embedder = make_embedder(self.config.index.embedding_model)
         return self._embedder
 
-    def semantic_embedder(self) -> "Embedder | None":
+    def semantic_embedder(self) -> Embedder | None:
         """The embedder, or None (with a notice) on an install without the model: keyword search,
         lint and everything else still work there."""
         try:
@@ -558,15 +700,16 @@ class KnowledgeBase:
             self.notices.append(notice)
 
     @property
-    def index(self) -> "Index":
+    def index(self) -> Index:
         if self._index is None:
             from .index import Index
 
             self._index = Index(self.store, self.notices)
         return self._index
 
-    def refresh_index(self, rebuild: bool = False, semantic: bool = True,
-                      progress: "Callable[[int, int], None] | None" = None) -> "RefreshStats":
+    def refresh_index(
+        self, rebuild: bool = False, semantic: bool = True, progress: Callable[[int, int], None] | None = None
+    ) -> RefreshStats:
         """Bring .kb/index.db up to date (or rebuild it); semantic=False skips embeddings."""
         embedder = self.semantic_embedder() if semantic else None
         if rebuild:
@@ -593,7 +736,7 @@ class KnowledgeBase:
             try:
                 Index(store).embed_missing(embedder)  # its own connection; writes a group at a time
                 embedder.embed_query("warm up")  # the model loads here even when no vector was missing
-            except Exception as exc:  # noqa: BLE001 - searches fall back to embedding in the foreground
+            except Exception as exc:
                 notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")
                 return
             # hybrid search is ready now; the faster query path (seconds to make, the first time) comes after
@@ -603,21 +746,29 @@ class KnowledgeBase:
         def prepare() -> None:
             try:
                 embedder.prepare_for_queries()
-            except Exception:  # noqa: BLE001 - an optional speed-up: queries stay on the slower path
+            except Exception:
                 pass
 
         self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
         self._vectors_building.start()
 
-    def search(self, query: str, k: int = 10, kind: str | None = None, status: str | None = None,
-               tags: Iterable[str] = (), where: Iterable[str] = (), mode: str = "hybrid",
-               explain: bool = False) -> dict[str, Any]:
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        kind: str | None = None,
+        status: str | None = None,
+        tags: Iterable[str] = (),
+        where: Iterable[str] = (),
+        mode: str = "hybrid",
+        explain: bool = False,
+    ) -> dict[str, Any]:
         """Hybrid search; returns {"query", "hits": [...]} (see kbtool.retrieval)."""
         from .retrieval import SearchRequest
 
         return self.run_search(SearchRequest(query, k, kind, status, tuple(tags), tuple(where), mode, explain))
 
-    def run_search(self, request: "SearchRequest") -> dict[str, Any]:
+    def run_search(self, request: SearchRequest) -> dict[str, Any]:
         from dataclasses import replace
 
         from .retrieval import Searcher
@@ -625,15 +776,17 @@ class KnowledgeBase:
         request.validate()
         if request.mode != "bm25" and self.semantic_embedder() is None:
             if request.mode == "vector":
-                self.embedder  # raises SemanticUnavailable: a vector-only search has no fallback
+                _ = self.embedder  # raises SemanticUnavailable: a vector-only search has no fallback
             request = replace(request, mode="bm25")
         building = self._vectors_building
         if request.mode != "bm25" and building is not None and building.is_alive():
             if request.mode == "vector":
                 building.join()
             else:
-                self.note("the semantic leg is still being built (the model and the vectors load in the background); "
-                          "keyword (BM25) results only for now")
+                self.note(
+                    "the semantic leg is still being built (the model and the vectors load in the background); "
+                    "keyword (BM25) results only for now"
+                )
                 request = replace(request, mode="bm25")
         semantic = request.mode != "bm25"
         if self._searcher is None:
@@ -650,23 +803,42 @@ class KnowledgeBase:
 
         found = self.card_or_skill(ref)
         if not isinstance(found, StoredCard):  # a skill: no links, only its neighbours by meaning
-            return self._similar_to(found.name, found.name, f"{found.name} {found.description} {found.body[:600]}", [], [], k)
+            return self._similar_to(
+                found.name, found.name, f"{found.name} {found.description} {found.body[:600]}", [], [], k
+            )
         self.index.refresh_if_stale(None)
-        links_out = [{"rel": rel, **(brief(linked) if (linked := self.index.by_id(target)) else {"id": target, "missing": True})}
-                     for rel, targets in found.card.links.model_dump().items() for target in targets]
-        links_in = [{"rel": rel, **brief(other)} for rel, other in self.index.links_to(found.id) if other.id != found.id]
+        links_out = [
+            {"rel": rel, **(brief(linked) if (linked := self.index.by_id(target)) else {"id": target, "missing": True})}
+            for rel, targets in found.card.links.model_dump().items()
+            for target in targets
+        ]
+        links_in = [
+            {"rel": rel, **brief(other)} for rel, other in self.index.links_to(found.id) if other.id != found.id
+        ]
         text = " ".join([found.card.title, *(str(v) for v in _lead_fields(found.card)), found.body[:600]])
         return self._similar_to(found.id, found.card.title, text, links_out, links_in, k)
 
-    def _similar_to(self, ref: str, title: str, text: str, links_out: list[dict[str, Any]],
-                    links_in: list[dict[str, Any]], k: int) -> dict[str, Any]:
-        linked = {ref, *(l["id"] for l in links_out), *(l["id"] for l in links_in)}
+    def _similar_to(
+        self,
+        ref: str,
+        title: str,
+        text: str,
+        links_out: builtins.list[dict[str, Any]],
+        links_in: builtins.list[dict[str, Any]],
+        k: int,
+    ) -> dict[str, Any]:
+        linked = {ref, *(link["id"] for link in links_out), *(link["id"] for link in links_in)}
         semantic = self.semantic_embedder() is not None
         hits = self.search(text, k=min(k + len(linked), 1000), mode="vector", explain=True)["hits"] if semantic else []
         # the cosine similarity of the best-matching chunk, not the fused rank score
-        similar = [{**{key: h[key] for key in ("id", "kind", "title", "status")},
-                    "similarity": round(h["explain"]["vector"]["score"], 4)}
-                   for h in hits if h["id"] not in linked and h["explain"].get("vector")][:k]
+        similar = [
+            {
+                **{key: h[key] for key in ("id", "kind", "title", "status")},
+                "similarity": round(h["explain"]["vector"]["score"], 4),
+            }
+            for h in hits
+            if h["id"] not in linked and h["explain"].get("vector")
+        ][:k]
         return {"id": ref, "title": title, "links_out": links_out, "links_in": links_in, "similar": similar}
 
     # --- skills (skills/<name>/SKILL.md, the Agent Skills format) ---------------------
@@ -675,7 +847,7 @@ class KnowledgeBase:
     def skills_dir(self) -> Path:
         return self.root / SKILLS_DIR
 
-    def skills(self) -> list["Skill"]:
+    def skills(self) -> builtins.list[Skill]:
         """Every valid skill, by name; `lint()` names the invalid ones."""
         from .skills import InvalidSkill, load_skill, skill_folders
 
@@ -687,7 +859,7 @@ class KnowledgeBase:
                 continue
         return out
 
-    def skill(self, name: str) -> "Skill":
+    def skill(self, name: str) -> Skill:
         from .skills import SKILL_FILE, load_skill, name_violations
 
         if name_violations(name) or not (self.skills_dir / name / SKILL_FILE).is_file():
@@ -695,8 +867,14 @@ class KnowledgeBase:
             raise SkillNotFound(f"no skill named {name!r} (skills: {known})")
         return load_skill(self.skills_dir / name, self.store.relative(self.skills_dir / name))
 
-    def new_skill(self, name: str, description: str, license: str | None = None, compatibility: str | None = None,
-                  body: str | None = None) -> "Skill":
+    def new_skill(
+        self,
+        name: str,
+        description: str,
+        license: str | None = None,
+        compatibility: str | None = None,
+        body: str | None = None,
+    ) -> Skill:
         """skills/<name>/SKILL.md from a description (and a body, else a skeleton to fill in), one commit."""
         from .registry import new_skill_text
 
@@ -704,7 +882,9 @@ class KnowledgeBase:
         with self.store.lock():
             if (self.skills_dir / name).exists():
                 raise Conflict(f"skills/{name} already exists")
-            self.store.write({f"skills/{name}/SKILL.md": text}, f"kb skill new {name}\n\nkb-op: skill-new\nkb-skill: {name}\n")
+            self.store.write(
+                {f"skills/{name}/SKILL.md": text}, f"kb skill new {name}\n\nkb-op: skill-new\nkb-skill: {name}\n"
+            )
         return self.skill(name)
 
     def import_skills(self, path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -719,18 +899,23 @@ class KnowledgeBase:
                 names = ", ".join(added + updated)
                 commit = self.store.write(writes, f"kb skill import: {names}\n\nfrom {path}\n\nkb-op: skill-import\n")
         self._refresh_lexical()
-        return {"added": added, "updated": updated, "commit": commit,
-                "rejected": [{"path": r.path, "violations": r.violations} for r in rejected]}
+        return {
+            "added": added,
+            "updated": updated,
+            "commit": commit,
+            "rejected": [{"path": r.path, "violations": r.violations} for r in rejected],
+        }
 
-    def export_skills(self, names: Iterable[str], to: str | os.PathLike[str]) -> list[Path]:
+    def export_skills(self, names: Iterable[str], to: str | os.PathLike[str]) -> builtins.list[Path]:
         """Copy skills to to/<name>/ (e.g. .claude/skills), replacing earlier exports of them."""
         from .registry import export
 
         chosen = [self.skill(n) for n in names]  # every name checked before anything is copied
         return [export(self.root / s.path, s.name, Path(to)) for s in chosen]
 
-    def pack_skill(self, name: str, where: Iterable[str], general: bool = False,
-                   description: str | None = None) -> "Skill":
+    def pack_skill(
+        self, name: str, where: Iterable[str], general: bool = False, description: str | None = None
+    ) -> Skill:
         """A knowledge-pack skill: SKILL.md summarising the confirmed findings, constraints, failure-modes
         and gates that match the filters, with each card under references/; one commit."""
         from .registry import check_pack_name, pack_cards, render_pack, replace_folder
@@ -752,19 +937,23 @@ class KnowledgeBase:
             cards = pack_cards(self.cards(), filters, general)
             scope = ", ".join(where)
             if not cards:
-                raise InvalidField(f"no confirmed finding, constraint, failure-mode or gate matches {scope}; nothing written"
-                                   + ("" if general else " (--general adds the cards that do not set those fields)"))
+                raise InvalidField(
+                    f"no confirmed finding, constraint, failure-mode or gate matches {scope}; nothing written"
+                    + ("" if general else " (--general adds the cards that do not set those fields)")
+                )
             files = render_pack(name, scope, cards, self.config.kb.name, description, date.today())
             writes = replace_folder(self.root, name, {rel: text.encode() for rel, text in files.items()})
             if writes:
-                self.store.write(writes, f"kb skill pack {name}: {len(cards)} cards for {scope}\n\n"
-                                         f"kb-op: skill-pack\nkb-skill: {name}\n")
+                self.store.write(
+                    writes,
+                    f"kb skill pack {name}: {len(cards)} cards for {scope}\n\nkb-op: skill-pack\nkb-skill: {name}\n",
+                )
         self._refresh_lexical()
         return self.skill(name)
 
     # --- checking --------------------------------------------------------------
 
-    def lint(self, skip: Iterable[str] = ()) -> list[Problem]:
+    def lint(self, skip: Iterable[str] = ()) -> builtins.list[Problem]:
         """Every curation check (see kbtool.curation) except the classes in skip."""
         from . import curation
 
@@ -772,7 +961,7 @@ class KnowledgeBase:
         unknown = skip - set(curation.CLASSES)
         if unknown:
             raise InvalidField(f"--skip {sorted(unknown)[0]}: not a lint class ({', '.join(curation.CLASSES)})")
-        problems: list[Problem] = []
+        problems: builtins.list[Problem] = []
         if "schema" not in skip or "links" not in skip:
             schema, loaded, ids = curation._schema(self.store)
             problems += [] if "schema" in skip else schema
@@ -793,8 +982,10 @@ class KnowledgeBase:
             self._refresh_lexical()
             vectors = self.index.lead_vectors(self.embedder.model_id)
             if len(vectors) < len(cards):
-                self.notices.append(f"{len(cards) - len(vectors)} cards have no embedding yet, so the duplicate check "
-                                    "skipped them; run `kb index`")
+                self.notices.append(
+                    f"{len(cards) - len(vectors)} cards have no embedding yet, so the duplicate check "
+                    "skipped them; run `kb index`"
+                )
             problems += curation.duplicates(cards, vectors, self.config.curation.duplicate_similarity)
         if "skills" not in skip:
             skill_vectors = {}
@@ -802,12 +993,13 @@ class KnowledgeBase:
                 # the stored vectors of the descriptions, as for cards: lint never loads the model itself
                 self._refresh_lexical()
                 skill_vectors = self.index.lead_vectors(self.embedder.model_id, skills=True)
-            problems += curation.skill_problems(self.skills_dir, self.store.relative, skill_vectors,
-                                                self.config.curation.duplicate_similarity)
+            problems += curation.skill_problems(
+                self.skills_dir, self.store.relative, skill_vectors, self.config.curation.duplicate_similarity
+            )
         return problems
 
 
-def _lead_fields(card: CardBase) -> list[Any]:
+def _lead_fields(card: CardBase) -> builtins.list[Any]:
     """The fields that say what a card is about, beyond its title (a claim, a symptom, a question)."""
     return [v for v in (getattr(card, f, None) for f in ("claim", "rule", "symptom", "question", "component")) if v]
 
@@ -848,3 +1040,15 @@ def _message(op: str, card: CardBase) -> str:
 
 
 __all__ = ["KnowledgeBase", "StoredCard", "Problem", "resolve_root", "CARDS_DIR", "MODELS"]
+
+
+def _gate(stored: StoredCard) -> Gate:
+    if not isinstance(stored.card, Gate):
+        raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gate")
+    return stored.card
+
+
+def _gap(stored: StoredCard) -> Gap:
+    if not isinstance(stored.card, Gap):
+        raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gap")
+    return stored.card

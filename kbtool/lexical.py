@@ -21,12 +21,13 @@ import json
 import math
 import re
 import sqlite3
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
-from typing import Collection, Iterable
 
 import numpy as np
 
-from .search import COLUMN_WEIGHTS, KEYWORD_COLUMNS as COLUMNS, Phrase
+from .search import COLUMN_WEIGHTS, Phrase
+from .search import KEYWORD_COLUMNS as COLUMNS
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 CJK = COLUMNS.index("cjk")
@@ -36,9 +37,11 @@ REBUILD_AFTER = 2000  # chunks added since the postings were read, beyond which 
 _WEIGHTS = np.array(COLUMN_WEIGHTS, dtype=np.float32)
 # every instance of every term, grouped by term; the vocabulary table lists them by term, then
 # chunk, then column, so the grouping needs no sort; columns come back as one digit each
-_INSTANCES = ("SELECT term, group_concat(doc), group_concat(CASE col "
-              + " ".join(f"WHEN '{c}' THEN '{i}'" for i, c in enumerate(COLUMNS))
-              + " END, ''), count(*) FROM {vocab} GROUP BY term")
+_INSTANCES = (
+    "SELECT term, group_concat(doc), group_concat(CASE col "
+    + " ".join(f"WHEN '{c}' THEN '{i}'" for i, c in enumerate(COLUMNS))
+    + " END, ''), count(*) FROM {vocab} GROUP BY term"
+)
 
 
 @dataclass
@@ -70,8 +73,14 @@ def read_segment(conn: sqlite3.Connection, vocab: str) -> Segment:
         counts.append(count)
     if not terms:
         empty = np.zeros(0, dtype=np.int64)
-        return Segment({}, np.zeros(1, dtype=np.int64), empty.astype(np.int32), np.zeros(0, np.uint16),
-                       np.zeros(0, np.uint16), (empty, empty))
+        return Segment(
+            {},
+            np.zeros(1, dtype=np.int64),
+            empty.astype(np.int32),
+            np.zeros(0, np.uint16),
+            np.zeros(0, np.uint16),
+            (empty, empty),
+        )
     doc = np.fromstring(",".join(doc_lists), dtype=np.int64, sep=",")
     del doc_lists
     col = np.frombuffer("".join(col_lists).encode("ascii"), dtype=np.uint8) - ord("0")
@@ -107,7 +116,7 @@ class Postings:
         self._stats: tuple[int, float] | None = None  # (rows, average row length), as bm25() counts them
 
     @classmethod
-    def read(cls, path: str) -> "Postings":
+    def read(cls, path: str) -> Postings:
         """From the index file, on a connection of its own: one snapshot of ids, generation and terms."""
         conn = sqlite3.connect(path, timeout=30)
         try:
@@ -162,15 +171,19 @@ class Postings:
     def _scratch_table(self) -> sqlite3.Connection:
         if self._scratch is None:
             self._scratch = sqlite3.connect(":memory:", check_same_thread=False)
-            self._scratch.execute(f"CREATE VIRTUAL TABLE rows USING fts5({', '.join(COLUMNS)}, tokenize = {self.tokenizer})")
+            self._scratch.execute(
+                f"CREATE VIRTUAL TABLE rows USING fts5({', '.join(COLUMNS)}, tokenize = {self.tokenizer})"
+            )
             self._scratch.execute("CREATE VIRTUAL TABLE instances USING fts5vocab(rows, 'instance')")
         return self._scratch
 
     def _tokenize_rows(self, conn: sqlite3.Connection, chunk_ids: set[int]) -> tuple[Segment, set[int]]:
         """These chunks' keyword rows tokenized by FTS5 again, in a scratch table: their segment, and
         which of them still have a row."""
-        rows = conn.execute(f"SELECT rowid, {', '.join(COLUMNS)} FROM chunks_fts WHERE rowid IN "
-                            "(SELECT value FROM json_each(?))", (json.dumps(sorted(chunk_ids)),)).fetchall()
+        rows = conn.execute(
+            f"SELECT rowid, {', '.join(COLUMNS)} FROM chunks_fts WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(chunk_ids)),),
+        ).fetchall()
         scratch = self._scratch_table()
         with scratch:
             scratch.executemany(f"INSERT INTO rows (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?)", rows)
@@ -198,8 +211,7 @@ class Postings:
 
     # --- scoring ----------------------------------------------------------------------------
 
-    def search(self, phrases: Iterable[Phrase], allowed: set[int] | None,
-               limit: int) -> list[tuple[int, float]] | None:
+    def search(self, phrases: Iterable[Phrase], allowed: set[int] | None, limit: int) -> list[tuple[int, float]] | None:
         """The `limit` best chunks for an OR of one-word phrases (column or None, text), as (chunk id,
         BM25 score), best first; None when a phrase is not one FTS5 token (the caller asks FTS5)."""
         terms = []
@@ -239,7 +251,7 @@ class Postings:
         parts_ids, parts_freq = [], []
         for segment in (self.base, self.delta):
             span = segment.run(term) if segment is not None else None
-            if span is None:
+            if segment is None or span is None:
                 continue
             ids = segment.ids[span]
             freq = (segment.in_cjk if cjk_only else segment.weighted)[span]

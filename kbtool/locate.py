@@ -33,5 +33,7 @@ def resolve_root(path: str | os.PathLike[str] | None = None) -> Path:
         return root
     found = find_root(Path.cwd())
     if found is None:
-        raise NotAKnowledgeBase(f"no knowledge base here: no {CONFIG_FILE} in this folder or above it; use --kb PATH, $KB_DIR or `kb init`")
+        raise NotAKnowledgeBase(
+            f"no knowledge base here: no {CONFIG_FILE} in this folder or above it; use --kb PATH, $KB_DIR or `kb init`"
+        )
     return found

@@ -58,7 +58,7 @@ def load_frontmatter(text: str, origin: str) -> tuple[dict[str, Any], str]:
     """The raw frontmatter mapping and the body, before schema validation."""
     header, body = split_frontmatter(text, origin)
     try:
-        data = yaml.load(header, Loader=YAML_LOADER)  # noqa: S506 - a safe loader
+        data = yaml.load(header, Loader=YAML_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
@@ -127,8 +127,9 @@ _TEXT_TOKENS = {"text", "text_special", "code_inline"}
 def plain_text(inline: Any) -> str:
     """A heading as readers see it: '**2\\.1 Core**' -> '2.1 Core'."""
     children = inline.children or []
-    text = "".join(c.content if c.type in _TEXT_TOKENS else " " if c.type in ("softbreak", "hardbreak") else ""
-                   for c in children)
+    text = "".join(
+        c.content if c.type in _TEXT_TOKENS else " " if c.type in ("softbreak", "hardbreak") else "" for c in children
+    )
     return " ".join(text.split())
 
 

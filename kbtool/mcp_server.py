@@ -14,6 +14,7 @@ so no input can take the server down.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import hmac
 import ipaddress
 import json
@@ -21,8 +22,9 @@ import logging
 import os
 import socket
 import sys
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Annotated, Any, Callable, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -56,15 +58,25 @@ id, skills included). Gates are immutable: meet them, never edit them. After a m
 gap; what you write lands tentative (or draft) until a person reviews it. `gaps` lists the open
 questions."""
 
-Filters = Annotated[dict[str, str | int | float | bool] | None,
-                    Field(description="field path -> value, all must match, e.g. {\"applies_to.hardware\": \"B200\"}")]
-Kind = Annotated[Literal[KINDS_AND_SKILL] | None, Field(description="only cards of this kind (skill: only skills)")]
-Status = Annotated[Literal[STATUSES] | None, Field(description="only cards with this status")]
+Filters = Annotated[
+    dict[str, str | int | float | bool] | None,
+    Field(description='field path -> value, all must match, e.g. {"applies_to.hardware": "B200"}'),
+]
+# Literal[TUPLE]: the MCP enums come from the one tuple each list is kept in; valid at run time, but
+# mypy accepts only literal values inside Literal[], hence the ignores
+Kind = Annotated[Literal[KINDS_AND_SKILL] | None, Field(description="only cards of this kind (skill: only skills)")]  # type: ignore[valid-type]
+Status = Annotated[Literal[STATUSES] | None, Field(description="only cards with this status")]  # type: ignore[valid-type]
 Tags = Annotated[list[str] | None, Field(description="cards carrying all of these tags")]
-Metrics = Annotated[dict[str, float | str | dict[str, Any]] | None, Field(description=(
-    "metric name -> value: 943, \"12ms\", or an object {\"value\": 25.26, \"unit\": \"ms\", \"p50\": 24.1, "
-    "\"p99\": 34.6, \"samples\": 500, \"baseline\": 30.2, \"conditions\": {\"concurrency\": 32}, \"command\": \"...\"}; "
-    "statistics go inline (avg, p1 ... p99, min, max, std, count, sum) or in \"stats\"; unknown keys are refused"))]
+Metrics = Annotated[
+    dict[str, float | str | dict[str, Any]] | None,
+    Field(
+        description=(
+            'metric name -> value: 943, "12ms", or an object {"value": 25.26, "unit": "ms", "p50": 24.1, '
+            '"p99": 34.6, "samples": 500, "baseline": 30.2, "conditions": {"concurrency": 32}, "command": "..."}; '
+            'statistics go inline (avg, p1 ... p99, min, max, std, count, sum) or in "stats"; unknown keys are refused'
+        )
+    ),
+]
 
 
 class KbTools:
@@ -82,7 +94,7 @@ class KbTools:
         try:
             self.kb.warm_in_background()
             self.kb.notices.clear()  # said at start-up, not to the first caller
-        except Exception as exc:  # noqa: BLE001 - a cold first search still works; say why it was cold
+        except Exception as exc:
             log.warning("kb serve: warming the index failed: %s", exc)
 
     async def call(self, fn: Callable[..., CallToolResult], *args: Any) -> CallToolResult:
@@ -106,15 +118,26 @@ class KbTools:
 
     # --- reading ----------------------------------------------------------------------
 
-    def search(self, query: str, k: int, kind: str | None, status: str | None, tags: list[str] | None,
-               filters: dict[str, Any] | None, mode: str, budget: int) -> CallToolResult:
+    def search(
+        self,
+        query: str,
+        k: int,
+        kind: str | None,
+        status: str | None,
+        tags: builtins.list[str] | None,
+        filters: dict[str, Any] | None,
+        mode: str,
+        budget: int,
+    ) -> CallToolResult:
         if budget < 200:
             raise BadInput("budget must be at least 200 characters")
         result = self.kb.search(query, k=k, kind=kind, status=status, tags=tags or (), where=_where(filters), mode=mode)
         found = result["hits"]
         # room for the line that says the answer was cut, so the whole text stays within the budget
         room = budget - len(_cut_notice(len(found), len(found), budget)) - 1
-        hits, lines, spent = [], [], 0
+        hits: builtins.list[dict[str, Any]] = []
+        lines: builtins.list[str] = []
+        spent = 0
         for hit in found:
             short = {key: hit[key] for key in ("id", "kind", "title", "status", "score")}
             short["snippet"] = _one_line(hit["snippet"], SNIPPET_CHARS)
@@ -141,39 +164,67 @@ class KbTools:
             return _result(markdown.render(found.card, found.body), found.to_dict())
         return _result(render_skill(found), found.to_dict())
 
-    def list(self, kind: str | None, status: str | None, tags: list[str] | None, filters: dict[str, Any] | None,
-             limit: int, offset: int) -> CallToolResult:
+    def list(
+        self,
+        kind: str | None,
+        status: str | None,
+        tags: builtins.list[str] | None,
+        filters: dict[str, Any] | None,
+        limit: int,
+        offset: int,
+    ) -> CallToolResult:
         found = self.kb.summaries(kind=kind, status=status, tags=tags or (), where=_where(filters))
-        page = found[offset:offset + limit]
+        page = found[offset : offset + limit]
         cards = [{**brief(c), "path": c.path} for c in page]
         text = "\n".join(f"{c['id']} [{c['kind']}, {c['status']}] {c['title']}" for c in cards) or "no cards match"
         if len(page) < len(found):
             after = offset + len(page)
-            text += (f"\n{len(page)} of {len(found)} cards shown (from {offset + 1 if page else offset});"
-                     + (f" call list again with offset={after} for the next page" if after < len(found) else ""))
-        return _result(text, {"cards": cards, "total": len(found), "offset": offset,
-                              "truncated": len(page) < len(found)})
+            text += f"\n{len(page)} of {len(found)} cards shown (from {offset + 1 if page else offset});" + (
+                f" call list again with offset={after} for the next page" if after < len(found) else ""
+            )
+        return _result(
+            text, {"cards": cards, "total": len(found), "offset": offset, "truncated": len(page) < len(found)}
+        )
 
     def gaps(self) -> CallToolResult:
-        gaps = [{"id": g.id, "title": g.title, "question": g.get("question", default=g.title),
-                 "priority": g.get("priority", default="medium"), "status": g.status} for g in self.kb.gaps()]
+        gaps = [
+            {
+                "id": g.id,
+                "title": g.title,
+                "question": g.get("question", default=g.title),
+                "priority": g.get("priority", default="medium"),
+                "status": g.status,
+            }
+            for g in self.kb.gaps()
+        ]
         text = "\n".join(f"{g['id']} [{g['priority']}] {g['question']}" for g in gaps) or "no open gaps"
         return _result(text, {"gaps": gaps})
 
-    def lint(self, skip: list[str] | None) -> CallToolResult:
+    def lint(self, skip: builtins.list[str] | None) -> CallToolResult:
         found = self.kb.lint(skip or ())
-        problems = [{"path": p.path, "code": p.code, "message": p.message, "id": p.id, "severity": p.severity} for p in found]
+        problems = [
+            {"path": p.path, "code": p.code, "message": p.message, "id": p.id, "severity": p.severity} for p in found
+        ]
         errors = sum(1 for p in found if p.severity == "error")
-        text = "\n".join([*(p.line() for p in found),
-                          f"{errors} error(s), {len(found) - errors} warning(s)" if found else "no problems"])
+        text = "\n".join(
+            [
+                *(p.line() for p in found),
+                f"{errors} error(s), {len(found) - errors} warning(s)" if found else "no problems",
+            ]
+        )
         return _result(text, {"problems": problems, "count": len(problems), "errors": errors, "ok": errors == 0})
 
     def related(self, ref: str, k: int) -> CallToolResult:
         found = self.kb.related(ref, k)
-        lines = [f"{l['rel']} -> {l['id']}" + (f" [{l['kind']}] {l['title']}" if "title" in l else " (missing)")
-                 for l in found["links_out"]]
-        lines += [f"{l['rel']} <- {l['id']} [{l['kind']}] {l['title']}" for l in found["links_in"]]
-        lines += [f"similar {s['id']} [{s['kind']}] {s['title']} (similarity {s['similarity']:.3f})" for s in found["similar"]]
+        lines = [
+            f"{link['rel']} -> {link['id']}"
+            + (f" [{link['kind']}] {link['title']}" if "title" in link else " (missing)")
+            for link in found["links_out"]
+        ]
+        lines += [f"{link['rel']} <- {link['id']} [{link['kind']}] {link['title']}" for link in found["links_in"]]
+        lines += [
+            f"similar {s['id']} [{s['kind']}] {s['title']} (similarity {s['similarity']:.3f})" for s in found["similar"]
+        ]
         return _result("\n".join(lines) or f"nothing links to or resembles {found['id']}", found)
 
     def skills(self) -> CallToolResult:
@@ -197,15 +248,25 @@ class KbTools:
             raise BadInput("add_finding: a finding needs a title")
         stored, related = self.kb.add_finding(**args, agent=agent)
         notes = [f"likely {label}: {', '.join(ids)}" for label, ids in related.items() if ids]
-        text = (f"added {stored.id} ({stored.path}) as {stored.card.status}, awaiting review by a person"
-                + ("; " + "; ".join(notes) if notes else ""))
+        text = f"added {stored.id} ({stored.path}) as {stored.card.status}, awaiting review by a person" + (
+            "; " + "; ".join(notes) if notes else ""
+        )
         return _result(text, {"id": stored.id, "path": stored.path, "status": stored.card.status, "related": related})
 
-    def add_card(self, kind: str, title: str, fields: dict[str, Any] | None, tags: list[str] | None,
-                 body: str, agent: str) -> CallToolResult:
+    def add_card(
+        self,
+        kind: str,
+        title: str,
+        fields: dict[str, Any] | None,
+        tags: builtins.list[str] | None,
+        body: str,
+        agent: str,
+    ) -> CallToolResult:
         stored = self.kb.add(kind, title, tags=tags or (), body=body, status="draft", values=fields or {}, agent=agent)
-        return _result(f"added {stored.id} ({stored.path}) as a draft, awaiting review by a person",
-                       {"id": stored.id, "path": stored.path, "status": stored.card.status})
+        return _result(
+            f"added {stored.id} ({stored.path}) as a draft, awaiting review by a person",
+            {"id": stored.id, "path": stored.path, "status": stored.card.status},
+        )
 
 
 def agent_name(ctx: Context | None) -> str:
@@ -219,9 +280,12 @@ def agent_name(ctx: Context | None) -> str:
 def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer, KbTools]:
     """The MCP server over kb; with read_only the writers are not offered at all."""
     tools = KbTools(kb)
-    server = MCPServer(f"kb ({kb.config.kb.name})",
-                       instructions=INSTRUCTIONS, version=_version(),
-                       log_level="DEBUG" if os.environ.get("KB_DEBUG") else "WARNING")
+    server = MCPServer(
+        f"kb ({kb.config.kb.name})",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        log_level="DEBUG" if os.environ.get("KB_DEBUG") else "WARNING",
+    )
 
     @server.tool(annotations=READS)
     async def search(
@@ -231,8 +295,10 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
         status: Status = None,
         tags: Tags = None,
         filters: Filters = None,
-        mode: Annotated[Literal[MODES], Field(description="ranking: hybrid (default), bm25 or vector")] = "hybrid",
-        budget: Annotated[int, Field(ge=200, le=100_000, description="characters of hits to return at most")] = DEFAULT_BUDGET,
+        mode: Annotated[Literal[MODES], Field(description="ranking: hybrid (default), bm25 or vector")] = "hybrid",  # type: ignore[valid-type]
+        budget: Annotated[
+            int, Field(ge=200, le=100_000, description="characters of hits to return at most")
+        ] = DEFAULT_BUDGET,
     ) -> CallToolResult:
         """Search the knowledge base (keywords and meaning, fused): the cards and skills that apply, best
         first, each with id, kind, title, status, score and a one-line snippet. Superseded and refuted
@@ -241,17 +307,23 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
         return await tools.call(tools.search, query, k, kind, status, tags, filters, mode, budget)
 
     @server.tool(annotations=READS)
-    async def get(id: Annotated[str, Field(description="a card id (or a unique prefix of one), or a skill's name: any search hit's id")]) -> CallToolResult:
+    async def get(
+        id: Annotated[
+            str, Field(description="a card id (or a unique prefix of one), or a skill's name: any search hit's id")
+        ],
+    ) -> CallToolResult:
         """One whole card or skill: its fields as structured content and its markdown file as text."""
         return await tools.call(tools.get, id)
 
     @server.tool(annotations=READS, name="list")
-    async def list_cards(kind: Annotated[Literal[KINDS] | None, Field(description="only cards of this kind")] = None,
-                         status: Status = None,
-                         tags: Tags = None, filters: Filters = None,
-                         limit: Annotated[int, Field(ge=1, le=10_000, description="how many cards at most")] = 200,
-                         offset: Annotated[int, Field(ge=0, description="skip this many matches (for the next page)")] = 0,
-                         ) -> CallToolResult:
+    async def list_cards(
+        kind: Annotated[Literal[KINDS] | None, Field(description="only cards of this kind")] = None,  # type: ignore[valid-type]
+        status: Status = None,
+        tags: Tags = None,
+        filters: Filters = None,
+        limit: Annotated[int, Field(ge=1, le=10_000, description="how many cards at most")] = 200,
+        offset: Annotated[int, Field(ge=0, description="skip this many matches (for the next page)")] = 0,
+    ) -> CallToolResult:
         """List cards (id, kind, title, status) that match every filter given, a page at a time; the
         text says how many of how many it shows and the offset of the next page."""
         return await tools.call(tools.list, kind, status, tags, filters, limit, offset)
@@ -262,17 +334,20 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
         return await tools.call(tools.gaps)
 
     @server.tool(annotations=READS)
-    async def lint(skip: Annotated[list[Literal[LINT_CLASSES]] | None, Field(
-            description="check classes to skip")] = None,
-                   ) -> CallToolResult:
+    async def lint(
+        skip: Annotated[list[Literal[LINT_CLASSES]] | None, Field(description="check classes to skip")] = None,  # type: ignore[valid-type]
+    ) -> CallToolResult:
         """Check the knowledge base: schema, broken links, superseded links, gate locks, stale findings,
         contradictions, duplicates, skills. Each problem is an error or a warning; ok when no errors."""
         return await tools.call(tools.lint, skip)
 
     @server.tool(annotations=READS)
-    async def related(id: Annotated[str, Field(description="a card id or a skill's name")],
-                      k: Annotated[int, Field(ge=1, le=50, description="how many similar cards")] = 5) -> CallToolResult:
-        """A card's (or skill's) neighbourhood: the cards it links to, the cards linking to it, and the most similar others."""
+    async def related(
+        id: Annotated[str, Field(description="a card id or a skill's name")],
+        k: Annotated[int, Field(ge=1, le=50, description="how many similar cards")] = 5,
+    ) -> CallToolResult:
+        """A card's (or skill's) neighbourhood: the cards it links to, the cards linking to it, and the most
+        similar others."""
         return await tools.call(tools.related, id, k)
 
     @server.tool(annotations=READS)
@@ -286,47 +361,80 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
         return await tools.call(tools.skill, name)
 
     if not read_only:
+
         @server.tool(annotations=WRITES)
         async def add_finding(
             title: Annotated[str, Field(description="what was found, in one line")],
             ctx: Context,
             claim: Annotated[str | None, Field(description="the claim, if longer than the title")] = None,
             metrics: Metrics = None,
-            baseline: Annotated[dict[str, float | str | dict[str, Any]] | None, Field(
-                description="the baseline's value for some of the metrics, same form")] = None,
-            direction: Annotated[Literal["higher", "lower"] | None, Field(
-                description="which way is better (guessed from metric names when left out)")] = None,
-            applies_to: Annotated[dict[str, str | int | float | list[str]] | None, Field(
-                description="scope: model, arch, hardware, precision, phase, workload, engine")] = None,
-            status: Annotated[Literal["tentative", "draft"], Field(
-                description="tentative (default) or draft; a person confirms findings after review")] = "tentative",
+            baseline: Annotated[
+                dict[str, float | str | dict[str, Any]] | None,
+                Field(description="the baseline's value for some of the metrics, same form"),
+            ] = None,
+            direction: Annotated[
+                Literal["higher", "lower"] | None,
+                Field(description="which way is better (guessed from metric names when left out)"),
+            ] = None,
+            applies_to: Annotated[
+                dict[str, str | int | float | list[str]] | None,
+                Field(description="scope: model, arch, hardware, precision, phase, workload, engine"),
+            ] = None,
+            status: Annotated[
+                Literal["tentative", "draft"],
+                Field(description="tentative (default) or draft; a person confirms findings after review"),
+            ] = "tentative",
             closes: Annotated[str | None, Field(description="the id of a gap this finding answers")] = None,
             tags: Tags = None,
             project: Annotated[str | None, Field(description="the project that measured it")] = None,
             command: Annotated[str | None, Field(description="the command that measured the metrics")] = None,
-            conditions: Annotated[dict[str, str | int | float] | None, Field(
-                description="what the metrics were measured under, e.g. {\"concurrency\": 32, \"isl\": 1024}")] = None,
-            artifact: Annotated[str | None, Field(
-                description="path of a benchmark export on this machine: AIPerf profile_export_aiperf.json or a results TSV")] = None,
+            conditions: Annotated[
+                dict[str, str | int | float] | None,
+                Field(description='what the metrics were measured under, e.g. {"concurrency": 32, "isl": 1024}'),
+            ] = None,
+            artifact: Annotated[
+                str | None,
+                Field(
+                    description="path of a benchmark export on this machine: AIPerf profile_export_aiperf.json "
+                    "or a results TSV"
+                ),
+            ] = None,
             body: Annotated[str | None, Field(description="notes, in markdown")] = None,
         ) -> CallToolResult:
             """Record a measured finding (one git commit), tentative until a person reviews it; returns
             its id and any likely duplicates or contradictions among existing findings. Every number
             given is kept (statistics, samples, conditions, command); an unknown key is refused."""
-            data = {"title": title, "claim": claim, "metrics": metrics, "baseline": baseline, "direction": direction,
-                    "applies_to": applies_to, "status": status, "closes": closes, "tags": tags, "project": project,
-                    "command": command, "conditions": conditions, "from": artifact, "body": body}
+            data = {
+                "title": title,
+                "claim": claim,
+                "metrics": metrics,
+                "baseline": baseline,
+                "direction": direction,
+                "applies_to": applies_to,
+                "status": status,
+                "closes": closes,
+                "tags": tags,
+                "project": project,
+                "command": command,
+                "conditions": conditions,
+                "from": artifact,
+                "body": body,
+            }
             return await tools.call(tools.add_finding, data, agent_name(ctx))
 
         @server.tool(annotations=WRITES)
         async def add_card(
-            kind: Annotated[Literal[KINDS], Field(description="the card's kind")],
+            kind: Annotated[Literal[KINDS], Field(description="the card's kind")],  # type: ignore[valid-type]
             title: Annotated[str, Field(description="the card's title, one line")],
             ctx: Context,
-            fields: Annotated[dict[str, Any] | None, Field(
-                description="the kind's fields, e.g. {\"rule\": \"...\"} for a constraint, {\"symptom\": \"...\", "
-                            "\"fix\": \"...\"} for a failure-mode; nested objects for applies_to, source, check. "
-                            "Not id, status, links or provenance: kb sets those, and a person reviews the card")] = None,
+            fields: Annotated[
+                dict[str, Any] | None,
+                Field(
+                    description='the kind\'s fields, e.g. {"rule": "..."} for a constraint, {"symptom": "...", '
+                    '"fix": "..."} for a failure-mode; nested objects for applies_to, source, check. '
+                    "Not id, status, links or provenance: kb sets those, and a person reviews the card"
+                ),
+            ] = None,
             tags: Tags = None,
             body: Annotated[str, Field(description="the card's text, in markdown")] = "",
         ) -> CallToolResult:
@@ -348,8 +456,10 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
 
 
 def _cut_notice(shown: int, found: int, budget: int) -> str:
-    return (f"{shown} of {found} hits shown (the answer is cut to budget={budget} characters); "
-            "raise budget, lower k or narrow the query to see the rest")
+    return (
+        f"{shown} of {found} hits shown (the answer is cut to budget={budget} characters); "
+        "raise budget, lower k or narrow the query to see the rest"
+    )
 
 
 async def _read(tools: KbTools, fn: Callable[[], str]) -> str:
@@ -373,7 +483,9 @@ def _where(filters: dict[str, Any] | None) -> list[str]:
     """The filters object as `key=value` pairs, checked here so an error names `filters`, not --where."""
     from .fields import parse_filters
 
-    out = [f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in (filters or {}).items()]
+    out = [
+        f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in (filters or {}).items()
+    ]
     parse_filters(out, "filters")
     return out
 
@@ -423,8 +535,13 @@ class BearerToken:
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):
                 body = json.dumps({"error": "unauthorized: send Authorization: Bearer <token>"}).encode()
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]})
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                    }
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
@@ -453,8 +570,10 @@ def serve_http(kb: KnowledgeBase, address: str, token: str | None, read_only: bo
 
     host, port = parse_address(address)
     if not is_loopback(host) and not token:
-        raise BadInput(f"--http {address}: serving beyond loopback needs --token (or KB_TOKEN); "
-                       "every request must then carry it as a bearer token")
+        raise BadInput(
+            f"--http {address}: serving beyond loopback needs --token (or KB_TOKEN); "
+            "every request must then carry it as a bearer token"
+        )
     server, tools = build_server(kb, read_only)
     # off loopback the Host header is whatever name clients use; the bearer token is the guard
     security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
@@ -475,6 +594,9 @@ def serve_http(kb: KnowledgeBase, address: str, token: str | None, read_only: bo
     tools.warm()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     shown = f"[{host}]" if family == socket.AF_INET6 else host
-    print(f"kb: serving MCP at http://{shown}:{bound}/mcp" + (" (bearer token required)" if token else ""),
-          file=sys.stderr, flush=True)
+    print(
+        f"kb: serving MCP at http://{shown}:{bound}/mcp" + (" (bearer token required)" if token else ""),
+        file=sys.stderr,
+        flush=True,
+    )
     uvicorn.Server(config).run(sockets=[sock])

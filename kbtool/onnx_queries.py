@@ -23,8 +23,11 @@ if TYPE_CHECKING:
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 AGREEMENT = 0.9999  # minimum cosine with PyTorch's vector on every probe
-PROBES = ("NVFP4 MoE decode throughput on B200", "why does the all-reduce hang after the first step",
-          "KV 缓存 量化 精度")
+PROBES = (
+    "NVFP4 MoE decode throughput on B200",
+    "why does the all-reduce hang after the first step",
+    "KV 缓存 量化 精度",
+)
 
 
 def cache_dir() -> Path:
@@ -40,7 +43,7 @@ class OnnxQueryEncoder:
         self.session, self.tokenizer, self.max_length = session, tokenizer, max_length
         self.inputs = [i.name for i in session.get_inputs()]
 
-    def encode(self, text: str) -> "np.ndarray":
+    def encode(self, text: str) -> np.ndarray:
         import numpy as np
 
         enc = self.tokenizer([text], truncation=True, max_length=self.max_length, return_tensors="np")
@@ -66,10 +69,13 @@ def query_encoder(model: Any, model_path: str) -> OnnxQueryEncoder | None:
     # doubled the warm hybrid query at 10k cards (9.7-10.7 ms with one, 18.8-21.5 ms with two)
     options.intra_op_num_threads = 1
     options.log_severity_level = 3  # errors only: its warnings would land on the user's stderr
-    encoder = OnnxQueryEncoder(ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]),
-                               model.tokenizer, model.max_seq_length)
+    encoder = OnnxQueryEncoder(
+        ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"]),
+        model.tokenizer,
+        model.max_seq_length,
+    )
     reference = model.encode(list(PROBES), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-    agree = all(float(encoder.encode(text) @ ref) >= AGREEMENT for text, ref in zip(PROBES, reference))
+    agree = all(float(encoder.encode(text) @ ref) >= AGREEMENT for text, ref in zip(PROBES, reference, strict=True))
     return encoder if agree else None
 
 
@@ -104,9 +110,8 @@ def _exported(model: Any, model_path: str) -> Path | None:
 
 
 def _export(model: Any, folder: Path, path: Path) -> None:
-    import warnings
-
     import copy
+    import warnings
 
     import torch
 
@@ -120,7 +125,7 @@ def _export(model: Any, folder: Path, path: Path) -> None:
             self.inner = transformer
 
         def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-            return self.inner(**dict(zip(names, tensors))).last_hidden_state
+            return self.inner(**dict(zip(names, tensors, strict=True))).last_hidden_state
 
     sample = model.tokenizer(["a sample query", "b"], padding=True, return_tensors="pt")
     handle, tmp = tempfile.mkstemp(dir=folder, suffix=".onnx.tmp")
@@ -128,9 +133,16 @@ def _export(model: Any, folder: Path, path: Path) -> None:
     try:
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")  # the exporter's tracer warnings are about its internals
-            torch.onnx.export(LastHidden(), tuple(sample[n] for n in names), tmp, input_names=names,
-                              output_names=["hidden"], opset_version=17, dynamo=False,
-                              dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "hidden"]})
+            torch.onnx.export(
+                LastHidden(),
+                tuple(sample[n] for n in names),
+                tmp,
+                input_names=names,
+                output_names=["hidden"],
+                opset_version=17,
+                dynamo=False,
+                dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "hidden"]},
+            )
         os.replace(tmp, path)  # whole or absent: a reader never sees half an export
     finally:
         if os.path.exists(tmp):

@@ -19,7 +19,7 @@ class StoredCard:
     path: str  # relative to the KB root, posix
 
     @classmethod
-    def read(cls, path: Path, root: Path) -> "StoredCard":
+    def read(cls, path: Path, root: Path) -> StoredCard:
         """Parse and validate the card file at path; InvalidCard names it relative to root."""
         rel = path.resolve().relative_to(root).as_posix()
         card, body = markdown.parse(path.read_text(encoding="utf-8"), rel)
@@ -31,8 +31,14 @@ class StoredCard:
 
     def to_dict(self, body: bool = True) -> dict[str, Any]:
         data = self.card.model_dump(mode="json", exclude_none=True)
-        data = {"id": data.pop("id"), "kind": data.pop("kind"), "title": data.pop("title"),
-                "status": data.pop("status"), "path": self.path, **data}
+        data = {
+            "id": data.pop("id"),
+            "kind": data.pop("kind"),
+            "title": data.pop("title"),
+            "status": data.pop("status"),
+            "path": self.path,
+            **data,
+        }
         if body:
             data["body"] = self.body
         return data
@@ -66,7 +72,7 @@ class CardSummary:
         return {"id": self.id, "kind": self.kind, "title": self.title, "status": self.status, "path": self.path, **rest}
 
 
-def brief(stored: "StoredCard | CardSummary") -> dict[str, Any]:
+def brief(stored: StoredCard | CardSummary) -> dict[str, Any]:
     """The short form of a card in lists and neighbourhoods: what an agent needs to decide to open it."""
     if isinstance(stored, CardSummary):
         return {"id": stored.id, "kind": stored.kind, "title": stored.title, "status": stored.status}

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import markdown
-from .cards import INACTIVE_STATUSES
+from .cards import INACTIVE_STATUSES, Constraint, FailureMode, Finding, Gate
 from .errors import BadInput, Conflict
 from .fields import Filter, values_at
 from .records import StoredCard
@@ -24,8 +24,12 @@ from .skills import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, loa
 from .store import SKILLS_DIR, Executable
 
 PACK_KINDS = ("gate", "constraint", "finding", "failure-mode")
-PACK_HEADINGS = {"gate": "Gates: meet them, never edit them", "constraint": "Constraints",
-                 "finding": "Confirmed findings", "failure-mode": "Failure modes: symptom, check, fix"}
+PACK_HEADINGS = {
+    "gate": "Gates: meet them, never edit them",
+    "constraint": "Constraints",
+    "finding": "Confirmed findings",
+    "failure-mode": "Failure modes: symptom, check, fix",
+}
 NEW_BODY = """# {title}
 
 ## When to use
@@ -89,7 +93,9 @@ def skill_sources(path: Path) -> list[Path]:
 def plan_import(root: Path, path: Path) -> tuple[dict[str, bytes | None], list[str], list[str], list[Rejected]]:
     """(writes, added, updated, rejected) of importing path; unchanged skills appear in neither list."""
     writes: dict[str, bytes | None] = {}
-    added, updated, rejected = [], [], []
+    added: list[str] = []
+    updated: list[str] = []
+    rejected: list[Rejected] = []
     for folder in skill_sources(path):
         try:
             skill = load_skill(folder, str(folder))
@@ -103,8 +109,9 @@ def plan_import(root: Path, path: Path) -> tuple[dict[str, bytes | None], list[s
     return writes, added, updated, rejected
 
 
-def new_skill_text(name: str, description: str, license: str | None = None, compatibility: str | None = None,
-                   body: str | None = None) -> str:
+def new_skill_text(
+    name: str, description: str, license: str | None = None, compatibility: str | None = None, body: str | None = None
+) -> str:
     data: dict[str, Any] = {"name": name, "description": description}
     if license is not None:
         data["license"] = license
@@ -113,8 +120,14 @@ def new_skill_text(name: str, description: str, license: str | None = None, comp
     problems = frontmatter_violations(data, name)
     if problems:
         raise InvalidSkill(f"skill {name}", problems)
-    skill = Skill(name=name, description=description, license=license, compatibility=compatibility, path="",
-                  body=body if body is not None else NEW_BODY.format(title=name.replace("-", " ").capitalize()))
+    skill = Skill(
+        name=name,
+        description=description,
+        license=license,
+        compatibility=compatibility,
+        path="",
+        body=body if body is not None else NEW_BODY.format(title=name.replace("-", " ").capitalize()),
+    )
     return render_skill(skill)
 
 
@@ -160,19 +173,27 @@ def _unset(data: dict[str, Any], path: tuple[str, ...]) -> bool:
     return all(v is None or v == "" or v == [] for v in values_at(data, path))
 
 
-def render_pack(name: str, scope: str, cards: list[StoredCard], kb_name: str, description: str | None,
-                today: date) -> dict[str, str]:
+def render_pack(
+    name: str, scope: str, cards: list[StoredCard], kb_name: str, description: str | None, today: date
+) -> dict[str, str]:
     """SKILL.md and references/<id>.md for each card, by path inside the skill folder."""
     counts = {k: sum(1 for c in cards if c.card.kind == k) for k in PACK_KINDS}
     summary = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items() if n)
-    description = description or (f"What the {kb_name} knowledge base knows for {scope}: {summary}. "
-                                  f"Use when starting or reviewing work on {scope}.")
-    lines = [f"# Knowledge pack: {scope}", "",
-             f"Made by `kb skill pack` from the `{kb_name}` knowledge base on {today.isoformat()}: every confirmed "
-             f"finding and every active constraint, failure-mode and gate for {scope}. Each card is in full under "
-             "`references/`; the knowledge base itself stays the source of truth.", "",
-             "Before an experiment: meet the gates, respect the constraints, check the failure modes. "
-             "After it: record what you measured with `kb add-finding`.", ""]
+    description = description or (
+        f"What the {kb_name} knowledge base knows for {scope}: {summary}. "
+        f"Use when starting or reviewing work on {scope}."
+    )
+    lines = [
+        f"# Knowledge pack: {scope}",
+        "",
+        f"Made by `kb skill pack` from the `{kb_name}` knowledge base on {today.isoformat()}: every confirmed "
+        f"finding and every active constraint, failure-mode and gate for {scope}. Each card is in full under "
+        "`references/`; the knowledge base itself stays the source of truth.",
+        "",
+        "Before an experiment: meet the gates, respect the constraints, check the failure modes. "
+        "After it: record what you measured with `kb add-finding`.",
+        "",
+    ]
     for kind in PACK_KINDS:
         group = [c for c in cards if c.card.kind == kind]
         if not group:
@@ -192,16 +213,29 @@ def render_pack(name: str, scope: str, cards: list[StoredCard], kb_name: str, de
 
 def _gist(stored: StoredCard) -> str:
     card = stored.card
-    if card.kind == "gate":
+    if isinstance(card, Gate):
         check = card.check
-        return f"`{check.metric} {check.op} {check.threshold:g}{(' ' + check.unit) if check.unit else ''}`, run by `{check.command}`"
-    if card.kind == "constraint":
+        unit = f" {check.unit}" if check.unit else ""
+        return f"`{check.metric} {check.op} {check.threshold:g}{unit}`, run by `{check.command}`"
+    if isinstance(card, Constraint):
         return f"({card.severity}) {card.rule}"
-    if card.kind == "failure-mode":
-        return "; ".join(p for p in (card.symptom, f"check: {card.check}" if card.check else "",
-                                     f"fix: {card.fix}" if card.fix else "") if p)
-    numbers = [f"{e.metric} {e.value:g}{(' ' + e.unit) if e.unit else ''}" + (f" vs {e.baseline:g}" if e.baseline is not None else "")
-               for e in card.evidence[:4]]
+    if isinstance(card, FailureMode):
+        return "; ".join(
+            p
+            for p in (
+                card.symptom,
+                f"check: {card.check}" if card.check else "",
+                f"fix: {card.fix}" if card.fix else "",
+            )
+            if p
+        )
+    if not isinstance(card, Finding):  # packs hold findings, constraints, failure modes and gates
+        return card.title
+    numbers = [
+        f"{e.metric} {e.value:g}{(' ' + e.unit) if e.unit else ''}"
+        + (f" vs {e.baseline:g}" if e.baseline is not None else "")
+        for e in card.evidence[:4]
+    ]
     return card.claim + (f" ({'; '.join(numbers)})" if numbers else "")
 
 

@@ -35,7 +35,7 @@ class SearchRequest:
     explain: bool = False
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SearchRequest":
+    def from_dict(cls, data: dict[str, Any]) -> SearchRequest:
         """From JSON (a --batch line, an MCP call): unknown keys and wrong types are refused."""
         known = {f for f in cls.__dataclass_fields__}
         extra = set(data) - known - {"q"}
@@ -120,16 +120,29 @@ class Searcher:
             card = cards[f.card]
             heading, chunk_text = rows.get(f.best_chunk, (None, ""))
             source = card.data.get("source")
-            hit = {"id": card.id, "kind": card.kind, "title": card.title, "status": card.status,
-                   "score": round(f.score, 6), "path": card.path,
-                   "source": {key: source.get(key) for key in ("path", "heading", "url")} if source else None,
-                   "snippet": snippet(chunk_text.split("\n", 1)[-1] if heading else chunk_text, terms)}
+            hit: dict[str, Any] = {
+                "id": card.id,
+                "kind": card.kind,
+                "title": card.title,
+                "status": card.status,
+                "score": round(f.score, 6),
+                "path": card.path,
+                "source": {key: source.get(key) for key in ("path", "heading", "url")} if source else None,
+                "snippet": snippet(chunk_text.split("\n", 1)[-1] if heading else chunk_text, terms),
+            }
             if request.explain:
-                hit["explain"] = {name: ({"rank": leg.rank, "score": round(leg.score, 6),
-                                          "normalized": round(leg.normalized, 4)} if leg else None)
-                                  for name in legs for leg in [f.legs.get(name)]}
-                hit["explain"].update({"weights": {n: LEG_WEIGHTS[n] for n in legs}, "demoted": f.demoted,
-                                       "chunk_heading": heading})
+                hit["explain"] = {
+                    name: (
+                        {"rank": leg.rank, "score": round(leg.score, 6), "normalized": round(leg.normalized, 4)}
+                        if leg
+                        else None
+                    )
+                    for name in legs
+                    for leg in [f.legs.get(name)]
+                }
+                hit["explain"].update(
+                    {"weights": {n: LEG_WEIGHTS[n] for n in legs}, "demoted": f.demoted, "chunk_heading": heading}
+                )
             hits_out.append(hit)
         return {"query": request.query, "hits": hits_out}
 

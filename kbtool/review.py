@@ -20,7 +20,8 @@ MCP surface, where every write is an agent's.
 from __future__ import annotations
 
 import os
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from .cards import CardBase
 from .errors import BadInput
@@ -53,8 +54,10 @@ def agent_status(status: str | None, default: str) -> str:
     """The status an agent's new card is written with; asking for more is refused, not downgraded."""
     chosen = status or default
     if chosen not in AGENT_STATUSES:
-        raise BadInput(f"status {chosen!r}: an agent's card is written as {' or '.join(AGENT_STATUSES)}; a person "
-                       "confirms it (kb confirm ID) or a locked gate does (kb gate run GATE --confirms ID)")
+        raise BadInput(
+            f"status {chosen!r}: an agent's card is written as {' or '.join(AGENT_STATUSES)}; a person "
+            "confirms it (kb confirm ID) or a locked gate does (kb gate run GATE --confirms ID)"
+        )
     return chosen
 
 

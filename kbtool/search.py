@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from .cards import INACTIVE_STATUSES
 from .embeddings import cjk_bigrams, has_cjk, without_cjk
@@ -30,11 +30,13 @@ KEYWORD_COLUMNS = ("title", "heading", "body", "cjk")
 COLUMN_WEIGHTS = (4.0, 2.0, 1.0, 1.0)
 
 # Words that carry no topic; in an OR query they would match nearly every chunk.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an and are as at be by can do does for from has have how i if in into is it its me my of on or our so
 that the their then there these this to use used using was we what when where which who why will with
 you your should would could than them they been being not no yes vs via about
-""".split())
+""".split()
+)
 
 _WORD = re.compile(r"[^\W_]+(?:[._-][^\W_]+)*", re.UNICODE)
 
@@ -103,8 +105,12 @@ def card_ranking(chunk_hits: Iterable[tuple[int, float]], card_of: dict[int, int
     return ranking
 
 
-def fuse(legs: dict[str, dict[int, LegHit]], statuses: list[str], truncated: Iterable[str] = (),
-         weights: dict[str, float] = LEG_WEIGHTS) -> list[Fused]:
+def fuse(
+    legs: dict[str, dict[int, LegHit]],
+    statuses: list[str],
+    truncated: Iterable[str] = (),
+    weights: dict[str, float] = LEG_WEIGHTS,
+) -> list[Fused]:
     """The convex combination of each leg's normalised scores, inactive cards demoted, best first.
 
     A card one leg did not return scores 0 there when the leg returned everything it matched, and
@@ -123,8 +129,10 @@ def fuse(legs: dict[str, dict[int, LegHit]], statuses: list[str], truncated: Ite
         for card, hit in ranking.items():
             fused.setdefault(card, Fused(card, 0.0)).legs[name] = hit
     for entry in fused.values():
-        entry.score = sum(weights.get(name, 1.0) * (entry.legs[name].normalized if name in entry.legs else floor)
-                          for name, floor in floors.items())
+        entry.score = sum(
+            weights.get(name, 1.0) * (entry.legs[name].normalized if name in entry.legs else floor)
+            for name, floor in floors.items()
+        )
         if statuses[entry.card] in INACTIVE_STATUSES:
             entry.score *= INACTIVE_FACTOR
             entry.demoted = True

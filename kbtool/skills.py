@@ -33,8 +33,11 @@ NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 FOLDERS = ("scripts", "references", "assets")
 LISTING_CHARS = 250  # what agent skill listings show of a description before they cut it
 # a description that says when to use the skill names a trigger: "use when", "use for", "whenever", "if the user" ...
-SAYS_WHEN = re.compile(r"\b(when|whenever|trigger(s|ed)?|before|after|if (the |a )?(user|you|asked))\b|"
-                       r"\buse (it |this |this skill |them )?(for|to|on|in|if|during)\b", re.IGNORECASE)
+SAYS_WHEN = re.compile(
+    r"\b(when|whenever|trigger(s|ed)?|before|after|if (the |a )?(user|you|asked))\b|"
+    r"\buse (it |this |this skill |them )?(for|to|on|in|if|during)\b",
+    re.IGNORECASE,
+)
 
 
 class InvalidSkill(BadInput):
@@ -59,8 +62,12 @@ class Skill:
 
     def frontmatter(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "description": self.description}
-        for key, value in (("license", self.license), ("compatibility", self.compatibility),
-                           ("metadata", self.metadata or None), ("allowed-tools", self.allowed_tools)):
+        for key, value in (
+            ("license", self.license),
+            ("compatibility", self.compatibility),
+            ("metadata", self.metadata or None),
+            ("allowed-tools", self.allowed_tools),
+        ):
             if value is not None:
                 data[key] = value
         return data
@@ -80,14 +87,18 @@ def name_violations(name: Any) -> list[str]:
     if not 1 <= len(name) <= NAME_MAX:
         problems.append(f"name must be 1-{NAME_MAX} characters (it has {len(name)})")
     if name and not NAME_PATTERN.fullmatch(name):
-        problems.append(f"name {name!r} may hold only lowercase a-z, digits and single hyphens, "
-                        "not starting or ending with one")
+        problems.append(
+            f"name {name!r} may hold only lowercase a-z, digits and single hyphens, not starting or ending with one"
+        )
     return problems
 
 
 def frontmatter_violations(data: dict[str, Any], folder_name: str | None) -> list[str]:
-    problems = [f"unknown frontmatter key {key!r} (the specification allows {', '.join(KEYS)}; "
-                "put other fields under metadata)" for key in data if key not in KEYS]
+    problems = [
+        f"unknown frontmatter key {key!r} (the specification allows {', '.join(KEYS)}; put other fields under metadata)"
+        for key in data
+        if key not in KEYS
+    ]
     if "name" not in data:
         problems.append("name is required")
     else:
@@ -116,8 +127,11 @@ def frontmatter_violations(data: dict[str, Any], folder_name: str | None) -> lis
         if not isinstance(meta, dict):
             problems.append(f"metadata must be a map of strings to strings, not {_yaml_type(meta)}")
         else:
-            problems += [f"metadata.{k}: keys and values must be strings (got {_yaml_type(k)} -> {_yaml_type(v)})"
-                         for k, v in meta.items() if not isinstance(k, str) or not isinstance(v, str)]
+            problems += [
+                f"metadata.{k}: keys and values must be strings (got {_yaml_type(k)} -> {_yaml_type(v)})"
+                for k, v in meta.items()
+                if not isinstance(k, str) or not isinstance(v, str)
+            ]
     if "allowed-tools" in data and not isinstance(data["allowed-tools"], str):
         problems.append(f"allowed-tools must be a space-separated string, not {_yaml_type(data['allowed-tools'])}")
     return problems
@@ -132,7 +146,7 @@ def parse_skill_text(text: str) -> tuple[dict[str, Any] | None, str, list[str]]:
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == "---"), None)
     if end is None:
         return None, text, ["the frontmatter is not closed by a '---' line"]
-    header, body = "".join(lines[1:end]), "".join(lines[end + 1:])
+    header, body = "".join(lines[1:end]), "".join(lines[end + 1 :])
     try:
         data = yaml.safe_load(header)
     except yaml.YAMLError as exc:
@@ -171,22 +185,44 @@ def load_skill(folder: Path, shown_as: str | None = None) -> Skill:
     problems = frontmatter_violations(data, folder.resolve().name)
     if problems:
         raise InvalidSkill(where, problems)
-    files = tuple(sorted(rel for rel in (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
-                         if rel != SKILL_FILE))
-    return Skill(name=data["name"], description=data["description"], body=body.lstrip("\n"), path=where,
-                 license=data.get("license"), compatibility=data.get("compatibility"),
-                 metadata=dict(data.get("metadata") or {}), allowed_tools=data.get("allowed-tools"), files=files)
+    files = tuple(
+        sorted(
+            rel
+            for rel in (p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+            if rel != SKILL_FILE
+        )
+    )
+    return Skill(
+        name=data["name"],
+        description=data["description"],
+        body=body.lstrip("\n"),
+        path=where,
+        license=data.get("license"),
+        compatibility=data.get("compatibility"),
+        metadata=dict(data.get("metadata") or {}),
+        allowed_tools=data.get("allowed-tools"),
+        files=files,
+    )
 
 
 def discoverability(skill: Skill) -> list[tuple[str, str]]:
     """(code, message) warnings about how well an agent will pick this skill from a listing."""
     out = []
     if len(skill.description) > LISTING_CHARS:
-        out.append(("skill-description-long", f"the description has {len(skill.description)} characters; agent listings "
-                    f"show about {LISTING_CHARS}, so put what it does and when to use it first"))
+        out.append(
+            (
+                "skill-description-long",
+                f"the description has {len(skill.description)} characters; agent listings "
+                f"show about {LISTING_CHARS}, so put what it does and when to use it first",
+            )
+        )
     if not SAYS_WHEN.search(skill.description):
-        out.append(("skill-description-when", "the description never says when to use the skill (e.g. 'Use when ...'); "
-                    "agents choose skills by it"))
+        out.append(
+            (
+                "skill-description-when",
+                "the description never says when to use the skill (e.g. 'Use when ...'); agents choose skills by it",
+            )
+        )
     return out
 
 
@@ -203,5 +239,12 @@ def skill_folders(root: Path) -> list[Path]:
 
 
 def _yaml_type(value: Any) -> str:
-    return {dict: "a map", list: "a list", type(None): "empty", bool: "a boolean", int: "a number",
-            float: "a number", str: "a string"}.get(type(value), type(value).__name__)
+    return {
+        dict: "a map",
+        list: "a list",
+        type(None): "empty",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+    }.get(type(value), type(value).__name__)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping
 
 import git
 from filelock import FileLock, Timeout
@@ -82,8 +82,11 @@ class Store:
         except FileNotFoundError:
             return []
         for kind in kinds:
-            names = sorted(e.name for e in os.scandir(cards / kind)
-                           if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file())
+            names = sorted(
+                e.name
+                for e in os.scandir(cards / kind)
+                if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file()
+            )
             out.extend(f"{CARDS_DIR}/{kind}/{name}" for name in names)
         return out
 
@@ -112,12 +115,14 @@ class Store:
             try:
                 self._repo = git.Repo(self.root)
             except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-                raise StoreError(f"{self.root}: not a git repository; a knowledge base lives in one (kb init)") from None
+                raise StoreError(
+                    f"{self.root}: not a git repository; a knowledge base lives in one (kb init)"
+                ) from None
             self._repo.git.update_environment(**_identity_env(self._repo))
         return self._repo
 
     @classmethod
-    def init(cls, root: Path, name: str) -> "Store":
+    def init(cls, root: Path, name: str) -> Store:
         root = root.resolve()
         if (root / CONFIG_FILE).exists():
             raise OutsidePath(f"{root}: already a knowledge base ({CONFIG_FILE} exists)")
@@ -160,7 +165,9 @@ class Store:
         except (git.GitCommandError, OSError) as exc:
             self._restore(paths, before, new_dirs)
             detail = getattr(exc, "stderr", "") or str(exc)
-            raise StoreError(f"git refused the write ({' '.join(str(detail).split())[:300]}); nothing was changed") from None
+            raise StoreError(
+                f"git refused the write ({' '.join(str(detail).split())[:300]}); nothing was changed"
+            ) from None
         return self.repo.head.commit.hexsha
 
     def _restore(self, paths: Mapping[str, Path], before: Mapping[str, bytes | None], new_dirs: list[Path]) -> None:
@@ -219,9 +226,9 @@ def _replace(path: Path, content: str | bytes | None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        opened = os.fdopen(fd, "wb") if isinstance(content, bytes) else os.fdopen(fd, "w", encoding="utf-8", newline="\n")
-        with opened as handle:
-            handle.write(content)
+        data = content if isinstance(content, bytes) else content.encode("utf-8")  # newlines as given: \n
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         # mkstemp makes 0600; a file in a shared repository should read like any checkout

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from .cards import KINDS, MODELS, CardBase
 from .errors import InvalidCard, UnknownKind
@@ -42,10 +43,12 @@ def field_path(loc: tuple[Any, ...]) -> str:
 
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
     # pydantic adds the union member it tried ("str", "list[str]") to the location; drop those
-    return tuple(p for p in loc if not (isinstance(p, str) and ("[" in p or p in {"str", "int", "float", "function-after"})))
+    return tuple(
+        p for p in loc if not (isinstance(p, str) and ("[" in p or p in {"str", "int", "float", "function-after"}))
+    )
 
 
-def describe_error(err: dict[str, Any]) -> str:
+def describe_error(err: ErrorDetails | dict[str, Any]) -> str:
     kind = err["type"]
     value = err.get("input")
     if kind == "missing":

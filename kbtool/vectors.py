@@ -49,8 +49,12 @@ class ChunkMatrix:
         if self.n == 0 or len(missing) > max(RELOAD_AFTER, len(current) // 4):
             self._replace(conn.execute(_SELECT, (self.model_id,)).fetchall())
         elif len(missing):
-            self._append(conn.execute(_SELECT + " WHERE c.id IN (SELECT value FROM json_each(?))",
-                                      (self.model_id, json.dumps(missing.tolist()))).fetchall())
+            self._append(
+                conn.execute(
+                    _SELECT + " WHERE c.id IN (SELECT value FROM json_each(?))",
+                    (self.model_id, json.dumps(missing.tolist())),
+                ).fetchall()
+            )
         self.cards = np.fromiter((chunk_card.get(int(i), -1) for i in self.ids), dtype=np.int64, count=self.n)
         dead = self.cards < 0
         if dead.sum() > self.n // 4:

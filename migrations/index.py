@@ -70,8 +70,10 @@ def m002_chunk_ids_never_reused(db: Database) -> None:
             text TEXT NOT NULL,
             hash TEXT NOT NULL          -- sha256 of text: the key of its vector
         )""")
-    db.execute("INSERT INTO chunks (id, card_path, ordinal, heading, text, hash) "
-               "SELECT id, card_path, ordinal, heading, text, hash FROM chunks_before_m002")
+    db.execute(
+        "INSERT INTO chunks (id, card_path, ordinal, heading, text, hash) "
+        "SELECT id, card_path, ordinal, heading, text, hash FROM chunks_before_m002"
+    )
     db.execute("DROP TABLE chunks_before_m002")
     db.execute("CREATE INDEX chunks_card ON chunks(card_path)")
     db.execute("CREATE INDEX chunks_hash ON chunks(hash)")

@@ -56,12 +56,16 @@ def tree_state(root: Path) -> tuple[int, str, list[str]]:
     return commit_count(root), git(root, "status", "--porcelain"), files
 
 
-def modules_loaded_by(args: list[str], env: dict[str, str] | None = None, cwd: Path = REPO_ROOT) -> tuple[str, set[str]]:
+def modules_loaded_by(
+    args: list[str], env: dict[str, str] | None = None, cwd: Path = REPO_ROOT
+) -> tuple[str, set[str]]:
     """Run `kb ARGS` in a fresh interpreter; its stdout and every module it imported."""
-    code = ("import sys, runpy\n"
-            f"sys.argv = ['kb', *{list(args)!r}]\n"
-            "try:\n    runpy.run_module('kbtool', run_name='__main__')\n"
-            "except SystemExit:\n    pass\n"
-            "print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr)\n")
+    code = (
+        "import sys, runpy\n"
+        f"sys.argv = ['kb', *{list(args)!r}]\n"
+        "try:\n    runpy.run_module('kbtool', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print('MODULES', ' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
     return out.stdout, set(out.stderr.split("MODULES", 1)[-1].split())

@@ -57,7 +57,9 @@ def test_unknown_applies_to_key_is_refused():
 
 
 def test_applies_to_takes_a_value_or_a_list():
-    card = validate_card(base("gap", question="q", applies_to={"hardware": ["B200", "H100"], "precision": "nvfp4"}), "t.md")
+    card = validate_card(
+        base("gap", question="q", applies_to={"hardware": ["B200", "H100"], "precision": "nvfp4"}), "t.md"
+    )
     assert card.applies_to.hardware == ["B200", "H100"]
     assert card.applies_to.precision == "nvfp4"
 
@@ -71,7 +73,10 @@ def test_gate_op_must_be_a_comparison():
 def test_confirmed_finding_needs_evidence():
     with pytest.raises(InvalidCard, match="confirmed finding needs at least one evidence"):
         validate_card(base("finding", claim="c", status="confirmed"), "t.md")
-    card = validate_card(base("finding", claim="c", status="confirmed", evidence=[{"metric": "tpot", "value": 0.56, "unit": "ms"}]), "t.md")
+    card = validate_card(
+        base("finding", claim="c", status="confirmed", evidence=[{"metric": "tpot", "value": 0.56, "unit": "ms"}]),
+        "t.md",
+    )
     assert card.evidence[0].value == 0.56
 
 

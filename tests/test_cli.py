@@ -8,22 +8,72 @@ import pytest
 
 from conftest import commit_count, git, tree_state
 
-GATE = ["--field", "check.command=python bench.py --json", "--field", "check.metric=tpot_ms",
-        "--field", "check.op=<=", "--field", "check.threshold=12", "--field", "check.unit=ms"]
+GATE = [
+    "--field",
+    "check.command=python bench.py --json",
+    "--field",
+    "check.metric=tpot_ms",
+    "--field",
+    "check.op=<=",
+    "--field",
+    "check.threshold=12",
+    "--field",
+    "check.unit=ms",
+]
 
 ONE_OF_EACH = {
-    "contract": ["--title", "Paged KV-cache block manager", "--field", "component=block manager",
-                 "--field", "invariants=a block is owned by one sequence or free",
-                 "--field", "invariants=freed blocks return to the pool"],
-    "constraint": ["--title", "No post-training of the model", "--field", "rule=weights stay as released", "--field", "severity=must"],
-    "finding": ["--title", "FP8 KV cache cuts TPOT on H100", "--field", "evidence.0.metric=tpot",
-                "--field", "evidence.0.value=11.2", "--field", "evidence.0.unit=ms", "--field", "evidence.0.baseline=12.9",
-                "--field", "evidence.0.direction=lower", "--status", "confirmed"],
-    "failure-mode": ["--title", "RoPE layout mismatch", "--field", "symptom=fluent for a few tokens, then garbage",
-                     "--field", "fix=use the NeoX (rotate-half) layout the checkpoint was trained with"],
+    "contract": [
+        "--title",
+        "Paged KV-cache block manager",
+        "--field",
+        "component=block manager",
+        "--field",
+        "invariants=a block is owned by one sequence or free",
+        "--field",
+        "invariants=freed blocks return to the pool",
+    ],
+    "constraint": [
+        "--title",
+        "No post-training of the model",
+        "--field",
+        "rule=weights stay as released",
+        "--field",
+        "severity=must",
+    ],
+    "finding": [
+        "--title",
+        "FP8 KV cache cuts TPOT on H100",
+        "--field",
+        "evidence.0.metric=tpot",
+        "--field",
+        "evidence.0.value=11.2",
+        "--field",
+        "evidence.0.unit=ms",
+        "--field",
+        "evidence.0.baseline=12.9",
+        "--field",
+        "evidence.0.direction=lower",
+        "--status",
+        "confirmed",
+    ],
+    "failure-mode": [
+        "--title",
+        "RoPE layout mismatch",
+        "--field",
+        "symptom=fluent for a few tokens, then garbage",
+        "--field",
+        "fix=use the NeoX (rotate-half) layout the checkpoint was trained with",
+    ],
     "gate": ["--title", "TPOT within the baseline", *GATE],
     "gap": ["--title", "Does chunked prefill help at 32k context?"],
-    "reference": ["--title", "Chunked prefill", "--field", "source.path=docs/serving.md", "--field", "source.heading=Chunked prefill"],
+    "reference": [
+        "--title",
+        "Chunked prefill",
+        "--field",
+        "source.path=docs/serving.md",
+        "--field",
+        "source.heading=Chunked prefill",
+    ],
 }
 
 
@@ -64,8 +114,14 @@ def test_add_gap_with_only_a_title(cli, kb):
 
 def test_add_json_prints_the_whole_card(cli):
     card = json.loads(cli("add", "gate", "--title", "Accuracy vs BF16", *GATE, "--json").stdout)
-    assert card["check"] == {"command": "python bench.py --json", "metric": "tpot_ms", "op": "<=",
-                             "threshold": 12.0, "unit": "ms", "timeout_s": 600.0}
+    assert card["check"] == {
+        "command": "python bench.py --json",
+        "metric": "tpot_ms",
+        "op": "<=",
+        "threshold": 12.0,
+        "unit": "ms",
+        "timeout_s": 600.0,
+    }
     assert set(card) >= {"id", "kind", "title", "status", "path", "tags", "applies_to", "provenance", "links", "body"}
 
 
@@ -86,7 +142,16 @@ def test_add_from_file_keeps_the_given_id(cli, kb, tmp_path):
 
 def test_list_filters(cli):
     cli("add", "gap", "--title", "On B200?", "--field", "applies_to.hardware=B200", "--tag", "nvfp4")
-    cli("add", "gap", "--title", "On both?", "--field", "applies_to.hardware=B200", "--field", "applies_to.hardware=H100")
+    cli(
+        "add",
+        "gap",
+        "--title",
+        "On both?",
+        "--field",
+        "applies_to.hardware=B200",
+        "--field",
+        "applies_to.hardware=H100",
+    )
     cli("add", "gate", "--title", "A gate", *GATE, "--status", "confirmed")
 
     def ids(*args):
@@ -97,7 +162,9 @@ def test_list_filters(cli):
     assert ids("--tag", "nvfp4") == ["on-b200"]
     assert ids("--status", "confirmed") == ["a-gate"]
     assert ids("--where", "check.metric=tpot_ms") == ["a-gate"]
-    assert ids("--kind", "gap", "--where", "applies_to.hardware=B200", "--where", "applies_to.hardware=H100") == ["on-both"]
+    assert ids("--kind", "gap", "--where", "applies_to.hardware=B200", "--where", "applies_to.hardware=H100") == [
+        "on-both"
+    ]
     text = cli("list").stdout.splitlines()
     assert len(text) == 3 and text[2].split()[:3] == ["a-gate", "gate", "confirmed"]  # by kind, then id
 
@@ -130,8 +197,21 @@ def test_edit_without_a_change_makes_no_commit(cli, kb):
 
 def test_edit_appends_and_merges_list_items(cli, kb):
     card_id = cli("add", "finding", *ONE_OF_EACH["finding"]).stdout.strip()
-    assert cli("edit", card_id, "--field", "evidence.0.samples=30", "--field", "evidence.1.metric=ttft",
-               "--field", "evidence.1.value=14", "--field", "evidence.1.unit=ms").exit_code == 0
+    assert (
+        cli(
+            "edit",
+            card_id,
+            "--field",
+            "evidence.0.samples=30",
+            "--field",
+            "evidence.1.metric=ttft",
+            "--field",
+            "evidence.1.value=14",
+            "--field",
+            "evidence.1.unit=ms",
+        ).exit_code
+        == 0
+    )
     evidence = kb.get(card_id).card.evidence
     assert [(e.metric, e.value, e.samples) for e in evidence] == [("tpot", 11.2, 30), ("ttft", 14.0, None)]
 
@@ -158,7 +238,9 @@ def test_lint_reports_problems_and_exits_1(cli, kb):
     (kb.root / "kb" / "essay").mkdir()
     (kb.root / "kb" / "essay" / "x.md").write_text("hi")
     (kb.root / "kb" / "contract").mkdir()
-    (kb.root / "kb" / "contract" / "wrong-folder.md").write_text("---\nid: wrong-folder\nkind: gap\ntitle: T\nquestion: Q\n---\n")
+    (kb.root / "kb" / "contract" / "wrong-folder.md").write_text(
+        "---\nid: wrong-folder\nkind: gap\ntitle: T\nquestion: Q\n---\n"
+    )
     result = cli("lint", "--json")
     assert result.exit_code == 1
     report = json.loads(result.stdout)
@@ -216,7 +298,10 @@ BAD = [
     (["add", "gate", "--title", "x"], "check: required field is missing"),
     (["add", "gate", "--title", "x", *GATE[:-4], "--field", "check.threshold=twelve"], "'twelve' is not a number"),
     (["add", "gate", "--title", "x", "--field", "check=1"], "is a group of fields"),
-    (["add", "finding", "--title", "x", "--field", "evidence.0.metric=tpot", "--field", "evidence.0.value=fast"], "'fast' is not a number"),
+    (
+        ["add", "finding", "--title", "x", "--field", "evidence.0.metric=tpot", "--field", "evidence.0.value=fast"],
+        "'fast' is not a number",
+    ),
     (["add", "finding", "--title", "x", "--status", "confirmed"], "needs at least one evidence"),
     (["add", "finding", "--title", "x", "--field", "evidence.2.metric=m"], "skips past the end"),
     (["add", "gap", "--title", "x", "--body-file", "/no/such/file"], "no such file"),
@@ -245,9 +330,12 @@ def test_bad_input_is_refused_and_nothing_is_written(cli, kb, args, message):
 
 def test_malformed_card_file_given_to_add(cli, kb, tmp_path):
     bad = tmp_path / "bad.md"
-    for text, message in [("---\ntitle: [oops\n---\n", "malformed YAML"), ("no frontmatter", "starts with a '---'"),
-                          ("---\nkind: gate\ntitle: T\n---\n", "check: required field is missing"),
-                          ("---\nid: Bad Id\ntitle: T\nquestion: Q\n---\n", "not a valid id")]:
+    for text, message in [
+        ("---\ntitle: [oops\n---\n", "malformed YAML"),
+        ("no frontmatter", "starts with a '---'"),
+        ("---\nkind: gate\ntitle: T\n---\n", "check: required field is missing"),
+        ("---\nid: Bad Id\ntitle: T\nquestion: Q\n---\n", "not a valid id"),
+    ]:
         bad.write_text(text)
         before = tree_state(kb.root)
         result = cli("add", "gap" if "gate" not in text else "gate", "--from-file", str(bad))

@@ -39,8 +39,9 @@ NOTE = "pip install 'kbtool[semantic]'"
 def kb_without_model(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KB_DAEMON": "0"}
     env.pop("KB_EMBEDDER", None)
-    return subprocess.run([sys.executable, "-c", WITHOUT_MODEL, *args], capture_output=True, text=True, env=env,
-                          cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT_MODEL, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
+    )
 
 
 def clean(out: subprocess.CompletedProcess[str], code: int = 0) -> subprocess.CompletedProcess[str]:
@@ -52,12 +53,25 @@ def clean(out: subprocess.CompletedProcess[str], code: int = 0) -> subprocess.Co
 def test_every_command_but_vector_search_works_without_the_model(kb):
     root = str(kb.root)
     clean(kb_without_model("--kb", root, "add", "gap", "--title", "Does FP8 KV cache hurt accuracy?"))
-    clean(kb_without_model("--kb", root, "add-finding", "--title", "FP8 KV cache keeps accuracy", "-m", "acc=0.91",
-                           "--closes", "does-fp8"))
+    clean(
+        kb_without_model(
+            "--kb",
+            root,
+            "add-finding",
+            "--title",
+            "FP8 KV cache keeps accuracy",
+            "-m",
+            "acc=0.91",
+            "--closes",
+            "does-fp8",
+        )
+    )
     assert "fp8-kv-cache-keeps-accuracy" in clean(kb_without_model("--kb", root, "list")).stdout
     lint = clean(kb_without_model("--kb", root, "lint"))
     assert "duplicates check needs embeddings" in lint.stderr and NOTE in lint.stderr
-    found = clean(kb_without_model("--kb", root, "search", "FP8 KV cache keeps accuracy", "--kind", "finding", "--json"))
+    found = clean(
+        kb_without_model("--kb", root, "search", "FP8 KV cache keeps accuracy", "--kind", "finding", "--json")
+    )
     assert [h["id"] for h in json.loads(found.stdout)["hits"]] == ["fp8-kv-cache-keeps-accuracy"]
     assert NOTE in found.stderr and "keyword (BM25) results only" in found.stderr
     indexed = clean(kb_without_model("--kb", root, "index"))
@@ -74,12 +88,20 @@ def test_a_core_install_from_pypi_dependencies_used_on_another_folder(tmp_path):
     repository: the starter KB, with the repository's own kbtool/ folder beside it."""
     env_dir = tmp_path / "core"
     venv.EnvBuilder(with_pip=True).create(env_dir)
-    pip = subprocess.run([str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                          str(REPO_ROOT)], capture_output=True, text=True, timeout=900)
+    pip = subprocess.run(
+        [str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(REPO_ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert pip.returncode == 0, pip.stderr[-3000:]
     kb = env_dir / "bin" / "kb"
-    assert subprocess.run([str(env_dir / "bin" / "python"), "-c", "import sentence_transformers"],
-                          capture_output=True).returncode != 0  # really the core install
+    assert (
+        subprocess.run(
+            [str(env_dir / "bin" / "python"), "-c", "import sentence_transformers"], capture_output=True
+        ).returncode
+        != 0
+    )  # really the core install
 
     clone = tmp_path / "starter"
     subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)
@@ -87,7 +109,9 @@ def test_a_core_install_from_pypi_dependencies_used_on_another_folder(tmp_path):
     env["KB_DAEMON_IDLE"] = "60"
 
     def run(*args: str, code: int = 0, cwd: Path = clone) -> subprocess.CompletedProcess[str]:
-        return clean(subprocess.run([str(kb), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600), code)
+        return clean(
+            subprocess.run([str(kb), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=600), code
+        )
 
     try:
         assert len(run("list", "--kind", "gate").stdout.splitlines()) == 4
@@ -105,7 +129,13 @@ def test_a_core_install_from_pypi_dependencies_used_on_another_folder(tmp_path):
         run("add-finding", "--title", "TPOT 0.56 ms", "-m", "tpot=0.56ms", cwd=mine)
         assert "tpot-0-56-ms" in run("search", "TPOT", cwd=mine).stdout
     finally:
-        subprocess.run([str(env_dir / "bin" / "python"), "-c",
-                        f"from kbtool.client import stop_daemon; from pathlib import Path; "
-                        f"[stop_daemon(Path(p)) for p in ({str(clone)!r}, {str(tmp_path / 'my-kb')!r})]"],
-                       capture_output=True, timeout=60)
+        subprocess.run(
+            [
+                str(env_dir / "bin" / "python"),
+                "-c",
+                f"from kbtool.client import stop_daemon; from pathlib import Path; "
+                f"[stop_daemon(Path(p)) for p in ({str(clone)!r}, {str(tmp_path / 'my-kb')!r})]",
+            ],
+            capture_output=True,
+            timeout=60,
+        )

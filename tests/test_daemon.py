@@ -24,8 +24,13 @@ def env(kb):
 
 
 def kb_cmd(kb, env, *args, check=True):
-    out = subprocess.run([sys.executable, "-m", "kbtool", "--kb", str(kb.root), *args], capture_output=True,
-                         text=True, env=env, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "kbtool", "--kb", str(kb.root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     if check:
         assert out.returncode == 0, out.stderr
     return out
@@ -56,8 +61,11 @@ def test_a_write_from_another_process_is_found_by_the_next_search(kb, env):
 def test_bad_input_through_the_daemon_is_one_line_and_exit_2(kb, env):
     kb_cmd(kb, env, "add", "gap", "--title", "Anything?")
     kb_cmd(kb, env, "search", "anything")
-    for args, message in [(["search", "x", "--where", "applies_to.gpu=1"], "no card kind has the field"),
-                          (["search", "   "], "empty query"), (["search", "x", "-k", "0"], "k must be")]:
+    for args, message in [
+        (["search", "x", "--where", "applies_to.gpu=1"], "no card kind has the field"),
+        (["search", "   "], "empty query"),
+        (["search", "x", "-k", "0"], "k must be"),
+    ]:
         out = kb_cmd(kb, env, *args, check=False)
         assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
@@ -67,7 +75,17 @@ def test_the_client_process_stays_light(kb, env):
     kb_cmd(kb, env, "search", "light")  # the daemon is up
     stdout, loaded = modules_loaded_by(["--kb", str(kb.root), "search", "light", "--json"], env=env)
     assert json.loads(stdout)["hits"][0]["id"] == "light"
-    heavy = {"torch", "sentence_transformers", "numpy", "sqlite3", "git", "yaml", "markdown_it", "kbtool.kb", "kbtool.index"}
+    heavy = {
+        "torch",
+        "sentence_transformers",
+        "numpy",
+        "sqlite3",
+        "git",
+        "yaml",
+        "markdown_it",
+        "kbtool.kb",
+        "kbtool.index",
+    }
     assert not heavy & loaded, heavy & loaded
 
 
@@ -94,11 +112,18 @@ def test_the_build_identity_is_the_code_and_settings_not_file_times(kb, tmp_path
     package = Path(client.__file__).parent
     copy = tmp_path / "copy" / "kbtool"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    probe = "import sys; from pathlib import Path; from kbtool.client import build_id; print(build_id(Path(sys.argv[1])))"
+    probe = (
+        "import sys; from pathlib import Path; from kbtool.client import build_id; print(build_id(Path(sys.argv[1])))"
+    )
 
     def identity(folder: Path) -> str:
-        out = subprocess.run([sys.executable, "-P", "-c", probe, str(kb.root)], capture_output=True, text=True,
-                             env={**os.environ, "PYTHONPATH": str(folder.parent)}, check=True)
+        out = subprocess.run(
+            [sys.executable, "-P", "-c", probe, str(kb.root)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(folder.parent)},
+            check=True,
+        )
         return out.stdout.strip()
 
     original = identity(package)
@@ -143,8 +168,10 @@ def test_a_kbtool_folder_in_the_knowledge_base_is_never_imported(kb, env, tmp_pa
 def test_list_gaps_and_stats_use_a_running_daemon_and_see_every_write(kb, env):
     kb_cmd(kb, env, "add", "gap", "--title", "Does chunked prefill help at 32k?", "--field", "priority=high")
     kb_cmd(kb, env, "add", "constraint", "--title", "No post-training", "--field", "rule=weights stay as released")
-    alone = {args: kb_cmd(kb, {**env, "KB_DAEMON": "0"}, *args).stdout
-             for args in (("list",), ("list", "--json"), ("gaps",), ("stats", "--json"))}
+    alone = {
+        args: kb_cmd(kb, {**env, "KB_DAEMON": "0"}, *args).stdout
+        for args in (("list",), ("list", "--json"), ("gaps",), ("stats", "--json"))
+    }
     assert not socket_path(kb.root).exists()  # list, gaps and stats never start a daemon
     kb_cmd(kb, env, "search", "prefill")  # this does
     for args, text in alone.items():

@@ -12,8 +12,11 @@ from kbtool.evaluation import GoldQuery, evaluate, hit_keys, load_gold, score_qu
 
 
 def hit(card_id, path=None, heading=None):
-    return {"id": card_id, "path": f"kb/reference/{card_id}.md",
-            "source": {"path": path, "heading": heading} if path else None}
+    return {
+        "id": card_id,
+        "path": f"kb/reference/{card_id}.md",
+        "source": {"path": path, "heading": heading} if path else None,
+    }
 
 
 def test_a_hit_answers_to_its_id_path_and_section():
@@ -43,11 +46,17 @@ def test_evaluate_reports_each_mode_and_misses():
     assert report["modes"]["hybrid"]["missed"] == ["q2"]
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("", "no gold queries"), ("not json\n", "not JSON"), ('{"q": "x"}\n', "relevant must be"),
-    ('{"q": "", "relevant": ["a"]}\n', "expected"), ('{"q": "x", "relevant": []}\n', "relevant must be"),
-    ('{"q": "x", "relevant": ["a"], "split": "train"}\n', "split must be one of dev, test"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "no gold queries"),
+        ("not json\n", "not JSON"),
+        ('{"q": "x"}\n', "relevant must be"),
+        ('{"q": "", "relevant": ["a"]}\n', "expected"),
+        ('{"q": "x", "relevant": []}\n', "relevant must be"),
+        ('{"q": "x", "relevant": ["a"], "split": "train"}\n', "split must be one of dev, test"),
+    ],
+)
 def test_bad_gold_files(tmp_path, text, message):
     path = tmp_path / "gold.jsonl"
     path.write_text(text)
@@ -60,8 +69,12 @@ def test_eval_cli(cli, kb, tmp_path, monkeypatch):
     cli("add", "gap", "--title", "Chunked prefill at 32k?")
     cli("add", "gap", "--title", "CUDA graphs for decode?")
     gold = tmp_path / "gold.jsonl"
-    gold.write_text(json.dumps({"q": "cuda graph decode", "relevant": ["cuda-graphs-for-decode"], "split": "test"}) + "\n"
-                    + json.dumps({"q": "chunked prefill", "relevant": ["chunked-prefill-at-32k"], "split": "dev"}) + "\n")
+    gold.write_text(
+        json.dumps({"q": "cuda graph decode", "relevant": ["cuda-graphs-for-decode"], "split": "test"})
+        + "\n"
+        + json.dumps({"q": "chunked prefill", "relevant": ["chunked-prefill-at-32k"], "split": "dev"})
+        + "\n"
+    )
     report = json.loads(cli("eval", str(gold), "--json").stdout)
     assert report["queries"] == 2 and set(report["modes"]) == {"hybrid", "bm25", "vector", "plain bm25"}
     assert report["modes"]["hybrid"]["mrr@10"] == 1.0 and report["modes"]["plain bm25"]["mrr@10"] == 1.0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 
@@ -23,11 +22,32 @@ def light(monkeypatch):
 
 def test_add_finding_from_flags(cli, kb):
     before = commit_count(kb.root)
-    result = cli("add-finding", "--title", "VibeQwen single-stream output 1792 tok/s vs vLLM 943 on B200",
-                 "--metric", "output_throughput=1792tok/s", "--baseline", "output_throughput=943tok/s",
-                 "--metric", "ttft=12ms", "--baseline", "ttft=28ms",
-                 "--applies-to", "model=Qwen3.6-35B-A3B", "--applies-to", "hardware=B200", "--applies-to", "precision=nvfp4",
-                 "--applies-to", "workload=single-stream", "--project", "VibeQwen", "--tag", "speculative", "--json")
+    result = cli(
+        "add-finding",
+        "--title",
+        "VibeQwen single-stream output 1792 tok/s vs vLLM 943 on B200",
+        "--metric",
+        "output_throughput=1792tok/s",
+        "--baseline",
+        "output_throughput=943tok/s",
+        "--metric",
+        "ttft=12ms",
+        "--baseline",
+        "ttft=28ms",
+        "--applies-to",
+        "model=Qwen3.6-35B-A3B",
+        "--applies-to",
+        "hardware=B200",
+        "--applies-to",
+        "precision=nvfp4",
+        "--applies-to",
+        "workload=single-stream",
+        "--project",
+        "VibeQwen",
+        "--tag",
+        "speculative",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     card = json.loads(result.stdout)
     assert card["status"] == "confirmed" and card["provenance"]["project"] == "VibeQwen"
@@ -46,9 +66,15 @@ def test_a_finding_without_evidence_is_tentative(cli, kb):
 
 
 def test_add_finding_from_json_on_stdin(cli, kb):
-    payload = {"title": "Sammie: 91 images/s on one H100", "metrics": {"images_per_s": "91 images/s"},
-               "baseline": {"images_per_s": {"value": 60.7, "unit": "images/s"}}, "direction": "higher",
-               "applies_to": {"model": "SAM 3.1", "hardware": "H100"}, "tags": ["vision"], "project": "Sammie"}
+    payload = {
+        "title": "Sammie: 91 images/s on one H100",
+        "metrics": {"images_per_s": "91 images/s"},
+        "baseline": {"images_per_s": {"value": 60.7, "unit": "images/s"}},
+        "direction": "higher",
+        "applies_to": {"model": "SAM 3.1", "hardware": "H100"},
+        "tags": ["vision"],
+        "project": "Sammie",
+    }
     result = cli("add-finding", "--json-input", "--json", input=json.dumps(payload))
     assert result.exit_code == 0, result.output
     card = json.loads(result.stdout)
@@ -58,7 +84,9 @@ def test_add_finding_from_json_on_stdin(cli, kb):
 
 @needs_aiperf
 def test_add_finding_from_an_aiperf_export(cli, kb):
-    card = json.loads(cli("add-finding", "--title", "Mock server, concurrency 1", "--from", str(AIPERF), "--json").stdout)
+    card = json.loads(
+        cli("add-finding", "--title", "Mock server, concurrency 1", "--from", str(AIPERF), "--json").stdout
+    )
     export = json.loads(AIPERF.read_text())
     metrics = {e["metric"]: e for e in card["evidence"]}
     expected = {k for k, v in export.items() if isinstance(v, dict) and "unit" in v and "avg" in v}
@@ -96,12 +124,19 @@ def test_a_damaged_aiperf_export_is_refused(cli, kb, tmp_path, damage):
 
 def test_add_finding_from_a_results_tsv(cli, kb, tmp_path):
     tsv = tmp_path / "results.tsv"
-    tsv.write_text("commit\tmetric\tmemory\tstatus\tdescription\n"
-                   "a1b2c3d\t0.9979\t44.0\tkeep\tbaseline\n"
-                   "b2c3d4e\t0.9932\t44.2\tkeep\tincrease LR\n"
-                   "c3d4e5f\t1.0051\t44.0\tdiscard\tswitch activation\n")
-    card = json.loads(cli("add-finding", "--title", "LR sweep", "--from", str(tsv), "--metric-name", "val_bpb", "--json").stdout)
-    assert [(e["value"], e["conditions"]["commit"]) for e in card["evidence"]] == [(0.9979, "a1b2c3d"), (0.9932, "b2c3d4e")]
+    tsv.write_text(
+        "commit\tmetric\tmemory\tstatus\tdescription\n"
+        "a1b2c3d\t0.9979\t44.0\tkeep\tbaseline\n"
+        "b2c3d4e\t0.9932\t44.2\tkeep\tincrease LR\n"
+        "c3d4e5f\t1.0051\t44.0\tdiscard\tswitch activation\n"
+    )
+    card = json.loads(
+        cli("add-finding", "--title", "LR sweep", "--from", str(tsv), "--metric-name", "val_bpb", "--json").stdout
+    )
+    assert [(e["value"], e["conditions"]["commit"]) for e in card["evidence"]] == [
+        (0.9979, "a1b2c3d"),
+        (0.9932, "b2c3d4e"),
+    ]
     assert card["evidence"][0]["direction"] == "lower" and card["evidence"][1]["conditions"]["memory_gb"] == 44.2
 
 
@@ -111,40 +146,79 @@ def test_provenance_records_the_experiment_repository(cli, kb, tmp_path):
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "a.txt").write_text("x")
     subprocess.run(["git", "-C", str(repo), "add", "a.txt"], check=True)
-    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"], check=True
+    )
     (repo / "a.txt").write_text("changed")
     card = json.loads(cli("add-finding", "--title", "t", "-m", "tpot=0.56ms", "--repo", str(repo), "--json").stdout)
     assert card["repo"]["commit"] == git(repo, "rev-parse", "HEAD").strip() and card["repo"]["dirty"] is True
     assert card["repo"]["name"] == "experiment" and "path" not in card["repo"]  # no machine path travels in git
 
     # with a remote: its URL, without the credentials a clone URL may carry; artifacts relative to the repository
-    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "https://bot:ghp_s3cret@github.com/acme/engine.git"],
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "remote", "add", "origin", "https://bot:ghp_s3cret@github.com/acme/engine.git"],
+        check=True,
+    )
     export = repo / "runs" / "profile_export_aiperf.json"
     export.parent.mkdir()
-    export.write_text(AIPERF.read_text() if AIPERF.is_file() else json.dumps(
-        {"aiperf_version": "0.13.0", "time_to_first_token": {"unit": "ms", "avg": 25.3, "p99": 34.6}}))
+    export.write_text(
+        AIPERF.read_text()
+        if AIPERF.is_file()
+        else json.dumps({"aiperf_version": "0.13.0", "time_to_first_token": {"unit": "ms", "avg": 25.3, "p99": 34.6}})
+    )
     card = json.loads(cli("add-finding", "--title", "u", "--from", str(export), "--repo", str(repo), "--json").stdout)
     assert card["repo"]["url"] == "https://github.com/acme/engine.git" and card["repo"]["name"] == "engine"
     assert {e["artifact"]["path"] for e in card["evidence"]} == {"runs/profile_export_aiperf.json"}
-    assert str(tmp_path) not in (kb.root / card["path"]).read_text() and "s3cret" not in (kb.root / card["path"]).read_text()
+    assert (
+        str(tmp_path) not in (kb.root / card["path"]).read_text()
+        and "s3cret" not in (kb.root / card["path"]).read_text()
+    )
 
 
 def test_duplicates_and_contradictions_are_named_and_strict_refuses(cli, kb):
     args = ["--metric", "tpot=11ms", "--baseline", "tpot=13ms", "--applies-to", "hardware=H100"]
     first = cli("add-finding", "--title", "FP8 KV cache cuts TPOT on H100", *args).stdout.strip()
     dup = cli("add-finding", "--title", "FP8 KV cache cuts TPOT on H100 decode", *args)
-    assert dup.exit_code == 0 and f"likely duplicates of" in dup.stderr and first in dup.stderr
+    assert dup.exit_code == 0 and "likely duplicates of" in dup.stderr and first in dup.stderr
     before = tree_state(kb.root)
-    worse = cli("add-finding", "--title", "FP8 KV cache slows TPOT", "--metric", "tpot=15ms", "--baseline", "tpot=13ms",
-                "--applies-to", "hardware=H100", "--strict")
+    worse = cli(
+        "add-finding",
+        "--title",
+        "FP8 KV cache slows TPOT",
+        "--metric",
+        "tpot=15ms",
+        "--baseline",
+        "tpot=13ms",
+        "--applies-to",
+        "hardware=H100",
+        "--strict",
+    )
     assert worse.exit_code == 1 and "contradicts" in worse.stderr and first in worse.stderr
     assert tree_state(kb.root) == before
-    other_gpu = cli("add-finding", "--title", "FP8 KV cache slows TPOT on A100", "--metric", "tpot=15ms",
-                    "--baseline", "tpot=13ms", "--applies-to", "hardware=A100", "--strict")
+    other_gpu = cli(
+        "add-finding",
+        "--title",
+        "FP8 KV cache slows TPOT on A100",
+        "--metric",
+        "tpot=15ms",
+        "--baseline",
+        "tpot=13ms",
+        "--applies-to",
+        "hardware=A100",
+        "--strict",
+    )
     assert other_gpu.exit_code == 0  # another scope: no contradiction
-    contradicting = cli("add-finding", "--title", "FP8 KV cache slows TPOT", "--metric", "tpot=15ms", "--baseline", "tpot=13ms",
-                        "--applies-to", "hardware=H100")
+    contradicting = cli(
+        "add-finding",
+        "--title",
+        "FP8 KV cache slows TPOT",
+        "--metric",
+        "tpot=15ms",
+        "--baseline",
+        "tpot=13ms",
+        "--applies-to",
+        "hardware=H100",
+    )
     assert contradicting.exit_code == 0
     codes = [p["code"] for p in json.loads(cli("lint", "--json", "--skip", "duplicates").stdout)["problems"]]
     assert "contradiction" in codes
@@ -171,8 +245,15 @@ def test_bad_add_finding_input(cli, kb, args, message):
     assert tree_state(kb.root) == before
 
 
-@pytest.mark.parametrize(("payload", "message"), [("{", "not JSON"), ('{"title": "x", "colour": 1}', "unknown field"),
-                                                  ('{"title": "x", "metrics": {"tpot": "fast"}}', "is not a number"), ("[1]", "JSON object")])
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ("{", "not JSON"),
+        ('{"title": "x", "colour": 1}', "unknown field"),
+        ('{"title": "x", "metrics": {"tpot": "fast"}}', "is not a number"),
+        ("[1]", "JSON object"),
+    ],
+)
 def test_bad_json_input(cli, kb, payload, message):
     result = cli("add-finding", "--json-input", input=payload)
     assert result.exit_code == 2 and message in result.stderr, result.output
@@ -183,7 +264,9 @@ def test_closing_a_gap_links_both_in_one_commit(cli, kb):
     cli("add", "gap", "--title", "Low one?", "--field", "priority=low")
     assert [g["id"] for g in json.loads(cli("gaps", "--json").stdout)] == [gap, "low-one"]
     before = commit_count(kb.root)
-    finding = cli("add-finding", "--title", "EAGLE at c=32", "-m", "throughput=10307tok/s", "--closes", gap).stdout.strip()
+    finding = cli(
+        "add-finding", "--title", "EAGLE at c=32", "-m", "throughput=10307tok/s", "--closes", gap
+    ).stdout.strip()
     assert commit_count(kb.root) == before + 1
     assert kb.get(gap).card.closed_by == [finding] and kb.get(finding).card.links.closes == [gap]
     assert [g["id"] for g in json.loads(cli("gaps", "--json").stdout)] == ["low-one"]
@@ -207,13 +290,33 @@ def test_supersede_links_both_ways_and_search_demotes(cli, kb):
     assert cli("supersede", old, old).exit_code == 2
 
 
-GATE = ["--field", "check.metric=tpot_ms", "--field", "check.op=<=", "--field", "check.threshold=12", "--field", "check.unit=ms"]
+GATE = [
+    "--field",
+    "check.metric=tpot_ms",
+    "--field",
+    "check.op=<=",
+    "--field",
+    "check.threshold=12",
+    "--field",
+    "check.unit=ms",
+]
 
 
 def test_gates_lock_run_and_refuse_edits(cli, kb):
-    gate = cli("add", "gate", "--title", "TPOT within baseline", "--status", "confirmed", "--field",
-               "check.command=python3 -c \"import json; print(json.dumps({'tpot_ms': 11.2}))\"", *GATE).stdout.strip()
-    draft = cli("add", "gate", "--title", "A draft nobody has read", "--field", "check.command=true", *GATE).stdout.strip()
+    gate = cli(
+        "add",
+        "gate",
+        "--title",
+        "TPOT within baseline",
+        "--status",
+        "confirmed",
+        "--field",
+        "check.command=python3 -c \"import json; print(json.dumps({'tpot_ms': 11.2}))\"",
+        *GATE,
+    ).stdout.strip()
+    draft = cli(
+        "add", "gate", "--title", "A draft nobody has read", "--field", "check.command=true", *GATE
+    ).stdout.strip()
     lock = cli("gate", "lock")
     assert lock.exit_code == 0 and json.loads((kb.root / "kb.lock").read_text())["gates"][gate]["sha256"]
     # without ids, only confirmed gates are locked, and the command says which it skipped and why
@@ -235,13 +338,16 @@ def test_gates_lock_run_and_refuse_edits(cli, kb):
     assert cli("gate", "verify").exit_code == 1
 
 
-@pytest.mark.parametrize(("command", "extra", "expect"), [
-    ("echo 'tpot 13.5 ms'", ["--field", "check.regex=tpot ([0-9.]+)"], "fail: "),
-    ("echo 'tpot 9.5 ms'", ["--field", "check.regex=tpot ([0-9.]+)"], "pass: "),
-    ("exit 3", [], "the command exited 3"),
-    ("echo not json", [], "no JSON object"),
-    ("sleep 5", ["--field", "check.timeout_s=0.5"], "timed out"),
-])
+@pytest.mark.parametrize(
+    ("command", "extra", "expect"),
+    [
+        ("echo 'tpot 13.5 ms'", ["--field", "check.regex=tpot ([0-9.]+)"], "fail: "),
+        ("echo 'tpot 9.5 ms'", ["--field", "check.regex=tpot ([0-9.]+)"], "pass: "),
+        ("exit 3", [], "the command exited 3"),
+        ("echo not json", [], "no JSON object"),
+        ("sleep 5", ["--field", "check.timeout_s=0.5"], "timed out"),
+    ],
+)
 def test_gate_run_outcomes(cli, kb, command, extra, expect):
     gate = cli("add", "gate", "--title", "G", "--field", f"check.command={command}", *GATE, *extra).stdout.strip()
     result = cli("gate", "run", gate)
@@ -278,8 +384,12 @@ for i in range(int(sys.argv[3])):
 
 def test_concurrent_add_finding(kb, monkeypatch):
     writers, each = 8, 5
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(kb.root), str(w), str(each)], stderr=subprocess.PIPE, text=True)
-             for w in range(writers)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(kb.root), str(w), str(each)], stderr=subprocess.PIPE, text=True
+        )
+        for w in range(writers)
+    ]
     errors = [p.communicate(timeout=300)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * writers, errors
     assert len(kb.list(kind="finding")) == writers * each and commit_count(kb.root) == 1 + writers * each
@@ -289,9 +399,24 @@ def test_concurrent_add_finding(kb, monkeypatch):
 
 
 def test_command_and_conditions_are_kept_with_each_metric(cli, kb):
-    card = json.loads(cli("add-finding", "--title", "c=32 sweep", "-m", "output_throughput=10307tok/s", "-m", "tpot=2.9ms",
-                          "--command", "aiperf profile --concurrency 32", "--condition", "concurrency=32",
-                          "--condition", "workload=chat", "--json").stdout)
+    card = json.loads(
+        cli(
+            "add-finding",
+            "--title",
+            "c=32 sweep",
+            "-m",
+            "output_throughput=10307tok/s",
+            "-m",
+            "tpot=2.9ms",
+            "--command",
+            "aiperf profile --concurrency 32",
+            "--condition",
+            "concurrency=32",
+            "--condition",
+            "workload=chat",
+            "--json",
+        ).stdout
+    )
     for ev in card["evidence"]:
         assert ev["command"] == "aiperf profile --concurrency 32"
         assert ev["conditions"] == {"concurrency": 32, "workload": "chat"}

@@ -19,16 +19,33 @@ def test_values_are_typed_by_the_model():
 
 def test_repeated_keys_make_lists_and_single_values_fill_list_fields():
     assert parse_assignments(["applies_to.hardware=B200", "applies_to.hardware=H100"], Gap) == {
-        "applies_to": {"hardware": ["B200", "H100"]}}
+        "applies_to": {"hardware": ["B200", "H100"]}
+    }
     assert parse_assignments(["applies_to.hardware=B200"], Gap) == {"applies_to": {"hardware": "B200"}}
     assert parse_assignments(["links.related=other"], Gap) == {"links": {"related": ["other"]}}
 
 
 def test_list_items_by_index_and_mapping_keys():
-    update = parse_assignments(["evidence.0.metric=tpot", "evidence.0.value=0.56", "evidence.0.stats.p99=0.7",
-                                "evidence.0.conditions.concurrency=32", "evidence.0.conditions.mode=eager"], Finding)
-    assert update == {"evidence": {0: {"metric": "tpot", "value": 0.56, "stats": {"p99": 0.7},
-                                       "conditions": {"concurrency": 32, "mode": "eager"}}}}
+    update = parse_assignments(
+        [
+            "evidence.0.metric=tpot",
+            "evidence.0.value=0.56",
+            "evidence.0.stats.p99=0.7",
+            "evidence.0.conditions.concurrency=32",
+            "evidence.0.conditions.mode=eager",
+        ],
+        Finding,
+    )
+    assert update == {
+        "evidence": {
+            0: {
+                "metric": "tpot",
+                "value": 0.56,
+                "stats": {"p99": 0.7},
+                "conditions": {"concurrency": 32, "mode": "eager"},
+            }
+        }
+    }
     assert merge({"evidence": []}, update)["evidence"][0]["value"] == 0.56
 
 

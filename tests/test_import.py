@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, commit_count, git, tree_state
-from kbtool.errors import BadInput
 
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus lies beside the repository in CI")
@@ -18,8 +17,13 @@ needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="the shared corpus
 def docs(tmp_path: Path) -> Path:
     root = tmp_path / "serving-guide"
     (root / "decode").mkdir(parents=True)
-    (root / "README.md").write_text("# Serving guide\n\nHow we serve.\n\n## Batching\n\nContinuous batching keeps the GPU busy.\n\n## Empty\n\n## Usage\n\nFirst usage.\n")
-    (root / "decode" / "graphs.md").write_text("# CUDA graphs\n\nCapture decode once per batch size.\n\n## Usage\n\nA\n\n## Usage\n\nB\n")
+    (root / "README.md").write_text(
+        "# Serving guide\n\nHow we serve.\n\n## Batching\n\nContinuous batching keeps the GPU busy.\n\n"
+        "## Empty\n\n## Usage\n\nFirst usage.\n"
+    )
+    (root / "decode" / "graphs.md").write_text(
+        "# CUDA graphs\n\nCapture decode once per batch size.\n\n## Usage\n\nA\n\n## Usage\n\nB\n"
+    )
     (root / ".hidden").mkdir()
     (root / ".hidden" / "skip.md").write_text("# Hidden\n\nnot imported\n")
     return root
@@ -34,12 +38,19 @@ def test_each_heading_section_becomes_a_reference_card(kb, docs):
     assert summary["collection"] == "serving-guide" and summary["added"] == 6
     cards = references(kb)
     # the dict keeps one of graphs.md's two "Usage" sections; both are cards (see usage_ids)
-    assert sorted(cards) == ["README.md#Batching", "README.md#Serving guide", "README.md#Usage",
-                             "decode/graphs.md#CUDA graphs", "decode/graphs.md#Usage"]
+    assert sorted(cards) == [
+        "README.md#Batching",
+        "README.md#Serving guide",
+        "README.md#Usage",
+        "decode/graphs.md#CUDA graphs",
+        "decode/graphs.md#Usage",
+    ]
     batching = cards["README.md#Batching"]
     assert batching.card.title == "Batching" and batching.body == "Continuous batching keeps the GPU busy.\n"
     assert batching.card.provenance.project == "serving-guide" and "imported" in batching.card.tags
-    usage_ids = sorted(c.id for c in kb.list(kind="reference") if c.card.source.path == "decode/graphs.md" and c.card.title == "Usage")
+    usage_ids = sorted(
+        c.id for c in kb.list(kind="reference") if c.card.source.path == "decode/graphs.md" and c.card.title == "Usage"
+    )
     assert len(usage_ids) == 2 and usage_ids[1] == usage_ids[0] + "-2"
     assert commit_count(kb.root) == 2 and "kb import serving-guide: 6 added" in git(kb.root, "log", "-1", "--format=%s")
     assert kb.lint() == []
@@ -48,10 +59,19 @@ def test_each_heading_section_becomes_a_reference_card(kb, docs):
 def test_re_import_updates_instead_of_duplicating(kb, docs):
     kb.import_path(docs)
     before = commit_count(kb.root)
-    assert kb.import_path(docs) == {"collection": "serving-guide", "added": 0, "updated": 0, "unchanged": 6,
-                                    "retired": 0, "commit": None}
+    assert kb.import_path(docs) == {
+        "collection": "serving-guide",
+        "added": 0,
+        "updated": 0,
+        "unchanged": 6,
+        "retired": 0,
+        "commit": None,
+    }
     assert commit_count(kb.root) == before
-    (docs / "README.md").write_text("# Serving guide\n\nHow we serve.\n\n## Batching\n\nContinuous batching, measured.\n\n## Usage\n\nFirst usage.\n")
+    (docs / "README.md").write_text(
+        "# Serving guide\n\nHow we serve.\n\n## Batching\n\nContinuous batching, measured.\n\n"
+        "## Usage\n\nFirst usage.\n"
+    )
     (docs / "decode" / "graphs.md").unlink()
     summary = kb.import_path(docs)
     assert (summary["added"], summary["updated"], summary["unchanged"], summary["retired"]) == (0, 1, 2, 3)
@@ -72,15 +92,31 @@ BLUEPRINT = {
     "metadata": {"name": "test blueprint", "version": "1.0"},
     "framework_layer": {
         "components": [{"name": "Scheduler", "role": "prefill first, then decode", "ref_docs": ["a.md"]}],
-        "data_flow_contracts": {"paged_kv_cache_contract": {"_note": "block tables map tokens to blocks", "block_size": 256}},
+        "data_flow_contracts": {
+            "paged_kv_cache_contract": {"_note": "block tables map tokens to blocks", "block_size": 256}
+        },
     },
-    "model_layer": {"architecture_knowledge_base": {
-        "failure_mode_library": {"_note": "n", "entries": [
-            {"id": "FM-007", "category": "RoPE 布局", "symptom": "garbage after 4k", "check": "compare q", "fix": "neox layout",
-             "source_refs": ["06_experience/x.md"]}]},
-        "global_primitives_constraints": {"rmsnorm_precision_law": {"rule": "RMSNorm in fp32"}},
-    }},
-    "runtime_acceptance_layer": {"logic_constraints": ["Build bottom-up: primitives first. Then layers.", "No preemption."]},
+    "model_layer": {
+        "architecture_knowledge_base": {
+            "failure_mode_library": {
+                "_note": "n",
+                "entries": [
+                    {
+                        "id": "FM-007",
+                        "category": "RoPE 布局",
+                        "symptom": "garbage after 4k",
+                        "check": "compare q",
+                        "fix": "neox layout",
+                        "source_refs": ["06_experience/x.md"],
+                    }
+                ],
+            },
+            "global_primitives_constraints": {"rmsnorm_precision_law": {"rule": "RMSNorm in fp32"}},
+        }
+    },
+    "runtime_acceptance_layer": {
+        "logic_constraints": ["Build bottom-up: primitives first. Then layers.", "No preemption."]
+    },
 }
 
 
@@ -95,20 +131,29 @@ def test_a_metainfer_blueprint_becomes_failure_modes_constraints_and_contracts(k
     assert (fm.card.source.path, fm.card.source.heading) == ("inference_blueprint.json", "FM-007")
     assert fm.card.provenance.license == "MIT" and "MetaInfer" in fm.card.provenance.attribution
     headings = sorted(c.card.source.heading for c in kb.list() if c.card.source)
-    assert headings == ["FM-007", "components.Scheduler", "data_flow_contracts.paged_kv_cache_contract",
-                        "global_primitives_constraints.rmsnorm_precision_law", "logic_constraints[0]", "logic_constraints[1]"]
+    assert headings == [
+        "FM-007",
+        "components.Scheduler",
+        "data_flow_contracts.paged_kv_cache_contract",
+        "global_primitives_constraints.rmsnorm_precision_law",
+        "logic_constraints[0]",
+        "logic_constraints[1]",
+    ]
     first = next(c for c in kb.list(kind="constraint") if c.card.source.heading == "logic_constraints[0]")
     assert first.card.title == "Build bottom-up: primitives first" and first.card.severity == "must"
     assert kb.import_path(path)["unchanged"] == 6
 
 
-@pytest.mark.parametrize("make", [
-    lambda tmp: tmp / "missing",
-    lambda tmp: (tmp / "notes.txt").write_text("x") and tmp / "notes.txt",
-    lambda tmp: (tmp / "inference_blueprint.json").write_text("{broken") and tmp / "inference_blueprint.json",
-    lambda tmp: (tmp / "empty").mkdir() or tmp / "empty",
-    lambda tmp: (tmp / "latin1.md").write_bytes("# Caf\xe9\n\ntext\n".encode("latin-1")) and tmp / "latin1.md",
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda tmp: tmp / "missing",
+        lambda tmp: (tmp / "notes.txt").write_text("x") and tmp / "notes.txt",
+        lambda tmp: (tmp / "inference_blueprint.json").write_text("{broken") and tmp / "inference_blueprint.json",
+        lambda tmp: (tmp / "empty").mkdir() or tmp / "empty",
+        lambda tmp: (tmp / "latin1.md").write_bytes("# Caf\xe9\n\ntext\n".encode("latin-1")) and tmp / "latin1.md",
+    ],
+)
 def test_bad_import_paths_are_refused_and_nothing_is_written(cli, kb, tmp_path, make):
     target = make(tmp_path)
     before = tree_state(kb.root)
@@ -126,8 +171,13 @@ def test_import_cli(cli, kb, docs):
 def sections_with_text(root: Path) -> int:
     from kbtool.markdown import sections
 
-    return sum(1 for p in root.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(root).parts)
-               for s in sections(p.read_text(encoding="utf-8")) if s.text.strip())
+    return sum(
+        1
+        for p in root.rglob("*.md")
+        if not any(part.startswith(".") for part in p.relative_to(root).parts)
+        for s in sections(p.read_text(encoding="utf-8"))
+        if s.text.strip()
+    )
 
 
 @needs_corpus
@@ -143,10 +193,14 @@ def test_import_the_metainfer_package(kb):
     blueprint = json.loads((CORPUS / "metainfer" / "inference_blueprint.json").read_text())
     fms = blueprint["model_layer"]["architecture_knowledge_base"]["failure_mode_library"]["entries"]
     failure_modes = kb.list(kind="failure-mode")
-    assert len(failure_modes) == len(fms) and all(c.card.title.startswith(c.card.source.heading + " ") for c in failure_modes)
+    assert len(failure_modes) == len(fms) and all(
+        c.card.title.startswith(c.card.source.heading + " ") for c in failure_modes
+    )
     assert len(kb.list(kind="constraint")) == len(blueprint["runtime_acceptance_layer"]["logic_constraints"]) + len(
-        blueprint["model_layer"]["architecture_knowledge_base"]["global_primitives_constraints"])
+        blueprint["model_layer"]["architecture_knowledge_base"]["global_primitives_constraints"]
+    )
     assert summary["added"] == sections_with_text(CORPUS / "metainfer") + len(kb.list(kind="failure-mode")) + len(
-        kb.list(kind="constraint")) + len(kb.list(kind="contract"))
+        kb.list(kind="constraint")
+    ) + len(kb.list(kind="contract"))
     assert kb.lint() == []
     assert kb.import_path(CORPUS / "metainfer")["unchanged"] == summary["added"]

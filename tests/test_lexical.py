@@ -16,7 +16,12 @@ from kbtool.evaluation import load_gold
 from kbtool.search import phrases, query_terms
 
 QUERIES = [g.q for g in load_gold(REPO_ROOT / "tests" / "gold" / "starter.jsonl")] + [
-    "KV 缓存 量化 精度", "NVFP4 MoE decode", "why does the all-reduce hang", "B200 tensor cores FP4", "zzzz-unknown-word"]
+    "KV 缓存 量化 精度",
+    "NVFP4 MoE decode",
+    "why does the all-reduce hang",
+    "B200 tensor cores FP4",
+    "zzzz-unknown-word",
+]
 FILTERS = [None, ["applies_to.hardware=B200"], ["applies_to.precision=nvfp4"]]
 
 
@@ -81,9 +86,12 @@ def test_the_limit_keeps_ties_in_fts5_order(starter):
 def test_postings_follow_adds_edits_and_removals(starter):
     warm(starter)
     before = starter.index._postings
-    starter.add("finding", "NVFP4 grouped GEMM decode is memory bound on B200",
-                body="Decode of the MoE experts at batch 1 reads every expert weight once.",
-                fields=["applies_to.hardware=B200", "applies_to.precision=nvfp4"])
+    starter.add(
+        "finding",
+        "NVFP4 grouped GEMM decode is memory bound on B200",
+        body="Decode of the MoE experts at batch 1 reads every expert weight once.",
+        fields=["applies_to.hardware=B200", "applies_to.precision=nvfp4"],
+    )
     target = next(s for s in starter.cards() if s.card.kind == "failure-mode")
     starter.edit(target.id, body="The all-reduce hangs when NCCL_P2P_DISABLE differs between ranks.")
     (starter.root / next(s for s in starter.cards() if s.card.kind == "gap").path).unlink()
@@ -103,7 +111,9 @@ def test_too_many_changes_at_once_go_back_to_fts5_then_read_again(starter, monke
     assert starter.index.lexical(query, None, 50) == fts5_only(starter, "FP8 attention accuracy", limit=50)
     starter.index._postings_reading.join()
     assert starter.index._postings.generation == starter.index.generation()
-    assert from_postings(starter, "FP8 attention accuracy", limit=50) == fts5_only(starter, "FP8 attention accuracy", limit=50)
+    assert from_postings(starter, "FP8 attention accuracy", limit=50) == fts5_only(
+        starter, "FP8 attention accuracy", limit=50
+    )
 
 
 def test_a_phrase_of_several_tokens_is_left_to_fts5(starter):

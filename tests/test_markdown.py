@@ -36,9 +36,17 @@ def test_every_starter_card_validates_against_its_json_schema(path):
 
 
 def test_render_then_parse_gives_the_same_card_and_body():
-    card = validate_card({"id": "fix-rope", "kind": "failure-mode", "title": "RoPE layout mismatch",
-                          "symptom": "coherent for a few tokens, then garbage",
-                          "fix": "line 1\nline 2", "tags": ["rope"]}, "t")
+    card = validate_card(
+        {
+            "id": "fix-rope",
+            "kind": "failure-mode",
+            "title": "RoPE layout mismatch",
+            "symptom": "coherent for a few tokens, then garbage",
+            "fix": "line 1\nline 2",
+            "tags": ["rope"],
+        },
+        "t",
+    )
     text = markdown.render(card, "## Check\n\nCompare q after RoPE with the reference.\n")
     assert "fix: |-\n  line 1\n  line 2\n" in text  # multi-line values as literal blocks
     again, body = markdown.parse(text)
@@ -48,8 +56,9 @@ def test_render_then_parse_gives_the_same_card_and_body():
 
 
 def test_canonical_order_puts_identity_then_own_fields_then_common_ones():
-    card = validate_card({"id": "g", "kind": "gap", "title": "T", "question": "Q", "tags": ["a"],
-                          "provenance": {"author": "me"}}, "t")
+    card = validate_card(
+        {"id": "g", "kind": "gap", "title": "T", "question": "Q", "tags": ["a"], "provenance": {"author": "me"}}, "t"
+    )
     keys = [line.split(":")[0] for line in markdown.render(card).splitlines() if line and line[0].isalpha()]
     assert keys == ["id", "kind", "title", "status", "question", "priority", "tags", "provenance", "schema_version"]
 

@@ -6,9 +6,10 @@ import asyncio
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 import httpx2
 import pytest
@@ -40,11 +41,17 @@ def env(monkeypatch) -> dict[str, str]:
 
 @pytest.fixture
 def seeded(kb: kbtool.KnowledgeBase) -> kbtool.KnowledgeBase:
-    kb.add("constraint", "Accuracy against the BF16 oracle is a gate",
-           values={"rule": "No optimisation lands unless GSM8K accuracy stays within 0.5 points of BF16"})
+    kb.add(
+        "constraint",
+        "Accuracy against the BF16 oracle is a gate",
+        values={"rule": "No optimisation lands unless GSM8K accuracy stays within 0.5 points of BF16"},
+    )
     kb.add("gap", "Does an FP8 KV cache hold long-context accuracy on H100?", values={"priority": "high"})
-    kb.add("failure-mode", "CUDA graph capture with dynamic shapes",
-           values={"symptom": "decode output is garbage after warm-up", "fix": "pad batch sizes to captured sizes"})
+    kb.add(
+        "failure-mode",
+        "CUDA graph capture with dynamic shapes",
+        values={"symptom": "decode output is garbage after warm-up", "fix": "pad batch sizes to captured sizes"},
+    )
     skill = kb.root / "skills" / "profile-decode"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text(SKILL)
@@ -86,7 +93,10 @@ def test_tools_have_stable_names_and_honest_annotations(seeded, env):
                 hints = tools[name].annotations
                 assert hints.read_only_hint is False and hints.destructive_hint is False, name
             assert "query" in tools["search"].input_schema["required"]
-            assert {"title", "metrics", "baseline", "applies_to", "closes", "tags"} <= set(tools["add_finding"].input_schema["properties"])
+            assert {"title", "metrics", "baseline", "applies_to", "closes", "tags"} <= set(
+                tools["add_finding"].input_schema["properties"]
+            )
+
     asyncio.run(go())
 
 
@@ -104,21 +114,33 @@ def test_search_get_and_a_finding_added_through_mcp_is_found(seeded, env):
             assert card.content[0].text.startswith("---\nid: " + top["id"])
 
             commits = commit_count(seeded.root)
-            added = await call(client, "add_finding", title="FP8 KV cache keeps RULER accuracy on H100",
-                               metrics={"ruler_accuracy": 91.2, "decode_tps": "1480 tok/s"},
-                               baseline={"ruler_accuracy": 91.5}, applies_to={"hardware": "H100", "precision": "fp8"},
-                               closes=(await call(client, "gaps")).structured_content["gaps"][0]["id"], tags=["kv-cache"])
+            added = await call(
+                client,
+                "add_finding",
+                title="FP8 KV cache keeps RULER accuracy on H100",
+                metrics={"ruler_accuracy": 91.2, "decode_tps": "1480 tok/s"},
+                baseline={"ruler_accuracy": 91.5},
+                applies_to={"hardware": "H100", "precision": "fp8"},
+                closes=(await call(client, "gaps")).structured_content["gaps"][0]["id"],
+                tags=["kv-cache"],
+            )
             assert not added.is_error, added.content[0].text
             new_id = added.structured_content["id"]
             assert commit_count(seeded.root) == commits + 1
 
-            again = await call(client, "search", query="FP8 KV cache RULER accuracy", filters={"applies_to.hardware": "H100"})
+            again = await call(
+                client, "search", query="FP8 KV cache RULER accuracy", filters={"applies_to.hardware": "H100"}
+            )
             assert again.structured_content["hits"][0]["id"] == new_id
             stored = seeded.get(new_id).card
             # an agent's finding waits for review: tentative, and it names the client that wrote it
-            assert stored.status == "tentative" and {e.metric for e in stored.evidence} == {"ruler_accuracy", "decode_tps"}
+            assert stored.status == "tentative" and {e.metric for e in stored.evidence} == {
+                "ruler_accuracy",
+                "decode_tps",
+            }
             assert stored.provenance.agent == "mcp:mcp" and stored.provenance.reviewed_by is None
             assert (await call(client, "gaps")).structured_content["gaps"] == []  # the finding closed it
+
     asyncio.run(go())
 
 
@@ -126,37 +148,54 @@ def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(seeded, env):
     async def go():
         async with stdio(seeded, env) as client:
             before = commit_count(seeded.root)
-            cases = [("get", {"id": "no-such-card"}, "no card or skill with id 'no-such-card'"),
-                     ("search", {"query": "x", "filters": {"applies_to.nonsense": "1"}}, "filters applies_to.nonsense"),
-                     ("search", {"query": "x", "kind": "recipe"}, "recipe"),
-                     ("search", {"query": "   "}, "empty query"),
-                     ("search", {"query": "x", "k": "ten"}, "k"),
-                     ("add_card", {"kind": "constraint", "title": "no rule"}, "rule"),
-                     ("add_card", {"kind": "gate", "title": "bad", "fields": {"check": {"op": "~"}}}, "check"),
-                     ("add_finding", {"title": "t", "metrics": {"tps": "fast"}}, "tps"),
-                     ("add_finding", {"title": "t", "closes": "no-such-gap"}, "no-such-gap"),
-                     ("related", {"id": "nope"}, "nope"),
-                     ("skill", {"name": "Not_A_Skill"}, "no skill named"),
-                     ("lint", {"skip": ["everything"]}, "everything"),
-                     ("no_such_tool", {}, "no_such_tool")]
+            cases = [
+                ("get", {"id": "no-such-card"}, "no card or skill with id 'no-such-card'"),
+                ("search", {"query": "x", "filters": {"applies_to.nonsense": "1"}}, "filters applies_to.nonsense"),
+                ("search", {"query": "x", "kind": "recipe"}, "recipe"),
+                ("search", {"query": "   "}, "empty query"),
+                ("search", {"query": "x", "k": "ten"}, "k"),
+                ("add_card", {"kind": "constraint", "title": "no rule"}, "rule"),
+                ("add_card", {"kind": "gate", "title": "bad", "fields": {"check": {"op": "~"}}}, "check"),
+                ("add_finding", {"title": "t", "metrics": {"tps": "fast"}}, "tps"),
+                ("add_finding", {"title": "t", "closes": "no-such-gap"}, "no-such-gap"),
+                ("related", {"id": "nope"}, "nope"),
+                ("skill", {"name": "Not_A_Skill"}, "no skill named"),
+                ("lint", {"skip": ["everything"]}, "everything"),
+                ("no_such_tool", {}, "no_such_tool"),
+            ]
             for tool, args, words in cases:
                 result = await client.call_tool(tool, args)
                 assert result.is_error, (tool, args)
                 assert words in result.content[0].text, (tool, result.content[0].text)
             assert commit_count(seeded.root) == before  # nothing half-written
             assert not (await call(client, "list")).is_error
+
     asyncio.run(go())
 
 
 def test_a_write_through_the_cli_shows_in_the_servers_next_search(seeded, env):
     async def go():
         async with stdio(seeded, env) as client:
-            assert (await call(client, "search", query="speculative decoding acceptance")).structured_content["hits"][0]["kind"] != "finding"
-            subprocess.run([*KB, "--kb", str(seeded.root), "add", "finding", "--title",
-                            "EAGLE-3 speculative decoding acceptance length 3.1 on chat traffic"],
-                           env=env, check=True, capture_output=True)
+            assert (await call(client, "search", query="speculative decoding acceptance")).structured_content["hits"][
+                0
+            ]["kind"] != "finding"
+            subprocess.run(
+                [
+                    *KB,
+                    "--kb",
+                    str(seeded.root),
+                    "add",
+                    "finding",
+                    "--title",
+                    "EAGLE-3 speculative decoding acceptance length 3.1 on chat traffic",
+                ],
+                env=env,
+                check=True,
+                capture_output=True,
+            )
             hits = (await call(client, "search", query="speculative decoding acceptance")).structured_content["hits"]
             assert hits[0]["title"].startswith("EAGLE-3")
+
     asyncio.run(go())
 
 
@@ -165,6 +204,7 @@ def test_read_only_leaves_the_writers_out(seeded, env):
         async with stdio(seeded, env, "--read-only") as client:
             assert {t.name for t in (await client.list_tools()).tools} == READERS
             assert (await call(client, "add_card", kind="gap", title="x")).is_error
+
     asyncio.run(go())
 
 
@@ -176,8 +216,10 @@ def test_related_skills_and_resources(seeded, env):
     async def go():
         async with stdio(seeded, env) as client:
             near = (await call(client, "related", id=old.id)).structured_content
-            assert {"rel": "superseded_by", "id": new.id} in [{k: l[k] for k in ("rel", "id")} for l in near["links_out"]]
-            assert [l["id"] for l in near["links_in"]] == [new.id]
+            assert {"rel": "superseded_by", "id": new.id} in [
+                {k: link[k] for k in ("rel", "id")} for link in near["links_out"]
+            ]
+            assert [link["id"] for link in near["links_in"]] == [new.id]
             assert all(s["id"] not in (old.id, new.id) for s in near["similar"])
 
             listed = (await call(client, "skills")).structured_content["skills"]
@@ -191,13 +233,18 @@ def test_related_skills_and_resources(seeded, env):
             assert "# Profile decode" in skill.contents[0].text
             with pytest.raises(Exception, match="no card"):
                 await client.read_resource("kb://cards/nothing-here")
+
     asyncio.run(go())
 
 
 def test_search_answers_stay_within_their_budget(seeded, env):
     for i in range(12):
-        seeded.add("reference", f"Decode kernel note {i}", values={"source": {"url": f"https://example.org/{i}"}},
-                   body="decode kernel tuning " * 40)
+        seeded.add(
+            "reference",
+            f"Decode kernel note {i}",
+            values={"source": {"url": f"https://example.org/{i}"}},
+            body="decode kernel tuning " * 40,
+        )
 
     async def go():
         async with stdio(seeded, env) as client:
@@ -206,12 +253,18 @@ def test_search_answers_stay_within_their_budget(seeded, env):
             assert len(full.structured_content["hits"]) == 12
             assert 1 <= len(small.structured_content["hits"]) < 12 and small.structured_content["truncated"]
             assert len(small.content[0].text) <= 400
+
     asyncio.run(go())
 
 
 def test_http_off_loopback_requires_and_enforces_a_token(seeded, env):
-    refused = subprocess.run([*KB, "--kb", str(seeded.root), "serve", "--http", "0.0.0.0:0"], env=env,
-                             capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [*KB, "--kb", str(seeded.root), "serve", "--http", "0.0.0.0:0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode == 2 and "--token" in refused.stderr and "Traceback" not in refused.stderr
 
     with http_server(seeded, env, "--http", "0.0.0.0:0", "--token", "s3cret") as url:
@@ -226,26 +279,35 @@ def test_http_off_loopback_requires_and_enforces_a_token(seeded, env):
                     hits = (await call(client, "search", query="CUDA graph capture")).structured_content["hits"]
                     assert hits[0]["kind"] == "failure-mode"
                     assert (await call(client, "get", id="missing")).is_error
+
         asyncio.run(go())
 
 
 def test_http_on_loopback_and_a_taken_port(seeded, env):
     with http_server(seeded, env, "--http", "127.0.0.1:0") as url:
+
         async def go():
             async with Client(url) as client:
                 assert not (await call(client, "gaps")).is_error
+
         asyncio.run(go())
 
         port = url.rsplit(":", 1)[1].split("/")[0]
-        taken = subprocess.run([*KB, "--kb", str(seeded.root), "serve", "--http", f"127.0.0.1:{port}"], env=env,
-                               capture_output=True, text=True, timeout=60)
+        taken = subprocess.run(
+            [*KB, "--kb", str(seeded.root), "serve", "--http", f"127.0.0.1:{port}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert taken.returncode == 2 and "cannot listen" in taken.stderr
 
 
 def test_serve_rejects_bad_flags(seeded, env):
     for flags, words in ((["--http", "nowhere"], "HOST:PORT"), (["--token", "x"], "--token applies to --http")):
-        out = subprocess.run([*KB, "--kb", str(seeded.root), "serve", *flags], env=env, capture_output=True, text=True,
-                             timeout=60)
+        out = subprocess.run(
+            [*KB, "--kb", str(seeded.root), "serve", *flags], env=env, capture_output=True, text=True, timeout=60
+        )
         assert out.returncode == 2 and words in out.stderr, out.stderr
     assert Path(seeded.root / "skills").exists()
 
@@ -265,10 +327,12 @@ def starter(tmp_path) -> kbtool.KnowledgeBase:
 def test_the_documented_agent_workflow_on_the_starter_kb(starter, env, tmp_path):
     """What the kb skill tells an agent to do, through the official client: search, open every hit
     (cards and skills), record a finding, find it at once in both legs, lint, page through a list."""
+
     async def go():
         async with stdio(starter, env) as client:
-            hits = (await call(client, "search", query="profile single-stream decode NVFP4 MoE", k=30,
-                               budget=100_000)).structured_content["hits"]
+            hits = (
+                await call(client, "search", query="profile single-stream decode NVFP4 MoE", k=30, budget=100_000)
+            ).structured_content["hits"]
             assert {"skill"} < {h["kind"] for h in hits}
             for hit in hits:  # every hit opens, skills included
                 opened = await call(client, "get", id=hit["id"])
@@ -279,11 +343,15 @@ def test_the_documented_agent_workflow_on_the_starter_kb(starter, env, tmp_path)
                 near = await call(client, "related", id=name)
                 assert not near.is_error and near.structured_content["similar"], near.content[0].text
 
-            added = await call(client, "add_finding", title="Zebrafish t1 decode latency 3.1 ms",
-                               metrics={"tpot": "3.1ms", "ttft": {"value": 25.26, "unit": "ms", "p99": 34.6,
-                                                                  "samples": 30}},
-                               conditions={"concurrency": 1}, command="aiperf profile --concurrency 1",
-                               applies_to={"hardware": "B200"})
+            added = await call(
+                client,
+                "add_finding",
+                title="Zebrafish t1 decode latency 3.1 ms",
+                metrics={"tpot": "3.1ms", "ttft": {"value": 25.26, "unit": "ms", "p99": 34.6, "samples": 30}},
+                conditions={"concurrency": 1},
+                command="aiperf profile --concurrency 1",
+                applies_to={"hardware": "B200"},
+            )
             assert not added.is_error, added.content[0].text
             new_id = added.structured_content["id"]
             assert added.structured_content["status"] == "tentative" and "awaiting review" in added.content[0].text
@@ -297,9 +365,15 @@ def test_the_documented_agent_workflow_on_the_starter_kb(starter, env, tmp_path)
 
             page = await call(client, "list", limit=3)
             total = page.structured_content["total"]
-            assert total > 90 and f"3 of {total} cards shown" in page.content[0].text and "offset=3" in page.content[0].text
+            assert (
+                total > 90
+                and f"3 of {total} cards shown" in page.content[0].text
+                and "offset=3" in page.content[0].text
+            )
             second = await call(client, "list", limit=3, offset=3)
-            assert [c["id"] for c in second.structured_content["cards"]] != [c["id"] for c in page.structured_content["cards"]]
+            assert [c["id"] for c in second.structured_content["cards"]] != [
+                c["id"] for c in page.structured_content["cards"]
+            ]
             cut = await call(client, "search", query="decode", k=30, budget=600)
             shown = cut.structured_content["shown"]
             assert cut.structured_content["truncated"] and f"{shown} of 30 hits shown" in cut.content[0].text
@@ -312,8 +386,23 @@ def test_the_documented_agent_workflow_on_the_starter_kb(starter, env, tmp_path)
     assert evidence["tpot"].conditions == {"concurrency": 1} and evidence["tpot"].command.startswith("aiperf")
     assert starter.get(new_id).card.provenance.agent.startswith("mcp")
     # a B200 pack leaves the unreviewed finding out
-    subprocess.run([*KB, "--kb", str(starter.root), "skill", "pack", "--where", "applies_to.hardware=B200",
-                    "--name", "b200-pack", "--general"], env=env, check=True, capture_output=True)
+    subprocess.run(
+        [
+            *KB,
+            "--kb",
+            str(starter.root),
+            "skill",
+            "pack",
+            "--where",
+            "applies_to.hardware=B200",
+            "--name",
+            "b200-pack",
+            "--general",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     assert not (starter.root / "skills" / "b200-pack" / "references" / f"{new_id}.md").exists()
 
 
@@ -323,21 +412,32 @@ def test_an_agent_cannot_get_a_command_locked_and_run(seeded, env, tmp_path):
     async def go():
         async with stdio(seeded, env) as client:
             before = commit_count(seeded.root)
-            for fields in ({"status": "confirmed"}, {"id": "chosen-id"}, {"links": {"related": ["x"]}},
-                           {"provenance": {"author": "a person"}}):
+            for fields in (
+                {"status": "confirmed"},
+                {"id": "chosen-id"},
+                {"links": {"related": ["x"]}},
+                {"provenance": {"author": "a person"}},
+            ):
                 refused = await call(client, "add_card", kind="gap", title="x", fields=fields)
                 assert refused.is_error and "an agent cannot set" in refused.content[0].text, fields
             refused = await call(client, "add_finding", title="t", metrics={"ttft": {"value": 1, "p99.9": 2}})
             assert refused.is_error and "unknown key(s) p99.9" in refused.content[0].text
             assert (await call(client, "add_finding", title="t", status="confirmed")).is_error
             assert commit_count(seeded.root) == before
-            gate = await call(client, "add_card", kind="gate", title="Harmless check",
-                              fields={"check": {"command": f"touch {marker}", "metric": "x", "op": ">=", "threshold": 0}})
+            gate = await call(
+                client,
+                "add_card",
+                kind="gate",
+                title="Harmless check",
+                fields={"check": {"command": f"touch {marker}", "metric": "x", "op": ">=", "threshold": 0}},
+            )
             assert not gate.is_error and gate.structured_content["status"] == "draft"
             return gate.structured_content["id"]
 
     gate_id = asyncio.run(go())
     lock = subprocess.run([*KB, "--kb", str(seeded.root), "gate", "lock"], env=env, capture_output=True, text=True)
     assert lock.returncode == 0 and f"skipped {gate_id}" in lock.stderr and not (seeded.root / "kb.lock").exists()
-    run = subprocess.run([*KB, "--kb", str(seeded.root), "gate", "run", gate_id], env=env, capture_output=True, text=True)
+    run = subprocess.run(
+        [*KB, "--kb", str(seeded.root), "gate", "run", gate_id], env=env, capture_output=True, text=True
+    )
     assert run.returncode == 2 and not marker.exists()

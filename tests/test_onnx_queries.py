@@ -53,7 +53,9 @@ def test_an_encoder_that_disagrees_is_not_used(embedder, monkeypatch):
     monkeypatch.setattr(onnx_queries.OnnxQueryEncoder, "encode", lambda self, text: np.roll(real(self, text), 1))
     embedder.prepare_for_queries()
     assert not embedder.fast_queries
-    assert embedder.embed_query("paged attention") @ SentenceTransformerEmbedder().embed_query("paged attention") > 0.9999
+    assert (
+        embedder.embed_query("paged attention") @ SentenceTransformerEmbedder().embed_query("paged attention") > 0.9999
+    )
 
 
 def test_without_onnxruntime_queries_stay_on_pytorch(embedder, monkeypatch):

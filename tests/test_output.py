@@ -28,15 +28,33 @@ def shapes(kb, monkeypatch):
     a very long title; a skill. Searched with the hashing embedder, in this process."""
     monkeypatch.setenv("KB_EMBEDDER", "hashing")
     monkeypatch.setenv("KB_DAEMON", "0")
-    kb.add("reference", "Speculative decoding paper", values={"source": {"url": "https://arxiv.org/abs/2211.17192"}},
-           body="Speculative decoding drafts tokens with a small model.")
-    kb.add("reference", "Decode notes section", values={"source": {"path": "notes/decode.md", "heading": "Decode"}},
-           body="Decode is memory bound at batch one.")
-    kb.add("reference", "Both path and url", values={"source": {"path": "docs/a.md", "url": "https://example.org/a"}},
-           body="Decode kernels and a link.")
-    kb.add("constraint", "No post-training of the model", values={"rule": "Weights stay as released; decode tricks only"})
-    kb.add("finding", "解码阶段 TPOT 受内存带宽限制", values={"claim": "解码 decode 阶段受内存带宽限制"},
-           body="在 B200 上单流解码时，TPOT 由权重读取决定。")
+    kb.add(
+        "reference",
+        "Speculative decoding paper",
+        values={"source": {"url": "https://arxiv.org/abs/2211.17192"}},
+        body="Speculative decoding drafts tokens with a small model.",
+    )
+    kb.add(
+        "reference",
+        "Decode notes section",
+        values={"source": {"path": "notes/decode.md", "heading": "Decode"}},
+        body="Decode is memory bound at batch one.",
+    )
+    kb.add(
+        "reference",
+        "Both path and url",
+        values={"source": {"path": "docs/a.md", "url": "https://example.org/a"}},
+        body="Decode kernels and a link.",
+    )
+    kb.add(
+        "constraint", "No post-training of the model", values={"rule": "Weights stay as released; decode tricks only"}
+    )
+    kb.add(
+        "finding",
+        "解码阶段 TPOT 受内存带宽限制",
+        values={"claim": "解码 decode 阶段受内存带宽限制"},
+        body="在 B200 上单流解码时，TPOT 由权重读取决定。",
+    )
     kb.add("gap", LONG_TITLE, values={"priority": "high"})
     skill = kb.root / "skills" / "profile-decode"
     skill.mkdir(parents=True)
@@ -53,13 +71,13 @@ def ok(result):
 def test_search_prints_every_shape(cli, shapes):
     out = ok(cli("search", "decode", "-k", "20"))
     lines = out.splitlines()
-    assert len([l for l in lines if l[:3].strip().rstrip(".").isdigit()]) == 7, out  # 6 cards and the skill
+    assert len([line for line in lines if line[:3].strip().rstrip(".").isdigit()]) == 7, out  # 6 cards and the skill
     assert "    from https://arxiv.org/abs/2211.17192" in lines
     assert "    from notes/decode.md # Decode" in lines
     assert "    from docs/a.md" in lines
-    assert any("profile-decode  [skill, confirmed]" in l for l in lines)
-    assert any("解码阶段 TPOT 受内存带宽限制" in l for l in lines)
-    assert any(LONG_TITLE in l for l in lines)
+    assert any("profile-decode  [skill, confirmed]" in line for line in lines)
+    assert any("解码阶段 TPOT 受内存带宽限制" in line for line in lines)
+    assert any(LONG_TITLE in line for line in lines)
     explained = ok(cli("search", "解码", "--explain"))
     assert "explain: bm25 rank 1" in explained
     hits = json.loads(ok(cli("search", "speculative decoding paper", "--json")))["hits"]

@@ -27,15 +27,14 @@ from conftest import REPO_ROOT
 AIPERF_EXPORT = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"
 # blocks by their first line: what the test sets up before running one, or why it does not run it
 NOT_RUN = {
-    "make demo   # creates .venv/, installs kb (CPU torch pinned first), runs kb search \"NVFP4 MoE decode\" on the starter KB":
-        "the set-up itself: .ci/run runs `make test` (this test among them) and `make demo` on a clean clone",
-    "claude mcp add kb -- kb --kb /path/to/kb serve            # all tools":
-        "needs Claude Code; test_mcp drives `kb serve` through the official MCP client instead",
+    'make demo   # creates .venv/, installs kb (CPU torch pinned first), runs kb search "NVFP4 MoE decode" on the starter KB': "the set-up itself: .ci/run runs `make test` (this test among them) and `make demo` on a clean clone",
+    "claude mcp add kb -- kb --kb /path/to/kb serve            # all tools": "needs Claude Code; test_mcp drives `kb serve` through the official MCP client instead",
 }
 # files a user has at that point: the export of their own AIPerf run (a real one, from a mock server)
 FILES_BEFORE = {
-    "cd ~/my-kb\nkb search \"NVFP4 MoE decode\" --where applies_to.hardware=B200":
-        {"~/my-kb/artifacts/profile_export_aiperf.json": AIPERF_EXPORT},
+    'cd ~/my-kb\nkb search "NVFP4 MoE decode" --where applies_to.hardware=B200': {
+        "~/my-kb/artifacts/profile_export_aiperf.json": AIPERF_EXPORT
+    },
 }
 # the kb skill's commands with placeholders, each as one concrete instance on the starter KB;
 # (command, exit code it announces)
@@ -46,16 +45,19 @@ SKILL_INSTANCES = {
     "kb show ID": ("kb show nvfp4-block-scaled-fp4-format", 0),
     "kb gate run ID": ("kb gate run gate-tpot-vs-baseline-engine", 1),  # no runs/ in a fresh clone: it fails
     "kb supersede OLD NEW": ("kb supersede ttft-run-1 ttft-run-2", 0),
-    "kb supersede OLD NEW --reason \"...\"": ("kb supersede ttft-run-2 ttft-run-3 --reason \"re-measured with AIPerf\"", 0),
-    "kb add-finding --title \"...\" --metric tpot=0.56ms --baseline tpot=0.71ms --applies-to hardware=B200 --applies-to model=...":
-        ("kb add-finding --title \"NVFP4 MoE decode TPOT 0.56 ms\" --metric tpot=0.56ms --baseline tpot=0.71ms "
-         "--applies-to hardware=B200 --applies-to model=Qwen3.6-35B-A3B", 0),
-    "kb add-finding --from profile_export_aiperf.json --title \"...\"":
-        (f"kb add-finding --from {AIPERF_EXPORT} --title \"AIPerf c=1 against a mock server\"", 0),
-    "kb add-finding --json-input < finding.json":
-        ("kb add-finding --json-input < finding.json", 0),
+    'kb supersede OLD NEW --reason "..."': ('kb supersede ttft-run-2 ttft-run-3 --reason "re-measured with AIPerf"', 0),
+    'kb add-finding --title "..." --metric tpot=0.56ms --baseline tpot=0.71ms --applies-to hardware=B200 --applies-to model=...': (
+        'kb add-finding --title "NVFP4 MoE decode TPOT 0.56 ms" --metric tpot=0.56ms --baseline tpot=0.71ms '
+        "--applies-to hardware=B200 --applies-to model=Qwen3.6-35B-A3B",
+        0,
+    ),
+    'kb add-finding --from profile_export_aiperf.json --title "..."': (
+        f'kb add-finding --from {AIPERF_EXPORT} --title "AIPerf c=1 against a mock server"',
+        0,
+    ),
+    "kb add-finding --json-input < finding.json": ("kb add-finding --json-input < finding.json", 0),
     "kb confirm ID": ("kb confirm ttft-run-3", 0),
-    "kb refute ID --reason \"...\"": ("kb refute ttft-run-1 --reason \"superseded twice over\"", 0),
+    'kb refute ID --reason "..."': ('kb refute ttft-run-1 --reason "superseded twice over"', 0),
     "kb gate run GATE --confirms ID": ("kb gate run gate-tpot-vs-baseline-engine --confirms ttft-run-3", 1),
 }
 
@@ -68,7 +70,7 @@ class Block:
 
     @property
     def first(self) -> str:
-        return next(l for l in self.lines if l.strip())
+        return next(line for line in self.lines if line.strip())
 
 
 def blocks(text: str) -> list[Block]:
@@ -116,8 +118,12 @@ class Shell:
         self.start = start
         home.mkdir(exist_ok=True)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
-        self.env.update(HOME=str(home), PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-                        KB_DAEMON_IDLE="120", GIT_CONFIG_GLOBAL=str(home / ".gitconfig"))
+        self.env.update(
+            HOME=str(home),
+            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            KB_DAEMON_IDLE="120",
+            GIT_CONFIG_GLOBAL=str(home / ".gitconfig"),
+        )
         self.ran: list[str] = []
 
     def begin(self) -> None:
@@ -126,7 +132,10 @@ class Shell:
     def run(self, command: str, expect: set[int], where: str) -> subprocess.CompletedProcess[str]:
         script = f'cd "$(cat "{self.state}")" || exit 97\n{{\n{command}\n}}\nrc=$?\npwd > "{self.state}"\nexit $rc\n'
         out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, env=self.env, timeout=900)
-        shown = f"{where}: `{command}` exited {out.returncode} (expected {expect})\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
+        shown = (
+            f"{where}: `{command}` exited {out.returncode} (expected {expect})\n"
+            f"{out.stdout[-2000:]}\n{out.stderr[-2000:]}"
+        )
         assert out.returncode in expect, shown
         for bad in ("internal error", "Traceback"):
             assert bad not in out.stdout and bad not in out.stderr, shown
@@ -134,7 +143,10 @@ class Shell:
         return out
 
     def stop_daemons(self, *roots: Path) -> None:
-        code = "from kbtool.client import stop_daemon; from pathlib import Path; import sys; [stop_daemon(Path(p)) for p in sys.argv[1:]]"
+        code = (
+            "from kbtool.client import stop_daemon; from pathlib import Path; import sys; "
+            "[stop_daemon(Path(p)) for p in sys.argv[1:]]"
+        )
         subprocess.run([sys.executable, "-c", code, *map(str, roots)], capture_output=True, timeout=120)
 
 
@@ -161,8 +173,9 @@ def test_every_readme_block_runs_as_written(clone, tmp_path):
             if block.language == "python":
                 script = tmp_path / "readme_example.py"
                 script.write_text("\n".join(block.lines) + "\n")
-                out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=clone,
-                                     env=shell.env, timeout=900)
+                out = subprocess.run(
+                    [sys.executable, str(script)], capture_output=True, text=True, cwd=clone, env=shell.env, timeout=900
+                )
                 assert out.returncode == 0, f"{where}: the Python example failed\n{out.stderr[-3000:]}"
                 ran_blocks += 1
                 continue
@@ -197,10 +210,15 @@ def test_the_kb_skill_commands_run_on_the_starter_kb(clone, tmp_path):
     assert len(found) >= 10, found
     shell = Shell(tmp_path / "home", clone)
     shell.begin()
-    (clone / "finding.json").write_text(json.dumps({
-        "title": "FP8 KV cache: RULER accuracy within 0.3 points of BF16 on H100",
-        "metrics": {"ruler_accuracy": {"value": 91.2, "unit": "%", "baseline": 91.5}},
-        "applies_to": {"hardware": "H100", "precision": "fp8"}}))
+    (clone / "finding.json").write_text(
+        json.dumps(
+            {
+                "title": "FP8 KV cache: RULER accuracy within 0.3 points of BF16 on H100",
+                "metrics": {"ruler_accuracy": {"value": 91.2, "unit": "%", "baseline": 91.5}},
+                "applies_to": {"hardware": "H100", "precision": "fp8"},
+            }
+        )
+    )
     base = kbtool.open(clone)
     for n in (1, 2, 3):  # three runs of one measurement, for the supersede examples
         base.add_finding(f"TTFT run {n}", metrics={"ttft": (12.0 + n, "ms")}, applies_to=["hardware=B200"])
@@ -213,11 +231,13 @@ def test_the_kb_skill_commands_run_on_the_starter_kb(clone, tmp_path):
                     continue
                 plain, expect = instance[0], {instance[1]}
             else:
-                assert not re.search(r"\b(ID|OLD|NEW|GAP_ID)\b|\.\.\.", plain), \
+                assert not re.search(r"\b(ID|OLD|NEW|GAP_ID)\b|\.\.\.", plain), (
                     f"skills/kb/SKILL.md: `{command}` has a placeholder; give it a concrete instance in SKILL_INSTANCES"
+                )
                 expect = allowed_exits(command)
             shell.run(plain, expect, "skills/kb/SKILL.md")
     finally:
         shell.stop_daemons(clone)
-    assert set(SKILL_INSTANCES) <= set(c.split(" #")[0].strip() for c in found), \
+    assert set(SKILL_INSTANCES) <= set(c.split(" #")[0].strip() for c in found), (
         "SKILL_INSTANCES names a command skills/kb/SKILL.md no longer shows"
+    )

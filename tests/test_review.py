@@ -14,8 +14,15 @@ from kbtool.cli import app
 from kbtool.review import agent_from_env
 
 AGENT = {"KB_AGENT": "claude-code", "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
-PERSON = {"KB_AGENT": "", "AI_AGENT": "", "CLAUDECODE": "", "CODEX_THREAD_ID": "", "CODEX_CI": "",
-          "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+PERSON = {
+    "KB_AGENT": "",
+    "AI_AGENT": "",
+    "CLAUDECODE": "",
+    "CODEX_THREAD_ID": "",
+    "CODEX_CI": "",
+    "KB_EMBEDDER": "hashing",
+    "KB_DAEMON": "0",
+}
 GATE = ["--field", "check.metric=tpot_ms", "--field", "check.op=<=", "--field", "check.threshold=12"]
 
 
@@ -38,8 +45,16 @@ def test_the_environment_names_the_agent():
 
 
 def test_an_agents_finding_is_tentative_and_names_its_agent(run, kb):
-    added = run(AGENT, "add-finding", "--title", "NVFP4 MoE decode TPOT 0.56 ms", "-m", "tpot=0.56ms",
-                "--applies-to", "hardware=B200")
+    added = run(
+        AGENT,
+        "add-finding",
+        "--title",
+        "NVFP4 MoE decode TPOT 0.56 ms",
+        "-m",
+        "tpot=0.56ms",
+        "--applies-to",
+        "hardware=B200",
+    )
     assert added.exit_code == 0, added.output
     card = kb.get(added.stdout.strip()).card
     assert card.status == "tentative" and card.provenance.agent == "claude-code" and card.provenance.reviewed_by is None
@@ -47,10 +62,12 @@ def test_an_agents_finding_is_tentative_and_names_its_agent(run, kb):
     before = tree_state(kb.root)
     refused = run(AGENT, "add-finding", "--title", "Self-confirmed", "-m", "tpot=1ms", "--status", "confirmed")
     assert refused.exit_code == 2 and "kb confirm" in refused.stderr and len(refused.stderr.splitlines()) == 1
-    for args in (["add", "gap", "--title", "x", "--field", "status=confirmed"],
-                 ["add", "gap", "--title", "x", "--field", "links.related=abc"],
-                 ["add", "gap", "--title", "x", "--field", "provenance.author=a-person"],
-                 ["add", "gate", "--title", "x", "--status", "tentative", "--field", "check.command=true", *GATE]):
+    for args in (
+        ["add", "gap", "--title", "x", "--field", "status=confirmed"],
+        ["add", "gap", "--title", "x", "--field", "links.related=abc"],
+        ["add", "gap", "--title", "x", "--field", "provenance.author=a-person"],
+        ["add", "gate", "--title", "x", "--status", "tentative", "--field", "check.command=true", *GATE],
+    ):
         out = run(AGENT, *args)
         assert out.exit_code == 2, (args, out.output)
     mine = added.stdout.strip()
@@ -86,10 +103,22 @@ def test_review_confirm_and_refute(run, kb):
 
 
 def test_packs_and_confirmed_searches_leave_unreviewed_cards_out(run, kb):
-    kb.add("constraint", "Beat the baseline on every metric", status="confirmed",
-           values={"rule": "20% on each metric", "applies_to": {"hardware": "B200"}})
-    agent_finding = run(AGENT, "add-finding", "--title", "Zebrafish decode at 3.1 ms on B200", "-m", "tpot=3.1ms",
-                        "--applies-to", "hardware=B200").stdout.strip()
+    kb.add(
+        "constraint",
+        "Beat the baseline on every metric",
+        status="confirmed",
+        values={"rule": "20% on each metric", "applies_to": {"hardware": "B200"}},
+    )
+    agent_finding = run(
+        AGENT,
+        "add-finding",
+        "--title",
+        "Zebrafish decode at 3.1 ms on B200",
+        "-m",
+        "tpot=3.1ms",
+        "--applies-to",
+        "hardware=B200",
+    ).stdout.strip()
     pack = run(PERSON, "skill", "pack", "--where", "applies_to.hardware=B200", "--name", "b200-pack", "--json")
     assert pack.exit_code == 0, pack.output
     assert not (kb.root / "skills" / "b200-pack" / "references" / f"{agent_finding}.md").exists()
@@ -103,8 +132,9 @@ def test_packs_and_confirmed_searches_leave_unreviewed_cards_out(run, kb):
 
 def test_an_agents_gate_is_neither_locked_nor_run_until_reviewed(run, kb, tmp_path):
     marker = tmp_path / "PWNED"
-    gate = run(AGENT, "add", "gate", "--title", "Looks harmless", "--field", f"check.command=touch {marker}",
-               *GATE).stdout.strip()
+    gate = run(
+        AGENT, "add", "gate", "--title", "Looks harmless", "--field", f"check.command=touch {marker}", *GATE
+    ).stdout.strip()
     assert kb.get(gate).card.status == "draft"
     locked = run(PERSON, "gate", "lock")
     assert locked.exit_code == 0 and f"skipped {gate}: written by claude-code, not reviewed" in locked.stderr
@@ -122,10 +152,22 @@ def test_an_agents_gate_is_neither_locked_nor_run_until_reviewed(run, kb, tmp_pa
 
 
 def test_a_locked_gate_that_passes_confirms_a_finding(run, kb):
-    passing = "python3 -c \"print('{\\\"tpot_ms\\\": 11.0}')\""
-    gate = run(PERSON, "add", "gate", "--title", "TPOT under 12 ms", "--status", "confirmed",
-               "--field", f"check.command={passing}", *GATE).stdout.strip()
-    finding = run(AGENT, "add-finding", "--title", "TPOT 11 ms after fusing the MoE kernels", "-m", "tpot=11ms").stdout.strip()
+    passing = 'python3 -c "print(\'{\\"tpot_ms\\": 11.0}\')"'
+    gate = run(
+        PERSON,
+        "add",
+        "gate",
+        "--title",
+        "TPOT under 12 ms",
+        "--status",
+        "confirmed",
+        "--field",
+        f"check.command={passing}",
+        *GATE,
+    ).stdout.strip()
+    finding = run(
+        AGENT, "add-finding", "--title", "TPOT 11 ms after fusing the MoE kernels", "-m", "tpot=11ms"
+    ).stdout.strip()
 
     unlocked = run(PERSON, "gate", "run", gate, "--confirms", finding)
     assert unlocked.exit_code == 2 and "not locked" in unlocked.stderr

@@ -26,10 +26,20 @@ class CountingEmbedder(HashingEmbedder):
 
 
 CARDS = [
-    ("finding", "NVFP4 MoE decode kernels on B200", ["applies_to.hardware=B200", "applies_to.precision=nvfp4",
-                                                      "claim=Grouped GEMM MoE kernels in NVFP4 speed up decode"]),
-    ("failure-mode", "RoPE layout mismatch", ["symptom=fluent for a few tokens then garbage",
-                                               "fix=use the rotate-half layout of the checkpoint"]),
+    (
+        "finding",
+        "NVFP4 MoE decode kernels on B200",
+        [
+            "applies_to.hardware=B200",
+            "applies_to.precision=nvfp4",
+            "claim=Grouped GEMM MoE kernels in NVFP4 speed up decode",
+        ],
+    ),
+    (
+        "failure-mode",
+        "RoPE layout mismatch",
+        ["symptom=fluent for a few tokens then garbage", "fix=use the rotate-half layout of the checkpoint"],
+    ),
     ("contract", "Paged KV cache block manager", ["component=block manager", "applies_to.hardware=H100"]),
     ("gap", "Does FP8 KV cache hurt long-context accuracy?", ["applies_to.hardware=H100"]),
     ("gap", "量化对长上下文精度的影响", []),
@@ -97,8 +107,17 @@ def test_chinese_text_is_searchable(filled):
     assert filled.search("量化精度", k=1, mode="bm25")["hits"][0]["title"] == "量化对长上下文精度的影响"
 
 
-@pytest.mark.parametrize("query", ['"NVFP4 AND (', "NEAR(a b) OR *", "decode\x00\x07\x1b[31m", "x" * 100_000,
-                                   " ".join(["decode"] * 20_000), "-- DROP TABLE cards; --"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"NVFP4 AND (',
+        "NEAR(a b) OR *",
+        "decode\x00\x07\x1b[31m",
+        "x" * 100_000,
+        " ".join(["decode"] * 20_000),
+        "-- DROP TABLE cards; --",
+    ],
+)
 def test_hostile_queries_give_results_not_errors(filled, query):
     result = filled.search(query, k=3)
     assert isinstance(result["hits"], list)
@@ -225,13 +244,16 @@ def test_search_batch(cli, kb, monkeypatch, tmp_path):
     assert cli("search", "--batch", str(batch)).exit_code == 2
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["search", ""], "empty query"),
-    (["search"], "give a QUERY or --batch"),
-    (["search", "x", "--where", "applies_to.gpu=H100"], "no card kind has the field"),
-    (["search", "x", "--kind", "essay"], "unknown kind"),
-    (["search", "x", "--mode", "magic"], "mode 'magic'"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", ""], "empty query"),
+        (["search"], "give a QUERY or --batch"),
+        (["search", "x", "--where", "applies_to.gpu=H100"], "no card kind has the field"),
+        (["search", "x", "--kind", "essay"], "unknown kind"),
+        (["search", "x", "--mode", "magic"], "mode 'magic'"),
+    ],
+)
 def test_search_cli_bad_input(cli, kb, monkeypatch, args, message):
     monkeypatch.setenv("KB_DAEMON", "0")
     monkeypatch.setenv("KB_EMBEDDER", "hashing")

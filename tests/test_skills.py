@@ -16,8 +16,10 @@ from kbtool.skills import check_skill, frontmatter_violations, load_skill, skill
 
 CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "agent-skills"
 # what the specification says of the real skills: these two break it, the rest hold
-BROKEN = {"claude-api": ["description must be at most 1024 characters (it has 1068)"],
-          "template": ["name 'template-skill' must equal the folder's name 'template'"]}
+BROKEN = {
+    "claude-api": ["description must be at most 1024 characters (it has 1068)"],
+    "template": ["name 'template-skill' must equal the folder's name 'template'"],
+}
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus/agent-skills is not here")
 
 
@@ -54,24 +56,27 @@ def test_importing_the_real_skills_commits_the_valid_ones_byte_for_byte(kb, cli)
     assert [s["name"] for s in listed] == sorted(summary["added"])
 
 
-@pytest.mark.parametrize("frontmatter, violation", [
-    ("description: d\n", "name is required"),
-    ("name: s\n", "description is required"),
-    ("name: s\ndescription: ''\n", "description must not be empty"),
-    ("name: s\ndescription: " + "x" * 1025 + "\n", "at most 1024 characters (it has 1025)"),
-    ("name: S\ndescription: d\n", "lowercase"),
-    ("name: -s\ndescription: d\n", "lowercase"),
-    ("name: s-\ndescription: d\n", "lowercase"),
-    ("name: a--b\ndescription: d\n", "lowercase"),
-    ("name: " + "a" * 65 + "\ndescription: d\n", "1-64 characters (it has 65)"),
-    ("name: 12\ndescription: d\n", "name must be a string"),
-    ("name: s\ndescription: d\ncompatibility: " + "c" * 501 + "\n", "compatibility must be 1-500"),
-    ("name: s\ndescription: d\nmetadata:\n  version: 1\n", "metadata.version"),
-    ("name: s\ndescription: d\nmetadata: [a]\n", "metadata must be a map"),
-    ("name: s\ndescription: d\nallowed-tools: [Bash, Read]\n", "allowed-tools must be a space-separated string"),
-    ("name: s\ndescription: d\nlicense: 3\n", "license must be a string"),
-    ("name: s\ndescription: d\nversion: 1.0\n", "unknown frontmatter key 'version'"),
-])
+@pytest.mark.parametrize(
+    "frontmatter, violation",
+    [
+        ("description: d\n", "name is required"),
+        ("name: s\n", "description is required"),
+        ("name: s\ndescription: ''\n", "description must not be empty"),
+        ("name: s\ndescription: " + "x" * 1025 + "\n", "at most 1024 characters (it has 1025)"),
+        ("name: S\ndescription: d\n", "lowercase"),
+        ("name: -s\ndescription: d\n", "lowercase"),
+        ("name: s-\ndescription: d\n", "lowercase"),
+        ("name: a--b\ndescription: d\n", "lowercase"),
+        ("name: " + "a" * 65 + "\ndescription: d\n", "1-64 characters (it has 65)"),
+        ("name: 12\ndescription: d\n", "name must be a string"),
+        ("name: s\ndescription: d\ncompatibility: " + "c" * 501 + "\n", "compatibility must be 1-500"),
+        ("name: s\ndescription: d\nmetadata:\n  version: 1\n", "metadata.version"),
+        ("name: s\ndescription: d\nmetadata: [a]\n", "metadata must be a map"),
+        ("name: s\ndescription: d\nallowed-tools: [Bash, Read]\n", "allowed-tools must be a space-separated string"),
+        ("name: s\ndescription: d\nlicense: 3\n", "license must be a string"),
+        ("name: s\ndescription: d\nversion: 1.0\n", "unknown frontmatter key 'version'"),
+    ],
+)
 def test_each_rule_of_the_specification(tmp_path, frontmatter, violation):
     folder_name = "a" * 65 if "a" * 65 in frontmatter else "a--b" if "a--b" in frontmatter else "s"
     folder = write_skill(tmp_path, folder_name, frontmatter)
@@ -82,21 +87,32 @@ def test_each_rule_of_the_specification(tmp_path, frontmatter, violation):
 def test_files_that_are_not_skills(tmp_path):
     (tmp_path / "empty").mkdir()
     assert check_skill(tmp_path / "empty") == ["no SKILL.md in the folder"]
-    for text, words in (("no frontmatter\n", "must start with '---'"), ("---\nname: s\n", "not closed"),
-                        ("---\nname: [\n---\n", "not valid YAML"), ("---\n- a\n---\n", "must be a mapping")):
+    for text, words in (
+        ("no frontmatter\n", "must start with '---'"),
+        ("---\nname: s\n", "not closed"),
+        ("---\nname: [\n---\n", "not valid YAML"),
+        ("---\n- a\n---\n", "must be a mapping"),
+    ):
         (tmp_path / "s").mkdir(exist_ok=True)
         (tmp_path / "s" / "SKILL.md").write_text(text)
         assert words in check_skill(tmp_path / "s")[0]
-    ok = write_skill(tmp_path, "ok", "name: ok\ndescription: Checks things. Use when asked.\nlicense: MIT\n"
-                     "compatibility: needs git\nmetadata:\n  kb-owner: perf\nallowed-tools: Bash Read\n")
+    ok = write_skill(
+        tmp_path,
+        "ok",
+        "name: ok\ndescription: Checks things. Use when asked.\nlicense: MIT\n"
+        "compatibility: needs git\nmetadata:\n  kb-owner: perf\nallowed-tools: Bash Read\n",
+    )
     assert check_skill(ok) == []
     assert frontmatter_violations({"name": "x", "description": "d"}, None) == []
 
 
 def test_new_skill_and_its_bad_input(kb, cli):
     state = tree_state(kb.root)
-    for args, words in ((["Bad_Name", "--description", "d"], "lowercase"), (["ok-name", "--description", ""], "empty"),
-                        (["ok-name", "--description", "x" * 1025], "1024")):
+    for args, words in (
+        (["Bad_Name", "--description", "d"], "lowercase"),
+        (["ok-name", "--description", ""], "empty"),
+        (["ok-name", "--description", "x" * 1025], "1024"),
+    ):
         result = cli("skill", "new", *args)
         assert result.exit_code == 2 and words in result.stderr and "Traceback" not in result.stderr
     assert tree_state(kb.root) == state
@@ -123,7 +139,9 @@ def test_validate_names_every_violation_and_exits_1(tmp_path, cli):
 
 
 def test_import_keeps_scripts_executable_and_export_replaces_earlier_copies(kb, cli, tmp_path):
-    folder = write_skill(tmp_path / "src", "run-bench", "name: run-bench\ndescription: Run the bench. Use when asked.\n")
+    folder = write_skill(
+        tmp_path / "src", "run-bench", "name: run-bench\ndescription: Run the bench. Use when asked.\n"
+    )
     (folder / "scripts").mkdir()
     (folder / "scripts" / "bench.sh").write_text("#!/bin/sh\necho 1\n")
     os.chmod(folder / "scripts" / "bench.sh", 0o755)
@@ -133,6 +151,7 @@ def test_import_keeps_scripts_executable_and_export_replaces_earlier_copies(kb, 
     script = kb.root / "skills" / "run-bench" / "scripts" / "bench.sh"
     assert script.stat().st_mode & stat.S_IXUSR
     from conftest import git
+
     assert "100755" in git(kb.root, "ls-files", "-s", "skills/run-bench/scripts/bench.sh")
 
     out = tmp_path / "agent" / ".claude" / "skills"
@@ -152,14 +171,26 @@ def test_import_keeps_scripts_executable_and_export_replaces_earlier_copies(kb, 
 
 
 def test_pack_summarises_the_matching_cards_with_them_under_references(kb, cli):
-    gate = kb.add("gate", "GSM8K within 0.5 points of BF16 on H100", status="confirmed", values={
-        "check": {"command": "python eval.py", "metric": "gsm8k_delta", "op": "<=", "threshold": 0.5},
-        "applies_to": {"hardware": "H100"}})
+    gate = kb.add(
+        "gate",
+        "GSM8K within 0.5 points of BF16 on H100",
+        status="confirmed",
+        values={
+            "check": {"command": "python eval.py", "metric": "gsm8k_delta", "op": "<=", "threshold": 0.5},
+            "applies_to": {"hardware": "H100"},
+        },
+    )
     rule = kb.add("constraint", "No post-training", status="confirmed", values={"rule": "never fine-tune the model"})
-    finding, _ = kb.add_finding("FP8 KV cache +12% decode tok/s on H100", metrics={"decode_tps": (1120.0, "tok/s")},
-                                baselines={"decode_tps": (1000.0, "tok/s")}, applies_to=["hardware=H100"])
+    finding, _ = kb.add_finding(
+        "FP8 KV cache +12% decode tok/s on H100",
+        metrics={"decode_tps": (1120.0, "tok/s")},
+        baselines={"decode_tps": (1000.0, "tok/s")},
+        applies_to=["hardware=H100"],
+    )
     kb.add_finding("NVFP4 MoE on B200", metrics={"tps": (900.0, None)}, applies_to=["hardware=B200"])
-    kb.add("failure-mode", "Draft pitfall", values={"symptom": "s", "applies_to": {"hardware": "H100"}})  # a draft: left out
+    kb.add(
+        "failure-mode", "Draft pitfall", values={"symptom": "s", "applies_to": {"hardware": "H100"}}
+    )  # a draft: left out
 
     result = cli("skill", "pack", "--where", "applies_to.hardware=H100", "--name", "h100-pack", "--json")
     assert result.exit_code == 0, result.stderr
@@ -172,17 +203,22 @@ def test_pack_summarises_the_matching_cards_with_them_under_references(kb, cli):
     assert (folder / "references" / f"{gate.id}.md").read_text() == (kb.root / gate.path).read_text()
 
     commits = commit_count(kb.root)
-    assert cli("skill", "pack", "--where", "applies_to.hardware=H100", "--name", "h100-pack", "--general").exit_code == 0
+    assert (
+        cli("skill", "pack", "--where", "applies_to.hardware=H100", "--name", "h100-pack", "--general").exit_code == 0
+    )
     assert (folder / "references" / f"{rule.id}.md").exists()  # a rule that holds everywhere
     assert commit_count(kb.root) == commits + 1
 
     state = tree_state(kb.root)
     kb.new_skill("mine", "Mine. Use when mine.")
     state = tree_state(kb.root)
-    for args, words in ((["--where", "applies_to.hardware=TPU", "--name", "tpu"], "nothing written"),
-                        (["--name", "x"], "--where"), (["--where", "applies_to.hardware=H100", "--name", "mine"], "not a knowledge pack"),
-                        (["--where", "nonsense.field=1", "--name", "x"], "nonsense"),
-                        (["--where", "applies_to.hardware=H100", "--name", "Bad"], "lowercase")):
+    for args, words in (
+        (["--where", "applies_to.hardware=TPU", "--name", "tpu"], "nothing written"),
+        (["--name", "x"], "--where"),
+        (["--where", "applies_to.hardware=H100", "--name", "mine"], "not a knowledge pack"),
+        (["--where", "nonsense.field=1", "--name", "x"], "nonsense"),
+        (["--where", "applies_to.hardware=H100", "--name", "Bad"], "lowercase"),
+    ):
         out = cli("skill", "pack", *args)
         assert out.exit_code == 2 and words in out.stderr, (args, out.stderr)
     assert tree_state(kb.root) == state
@@ -191,11 +227,19 @@ def test_pack_summarises_the_matching_cards_with_them_under_references(kb, cli):
 def test_skills_are_searchable_with_the_description_weighing_most(kb, monkeypatch, tmp_path):
     monkeypatch.setenv("KB_EMBEDDER", "hashing")
     kb = kbtool.open(kb.root)
-    kb.new_skill("profile-decode", "Profile single-stream decode with Nsight Systems. Use when TPOT misses its target.",
-                 body="# Steps\n\nRun nsys on one request.\n")
-    kb.new_skill("verify-accuracy", "Compare an engine against the BF16 oracle. Use before landing a kernel.",
-                 body="# Steps\n\nMention decode and Nsight once here.\n")
-    kb.add("reference", "Nsight Systems user guide", values={"source": {"url": "https://docs.nvidia.com/nsight-systems/"}})
+    kb.new_skill(
+        "profile-decode",
+        "Profile single-stream decode with Nsight Systems. Use when TPOT misses its target.",
+        body="# Steps\n\nRun nsys on one request.\n",
+    )
+    kb.new_skill(
+        "verify-accuracy",
+        "Compare an engine against the BF16 oracle. Use before landing a kernel.",
+        body="# Steps\n\nMention decode and Nsight once here.\n",
+    )
+    kb.add(
+        "reference", "Nsight Systems user guide", values={"source": {"url": "https://docs.nvidia.com/nsight-systems/"}}
+    )
     hits = kb.search("Nsight decode profile", kind="skill")["hits"]
     assert [h["id"] for h in hits][:1] == ["profile-decode"] and all(h["kind"] == "skill" for h in hits)
     assert hits[0]["path"] == "skills/profile-decode/SKILL.md"
@@ -212,8 +256,11 @@ def test_lint_fails_on_a_broken_skill_and_warns_on_hard_to_find_ones(kb, cli, mo
     result = cli("lint", "--json")
     assert result.exit_code == 0, result.stdout  # warnings only
     codes = {(p["code"], p["id"]) for p in json.loads(result.stdout)["problems"]}
-    assert {("skill-description-long", "vague"), ("skill-description-when", "vague"),
-            ("skill-near-duplicate", "twin-a")} <= codes
+    assert {
+        ("skill-description-long", "vague"),
+        ("skill-description-when", "vague"),
+        ("skill-near-duplicate", "twin-a"),
+    } <= codes
     write_skill(kb.root / "skills", "broken", "name: Broken\ndescription: d\n")
     result = cli("lint")
     assert result.exit_code == 1 and "skills/broken/SKILL.md: [skill-invalid]" in result.stdout

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +18,12 @@ from kbtool.cards import KINDS
 from kbtool.skills import check_skill, skill_folders
 
 AIPERF = REPO_ROOT.parent / "shared" / "corpus" / "aiperf" / "concurrency1"
-PROCEDURES = {"verify-accuracy-bf16-oracle", "profile-single-stream-decode", "benchmark-with-aiperf", "start-project-from-kb"}
+PROCEDURES = {
+    "verify-accuracy-bf16-oracle",
+    "profile-single-stream-decode",
+    "benchmark-with-aiperf",
+    "start-project-from-kb",
+}
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +38,12 @@ def test_at_least_80_cards_across_every_kind_each_one_sourced(starter):
     assert set(kinds) == set(KINDS), kinds
     for stored in cards:
         card = stored.card
-        sourced = (card.provenance.url or card.provenance.attribution or (card.source and (card.source.url or card.source.path))
-                   or getattr(card, "evidence", None))
+        sourced = (
+            card.provenance.url
+            or card.provenance.attribution
+            or (card.source and (card.source.url or card.source.path))
+            or getattr(card, "evidence", None)
+        )
         assert sourced, f"{stored.path} names no source"
         if card.kind == "finding" and card.status == "confirmed":
             assert card.evidence, stored.path
@@ -78,9 +86,20 @@ def test_the_performance_and_accuracy_gates_run_on_real_exports(tmp_path, monkey
     (accuracy / "candidate.json").write_text(score(0.78))
     assert not base.run_gate("gate-accuracy-vs-bf16-oracle").passed
     (accuracy / "candidate.json").unlink()
-    missing = subprocess.run([sys.executable, "gates/compare.py", "lm-eval", "runs/accuracy/candidate.json",
-                              "runs/accuracy/oracle.json", "gsm8k", "exact_match,strict-match"], cwd=clone,
-                             capture_output=True, text=True)
+    missing = subprocess.run(
+        [
+            sys.executable,
+            "gates/compare.py",
+            "lm-eval",
+            "runs/accuracy/candidate.json",
+            "runs/accuracy/oracle.json",
+            "gsm8k",
+            "exact_match,strict-match",
+        ],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 2 and "cannot read" in missing.stderr
     assert not base.run_gate("gate-accuracy-vs-bf16-oracle").passed
 
@@ -91,15 +110,23 @@ def test_the_demo_search_puts_the_nvfp4_moe_decode_cards_first(tmp_path):
     clone = tmp_path / "kb"
     subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True)
     env = {k: v for k, v in os.environ.items() if k != "KB_EMBEDDER"}
-    out = subprocess.run([sys.executable, "-m", "kbtool", "--kb", str(clone), "search", "NVFP4 MoE decode", "-k", "10", "--json"],
-                         capture_output=True, text=True, env={**env, "KB_DAEMON": "0"}, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "kbtool", "--kb", str(clone), "search", "NVFP4 MoE decode", "-k", "10", "--json"],
+        capture_output=True,
+        text=True,
+        env={**env, "KB_DAEMON": "0"},
+        timeout=600,
+    )
     assert out.returncode == 0, out.stderr
     top = [h["id"] for h in json.loads(out.stdout)["hits"]]
     assert "vibeqwen-single-stream-1792-vs-943-tok-s-b200" in top[:3], top
     # every card the starter gold set lists for this query (tests/gold/starter.jsonl) is on the first page;
     # since the score fusion (bench/RESULTS.md) the NVFP4 format contract ranks 7th, below the findings
-    gold = {"nvfp4-block-scaled-fp4-format", "nvfp4-kv-cache-long-context-accuracy",
-            "vibeqwen-concurrency-32-10307-vs-6030-tok-s-b200"}
+    gold = {
+        "nvfp4-block-scaled-fp4-format",
+        "nvfp4-kv-cache-long-context-accuracy",
+        "vibeqwen-concurrency-32-10307-vs-6030-tok-s-b200",
+    }
     assert gold <= set(top), top
 
 
@@ -111,9 +138,13 @@ def test_no_card_or_skill_cites_this_projects_own_issues_or_process():
     source a card or skill names must be public (a paper, a repository, a model page, a write-up)."""
     files = sorted((REPO_ROOT / "kb").rglob("*.md")) + sorted((REPO_ROOT / "skills").glob("*/SKILL.md"))
     assert len(files) >= 80
-    found = [f"{path.relative_to(REPO_ROOT)}:{n}: {m.group(0)!r}"
-             for path in files for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             for m in [PROCESS_MENTION.search(line)] if m]
+    found = [
+        f"{path.relative_to(REPO_ROOT)}:{n}: {m.group(0)!r}"
+        for path in files
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for m in [PROCESS_MENTION.search(line)]
+        if m
+    ]
     assert found == [], "cards or skills cite this project's own issues or process:\n" + "\n".join(found)
 
 

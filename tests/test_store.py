@@ -109,8 +109,12 @@ for i in range(int(sys.argv[3])):
 
 def test_concurrent_writers_all_land_with_one_commit_each(kb):
     writers, per_writer = 8, 5
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(kb.root), str(w), str(per_writer)],
-                              stderr=subprocess.PIPE, text=True) for w in range(writers)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(kb.root), str(w), str(per_writer)], stderr=subprocess.PIPE, text=True
+        )
+        for w in range(writers)
+    ]
     errors = [p.communicate(timeout=240)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * writers, errors
     cards = kb.list(kind="gap")
@@ -126,8 +130,15 @@ def test_concurrent_writers_all_land_with_one_commit_each(kb):
 
 
 def test_concurrent_cli_writers(kb):
-    procs = [subprocess.Popen([sys.executable, "-m", "kbtool", "--kb", str(kb.root), "add", "gap", "--title", f"Q{w}?"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "kbtool", "--kb", str(kb.root), "add", "gap", "--title", f"Q{w}?"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(4)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, outs
     assert sorted(o[0].strip() for o in outs) == ["q0", "q1", "q2", "q3"]

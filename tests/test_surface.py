@@ -41,11 +41,16 @@ def test_every_module_has_a_layer_and_imports_only_downwards():
 
 def test_all_is_what_the_package_exports():
     assert sorted(dir(kbtool)) == sorted(kbtool.__all__)
+    assert kbtool.__all__ == sorted([*kbtool._EXPORTS, "open", "init", "__version__"])
     for name in kbtool.__all__:
         assert getattr(kbtool, name) is not None, name
     for module in ("cards", "errors", "kb", "records", "store", "embeddings"):
         defined = importlib.import_module(f"kbtool.{module}")
-        assert all(getattr(kbtool, n) is getattr(defined, n) for n in kbtool.__all__ if hasattr(defined, n) and n in vars(defined))
+        assert all(
+            getattr(kbtool, n) is getattr(defined, n)
+            for n in kbtool.__all__
+            if hasattr(defined, n) and n in vars(defined)
+        )
 
 
 def _commands(typer_app, prefix=""):
@@ -80,5 +85,7 @@ def test_light_commands_never_import_torch_or_the_model_runtime():
 
 
 def test_python_dash_m_works():
-    out = subprocess.run([sys.executable, "-m", "kbtool", "--kb", str(REPO_ROOT), "lint"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "kbtool", "--kb", str(REPO_ROOT), "lint"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr

@@ -12,8 +12,14 @@ from conftest import REPO_ROOT, git
 from kbtool import vectors
 from kbtool.embeddings import HashingEmbedder
 
-QUERIES = ["NVFP4 MoE decode", "why does the all-reduce hang", "grouped GEMM memory bound", "KV 缓存 量化",
-           "speculative decoding acceptance rate", "B200 tensor cores FP4"]
+QUERIES = [
+    "NVFP4 MoE decode",
+    "why does the all-reduce hang",
+    "grouped GEMM memory bound",
+    "KV 缓存 量化",
+    "speculative decoding acceptance rate",
+    "B200 tensor cores FP4",
+]
 
 
 @pytest.fixture
@@ -28,8 +34,10 @@ def starter(tmp_path):
 
 
 def vector_hits(kb: kbtool.KnowledgeBase, where=()):
-    return {q: [(h["id"], h["score"]) for h in kb.search(q, k=20, mode="vector", where=list(where))["hits"]]
-            for q in QUERIES}
+    return {
+        q: [(h["id"], h["score"]) for h in kb.search(q, k=20, mode="vector", where=list(where))["hits"]]
+        for q in QUERIES
+    }
 
 
 def read_afresh(kb: kbtool.KnowledgeBase, where=()):
@@ -43,9 +51,12 @@ def test_writes_are_patched_into_the_matrix_not_read_again(starter, monkeypatch)
     real = matrix._replace
     monkeypatch.setattr(matrix, "_replace", lambda rows: (reads.append(len(rows)), real(rows)))
     rows_before = matrix.n
-    starter.add("finding", "NVFP4 grouped GEMM decode is memory bound on B200",
-                body="Decode of the MoE experts at batch 1 reads every expert weight once.",
-                fields=["applies_to.hardware=B200"])
+    starter.add(
+        "finding",
+        "NVFP4 grouped GEMM decode is memory bound on B200",
+        body="Decode of the MoE experts at batch 1 reads every expert weight once.",
+        fields=["applies_to.hardware=B200"],
+    )
     edited = next(s for s in starter.cards() if s.card.kind == "failure-mode")
     starter.edit(edited.id, body="The all-reduce hangs when NCCL_P2P_DISABLE differs between ranks.")
     for where in ((), ("applies_to.hardware=B200",)):
