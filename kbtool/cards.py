@@ -12,26 +12,13 @@ import hashlib
 import re
 import unicodedata
 from datetime import date
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .vocabulary import INACTIVE_STATUSES, KINDS, STATUSES, Status  # noqa: F401 - the names cards exports
+
 SCHEMA_VERSION: Literal[1] = 1
-
-KINDS: tuple[str, ...] = (
-    "contract",
-    "constraint",
-    "finding",
-    "failure-mode",
-    "gate",
-    "gap",
-    "reference",
-)
-
-Status = Literal["draft", "tentative", "confirmed", "refuted", "superseded", "retired"]
-STATUSES: tuple[str, ...] = Status.__args__  # type: ignore[attr-defined]
-# Statuses whose cards no longer describe what is true; search demotes them.
-INACTIVE_STATUSES = frozenset({"refuted", "superseded", "retired"})
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,119}$"
 _ID_RE = re.compile(ID_PATTERN)
@@ -228,14 +215,11 @@ class Reference(CardBase):
 
 
 MODELS: dict[str, type[CardBase]] = {
-    "contract": Contract,
-    "constraint": Constraint,
-    "finding": Finding,
-    "failure-mode": FailureMode,
-    "gate": Gate,
-    "gap": Gap,
-    "reference": Reference,
+    get_args(model.model_fields["kind"].annotation)[0]: model
+    for model in (Contract, Constraint, Finding, FailureMode, Gate, Gap, Reference)
 }
+if tuple(MODELS) != KINDS:  # the light vocabulary names the kinds for the CLI's help and the MCP enums
+    raise ImportError(f"vocabulary.KINDS {KINDS} differs from the card models' kinds {tuple(MODELS)}")
 
 Card = Contract | Constraint | Finding | FailureMode | Gate | Gap | Reference
 

@@ -7,12 +7,11 @@ so a section read alone still says what it is about.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from .cards import CardBase
+from .cards import CardBase, content_hash
 from .markdown import sections
 
 MAX_CHARS = 1200  # ~256 word pieces: what all-MiniLM-L6-v2 reads before it truncates
@@ -27,7 +26,7 @@ class Chunk:
 
     @property
     def hash(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()
+        return content_hash(self.text)
 
 
 def _flatten(value: Any, prefix: str = "") -> list[str]:

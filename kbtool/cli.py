@@ -19,6 +19,7 @@ from typer.core import TyperGroup
 
 from .errors import BadInput, KbError
 from .locate import resolve_root
+from .vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES, words
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -94,7 +95,7 @@ Where = Annotated[
 CardRef = Annotated[str, typer.Argument(metavar="ID", help="A card id, or a unique prefix of one.")]
 Status = Annotated[
     str | None,
-    typer.Option("--status", help="draft, tentative, confirmed, refuted, superseded or retired.", show_default=False),
+    typer.Option("--status", help=f"{words(STATUSES)}.", show_default=False),
 ]
 
 
@@ -219,7 +220,7 @@ def init(
 
 @app.command()
 def add(
-    kind: Annotated[str, typer.Argument(help="contract, constraint, finding, failure-mode, gate, gap or reference.")],
+    kind: Annotated[str, typer.Argument(help=f"{words(KINDS)}.")],
     title: Annotated[str | None, typer.Option("--title", help="The card's title; its id is made from it.")] = None,
     field: Fields = None,
     tag: Tags = None,
@@ -344,8 +345,7 @@ def lint(
         list[str] | None,
         typer.Option(
             "--skip",
-            help="A class of checks to leave out (repeatable): schema, links, superseded, gates, stale, "
-            "contradictions, duplicates, skills.",
+            help=f"A class of checks to leave out (repeatable): {words(LINT_CLASSES, 'and')}.",
             show_default=False,
         ),
     ] = None,
@@ -388,7 +388,7 @@ def add_finding(
     ] = None,
     direction: Annotated[
         str | None,
-        typer.Option(help="higher or lower: which way is better (guessed from the metric's name when left out)."),
+        typer.Option(help=f"{words(DIRECTIONS)}: which way is better (guessed from the metric's name when left out)."),
     ] = None,
     applies_to: Annotated[
         list[str] | None,
@@ -686,7 +686,7 @@ def search(
     status: Status = None,
     tag: Tags = None,
     where: Where = None,
-    mode: Annotated[str, typer.Option(help="hybrid (default), bm25 or vector.")] = "hybrid",
+    mode: Annotated[str, typer.Option(help=f"{words(MODES)}.")] = MODES[0],
     explain: Annotated[bool, typer.Option(help="Show each leg's rank and score per hit.")] = False,
     batch: Annotated[
         Path | None, typer.Option(help='One query per line (text, or JSON {"q": ...}); one JSON result per line.')

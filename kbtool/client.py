@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInput, CheckFailed, KbError
+from .vocabulary import CONFIG_FILE, STATE_DIR
 
 PROTOCOL = 1
 START_TIMEOUT_S = 60.0  # until the daemon's socket accepts (it binds before loading the model)
@@ -29,7 +30,7 @@ MAX_LINE = 64 * 1024 * 1024
 
 def socket_path(root: Path) -> Path:
     """Under .kb/ when it fits in a unix socket address (108 bytes), else in the temp folder."""
-    local = root / ".kb" / "daemon.sock"
+    local = root / STATE_DIR / "daemon.sock"
     if len(str(local)) < 100:
         return local
     return Path("/tmp") / f"kb-{os.getuid()}-{hashlib.sha1(str(root).encode()).hexdigest()[:16]}.sock"
@@ -45,7 +46,7 @@ def build_id(root: Path) -> str:
     digest = hashlib.sha256(f"kbtool {__version__}\n".encode())
     for path in sorted([*package.glob("*.py"), *package.glob("*/*.py")]):
         digest.update(f"{path.relative_to(package)}\n".encode() + path.read_bytes())
-    config = root / "kb.toml"
+    config = root / CONFIG_FILE
     digest.update(b"kb.toml\n" + (config.read_bytes() if config.exists() else b""))
     for name in ("KB_EMBEDDER", "KB_EMBED_PRECISION"):
         digest.update(f"{name}={os.environ.get(name, '')}\n".encode())
@@ -156,7 +157,7 @@ def _connect(root: Path) -> socket.socket:
         return sock
     from filelock import FileLock
 
-    state = root / ".kb"
+    state = root / STATE_DIR
     state.mkdir(exist_ok=True)
     with FileLock(str(state / "daemon-start.lock"), timeout=START_TIMEOUT_S):
         sock = _try_connect(path)  # another client may have started it while we waited

@@ -9,10 +9,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InvalidCard, NotAKnowledgeBase
-from .locate import CONFIG_FILE
 from .validation import format_validation_error
-
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+from .vocabulary import CONFIG_FILE, DEFAULT_MODEL
 
 
 class _Section(BaseModel):

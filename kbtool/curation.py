@@ -21,6 +21,7 @@ from .cards import KINDS, Gate
 from .errors import InvalidCard
 from .records import Problem, StoredCard
 from .store import CARDS_DIR, Store
+from .vocabulary import LINT_CLASSES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 LINK_FIELDS = ("supersedes", "superseded_by", "related", "contradicts", "closes")
-CLASSES = ("schema", "links", "superseded", "gates", "stale", "contradictions", "duplicates", "skills")
+CLASSES = LINT_CLASSES
 
 
 def _schema(store: Store) -> tuple[list[Problem], list[StoredCard], set[str]]:

@@ -24,13 +24,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from .errors import BadInput, SemanticUnavailable
+from .vocabulary import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     import numpy as np
 
     from .onnx_queries import OnnxQueryEncoder
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
 HASHING = "hashing"
 PRECISIONS = ("auto", "fp32", "bf16")
 BF16_AGREEMENT = 0.9999  # minimum cosine between a probe's bf16 and fp32 vectors for bf16 to be used

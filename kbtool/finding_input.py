@@ -16,6 +16,7 @@ from typing import Any
 
 from .errors import BadInput
 from .findings import STATISTICS, guess_direction, number, value_with_unit
+from .vocabulary import DIRECTIONS
 
 FINDING_INPUT_KEYS = frozenset(
     {
@@ -39,7 +40,6 @@ FINDING_INPUT_KEYS = frozenset(
 )
 # the keys of one metric's object, beside the statistics (p50, p99, ...) it may give inline
 METRIC_KEYS = ("value", "unit", "baseline", "direction", "samples", "stats", "conditions", "command")
-DIRECTIONS = ("higher", "lower")
 
 Metric = dict[str, Any]  # an evidence entry without its name: value, unit, and any of METRIC_KEYS
 MetricInput = Metric | tuple[float, str | None]  # (value, unit) as `--metric tpot=0.56ms` gives it

@@ -10,7 +10,6 @@ them, and each refresh writes in one transaction, so readers see all of it or no
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -26,6 +25,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from filelock import FileLock
 
+from .cards import content_hash
 from .chunking import Chunk, chunk_card, chunk_skill
 from .embeddings import Embedder, cjk_bigrams
 from .errors import InvalidCard
@@ -276,7 +276,7 @@ class Index:
                     continue
                 path = Path(name)
                 text = path.read_text(encoding="utf-8")
-                file_hash = _sha(text)
+                file_hash = content_hash(text)
                 if old and not force and old[0] == file_hash:
                     touched.append((rel, st))
                     continue
@@ -602,7 +602,3 @@ class Index:
 
     def chunks_of(self, allowed_cards: set[int]) -> set[int]:
         return {cid for card in allowed_cards for cid in self._card_chunks[card]}
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()

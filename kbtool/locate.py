@@ -10,8 +10,7 @@ import os
 from pathlib import Path
 
 from .errors import NotAKnowledgeBase
-
-CONFIG_FILE = "kb.toml"
+from .vocabulary import CONFIG_FILE
 
 
 def find_root(start: Path) -> Path | None:

