@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 KB := $(VENV)/bin/kb
 
-.PHONY: install demo test test-fast lint bench schemas clean
+.PHONY: install demo test test-fast lint docs bench schemas clean
 
 install: $(VENV)/.installed
 
@@ -31,6 +31,12 @@ lint: install
 	$(VENV)/bin/ruff check $(LINTED)
 	$(VENV)/bin/ruff format --check $(LINTED)
 	$(VENV)/bin/mypy
+	$(VENV)/bin/cog --check $(GENERATED)
+
+# the tables README.md and the kb skill show, made from the vocabulary and the card models (kbtool/docs.py)
+GENERATED := README.md skills/kb/SKILL.md
+docs: install
+	$(VENV)/bin/cog -r $(GENERATED)
 
 bench: install
 	$(PY) bench/bench_store.py

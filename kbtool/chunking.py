@@ -105,7 +105,7 @@ def chunk_skill(name: str, description: str, body: str) -> list[Chunk]:
 
 def _chunks(lead: str, title: str, body: str, merge_preamble: bool = True) -> list[Chunk]:
     chunks: list[Chunk] = []
-    secs = sections(body)
+    secs = sections(body, drop_comments=True)
     # text before the first heading belongs with the lead when it fits
     if merge_preamble and secs and secs[0].heading is None and len(lead) + len(secs[0].text) + 2 <= MAX_CHARS:
         lead = f"{lead}\n\n{secs[0].text}"

@@ -133,13 +133,18 @@ def plain_text(inline: Any) -> str:
     return " ".join(text.split())
 
 
-def sections(body: str) -> list[Section]:
+def sections(body: str, drop_comments: bool = False) -> list[Section]:
+    """The body by heading. drop_comments leaves out HTML comment blocks (what a reader never sees, such
+    as the generator code of a cog block), for the text search indexes."""
     lines = body.splitlines(keepends=True)
     tokens = MarkdownIt("commonmark").parse(body)
     heads: list[tuple[int, int, int, str]] = []  # (start, end, level, title)
     for i, tok in enumerate(tokens):
         if tok.type == "heading_open" and tok.map:
             heads.append((tok.map[0], tok.map[1], int(tok.tag[1]), plain_text(tokens[i + 1])))
+        if drop_comments and tok.type == "html_block" and tok.map and tok.content.lstrip().startswith("<!--"):
+            for n in range(*tok.map):
+                lines[n] = "\n"
     out: list[Section] = []
     first = heads[0][0] if heads else len(lines)
     preamble = "".join(lines[:first]).strip()

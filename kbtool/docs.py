@@ -1,0 +1,135 @@
+"""The reference tables of README.md and skills/kb/SKILL.md, made from the vocabulary and the card
+models, so documentation cannot drift from the code. Both files hold cog blocks that call these:
+
+    cog -r README.md skills/kb/SKILL.md       # make docs
+    cog --check README.md skills/kb/SKILL.md  # make lint (CI)
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel
+
+from .cards import MODELS, AppliesTo, CardBase, Links, Provenance
+from .vocabulary import KINDS, LINT_CLASSES, STATUSES
+
+# What an agent does with each kind of card: the kb skill's table (a new kind must say it here).
+AGENT_USE = {
+    "contract": "implement against it; verify before you claim it holds",
+    "constraint": "never break a `must`",
+    "finding": "trust `confirmed`, treat `tentative` as a lead",
+    "failure-mode": "check it when you see the symptom",
+    "gate": "it decides pass or fail; never edit it",
+    "gap": "a candidate experiment",
+    "reference": "read when the card it backs is not enough",
+}
+
+# What each lint class checks: `kb lint`'s row of the command reference.
+LINT_CHECKS = {
+    "schema": "invalid cards, id/folder mismatches, duplicate ids, stray files",
+    "links": "broken",
+    "superseded": "current cards still linking a superseded one",
+    "gates": "lock mismatches",
+    "stale": "findings older than `curation.max_finding_age_days`",
+    "contradictions": "same metric and scope, opposite effect",
+    "duplicates": "embedding similarity above `curation.duplicate_similarity`",
+    "skills": "specification violations; discoverability warnings",
+}
+
+
+def _check_covered(table: dict[str, str], names: tuple[str, ...], what: str) -> None:
+    if tuple(table) != names:
+        raise ValueError(f"kbtool/docs.py: {what} covers {tuple(table)}, the vocabulary lists {names}")
+
+
+def purpose(model: type[BaseModel]) -> str:
+    """A kind's model docstring, first sentence, as a table cell: 'what a component must satisfy: ...'."""
+    first = (model.__doc__ or "").strip().split(". ")[0].rstrip(".")
+    return first[:1].lower() + first[1:]
+
+
+def _unwrap(annotation: Any) -> Any:
+    """The type under Annotated[...] and `| None`."""
+    while get_origin(annotation) is typing.Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        rest = [a for a in get_args(annotation) if a is not type(None)]
+        if len(rest) == 1:
+            return _unwrap(rest[0])
+    return annotation
+
+
+def describe_field(name: str, annotation: Any, required: bool = False) -> str:
+    """One field as the tables show it: `severity (must/should)`, `check: {command, ...}`, `evidence[] (...)`."""
+    kind = _unwrap(annotation)
+    mark = " (required)" if required else ""
+    if get_origin(kind) is Literal:
+        return f"{name} ({'/'.join(str(v) for v in get_args(kind))}){mark}"
+    if get_origin(kind) is list and isinstance(_unwrap(get_args(kind)[0]), type):
+        item = _unwrap(get_args(kind)[0])
+        if issubclass(item, BaseModel):
+            return f"{name}[] ({', '.join(_fields(item))}){mark}"
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        return f"{name}: {{{', '.join(_fields(kind))}}}{mark}"
+    return f"{name}{mark}"
+
+
+def _fields(model: type[BaseModel]) -> list[str]:
+    return [describe_field(n, f.annotation) for n, f in model.model_fields.items()]
+
+
+def own_fields(kind: str) -> str:
+    """The fields a kind adds to every card's (kind and a status default are not its own)."""
+    model = MODELS[kind]
+    common = set(CardBase.model_fields)
+    return ", ".join(
+        describe_field(n, f.annotation, f.is_required())
+        for n, f in model.model_fields.items()
+        if n not in common or n == "source" and f.is_required()
+    )
+
+
+def kinds_table() -> str:
+    """README: kind | holds | its own fields."""
+    rows = ["| kind | holds | its own fields |", "|---|---|---|"]
+    rows += [f"| {k} | {purpose(MODELS[k])} | {own_fields(k)} |" for k in KINDS]
+    return "\n".join(rows)
+
+
+def agent_kinds_table() -> str:
+    """The kb skill: kind | what it holds | how you use it."""
+    _check_covered(AGENT_USE, KINDS, "AGENT_USE")
+    rows = ["| kind | what it holds | how you use it |", "|---|---|---|"]
+    rows += [f"| {k} | {purpose(MODELS[k])} | {AGENT_USE[k]} |" for k in KINDS]
+    return "\n".join(rows)
+
+
+COMMON = ("id", "kind", "title", "status", "tags", "applies_to", "provenance", "links", "source", "schema_version")
+
+
+def common_fields() -> str:
+    """The README's sentence on the fields every card has, made from CardBase and its parts."""
+    if tuple(CardBase.model_fields) != COMMON:
+        raise ValueError(f"kbtool/docs.py: COMMON is {COMMON}, CardBase has {tuple(CardBase.model_fields)}")
+
+    def names(model: type[BaseModel]) -> str:
+        return ", ".join(model.model_fields)
+
+    return (
+        f"Every card also has `id`, `kind`, `title`, `status` ({', '.join(STATUSES)}), `tags`, "
+        f"`applies_to` ({names(AppliesTo)} — each a value or a list), `provenance` ({names(Provenance)}), "
+        f"`links` ({names(Links)}) and `schema_version`; an imported card has a `source`."
+    )
+
+
+def lint_classes() -> str:
+    """`schema` (invalid cards, ...), `links` (broken), ...: what --skip takes."""
+    _check_covered(LINT_CHECKS, LINT_CLASSES, "LINT_CHECKS")
+    return ", ".join(f"`{name}` ({LINT_CHECKS[name]})" for name in LINT_CLASSES)
+
+
+def lint_paragraph() -> str:
+    return f"`kb lint`'s classes of checks, each of which `--skip` leaves out: {lint_classes()}."

@@ -1,0 +1,53 @@
+"""The tables README.md and the kb skill show are made from the vocabulary and the card models
+(kbtool/docs.py, through cog): they are current, and they cover every kind and lint class."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+from kbtool import docs
+from kbtool.vocabulary import KINDS, LINT_CLASSES
+
+GENERATED = ["README.md", "skills/kb/SKILL.md"]
+
+
+def test_the_generated_tables_are_current():
+    out = subprocess.run(
+        [sys.executable, "-m", "cogapp", "--check", *GENERATED], cwd=REPO_ROOT, capture_output=True, text=True
+    )
+    assert out.returncode == 0, f"run `make docs`: {out.stdout}{out.stderr}"
+
+
+def test_every_kind_and_lint_class_is_in_the_tables():
+    kinds = docs.kinds_table().splitlines()[2:]
+    assert [row.split(" | ")[0].strip("| ") for row in kinds] == list(KINDS)
+    assert [row.split(" | ")[0].strip("| ") for row in docs.agent_kinds_table().splitlines()[2:]] == list(KINDS)
+    assert all(f"`{name}` (" in docs.lint_classes() for name in LINT_CLASSES)
+
+
+def test_a_kind_or_class_the_docs_do_not_cover_is_refused(monkeypatch):
+    monkeypatch.setattr(docs, "AGENT_USE", {k: v for k, v in docs.AGENT_USE.items() if k != "gap"})
+    with pytest.raises(ValueError, match="AGENT_USE covers"):
+        docs.agent_kinds_table()
+    monkeypatch.setattr(docs, "LINT_CHECKS", {**docs.LINT_CHECKS, "spelling": "typos"})
+    with pytest.raises(ValueError, match="LINT_CHECKS covers"):
+        docs.lint_classes()
+
+
+def test_fields_read_as_the_models_declare_them():
+    assert docs.own_fields("constraint") == "rule (required), severity (must/should), rationale"
+    assert docs.own_fields("gate").startswith("check: {command, metric, op (</<=/>/>=/==), threshold")
+    assert "evidence[] (metric, value, unit, baseline, direction (higher/lower)" in docs.own_fields("finding")
+
+
+def test_search_does_not_index_the_generator_code():
+    from kbtool.chunking import chunk_skill
+    from kbtool.skills import load_skill
+
+    skill = load_skill(REPO_ROOT / "skills" / "kb", "skills/kb")
+    text = "\n".join(c.text for c in chunk_skill(skill.name, skill.description, skill.body))
+    assert "| contract |" in text and "cog.outl" not in text and "[[[cog" not in text
