@@ -34,7 +34,7 @@ LINK_FIELDS = ("supersedes", "superseded_by", "related", "contradicts", "closes"
 CLASSES = LINT_CLASSES
 
 
-def _schema(store: Store) -> tuple[list[Problem], list[StoredCard], set[str]]:
+def schema_problems(store: Store) -> tuple[list[Problem], list[StoredCard], set[str]]:
     problems: list[Problem] = []
     loaded: list[StoredCard] = []
     seen: dict[str, str] = {}
@@ -77,7 +77,7 @@ def _schema(store: Store) -> tuple[list[Problem], list[StoredCard], set[str]]:
     return problems, loaded, set(seen)
 
 
-def _broken_links(cards: list[StoredCard], ids: set[str]) -> list[Problem]:
+def broken_links(cards: list[StoredCard], ids: set[str]) -> list[Problem]:
     out = []
     for stored in cards:
         targets = [(f"links.{name}", t) for name in LINK_FIELDS for t in getattr(stored.card.links, name)]

@@ -963,9 +963,9 @@ class KnowledgeBase:
             raise InvalidField(f"--skip {sorted(unknown)[0]}: not a lint class ({', '.join(curation.CLASSES)})")
         problems: builtins.list[Problem] = []
         if "schema" not in skip or "links" not in skip:
-            schema, loaded, ids = curation._schema(self.store)
+            schema, loaded, ids = curation.schema_problems(self.store)
             problems += [] if "schema" in skip else schema
-            problems += [] if "links" in skip else curation._broken_links(loaded, ids)
+            problems += [] if "links" in skip else curation.broken_links(loaded, ids)
         cards = self.cards()
         if "superseded" not in skip:
             problems += curation.superseded_links(cards)

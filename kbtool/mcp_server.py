@@ -275,14 +275,26 @@ def agent_name(ctx: Context | None) -> str:
     return f"mcp:{name}" if isinstance(name, str) and name.strip() else "mcp"
 
 
-def build_server(kb: KnowledgeBase, read_only: bool = False) -> tuple[MCPServer, KbTools]:
-    """The MCP server over kb; with read_only the writers are not offered at all."""
+def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool = False) -> tuple[MCPServer, KbTools]:
+    """The MCP server over kb; with read_only the writers are not offered at all. warm_on_start: the
+    index warms up as the server starts serving (over stdio, once fd 1 is the protocol's and anything
+    a library prints goes to stderr)."""
+    from collections.abc import AsyncIterator
+    from contextlib import asynccontextmanager
+
     tools = KbTools(kb)
+
+    @asynccontextmanager
+    async def warming(_server: MCPServer) -> AsyncIterator[None]:
+        tools.warm()
+        yield
+
     server = MCPServer(
         f"kb ({kb.config.kb.name})",
         instructions=INSTRUCTIONS,
         version=_version(),
         log_level="DEBUG" if os.environ.get("KB_DEBUG") else "WARNING",
+        lifespan=warming if warm_on_start else None,
     )
 
     @server.tool(annotations=READS)
@@ -547,19 +559,11 @@ class BearerToken:
 
 def serve_stdio(kb: KnowledgeBase, read_only: bool) -> None:
     import anyio
-    from mcp.server.stdio import stdio_server
 
-    server, tools = build_server(kb, read_only)
-
-    async def run() -> None:
-        # stdio_server points fd 1 at stderr while it serves, so nothing a library prints can
-        # corrupt the protocol; the warm-up starts inside it for that reason
-        async with stdio_server() as (read_stream, write_stream):
-            tools.warm()
-            low = server._lowlevel_server
-            await low.run(read_stream, write_stream, low.create_initialization_options())
-
-    anyio.run(run)
+    # the SDK's stdio transport points fd 1 at stderr while it serves, so nothing a library prints can
+    # corrupt the protocol; the warm-up starts inside it (the server's lifespan) for that reason
+    server, _ = build_server(kb, read_only, warm_on_start=True)
+    anyio.run(server.run_stdio_async)
 
 
 def serve_http(kb: KnowledgeBase, address: str, token: str | None, read_only: bool) -> None:
