@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from . import formats
 from .errors import BadInput, KbError
 from .locate import resolve_root
 from .vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES, words
@@ -405,7 +406,7 @@ def add_finding(
     tag: Tags = None,
     from_file: Annotated[
         Path | None,
-        typer.Option("--from", help="A benchmark export: AIPerf profile_export_aiperf.json, or a results TSV."),
+        typer.Option("--from", help=f"A benchmark export: {formats.described()}."),
     ] = None,
     metric_name: Annotated[
         str, typer.Option(help="The metric a results TSV measures (its 'metric' column).")

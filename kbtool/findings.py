@@ -1,12 +1,9 @@
-"""Measured evidence for findings: flags, JSON, benchmark exports, and the run's provenance.
+"""Measured evidence for findings: the pieces every source of evidence shares, and the run's provenance.
 
-- `--metric tpot=0.56ms` style values (value_with_unit),
-- AIPerf exports (`profile_export_aiperf.json`): every metric entry, with its unit and every
-  statistic it has, plus the model, endpoint, concurrency, request count and command the
-  run recorded; the artifact's path and sha256,
-- autoresearch-style results TSV (commit, metric, memory, status, description): one
-  finding whose evidence is every kept row, so one experiment session is one finding,
-- the experiment repository (HEAD, dirty) and environment (python, packages, GPU).
+- `--metric tpot=0.56ms` style values (value_with_unit), numbers, which way a metric is better,
+- reading an artifact with its sha256 (the benchmark-format readers in kbtool/formats.py use these),
+- the experiment repository (HEAD, dirty) and environment (python, packages, GPU),
+- the findings a new one likely duplicates or contradicts.
 
 Pure parsing where possible; the only I/O is reading the artifact and asking git and
 nvidia-smi.
@@ -14,10 +11,7 @@ nvidia-smi.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
-import json
 import math
 import platform
 import re
@@ -94,124 +88,6 @@ def number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise BadInput(f"{where}: {value!r} is not a number")
     return float(value)
-
-
-def parse_aiperf(path: Path) -> dict[str, Any]:
-    """An AIPerf profile export -> {"evidence": [...], "applies_to": {...}, "conditions": {...}}."""
-    text, digest = read_artifact(path)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path}: not a valid AIPerf export: JSON breaks at line {exc.lineno} ({exc.msg})") from None
-    if not isinstance(data, dict) or "aiperf_version" not in data and "input_config" not in data:
-        raise BadInput(f"{path}: not an AIPerf export (no aiperf_version or input_config)")
-    config = _mapping(data.get("input_config"))
-    run = _mapping(data.get("run_info"))
-    conditions = _aiperf_conditions(config, data)
-    command = run.get("cli_command") if isinstance(run.get("cli_command"), str) else None
-    artifact = {"path": str(path), "sha256": digest}
-    evidence = []
-    for name, entry in data.items():
-        if not isinstance(entry, dict) or "unit" not in entry or "avg" not in entry:
-            continue
-        value = number(entry["avg"], f"{path}: {name}.avg")
-        stats = {s: number(entry[s], f"{path}: {name}.{s}") for s in STATISTICS[1:] if s in entry}
-        unit = entry["unit"] if isinstance(entry["unit"], str) else None
-        ev: dict[str, Any] = {
-            "metric": name,
-            "value": value,
-            "unit": unit,
-            "stats": stats,
-            "conditions": conditions,
-            "command": command,
-            "artifact": artifact,
-        }
-        if "count" in entry:
-            ev["samples"] = int(number(entry["count"], f"{path}: {name}.count"))
-        direction = guess_direction(name, unit)
-        if direction:
-            ev["direction"] = direction
-        evidence.append({k: v for k, v in ev.items() if v not in (None, {})})
-    if not evidence:
-        raise BadInput(f"{path}: an AIPerf export with no metric entries (each needs a unit and an avg)")
-    if data.get("is_complete") is False or data.get("was_cancelled") is True:
-        raise BadInput(f"{path}: the AIPerf run did not complete (is_complete false or was_cancelled true)")
-    models = [
-        m.get("name")
-        for m in _sequence(_mapping(config.get("models")).get("items"))
-        if isinstance(m, dict) and m.get("name")
-    ]
-    applies = {"model": models[0] if len(models) == 1 else models} if models else {}
-    return {"evidence": evidence, "applies_to": applies, "conditions": conditions}
-
-
-def _mapping(value: Any) -> dict[str, Any]:
-    """A JSON object, or an empty one for anything else: an export's optional sections may be missing."""
-    return value if isinstance(value, dict) else {}
-
-
-def _sequence(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _aiperf_conditions(config: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    endpoint = _mapping(config.get("endpoint"))
-    phases = _sequence(config.get("phases"))
-    out: dict[str, Any] = {}
-    for phase in phases:
-        if isinstance(phase, dict):
-            for key in ("concurrency", "request_count", "request_rate"):
-                if isinstance(phase.get(key), (int, float)) and not isinstance(phase.get(key), bool):
-                    out.setdefault(key, phase[key])
-    count = data.get("request_count")
-    if "request_count" not in out and isinstance(count, dict) and isinstance(count.get("avg"), (int, float)):
-        out["request_count"] = int(count["avg"])
-    urls = _sequence(endpoint.get("urls"))
-    if urls:
-        out["endpoint"] = str(urls[0])
-    if isinstance(endpoint.get("type"), str):
-        out["endpoint_type"] = endpoint["type"]
-    if isinstance(endpoint.get("streaming"), bool):
-        out["streaming"] = str(endpoint["streaming"]).lower()
-    return out
-
-
-TSV_COLUMNS = ("commit", "metric", "memory", "status", "description")
-
-
-def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]:
-    """Autoresearch-style results: every row whose status is 'keep' becomes one evidence entry."""
-    text, digest = read_artifact(path)
-    rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
-    header = [h.strip() for h in (rows[0].keys() if rows else text.split("\n", 1)[0].split("\t"))]
-    missing = [c for c in TSV_COLUMNS if c not in header]
-    if missing:
-        raise BadInput(
-            f"{path}: a results TSV needs the columns {', '.join(TSV_COLUMNS)} (missing {', '.join(missing)})"
-        )
-    evidence = []
-    for n, row in enumerate(rows, 2):
-        if (row.get("status") or "").strip().lower() != "keep":
-            continue
-        value, unit = value_with_unit(row.get("metric") or "", f"{path}:{n} metric")
-        conditions: dict[str, Any] = {"commit": (row.get("commit") or "").strip()}
-        if (row.get("memory") or "").strip():
-            conditions["memory_gb"] = value_with_unit(row["memory"], f"{path}:{n} memory")[0]
-        if (row.get("description") or "").strip():
-            conditions["description"] = row["description"].strip()
-        evidence.append(
-            {
-                "metric": metric_name,
-                "value": value,
-                **({"unit": unit} if unit else {}),
-                "conditions": conditions,
-                "artifact": {"path": str(path), "sha256": digest},
-                **({"direction": d} if (d := guess_direction(metric_name, unit)) else {}),
-            }
-        )
-    if not evidence:
-        raise BadInput(f"{path}: no row has status 'keep'; nothing was measured to record")
-    return {"evidence": evidence, "applies_to": {}, "conditions": {}}
 
 
 def repo_state(path: Path) -> dict[str, Any] | None:

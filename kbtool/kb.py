@@ -378,17 +378,14 @@ class KnowledgeBase:
         An agent's finding is tentative until reviewed (kbtool.review)."""
         from . import findings
         from .finding_input import evidence_from_metrics
+        from .formats import reader_for
 
         if agent is not None:
             status = agent_status(status, "tentative")
         evidence = evidence_from_metrics(metrics or {}, baselines or {}, direction, command, conditions)
         scope = parse_assignments([f"applies_to.{a}" for a in applies_to], model_for("finding")).get("applies_to", {})
         if artifact is not None:
-            parsed = (
-                findings.parse_results_tsv(artifact, metric_name)
-                if artifact.suffix.lower() in (".tsv", ".txt")
-                else findings.parse_aiperf(artifact)
-            )
+            parsed = reader_for(artifact).read(artifact, metric_name)
             for ev in parsed["evidence"]:
                 ev["artifact"] = {**ev["artifact"], "path": findings.portable_path(artifact, repo)}
             evidence += parsed["evidence"]

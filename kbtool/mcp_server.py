@@ -31,7 +31,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from . import markdown
+from . import formats, markdown
 from .errors import BadInput, KbError
 from .kb import KnowledgeBase
 from .records import StoredCard, brief
@@ -404,10 +404,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
             ] = None,
             artifact: Annotated[
                 str | None,
-                Field(
-                    description="path of a benchmark export on this machine: AIPerf profile_export_aiperf.json "
-                    "or a results TSV"
-                ),
+                Field(description=f"path of a benchmark export on this machine: {formats.described()}"),
             ] = None,
             body: Annotated[str | None, Field(description="notes, in markdown")] = None,
         ) -> CallToolResult:
