@@ -37,6 +37,8 @@ class Config(_Section):
     kb: KbSection = KbSection()
     index: IndexSection = IndexSection()
     curation: CurationSection = CurationSection()
+    # a kind (or "*" for every kind) -> JSON Schema files its cards must also satisfy (kbtool/policy.py)
+    schema_: dict[str, list[str]] = Field(default={}, alias="schema")
 
 
 def load_config(root: Path) -> Config:

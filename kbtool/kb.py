@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .finding_input import MetricInput
     from .gates import GateRun
     from .index import Index, RefreshStats
+    from .policy import Policy
     from .retrieval import Searcher, SearchRequest
     from .skills import Skill
 
@@ -53,6 +54,7 @@ class KnowledgeBase:
         self._index: Index | None = None
         self._searcher: Searcher | None = None
         self._vectors_building: threading.Thread | None = None  # see warm_in_background
+        self._policy: Policy | None = None
         self._preparing_queries: threading.Thread | None = None
 
     @classmethod
@@ -239,9 +241,23 @@ class KnowledgeBase:
             card = validate_card(_drop_none(data), origin)
             path = self.store.card_path(card.kind, card.id)
             rel = self.store.relative(path)
-            writes = {rel: markdown.render(card, body), **(extra_writes(card) if extra_writes else {})}
+            writes = {rel: self._render(card, body, origin), **(extra_writes(card) if extra_writes else {})}
             self.store.write(writes, _message("add", card))
         return StoredCard(card, markdown.normalize_body(body), rel)
+
+    @property
+    def policy(self) -> Policy:
+        """The knowledge base's own JSON Schemas for its cards (kb.toml [schema]; kbtool/policy.py)."""
+        if self._policy is None:
+            from .policy import Policy
+
+            self._policy = Policy.load(self.root, self.config.schema_)
+        return self._policy
+
+    def _render(self, card: CardBase, body: str, origin: str) -> str:
+        """A card's file text, once it also meets this knowledge base's own schemas: every write passes here."""
+        self.policy.check(card, origin)
+        return markdown.render(card, body)
 
     def edit(
         self,
@@ -275,7 +291,7 @@ class KnowledgeBase:
             data = merge(data, parse_assignments(fields, type(current.card)))
             card = validate_card(_drop_none(data), current.path)
             new_body = current.body if body is None else body
-            text = markdown.render(card, new_body)
+            text = self._render(card, new_body, current.path)
             if text == markdown.render(current.card, current.body):
                 return current
             self.store.write({current.path: text}, _message("edit", card))
@@ -302,8 +318,9 @@ class KnowledgeBase:
                 data["provenance"] = {**data.get("provenance", {}), "created": created, "author": author}
                 if old and old.card.provenance.author:
                     data["provenance"]["author"] = old.card.provenance.author
-                card = validate_card(_drop_none(data), f"import {plan.data.get('source', {}).get('path', plan.id)}")
-                text = markdown.render(card, plan.body)
+                origin = f"import {plan.data.get('source', {}).get('path', plan.id)}"
+                card = validate_card(_drop_none(data), origin)
+                text = self._render(card, plan.body, origin)
                 rel = self.store.relative(self.store.card_path(card.kind, card.id))
                 if old and old.path != rel:
                     raise Conflict(f"import would write {rel} but card {card.id!r} already exists as {old.path}")
@@ -420,8 +437,8 @@ class KnowledgeBase:
         extra = (
             (
                 lambda card: {
-                    gap.path: markdown.render(
-                        gap.card.model_copy(update={"closed_by": [*_gap(gap).closed_by, card.id]}), gap.body
+                    gap.path: self._render(
+                        gap.card.model_copy(update={"closed_by": [*_gap(gap).closed_by, card.id]}), gap.body, gap.path
                     )
                 }
             )
@@ -473,7 +490,11 @@ class KnowledgeBase:
                 f"kb-op: supersede\nkb-id: {old.id}\nkb-superseded-by: {new.id}\n"
             )
             self.store.write(
-                {old.path: markdown.render(old_card, old_body), new.path: markdown.render(new_card, new.body)}, message
+                {
+                    old.path: self._render(old_card, old_body, old.path),
+                    new.path: self._render(new_card, new.body, new.path),
+                },
+                message,
             )
         self._refresh_lexical()
         return StoredCard(old_card, markdown.normalize_body(old_body), old.path), StoredCard(
@@ -594,8 +615,8 @@ class KnowledgeBase:
                 trailers = f"kb-op: gate-run\nkb-id: {stored.id}\n"
                 if target is not None and result.passed:
                     current = self.get(target.id)  # as it stands now, under the lock
-                    writes[current.path] = markdown.render(
-                        self._reviewed(current, "confirmed", f"gate:{stored.id}"), current.body
+                    writes[current.path] = self._render(
+                        self._reviewed(current, "confirmed", f"gate:{stored.id}"), current.body, current.path
                     )
                     trailers += f"kb-confirms: {target.id}\n"
                 self.store.write(writes, f"kb gate run {stored.id}: {verdict}\n\n{trailers}")
@@ -633,7 +654,7 @@ class KnowledgeBase:
                 f"kb-op: {verb}\nkb-kind: {card.kind}\nkb-id: {card.id}\n"
                 f"kb-reviewed-by: {card.provenance.reviewed_by}\n"
             )
-            self.store.write({current.path: markdown.render(card, current.body)}, message)
+            self.store.write({current.path: self._render(card, current.body, current.path)}, message)
         self._refresh_lexical()
         return StoredCard(card, current.body, current.path)
 
@@ -962,6 +983,10 @@ class KnowledgeBase:
         if "schema" not in skip or "links" not in skip:
             schema, loaded, ids = curation.schema_problems(self.store)
             problems += [] if "schema" in skip else schema
+            if "schema" not in skip:  # the knowledge base's own schemas, on every card the models accept
+                problems += [
+                    Problem(s.path, "kb-schema", found, s.id) for s in loaded for found in self.policy.problems(s.card)
+                ]
             problems += [] if "links" in skip else curation.broken_links(loaded, ids)
         cards = self.cards()
         if "superseded" not in skip:

@@ -168,6 +168,13 @@ def test_every_readme_block_runs_as_written(clone, tmp_path):
             if block.language == "json":
                 json.loads("\n".join(block.lines))  # configuration and output examples are valid JSON
                 continue
+            if block.language == "toml":  # a kb.toml example: valid TOML that kb's settings model accepts
+                import tomllib
+
+                from kbtool.config import Config
+
+                Config.model_validate(tomllib.loads("\n".join(block.lines)))
+                continue
             if block.language in ("", "text"):
                 continue  # a diagram of the layout, not a command
             if block.language == "python":

@@ -28,6 +28,7 @@ LAYERS = [
         "gates",
         "skills",
         "docs",
+        "policy",
     },
     {
         "store",
