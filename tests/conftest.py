@@ -69,3 +69,17 @@ def modules_loaded_by(
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, timeout=120)
     return out.stdout, set(out.stderr.split("MODULES", 1)[-1].split())
+
+
+@pytest.fixture
+def starter_clone(tmp_path: Path) -> kbtool.KnowledgeBase:
+    """A git clone of the starter KB (its cards and skills), indexed with the hashing embedder."""
+    from kbtool.embeddings import HashingEmbedder
+
+    root = tmp_path / "starter"
+    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(root)], check=True)
+    git(root, "config", "user.name", "a person")
+    git(root, "config", "user.email", "person@example.invalid")
+    kb = kbtool.open(root, embedder=HashingEmbedder())
+    kb.refresh_index()
+    return kb

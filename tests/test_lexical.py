@@ -4,12 +4,11 @@ write, and hands back to FTS5 whenever it cannot answer."""
 from __future__ import annotations
 
 import sqlite3
-import subprocess
 
 import pytest
 
 import kbtool
-from conftest import REPO_ROOT, git
+from conftest import REPO_ROOT
 from kbtool import lexical
 from kbtool.embeddings import HashingEmbedder
 from kbtool.evaluation import load_gold
@@ -26,15 +25,8 @@ FILTERS = [None, ["applies_to.hardware=B200"], ["applies_to.precision=nvfp4"]]
 
 
 @pytest.fixture
-def starter(tmp_path):
-    """A clone of the starter KB (its cards and skills), indexed without a model."""
-    root = tmp_path / "starter"
-    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(root)], check=True)
-    git(root, "config", "user.name", "a person")
-    git(root, "config", "user.email", "person@example.invalid")
-    kb = kbtool.open(root, embedder=HashingEmbedder())
-    kb.refresh_index()
-    return kb
+def starter(starter_clone):
+    return starter_clone
 
 
 def warm(kb: kbtool.KnowledgeBase) -> kbtool.KnowledgeBase:

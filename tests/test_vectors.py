@@ -3,12 +3,9 @@ as a freshly read one does."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 import kbtool
-from conftest import REPO_ROOT, git
 from kbtool import vectors
 from kbtool.embeddings import HashingEmbedder
 
@@ -23,14 +20,8 @@ QUERIES = [
 
 
 @pytest.fixture
-def starter(tmp_path):
-    root = tmp_path / "starter"
-    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(root)], check=True)
-    git(root, "config", "user.name", "a person")
-    git(root, "config", "user.email", "person@example.invalid")
-    kb = kbtool.open(root, embedder=HashingEmbedder())
-    kb.refresh_index()
-    return kb
+def starter(starter_clone):
+    return starter_clone
 
 
 def vector_hits(kb: kbtool.KnowledgeBase, where=()):
