@@ -21,7 +21,6 @@ from .cards import KINDS, Gate
 from .errors import InvalidCard
 from .records import Problem, StoredCard
 from .store import CARDS_DIR, Store
-from .vocabulary import LINT_CLASSES
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
     import numpy as np
 
 LINK_FIELDS = ("supersedes", "superseded_by", "related", "contradicts", "closes")
-CLASSES = LINT_CLASSES
 
 
 def schema_problems(store: Store) -> tuple[list[Problem], list[StoredCard], set[str]]:

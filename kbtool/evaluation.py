@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInput
-from .search import MODES
+from .vocabulary import MODES
 
 SPLITS = ("dev", "test")
 

@@ -31,6 +31,7 @@ from .records import CardSummary, Problem, StoredCard
 from .review import agent_status, check_agent_fields, is_unreviewed
 from .store import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
 from .validation import model_for, validate_card
+from .vocabulary import LINT_CLASSES
 
 if TYPE_CHECKING:
     import threading
@@ -976,9 +977,9 @@ class KnowledgeBase:
         from . import curation
 
         skip = set(skip)
-        unknown = skip - set(curation.CLASSES)
+        unknown = skip - set(LINT_CLASSES)
         if unknown:
-            raise InvalidField(f"--skip {sorted(unknown)[0]}: not a lint class ({', '.join(curation.CLASSES)})")
+            raise InvalidField(f"--skip {sorted(unknown)[0]}: not a lint class ({', '.join(LINT_CLASSES)})")
         problems: builtins.list[Problem] = []
         if "schema" not in skip or "links" not in skip:
             schema, loaded, ids = curation.schema_problems(self.store)

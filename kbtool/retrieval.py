@@ -16,8 +16,9 @@ from .embeddings import Embedder
 from .errors import BadInput
 from .fields import card_conditions, parse_filters
 from .index import Index
-from .search import LEG_WEIGHTS, MODES, card_ranking, clean_query, fuse, phrases, query_terms, snippet
+from .search import LEG_WEIGHTS, card_ranking, clean_query, fuse, phrases, query_terms, snippet
 from .validation import model_for
+from .vocabulary import MODES
 
 CANDIDATES = 200  # chunks each leg hands to fusion
 MAX_K = 1000

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from .cards import INACTIVE_STATUSES
 from .embeddings import cjk_bigrams, has_cjk, without_cjk
-from .vocabulary import MODES  # noqa: F401 - search's modes, named where ranking is
 
 MAX_QUERY_TERMS = 64  # a pasted 100 KB log is a query of its first words, not a 20k-term OR
 # the keyword leg's share of the fused score, the vector leg's the rest: best on the dev splits,
