@@ -50,7 +50,7 @@ def plain_baseline(kb: kbtool.KnowledgeBase) -> PlainBM25:
 def report(name: str, kb: kbtool.KnowledgeBase, split: str) -> dict:
     gold = load_gold(GOLD / f"{name}.jsonl", split=split)
     plain = plain_baseline(kb)
-    ours = evaluate(gold, lambda q, k, mode: kb.search(q, k=k, mode=mode)["hits"])["modes"]
+    ours = evaluate(gold, lambda q, k, mode: kb.search(q, k=k, mode=mode).to_json()["hits"])["modes"]
     base = evaluate(gold, lambda q, k, mode: plain.search(q, k), modes=("plain",))["modes"]["plain"]
     print(f"{name} ({split}: {len(gold)} queries)")
     for mode, scores in [*ours.items(), ("plain bm25", base)]:

@@ -356,18 +356,18 @@ def lint(
     """Check the knowledge base: schema, links, gate locks, stale findings, contradictions, duplicates,
     skills. Exit 1 on any error (warnings do not fail)."""
     base = open_kb(kb)
-    problems = base.lint(skip=skip or [])
+    report = base.lint_report(skip=skip or [])
     show_notices(base)
-    errors = [p for p in problems if p.severity == "error"]
     if as_json:
-        print_json({"ok": not errors, "problems": [p.__dict__ for p in problems]})
+        print_json(report.to_json())
     else:
-        for p in problems:
+        for p in report.problems:
             typer.echo(p.line())
-        warnings = len(problems) - len(errors)
+        warnings = report.count - report.errors
         tail = f", {warnings} warning(s)" if warnings else ""
-        typer.echo(f"{len(errors)} problem(s){tail}" if errors else f"ok: no problems{tail}", err=bool(errors))
-    if errors:
+        verdict = f"ok: no problems{tail}" if report.ok else f"{report.errors} problem(s){tail}"
+        typer.echo(verdict, err=not report.ok)
+    if not report.ok:
         raise typer.Exit(1)
 
 
@@ -441,11 +441,12 @@ def add_finding(
     """Record an experiment's finding with measured evidence; one commit, the index updated.
 
     Run by an agent (see `kb review`), the finding is tentative until a person confirms it."""
+    from .contracts import FindingInput
     from .finding_input import finding_arguments, parse_conditions, parse_metric_flags
 
     base = open_kb(kb)
     if json_input:
-        args = finding_arguments(_json_stdin(), "--json-input")
+        args = finding_arguments(FindingInput.parse(_json_stdin(), "--json-input"))
         args["repo"] = args["repo"] or repo
     else:
         args = {
@@ -485,14 +486,11 @@ def add_finding(
         typer.echo(stored.id)
 
 
-def _json_stdin() -> dict[str, Any]:
+def _json_stdin() -> Any:
     try:
-        data = json.loads(sys.stdin.read())
+        return json.loads(sys.stdin.read())
     except json.JSONDecodeError as exc:
         raise BadInput(f"--json-input: stdin is not JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise BadInput("--json-input: expected a JSON object")
-    return data
 
 
 @app.command()
@@ -837,7 +835,7 @@ def eval_cmd(
     base = open_kb(kb)
     queries = load_gold(gold, split=split)
     base.refresh_index()
-    report = evaluate(queries, lambda q, depth, mode: base.search(q, k=depth, mode=mode)["hits"], k=k)
+    report = evaluate(queries, lambda q, depth, mode: base.search(q, k=depth, mode=mode).to_json()["hits"], k=k)
     plain = PlainBM25.of_cards(base.cards())
     report["modes"]["plain bm25"] = evaluate(
         queries, lambda q, depth, mode: plain.search(q, depth), k=k, modes=("plain",)

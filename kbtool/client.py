@@ -83,12 +83,12 @@ def run_operation(root: Path, op: str, args: dict[str, Any] | None = None) -> An
 
 
 def search_in_process(root: Path, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from .contracts import SearchRequest
     from .kb import KnowledgeBase
-    from .retrieval import SearchRequest
 
     kb = KnowledgeBase.open(root)
-    parsed = [SearchRequest.from_dict(r) for r in requests]  # all validated before any runs
-    results = [kb.run_search(r) for r in parsed]
+    parsed = [SearchRequest.parse(r) for r in requests]  # all validated before any runs
+    results = [kb.run_search(r).to_json() for r in parsed]
     for notice in kb.notices:
         print(f"kb: note: {notice}", file=sys.stderr)
     return results

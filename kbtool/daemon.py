@@ -32,7 +32,7 @@ IDLE_S = float(os.environ.get("KB_DAEMON_IDLE", "900"))
 
 def handle(kb: Any, message: dict[str, Any], build: str) -> tuple[dict[str, Any], bool]:
     """(reply, keep serving)."""
-    from .retrieval import SearchRequest
+    from .contracts import SearchRequest
 
     if message.get("op") == "stop":
         return {"ok": True}, False
@@ -40,8 +40,8 @@ def handle(kb: Any, message: dict[str, Any], build: str) -> tuple[dict[str, Any]
         return {"ok": False, "restart": True}, False
     try:
         if message.get("op") == "search":
-            requests = [SearchRequest.from_dict(r) for r in message.get("requests", [])]
-            results: Any = [kb.run_search(r) for r in requests]
+            requests = [SearchRequest.parse(r) for r in message.get("requests", [])]
+            results: Any = [kb.run_search(r).to_json() for r in requests]
         else:
             results = operations.run(kb, str(message.get("op")), message.get("args") or {})
     except KbError as exc:

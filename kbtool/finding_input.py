@@ -14,30 +14,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .contracts import FindingInput, is_scalar
 from .errors import BadInput
 from .findings import STATISTICS, guess_direction, number, value_with_unit
 from .vocabulary import DIRECTIONS
 
-FINDING_INPUT_KEYS = frozenset(
-    {
-        "title",
-        "claim",
-        "metrics",
-        "baseline",
-        "direction",
-        "applies_to",
-        "status",
-        "project",
-        "closes",
-        "tags",
-        "from",
-        "body",
-        "metric_name",
-        "repo",
-        "command",
-        "conditions",
-    }
-)
 # the keys of one metric's object, beside the statistics (p50, p99, ...) it may give inline
 METRIC_KEYS = ("value", "unit", "baseline", "direction", "samples", "stats", "conditions", "command")
 
@@ -79,64 +60,26 @@ def _typed(text: str) -> str | int | float:
     return text
 
 
-def finding_arguments(data: dict[str, Any], origin: str) -> dict[str, Any]:
-    """KnowledgeBase.add_finding's keyword arguments from one JSON object; every key and type
-    is checked here, so the CLI and the MCP server refuse the same things with the same words."""
-    if not isinstance(data, dict):
-        raise BadInput(f"{origin}: expected a JSON object")
-    unknown = sorted(set(data) - FINDING_INPUT_KEYS)
-    if unknown:
-        raise BadInput(
-            f"{origin}: unknown field(s) {', '.join(unknown)}; expected {', '.join(sorted(FINDING_INPUT_KEYS))}"
-        )
-    applies = data.get("applies_to") or {}
-    if not isinstance(applies, dict):
-        raise BadInput(f"{origin}: applies_to must be an object of key -> value (or list of values)")
-    tags = data.get("tags") or []
-    if isinstance(tags, str):
-        tags = [tags]
-    texts = {
-        k: data.get(k)
-        for k in (
-            "title",
-            "claim",
-            "direction",
-            "status",
-            "project",
-            "closes",
-            "from",
-            "body",
-            "metric_name",
-            "repo",
-            "command",
-        )
-    }
-    for key, value in [*texts.items(), *(("tags", t) for t in tags)]:
-        if value is not None and not isinstance(value, str):
-            raise BadInput(f"{origin}: {key} must be a string")
-    scope = []
-    for key, values in applies.items():
-        for value in values if isinstance(values, list) else [values]:
-            if isinstance(value, (dict, list)) or value is None:
-                raise BadInput(f"{origin}: applies_to.{key} must be a string, number or list of them")
-            scope.append(f"{key}={value}")
+def finding_arguments(finding: FindingInput) -> dict[str, Any]:
+    """KnowledgeBase.add_finding's keyword arguments from one parsed JSON object (its keys and types
+    were checked by the contract), so the CLI and the MCP server refuse the same things in the same words."""
     return {
-        "title": texts["title"],
-        "claim": texts["claim"],
-        "metrics": metrics_from_json(data.get("metrics"), "metrics"),
-        "baselines": metrics_from_json(data.get("baseline"), "baseline"),
-        "direction": texts["direction"],
-        "applies_to": scope,
-        "status": texts["status"],
-        "project": texts["project"],
-        "closes": texts["closes"],
-        "tags": list(tags),
-        "artifact": Path(texts["from"]) if texts["from"] else None,
-        "metric_name": texts["metric_name"] or "metric",
-        "repo": Path(texts["repo"]) if texts["repo"] else None,
-        "body": texts["body"] or "",
-        "command": texts["command"],
-        "conditions": _conditions(data.get("conditions"), "conditions"),
+        "title": finding.title,
+        "claim": finding.claim,
+        "metrics": metrics_from_json(finding.metrics, "metrics"),
+        "baselines": metrics_from_json(finding.baseline, "baseline"),
+        "direction": finding.direction,
+        "applies_to": finding.scope(),
+        "status": finding.status,
+        "project": finding.project,
+        "closes": finding.closes,
+        "tags": list(finding.tags),
+        "artifact": Path(finding.artifact) if finding.artifact else None,
+        "metric_name": finding.metric_name or "metric",
+        "repo": Path(finding.repo) if finding.repo else None,
+        "body": finding.body or "",
+        "command": finding.command,
+        "conditions": dict(finding.conditions or {}),
     }
 
 
@@ -210,7 +153,7 @@ def _conditions(value: Any, where: str) -> dict[str, str | float | int]:
     if not isinstance(value, dict):
         raise BadInput(f'{where}: expected an object of name -> value, e.g. {{"concurrency": 32}}')
     for key, item in value.items():
-        if isinstance(item, bool) or not isinstance(item, (str, int, float)):
+        if not is_scalar(item):
             raise BadInput(f"{where}.{key}: expected a string or a number")
     return dict(value)
 

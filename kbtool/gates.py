@@ -15,15 +15,13 @@ import os
 import re
 import subprocess
 import time
-from dataclasses import dataclass
-from typing import Any
 
 from .cards import Gate
+from .contracts import GateRunResult
 from .errors import BadInput
 
 LOCK_VERSION = 1
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq}
-OUTPUT_LIMIT = 4000  # characters of stdout/stderr kept in a run record
 
 
 def gate_hash(gate: Gate, body: str) -> str:
@@ -52,42 +50,6 @@ def parse_lock(text: str | None) -> dict[str, str]:
 def render_lock(entries: dict[str, str]) -> str:
     data = {"version": LOCK_VERSION, "gates": {k: {"sha256": v} for k, v in sorted(entries.items())}}
     return json.dumps(data, indent=2) + "\n"
-
-
-@dataclass(frozen=True)
-class GateRun:
-    gate: str
-    passed: bool
-    value: float | None
-    op: str
-    threshold: float
-    unit: str | None
-    exit_code: int | None
-    seconds: float
-    detail: str  # why it failed, or what it read
-    stdout: str
-    stderr: str
-
-    def line(self) -> str:
-        shown = "no value" if self.value is None else f"{self.value:g}"
-        unit = f" {self.unit}" if self.unit else ""
-        verdict = "pass" if self.passed else "fail"
-        return f"{verdict}: {self.gate}: {shown} {self.op} {self.threshold:g}{unit} ({self.detail})"
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "passed": self.passed,
-            "value": self.value,
-            "op": self.op,
-            "threshold": self.threshold,
-            "unit": self.unit,
-            "exit_code": self.exit_code,
-            "seconds": round(self.seconds, 3),
-            "detail": self.detail,
-            "stdout": self.stdout[-OUTPUT_LIMIT:],
-            "stderr": self.stderr[-OUTPUT_LIMIT:],
-        }
 
 
 def read_metric(stdout: str, metric: str, regex: str | None) -> float:
@@ -125,11 +87,28 @@ def read_metric(stdout: str, metric: str, regex: str | None) -> float:
     return float(data)
 
 
-def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRun:
+def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRunResult:
     """Run the check in cwd (the project it judges); KB_ROOT tells the command where the KB's own
     scripts live, so a shared KB's gate can call `"$KB_ROOT/gates/compare.py"` from any project."""
     check = gate.check
     start = time.perf_counter()
+
+    def verdict(value: float | None, exit_code: int | None, detail: str, out: str, err: str) -> GateRunResult:
+        passed = value is not None and OPS[check.op](value, check.threshold)
+        return GateRunResult(
+            gate=gate.id,
+            passed=passed,
+            value=value,
+            op=check.op,
+            threshold=check.threshold,
+            unit=check.unit,
+            exit_code=exit_code,
+            seconds=time.perf_counter() - start,
+            detail=detail,
+            stdout=out,
+            stderr=err,
+        )
+
     try:
         proc = subprocess.run(
             check.command,
@@ -143,51 +122,12 @@ def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRun:
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-        return GateRun(
-            gate.id,
-            False,
-            None,
-            check.op,
-            check.threshold,
-            check.unit,
-            None,
-            time.perf_counter() - start,
-            f"timed out after {check.timeout_s:g} s",
-            out,
-            err,
-        )
-    seconds = time.perf_counter() - start
+        return verdict(None, None, f"timed out after {check.timeout_s:g} s", out, err)
     if proc.returncode != 0:
-        return GateRun(
-            gate.id,
-            False,
-            None,
-            check.op,
-            check.threshold,
-            check.unit,
-            proc.returncode,
-            seconds,
-            f"the command exited {proc.returncode}",
-            proc.stdout,
-            proc.stderr,
-        )
+        return verdict(None, proc.returncode, f"the command exited {proc.returncode}", proc.stdout, proc.stderr)
     try:
         value = read_metric(proc.stdout, check.metric, check.regex)
     except ValueError as exc:
-        return GateRun(
-            gate.id, False, None, check.op, check.threshold, check.unit, 0, seconds, str(exc), proc.stdout, proc.stderr
-        )
-    passed = OPS[check.op](value, check.threshold)
-    return GateRun(
-        gate.id,
-        passed,
-        value,
-        check.op,
-        check.threshold,
-        check.unit,
-        0,
-        seconds,
-        f"{check.metric} read in {seconds:.1f} s",
-        proc.stdout,
-        proc.stderr,
-    )
+        return verdict(None, 0, str(exc), proc.stdout, proc.stderr)
+    seconds = time.perf_counter() - start
+    return verdict(value, 0, f"{check.metric} read in {seconds:.1f} s", proc.stdout, proc.stderr)

@@ -13,6 +13,18 @@ from typing import TYPE_CHECKING, Any
 from . import markdown
 from .cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, Gap, Gate, fallback_id, is_valid_id, slugify
 from .config import Config, load_config
+from .contracts import (
+    FindingAdded,
+    FindingInput,
+    GateRunResult,
+    Link,
+    LintReport,
+    Related,
+    SearchRequest,
+    SearchResult,
+    Similar,
+    relations,
+)
 from .errors import (
     AmbiguousId,
     BadInput,
@@ -38,10 +50,9 @@ if TYPE_CHECKING:
 
     from .embeddings import Embedder
     from .finding_input import MetricInput
-    from .gates import GateRun
     from .index import Index, RefreshStats
     from .policy import Policy
-    from .retrieval import Searcher, SearchRequest
+    from .retrieval import Searcher
     from .skills import Skill
 
 
@@ -450,6 +461,16 @@ class KnowledgeBase:
         self._refresh_lexical()
         return stored, related
 
+    def record_finding(self, finding: FindingInput, agent: str | None = None) -> FindingAdded:
+        """add_finding from one parsed JSON object (`kb add-finding --json-input`, MCP add_finding)."""
+        from .finding_input import finding_arguments
+
+        args = finding_arguments(finding)
+        if not args["title"]:
+            raise BadInput("a finding needs a title")
+        stored, related = self.add_finding(**args, agent=agent)
+        return FindingAdded(id=stored.id, path=stored.path, status=stored.card.status, related=relations(related))
+
     def _open_gap(self, ref: str) -> StoredCard:
         try:
             gap = self.get(ref)
@@ -571,7 +592,7 @@ class KnowledgeBase:
 
     def run_gate(
         self, ref: str, record: bool = True, in_dir: str | os.PathLike[str] | None = None, confirms: str | None = None
-    ) -> GateRun:
+    ) -> GateRunResult:
         """Run a gate's command in in_dir (the project it judges; default the KB root) and compare.
 
         The run, with the judged repository's name, remote and commit, is appended to
@@ -781,22 +802,29 @@ class KnowledgeBase:
         where: Iterable[str] = (),
         mode: str = "hybrid",
         explain: bool = False,
-    ) -> dict[str, Any]:
-        """Hybrid search; returns {"query", "hits": [...]} (see kbtool.retrieval)."""
-        from .retrieval import SearchRequest
+    ) -> SearchResult:
+        """Hybrid search: the cards (and skills) that match, best first (see kbtool.retrieval)."""
+        request = SearchRequest.parse(
+            {
+                "query": query,
+                "k": k,
+                "kind": kind,
+                "status": status,
+                "tags": list(tags),
+                "where": list(where),
+                "mode": mode,
+                "explain": explain,
+            }
+        )
+        return self.run_search(request)
 
-        return self.run_search(SearchRequest(query, k, kind, status, tuple(tags), tuple(where), mode, explain))
-
-    def run_search(self, request: SearchRequest) -> dict[str, Any]:
-        from dataclasses import replace
-
+    def run_search(self, request: SearchRequest) -> SearchResult:
         from .retrieval import Searcher
 
-        request.validate()
         if request.mode != "bm25" and self.semantic_embedder() is None:
             if request.mode == "vector":
                 _ = self.embedder  # raises SemanticUnavailable: a vector-only search has no fallback
-            request = replace(request, mode="bm25")
+            request = request.model_copy(update={"mode": "bm25"})
         building = self._vectors_building
         if request.mode != "bm25" and building is not None and building.is_alive():
             if request.mode == "vector":
@@ -806,7 +834,7 @@ class KnowledgeBase:
                     "the semantic leg is still being built (the model and the vectors load in the background); "
                     "keyword (BM25) results only for now"
                 )
-                request = replace(request, mode="bm25")
+                request = request.model_copy(update={"mode": "bm25"})
         semantic = request.mode != "bm25"
         if self._searcher is None:
             self._searcher = Searcher(self.index, None)
@@ -815,7 +843,7 @@ class KnowledgeBase:
         self.index.refresh_if_stale(self._searcher.embedder if semantic else None)
         return self._searcher.search(request)
 
-    def related(self, ref: str, k: int = 5) -> dict[str, Any]:
+    def related(self, ref: str, k: int = 5) -> Related:
         """A card's (or a skill's) neighbourhood: the cards it links to, the cards linking to it, and
         the k most similar others by meaning (a vector search on its title and lead text)."""
         from .records import brief
@@ -827,12 +855,12 @@ class KnowledgeBase:
             )
         self.index.refresh_if_stale(None)
         links_out = [
-            {"rel": rel, **(brief(linked) if (linked := self.index.by_id(target)) else {"id": target, "missing": True})}
+            Link(rel=rel, **(brief(known) if (known := self.index.by_id(target)) else {"id": target, "missing": True}))
             for rel, targets in found.card.links.model_dump().items()
             for target in targets
         ]
         links_in = [
-            {"rel": rel, **brief(other)} for rel, other in self.index.links_to(found.id) if other.id != found.id
+            Link(rel=rel, **brief(other)) for rel, other in self.index.links_to(found.id) if other.id != found.id
         ]
         text = " ".join([found.card.title, *(str(v) for v in _lead_fields(found.card)), found.body[:600]])
         return self._similar_to(found.id, found.card.title, text, links_out, links_in, k)
@@ -842,23 +870,22 @@ class KnowledgeBase:
         ref: str,
         title: str,
         text: str,
-        links_out: builtins.list[dict[str, Any]],
-        links_in: builtins.list[dict[str, Any]],
+        links_out: builtins.list[Link],
+        links_in: builtins.list[Link],
         k: int,
-    ) -> dict[str, Any]:
-        linked = {ref, *(link["id"] for link in links_out), *(link["id"] for link in links_in)}
+    ) -> Related:
+        linked = {ref, *(link.id for link in links_out), *(link.id for link in links_in)}
         semantic = self.semantic_embedder() is not None
-        hits = self.search(text, k=min(k + len(linked), 1000), mode="vector", explain=True)["hits"] if semantic else []
+        hits = self.search(text, k=min(k + len(linked), 1000), mode="vector", explain=True).hits if semantic else []
         # the cosine similarity of the best-matching chunk, not the fused rank score
         similar = [
-            {
-                **{key: h[key] for key in ("id", "kind", "title", "status")},
-                "similarity": round(h["explain"]["vector"]["score"], 4),
-            }
+            Similar(
+                id=h.id, kind=h.kind, title=h.title, status=h.status, similarity=round(h.explain["vector"]["score"], 4)
+            )
             for h in hits
-            if h["id"] not in linked and h["explain"].get("vector")
+            if h.id not in linked and h.explain and h.explain.get("vector")
         ][:k]
-        return {"id": ref, "title": title, "links_out": links_out, "links_in": links_in, "similar": similar}
+        return Related(id=ref, title=title, links_out=links_out, links_in=links_in, similar=similar)
 
     # --- skills (skills/<name>/SKILL.md, the Agent Skills format) ---------------------
 
@@ -971,6 +998,10 @@ class KnowledgeBase:
         return self.skill(name)
 
     # --- checking --------------------------------------------------------------
+
+    def lint_report(self, skip: Iterable[str] = ()) -> LintReport:
+        """`lint` as its surfaces show it: the problems, how many are errors, and whether it passes."""
+        return LintReport.of(self.lint(skip))
 
     def lint(self, skip: Iterable[str] = ()) -> builtins.list[Problem]:
         """Every curation check (see kbtool.curation) except the classes in skip."""

@@ -32,12 +32,27 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from . import formats, markdown
+from .contracts import (
+    SEARCH_KINDS,
+    CardAdded,
+    CardPage,
+    Contract,
+    FindingAdded,
+    FindingInput,
+    LintReport,
+    ListedCard,
+    OpenGap,
+    OpenGaps,
+    Related,
+    SearchPage,
+    SearchRequest,
+    SkillBrief,
+    SkillList,
+)
 from .errors import BadInput, KbError
 from .kb import KnowledgeBase
 from .records import StoredCard, brief
-from .vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES, words
-
-KINDS_AND_SKILL = (*KINDS, "skill")
+from .vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES
 
 log = logging.getLogger("kb.serve")
 
@@ -60,11 +75,13 @@ Filters = Annotated[
     dict[str, str | int | float | bool] | None,
     Field(description='field path -> value, all must match, e.g. {"applies_to.hardware": "B200"}'),
 ]
+# the parameters search shares with the library take their descriptions from its contract
+SEARCH = SearchRequest.model_fields
 # Literal[TUPLE]: the MCP enums come from the one tuple each list is kept in; valid at run time, but
 # mypy accepts only literal values inside Literal[], hence the ignores
-Kind = Annotated[Literal[KINDS_AND_SKILL] | None, Field(description="only cards of this kind (skill: only skills)")]  # type: ignore[valid-type]
-Status = Annotated[Literal[STATUSES] | None, Field(description="only cards with this status")]  # type: ignore[valid-type]
-Tags = Annotated[list[str] | None, Field(description="cards carrying all of these tags")]
+Kind = Annotated[Literal[SEARCH_KINDS] | None, Field(description=SEARCH["kind"].description)]  # type: ignore[valid-type]
+Status = Annotated[Literal[STATUSES] | None, Field(description=SEARCH["status"].description)]  # type: ignore[valid-type]
+Tags = Annotated[list[str] | None, Field(description=SEARCH["tags"].description)]
 Metrics = Annotated[
     dict[str, float | str | dict[str, Any]] | None,
     Field(
@@ -130,16 +147,22 @@ class KbTools:
         if budget < 200:
             raise BadInput("budget must be at least 200 characters")
         result = self.kb.search(query, k=k, kind=kind, status=status, tags=tags or (), where=_where(filters), mode=mode)
-        found = result["hits"]
+        found = result.hits
         # room for the line that says the answer was cut, so the whole text stays within the budget
         room = budget - len(_cut_notice(len(found), len(found), budget)) - 1
-        hits: builtins.list[dict[str, Any]] = []
+        hits: builtins.list[SearchPage.Hit] = []
         lines: builtins.list[str] = []
         spent = 0
         for hit in found:
-            short = {key: hit[key] for key in ("id", "kind", "title", "status", "score")}
-            short["snippet"] = _one_line(hit["snippet"], SNIPPET_CHARS)
-            line = f"{hit['id']} [{hit['kind']}, {hit['status']}] {hit['title']} — {short['snippet']}"
+            short = SearchPage.Hit(
+                id=hit.id,
+                kind=hit.kind,
+                title=hit.title,
+                status=hit.status,
+                score=hit.score,
+                snippet=_one_line(hit.snippet, SNIPPET_CHARS),
+            )
+            line = f"{hit.id} [{hit.kind}, {hit.status}] {hit.title} — {short.snippet}"
             if spent + len(line) > room:
                 if hits:
                     break
@@ -148,11 +171,11 @@ class KbTools:
             lines.append(line)
             spent += len(line) + 1
         truncated = len(hits) < len(found)
-        structured = {"query": query, "hits": hits, "truncated": truncated, "shown": len(hits), "found": len(found)}
+        page = SearchPage(query=query, hits=hits, truncated=truncated, shown=len(hits), found=len(found))
         text = "\n".join(lines) if lines else f"no cards match {query!r}"
         if truncated:
             text += "\n" + _cut_notice(len(hits), len(found), budget)
-        return _result(text, structured)
+        return _result(text, page)
 
     def get(self, ref: str) -> CallToolResult:
         from .skills import render_skill
@@ -173,62 +196,47 @@ class KbTools:
     ) -> CallToolResult:
         found = self.kb.summaries(kind=kind, status=status, tags=tags or (), where=_where(filters))
         page = found[offset : offset + limit]
-        cards = [{**brief(c), "path": c.path} for c in page]
-        text = "\n".join(f"{c['id']} [{c['kind']}, {c['status']}] {c['title']}" for c in cards) or "no cards match"
+        cards = [ListedCard(**brief(c), path=c.path) for c in page]
+        text = "\n".join(f"{c.id} [{c.kind}, {c.status}] {c.title}" for c in cards) or "no cards match"
         if len(page) < len(found):
             after = offset + len(page)
             text += f"\n{len(page)} of {len(found)} cards shown (from {offset + 1 if page else offset});" + (
                 f" call list again with offset={after} for the next page" if after < len(found) else ""
             )
-        return _result(
-            text, {"cards": cards, "total": len(found), "offset": offset, "truncated": len(page) < len(found)}
-        )
+        return _result(text, CardPage(cards=cards, total=len(found), offset=offset, truncated=len(page) < len(found)))
 
     def gaps(self) -> CallToolResult:
         gaps = [
-            {
-                "id": g.id,
-                "title": g.title,
-                "question": g.get("question", default=g.title),
-                "priority": g.get("priority", default="medium"),
-                "status": g.status,
-            }
+            OpenGap(
+                id=g.id,
+                title=g.title,
+                question=g.get("question", default=g.title),
+                priority=g.get("priority", default="medium"),
+                status=g.status,
+            )
             for g in self.kb.gaps()
         ]
-        text = "\n".join(f"{g['id']} [{g['priority']}] {g['question']}" for g in gaps) or "no open gaps"
-        return _result(text, {"gaps": gaps})
+        text = "\n".join(f"{g.id} [{g.priority}] {g.question}" for g in gaps) or "no open gaps"
+        return _result(text, OpenGaps(gaps=gaps))
 
     def lint(self, skip: builtins.list[str] | None) -> CallToolResult:
-        found = self.kb.lint(skip or ())
-        problems = [
-            {"path": p.path, "code": p.code, "message": p.message, "id": p.id, "severity": p.severity} for p in found
-        ]
-        errors = sum(1 for p in found if p.severity == "error")
-        text = "\n".join(
-            [
-                *(p.line() for p in found),
-                f"{errors} error(s), {len(found) - errors} warning(s)" if found else "no problems",
-            ]
-        )
-        return _result(text, {"problems": problems, "count": len(problems), "errors": errors, "ok": errors == 0})
+        report = self.kb.lint_report(skip or ())
+        return _result("\n".join(report.lines()), report)
 
     def related(self, ref: str, k: int) -> CallToolResult:
         found = self.kb.related(ref, k)
         lines = [
-            f"{link['rel']} -> {link['id']}"
-            + (f" [{link['kind']}] {link['title']}" if "title" in link else " (missing)")
-            for link in found["links_out"]
+            f"{link.rel} -> {link.id}" + (f" [{link.kind}] {link.title}" if link.title is not None else " (missing)")
+            for link in found.links_out
         ]
-        lines += [f"{link['rel']} <- {link['id']} [{link['kind']}] {link['title']}" for link in found["links_in"]]
-        lines += [
-            f"similar {s['id']} [{s['kind']}] {s['title']} (similarity {s['similarity']:.3f})" for s in found["similar"]
-        ]
-        return _result("\n".join(lines) or f"nothing links to or resembles {found['id']}", found)
+        lines += [f"{link.rel} <- {link.id} [{link.kind}] {link.title}" for link in found.links_in]
+        lines += [f"similar {s.id} [{s.kind}] {s.title} (similarity {s.similarity:.3f})" for s in found.similar]
+        return _result("\n".join(lines) or f"nothing links to or resembles {found.id}", found)
 
     def skills(self) -> CallToolResult:
-        skills = [{"name": s.name, "description": s.description, "path": s.path} for s in self.kb.skills()]
-        text = "\n".join(f"{s['name']}: {s['description']}" for s in skills) or "no skills in this knowledge base"
-        return _result(text, {"skills": skills})
+        skills = [SkillBrief(name=s.name, description=s.description, path=s.path) for s in self.kb.skills()]
+        text = "\n".join(f"{s.name}: {s.description}" for s in skills) or "no skills in this knowledge base"
+        return _result(text, SkillList(skills=skills))
 
     def skill(self, name: str) -> CallToolResult:
         from .skills import render_skill
@@ -239,17 +247,13 @@ class KbTools:
     # --- writing: every write is an agent's, so it lands for review (kbtool.review) ----------
 
     def add_finding(self, data: dict[str, Any], agent: str) -> CallToolResult:
-        from .finding_input import finding_arguments
-
-        args = finding_arguments({k: v for k, v in data.items() if v is not None}, "add_finding")
-        if not args["title"]:
-            raise BadInput("add_finding: a finding needs a title")
-        stored, related = self.kb.add_finding(**args, agent=agent)
-        notes = [f"likely {label}: {', '.join(ids)}" for label, ids in related.items() if ids]
-        text = f"added {stored.id} ({stored.path}) as {stored.card.status}, awaiting review by a person" + (
+        finding = FindingInput.parse({k: v for k, v in data.items() if v is not None}, "add_finding")
+        added = self.kb.record_finding(finding, agent=agent)
+        notes = added.related.notes()
+        text = f"added {added.id} ({added.path}) as {added.status}, awaiting review by a person" + (
             "; " + "; ".join(notes) if notes else ""
         )
-        return _result(text, {"id": stored.id, "path": stored.path, "status": stored.card.status, "related": related})
+        return _result(text, added)
 
     def add_card(
         self,
@@ -263,7 +267,7 @@ class KbTools:
         stored = self.kb.add(kind, title, tags=tags or (), body=body, status="draft", values=fields or {}, agent=agent)
         return _result(
             f"added {stored.id} ({stored.path}) as a draft, awaiting review by a person",
-            {"id": stored.id, "path": stored.path, "status": stored.card.status},
+            CardAdded(id=stored.id, path=stored.path, status=stored.card.status),
         )
 
 
@@ -299,17 +303,17 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
 
     @server.tool(annotations=READS)
     async def search(
-        query: Annotated[str, Field(description="what to look for, in words (e.g. 'NVFP4 MoE decode')")],
+        query: Annotated[str, Field(description=SEARCH["query"].description)],
         k: Annotated[int, Field(ge=1, le=100, description="how many hits at most")] = 10,
         kind: Kind = None,
         status: Status = None,
         tags: Tags = None,
         filters: Filters = None,
-        mode: Annotated[Literal[MODES], Field(description=f"ranking: {words(MODES)}")] = MODES[0],  # type: ignore[valid-type]
+        mode: Annotated[Literal[MODES], Field(description=SEARCH["mode"].description)] = MODES[0],  # type: ignore[valid-type]
         budget: Annotated[
             int, Field(ge=200, le=100_000, description="characters of hits to return at most")
         ] = DEFAULT_BUDGET,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, SearchPage]:
         """Search the knowledge base (keywords and meaning, fused): the cards and skills that apply, best
         first, each with id, kind, title, status, score and a one-line snippet. Superseded and refuted
         cards rank last. `get` a hit's id (a card or a skill) for the whole of it. When the budget
@@ -333,20 +337,20 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
         filters: Filters = None,
         limit: Annotated[int, Field(ge=1, le=10_000, description="how many cards at most")] = 200,
         offset: Annotated[int, Field(ge=0, description="skip this many matches (for the next page)")] = 0,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, CardPage]:
         """List cards (id, kind, title, status) that match every filter given, a page at a time; the
         text says how many of how many it shows and the offset of the next page."""
         return await tools.call(tools.list, kind, status, tags, filters, limit, offset)
 
     @server.tool(annotations=READS)
-    async def gaps() -> CallToolResult:
+    async def gaps() -> Annotated[CallToolResult, OpenGaps]:
         """The open questions (gaps nothing has closed yet), high priority first: what to measure next."""
         return await tools.call(tools.gaps)
 
     @server.tool(annotations=READS)
     async def lint(
         skip: Annotated[list[Literal[LINT_CLASSES]] | None, Field(description="check classes to skip")] = None,  # type: ignore[valid-type]
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, LintReport]:
         """Check the knowledge base: schema, broken links, superseded links, gate locks, stale findings,
         contradictions, duplicates, skills. Each problem is an error or a warning; ok when no errors."""
         return await tools.call(tools.lint, skip)
@@ -355,13 +359,13 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
     async def related(
         id: Annotated[str, Field(description="a card id or a skill's name")],
         k: Annotated[int, Field(ge=1, le=50, description="how many similar cards")] = 5,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, Related]:
         """A card's (or skill's) neighbourhood: the cards it links to, the cards linking to it, and the most
         similar others."""
         return await tools.call(tools.related, id, k)
 
     @server.tool(annotations=READS)
-    async def skills() -> CallToolResult:
+    async def skills() -> Annotated[CallToolResult, SkillList]:
         """The skills (Agent Skills procedures) in this knowledge base: name and description."""
         return await tools.call(tools.skills)
 
@@ -407,7 +411,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
                 Field(description=f"path of a benchmark export on this machine: {formats.described()}"),
             ] = None,
             body: Annotated[str | None, Field(description="notes, in markdown")] = None,
-        ) -> CallToolResult:
+        ) -> Annotated[CallToolResult, FindingAdded]:
             """Record a measured finding (one git commit), tentative until a person reviews it; returns
             its id and any likely duplicates or contradictions among existing findings. Every number
             given is kept (statistics, samples, conditions, command); an unknown key is refused."""
@@ -444,7 +448,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
             ] = None,
             tags: Tags = None,
             body: Annotated[str, Field(description="the card's text, in markdown")] = "",
-        ) -> CallToolResult:
+        ) -> Annotated[CallToolResult, CardAdded]:
             """Add a card of any kind, written as a draft for a person to review (one git commit); returns
             its id. A gate stays a draft, unlocked and not runnable, until a person confirms it."""
             return await tools.call(tools.add_card, kind, title, fields, tags, body, agent_name(ctx))
@@ -482,8 +486,9 @@ def _card_text(kb: KnowledgeBase, ref: str) -> str:
     return markdown.render(stored.card, stored.body)
 
 
-def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+def _result(text: str, structured: Contract | dict[str, Any]) -> CallToolResult:
+    data = structured.to_json() if isinstance(structured, Contract) else structured
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
 def _where(filters: dict[str, Any] | None) -> list[str]:

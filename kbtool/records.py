@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from . import markdown
 from .cards import CardBase
@@ -87,7 +87,7 @@ class Problem:
     code: str
     message: str
     id: str | None = None
-    severity: str = "error"  # "warning": worth fixing, but `kb lint` still passes
+    severity: Literal["error", "warning"] = "error"  # "warning": worth fixing, but `kb lint` still passes
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"

@@ -1,8 +1,9 @@
 """One query against the index: filters narrow the cards, the BM25 and vector legs rank
-chunks, fusion ranks cards, and the result is the stable JSON that other tools read:
+chunks, fusion ranks cards, and the answer is a SearchResult (kbtool.contracts), whose JSON is
+what other tools read:
 
     {"query": str, "hits": [{"id", "kind", "title", "status", "score", "path",
-                             "source": {"path", "heading"} | null, "snippet"}]}
+                             "source": {"path", "heading", "url"} | null, "snippet"}]}
 """
 
 from __future__ import annotations
@@ -11,58 +12,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cards import STATUSES
+from .contracts import HitSource, SearchHit, SearchRequest, SearchResult
 from .embeddings import Embedder
 from .errors import BadInput
 from .fields import card_conditions, parse_filters
 from .index import Index
 from .search import LEG_WEIGHTS, card_ranking, clean_query, fuse, phrases, query_terms, snippet
-from .validation import model_for
-from .vocabulary import MODES
+
+__all__ = ["CANDIDATES", "SearchRequest", "Searcher"]
 
 CANDIDATES = 200  # chunks each leg hands to fusion
-MAX_K = 1000
-
-
-@dataclass(frozen=True)
-class SearchRequest:
-    query: str
-    k: int = 10
-    kind: str | None = None
-    status: str | None = None
-    tags: tuple[str, ...] = ()
-    where: tuple[str, ...] = ()
-    mode: str = "hybrid"
-    explain: bool = False
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SearchRequest:
-        """From JSON (a --batch line, an MCP call): unknown keys and wrong types are refused."""
-        known = {f for f in cls.__dataclass_fields__}
-        extra = set(data) - known - {"q"}
-        if extra:
-            raise BadInput(f"unknown search option(s): {', '.join(sorted(extra))}")
-        data = dict(data)
-        if "q" in data:
-            data["query"] = data.pop("q")
-        for key in ("tags", "where"):
-            value = data.get(key, ())
-            data[key] = (value,) if isinstance(value, str) else tuple(value)
-        request = cls(**data)
-        request.validate()
-        return request
-
-    def validate(self) -> None:
-        if not isinstance(self.query, str):
-            raise BadInput("the query must be a string")
-        if not isinstance(self.k, int) or isinstance(self.k, bool) or not 1 <= self.k <= MAX_K:
-            raise BadInput(f"k must be a whole number from 1 to {MAX_K}")
-        if self.mode not in MODES:
-            raise BadInput(f"mode {self.mode!r} is not one of {', '.join(MODES)}")
-        if self.kind is not None and self.kind != "skill":  # skills are indexed beside the cards
-            model_for(self.kind)
-        if self.status is not None and self.status not in STATUSES:
-            raise BadInput(f"status {self.status!r} is not one of {', '.join(STATUSES)}")
 
 
 @dataclass
@@ -84,8 +43,7 @@ class Searcher:
             self._query_vectors[text] = vec
         return vec
 
-    def search(self, request: SearchRequest) -> dict[str, Any]:
-        request.validate()
+    def search(self, request: SearchRequest) -> SearchResult:
         text = clean_query(request.query)
         if not text:
             raise BadInput("empty query: say what to look for")
@@ -121,18 +79,9 @@ class Searcher:
             card = cards[f.card]
             heading, chunk_text = rows.get(f.best_chunk, (None, ""))
             source = card.data.get("source")
-            hit: dict[str, Any] = {
-                "id": card.id,
-                "kind": card.kind,
-                "title": card.title,
-                "status": card.status,
-                "score": round(f.score, 6),
-                "path": card.path,
-                "source": {key: source.get(key) for key in ("path", "heading", "url")} if source else None,
-                "snippet": snippet(chunk_text.split("\n", 1)[-1] if heading else chunk_text, terms),
-            }
+            explain: dict[str, Any] | None = None
             if request.explain:
-                hit["explain"] = {
+                explain = {
                     name: (
                         {"rank": leg.rank, "score": round(leg.score, 6), "normalized": round(leg.normalized, 4)}
                         if leg
@@ -141,11 +90,25 @@ class Searcher:
                     for name in legs
                     for leg in [f.legs.get(name)]
                 }
-                hit["explain"].update(
+                explain.update(
                     {"weights": {n: LEG_WEIGHTS[n] for n in legs}, "demoted": f.demoted, "chunk_heading": heading}
                 )
-            hits_out.append(hit)
-        return {"query": request.query, "hits": hits_out}
+            hits_out.append(
+                SearchHit(
+                    id=card.id,
+                    kind=card.kind,
+                    title=card.title,
+                    status=card.status,
+                    score=round(f.score, 6),
+                    path=card.path,
+                    source=HitSource(path=source.get("path"), heading=source.get("heading"), url=source.get("url"))
+                    if source
+                    else None,
+                    snippet=snippet(chunk_text.split("\n", 1)[-1] if heading else chunk_text, terms),
+                    explain=explain,
+                )
+            )
+        return SearchResult(query=request.query, hits=hits_out)
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:

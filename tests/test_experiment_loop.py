@@ -56,8 +56,8 @@ def test_add_finding_from_flags(cli, kb):
     assert (ttft["value"], ttft["unit"], ttft["baseline"], ttft["direction"]) == (12.0, "ms", 28.0, "lower")
     assert card["applies_to"]["hardware"] == "B200" and card["environment"]["python"]
     assert commit_count(kb.root) == before + 1
-    hits = kb.search("single stream output throughput B200", k=1, mode="bm25")["hits"]
-    assert hits[0]["id"] == card["id"]  # the index was updated by the write
+    hits = kb.search("single stream output throughput B200", k=1, mode="bm25").hits
+    assert hits[0].id == card["id"]  # the index was updated by the write
 
 
 def test_a_finding_without_evidence_is_tentative(cli, kb):
@@ -283,8 +283,8 @@ def test_supersede_links_both_ways_and_search_demotes(cli, kb):
     assert commit_count(kb.root) == before + 1 and "re-measured with AIPerf" in git(kb.root, "log", "-1", "--format=%B")
     assert kb.get(old).card.status == "superseded" and kb.get(old).card.links.superseded_by == [new]
     assert kb.get(new).card.links.supersedes == [old]
-    hits = {h["id"]: h for h in kb.search("chunked prefill best", k=3, explain=True)["hits"]}
-    assert list(hits)[0] == new and hits[old]["explain"]["demoted"] and list(hits).index(old) > 0
+    hits = {h.id: h for h in kb.search("chunked prefill best", k=3, explain=True).hits}
+    assert list(hits)[0] == new and hits[old].explain["demoted"] and list(hits).index(old) > 0
     codes = [p["code"] for p in json.loads(cli("lint", "--json", "--skip", "duplicates").stdout)["problems"]]
     assert codes == ["superseded-link"]
     assert cli("supersede", old, old).exit_code == 2

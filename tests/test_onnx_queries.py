@@ -71,11 +71,11 @@ def test_a_warm_process_ranks_as_a_cold_one(cache, monkeypatch, tmp_path):
     monkeypatch.setenv("KB_CACHE_DIR", str(cache))
     monkeypatch.delenv("KB_EMBEDDER", raising=False)
     cold = kbtool.open(REPO_ROOT, embedder=SentenceTransformerEmbedder())
-    expected = {q: [h["id"] for h in cold.search(q)["hits"]] for q in QUERIES}
+    expected = {q: [h.id for h in cold.search(q).hits] for q in QUERIES}
     warm = kbtool.open(REPO_ROOT, embedder=SentenceTransformerEmbedder())
     warm.warm_in_background()
     warm._vectors_building.join()
     warm._preparing_queries.join()
     warm.index._postings_reading.join()
     assert warm.embedder.fast_queries and warm.index._postings is not None  # BM25 from memory too
-    assert {q: [h["id"] for h in warm.search(q)["hits"]] for q in QUERIES} == expected
+    assert {q: [h.id for h in warm.search(q).hits] for q in QUERIES} == expected

@@ -61,7 +61,7 @@ def reports(embedder, tmp_path_factory):
 
 
 def _searcher(kb):
-    return lambda q, k, mode: kb.search(q, k=k, mode=mode)["hits"]
+    return lambda q, k, mode: kb.search(q, k=k, mode=mode).to_json()["hits"]
 
 
 def _report(reports, corpus, split):

@@ -59,11 +59,13 @@ def filled(kb, embedder):
 
 
 def ids(result):
-    return [h["id"] for h in result["hits"]]
+    """The hits' ids, of a SearchResult or of its JSON (as the CLI prints it)."""
+    data = result if isinstance(result, dict) else result.to_json()
+    return [h["id"] for h in data["hits"]]
 
 
 def test_result_json_has_the_stable_fields(filled):
-    result = filled.search("NVFP4 MoE decode", k=3)
+    result = filled.search("NVFP4 MoE decode", k=3).to_json()
     assert result["query"] == "NVFP4 MoE decode"
     top = result["hits"][0]
     assert top["id"] == "nvfp4-moe-decode-kernels-on-b200"
@@ -75,36 +77,36 @@ def test_result_json_has_the_stable_fields(filled):
 def test_each_mode_ranks_and_explain_shows_both_legs(filled):
     for mode in ("bm25", "vector", "hybrid"):
         assert ids(filled.search("RoPE layout garbage", k=1, mode=mode)) == ["rope-layout-mismatch"]
-    hit = filled.search("RoPE layout garbage", k=1, explain=True)["hits"][0]
-    assert hit["explain"]["bm25"]["rank"] == 1 and hit["explain"]["vector"]["rank"] == 1
-    assert hit["explain"]["demoted"] is False
+    hit = filled.search("RoPE layout garbage", k=1, explain=True).hits[0]
+    assert hit.explain["bm25"]["rank"] == 1 and hit.explain["vector"]["rank"] == 1
+    assert hit.explain["demoted"] is False
 
 
 def test_filters_narrow_before_ranking(filled):
     on_h100 = set(ids(filled.search("kv cache", where=["applies_to.hardware=H100"])))
     assert on_h100 == {"paged-kv-cache-block-manager", "does-fp8-kv-cache-hurt-long-context-accuracy"}
-    gaps = filled.search("kv cache", kind="gap")["hits"]
-    assert gaps[0]["id"] == "does-fp8-kv-cache-hurt-long-context-accuracy" and {h["kind"] for h in gaps} == {"gap"}
+    gaps = filled.search("kv cache", kind="gap").hits
+    assert gaps[0].id == "does-fp8-kv-cache-hurt-long-context-accuracy" and {h.kind for h in gaps} == {"gap"}
     assert ids(filled.search("decode", where=["applies_to.precision=nvfp4"])) == ["nvfp4-moe-decode-kernels-on-b200"]
     assert ids(filled.search("decode", status="tentative", kind="finding")) == ["nvfp4-moe-decode-kernels-on-b200"]
-    assert filled.search("decode", where=["applies_to.hardware=TPU"])["hits"] == []
+    assert filled.search("decode", where=["applies_to.hardware=TPU"]).hits == []
     with pytest.raises(InvalidField):
         filled.search("decode", where=["applies_to.gpu=H100"])
 
 
 def test_superseded_cards_are_demoted(filled):
     old = filled.add("finding", "RoPE layout guidance, old", fields=["claim=rotate half layout garbage"])
-    first = filled.search("RoPE layout garbage guidance", k=2, explain=True)["hits"]
-    assert first[0]["id"] == old.id
+    first = filled.search("RoPE layout garbage guidance", k=2, explain=True).hits
+    assert first[0].id == old.id
     filled.edit(old.id, status="superseded")
-    hits = filled.search("RoPE layout garbage guidance", k=2, explain=True)["hits"]
-    assert hits[0]["id"] == "rope-layout-mismatch"
-    assert hits[1]["id"] == old.id and hits[1]["explain"]["demoted"] is True
+    hits = filled.search("RoPE layout garbage guidance", k=2, explain=True).hits
+    assert hits[0].id == "rope-layout-mismatch"
+    assert hits[1].id == old.id and hits[1].explain["demoted"] is True
 
 
 def test_chinese_text_is_searchable(filled):
     assert ids(filled.search("长上下文的精度", k=1)) == [ids(filled.search("量化", k=1))[0]]
-    assert filled.search("量化精度", k=1, mode="bm25")["hits"][0]["title"] == "量化对长上下文精度的影响"
+    assert filled.search("量化精度", k=1, mode="bm25").hits[0].title == "量化对长上下文精度的影响"
 
 
 @pytest.mark.parametrize(
@@ -120,7 +122,7 @@ def test_chinese_text_is_searchable(filled):
 )
 def test_hostile_queries_give_results_not_errors(filled, query):
     result = filled.search(query, k=3)
-    assert isinstance(result["hits"], list)
+    assert isinstance(result.hits, list)
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\x00\x01"])
@@ -159,9 +161,9 @@ def test_a_finding_is_in_both_legs_of_the_very_next_search(filled):
     """add_finding refreshes the keyword index at once; the vector leg must not lag behind it."""
     filled.search("warm up")  # a warm process: model loaded, index scanned
     stored, _ = filled.add_finding("Zebrafish t1 decode latency 3.1 ms", metrics={"tpot": (3.1, "ms")})
-    hit = filled.search("zebrafish t1 decode latency", explain=True)["hits"][0]
-    assert hit["id"] == stored.id
-    assert hit["explain"]["bm25"] and hit["explain"]["vector"], hit["explain"]
+    hit = filled.search("zebrafish t1 decode latency", explain=True).hits[0]
+    assert hit.id == stored.id
+    assert hit.explain["bm25"] and hit.explain["vector"], hit.explain
 
 
 def test_removed_and_invalid_cards_leave_the_index(filled):
@@ -282,12 +284,12 @@ def test_a_warm_process_answers_from_the_keyword_leg_while_the_vectors_build(kb)
     warm = kbtool.open(kb.root, embedder=embedder)
     warm.warm_in_background()  # returns at once: the keyword index is ready, the vectors are not
     first = warm.search("NVFP4 MoE decode kernels", explain=True)
-    assert first["hits"][0]["id"] == "nvfp4-moe-decode-kernels-on-b200"
-    assert all(set(h["explain"]) >= {"bm25"} and "vector" not in h["explain"] for h in first["hits"])
+    assert first.hits[0].id == "nvfp4-moe-decode-kernels-on-b200"
+    assert all(set(h.explain) >= {"bm25"} and "vector" not in h.explain for h in first.hits)
     assert any("still being built" in n for n in warm.notices)
     embedder.gate.set()
     vector = warm.search("NVFP4 MoE decode kernels", mode="vector")  # waits for the build instead
-    assert vector["hits"][0]["id"] == "nvfp4-moe-decode-kernels-on-b200"
+    assert vector.hits[0].id == "nvfp4-moe-decode-kernels-on-b200"
     warm.notices.clear()
     hybrid = warm.search("NVFP4 MoE decode kernels", explain=True)
-    assert hybrid["hits"][0]["explain"]["vector"] and not warm.notices
+    assert hybrid.hits[0].explain["vector"] and not warm.notices

@@ -29,6 +29,7 @@ LAYERS = [
         "skills",
         "docs",
         "policy",
+        "contracts",
     },
     {
         "store",

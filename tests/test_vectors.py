@@ -25,10 +25,7 @@ def starter(starter_clone):
 
 
 def vector_hits(kb: kbtool.KnowledgeBase, where=()):
-    return {
-        q: [(h["id"], h["score"]) for h in kb.search(q, k=20, mode="vector", where=list(where))["hits"]]
-        for q in QUERIES
-    }
+    return {q: [(h.id, h.score) for h in kb.search(q, k=20, mode="vector", where=list(where)).hits] for q in QUERIES}
 
 
 def read_afresh(kb: kbtool.KnowledgeBase, where=()):

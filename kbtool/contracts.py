@@ -1,0 +1,391 @@
+"""The typed contract of each operation: what KnowledgeBase accepts and returns, what the daemon,
+the CLI's --json and `kb serve` send as JSON, and what the MCP tools' outputSchemas are made from.
+
+Requests (SearchRequest, FindingInput) are parsed from JSON with `parse`: an unknown key, a wrong
+type or a value out of range is a BadInput (one line, exit code 2) naming every field at fault.
+Answers (SearchResult, Related, LintReport, GateRunResult, ...) are built by the library, so the
+shapes the surfaces print are these models dumped, never dicts assembled in each surface.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+
+from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import BadInput
+from .records import Problem
+from .validation import describe_error, field_path, model_for
+from .vocabulary import DIRECTIONS, KINDS, MODES, STATUSES, words
+
+if TYPE_CHECKING:
+    from typing import Self
+
+MAX_K = 1000  # hits one search may ask for
+OUTPUT_LIMIT = 4000  # characters of a gate command's stdout/stderr kept in its run record
+SEARCH_KINDS = (*KINDS, "skill")  # skills are indexed beside the cards
+
+# Literal[TUPLE]: the enums come from the one tuple each list is kept in; valid at run time, but mypy
+# accepts only literal values inside Literal[], hence the ignores
+SearchKind = Literal[SEARCH_KINDS]  # type: ignore[valid-type]
+StatusName = Literal[STATUSES]  # type: ignore[valid-type]
+Mode = Literal[MODES]  # type: ignore[valid-type]
+Direction = Literal[DIRECTIONS]  # type: ignore[valid-type]
+
+
+def _strings(value: Any) -> Any:
+    """One string is a list of one: `"tags": "moe"` means `["moe"]`; a JSON list is a tuple here."""
+    return (value,) if isinstance(value, str) else tuple(value) if isinstance(value, list) else value
+
+
+Strings = Annotated[tuple[str, ...], BeforeValidator(_strings)]
+
+
+class Contract(BaseModel):
+    """A value crossing a surface: immutable, no unknown keys, dumped as plain JSON."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
+    noun: ClassVar[str] = "field"  # what `parse` calls an unknown key: "unknown search option(s) ..."
+
+    @classmethod
+    def parse(cls, data: Any, origin: str | None = None) -> Self:
+        """From JSON (a --batch line, --json-input, a daemon or MCP call); BadInput names every fault."""
+        where = f"{origin}: " if origin else ""
+        if not isinstance(data, dict):
+            raise BadInput(f"{where}expected a JSON object")
+        accepted = cls.accepted_keys()
+        unknown = sorted(set(data) - set(accepted))
+        if unknown:
+            raise BadInput(f"{where}unknown {cls.noun}(s) {', '.join(unknown)}; expected {', '.join(accepted)}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise BadInput(where + _one_line(exc)) from None
+
+    @classmethod
+    @functools.cache
+    def accepted_keys(cls) -> list[str]:
+        keys: list[str] = []
+        for name, info in cls.model_fields.items():
+            alias = info.validation_alias
+            if isinstance(alias, AliasChoices):
+                keys += [c for c in alias.choices if isinstance(c, str)]
+            else:
+                keys.append(info.alias or name)
+        return keys
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def _one_line(exc: ValidationError) -> str:
+    """Every error in one line. A validator's own message already names its field, so it stands alone."""
+    seen: list[str] = []
+    for err in exc.errors():
+        path = field_path(tuple(p for p in err["loc"] if not (isinstance(p, str) and "[" in p)))
+        line = describe_error(err) if err["type"] == "value_error" or not path else f"{path}: {describe_error(err)}"
+        if line not in seen:
+            seen.append(line)
+    return "; ".join(seen)
+
+
+# --- search ---------------------------------------------------------------------------------
+
+
+class SearchRequest(Contract):
+    """One query: the filters narrow the cards, the mode picks the legs that rank them."""
+
+    noun: ClassVar[str] = "search option"
+
+    query: str = Field(
+        validation_alias=AliasChoices("query", "q"), description="what to look for, in words (e.g. 'NVFP4 MoE decode')"
+    )
+    k: int = Field(10, ge=1, le=MAX_K, description="how many hits at most")
+    kind: SearchKind | None = Field(None, description="only cards of this kind (skill: only skills)")
+    status: StatusName | None = Field(None, description="only cards with this status")
+    tags: Strings = Field((), description="cards carrying all of these tags")
+    where: Strings = Field((), description="field=value conditions, all must match (applies_to.hardware=B200)")
+    mode: Mode = Field(MODES[0], description=f"ranking: {words(MODES)}")
+    explain: bool = Field(False, description="each hit's rank and score in each leg")
+
+    @field_validator("query", mode="before")
+    @classmethod
+    def _query(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            raise ValueError("the query must be a string")
+        return value
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k(cls, value: Any) -> Any:
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_K:
+            raise ValueError(f"k must be a whole number from 1 to {MAX_K}")
+        return value
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind(cls, value: Any) -> Any:
+        if value is not None and value != "skill":
+            model_for(str(value))  # UnknownKind's message lists the kinds
+        return value
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, value: Any) -> Any:
+        if value not in MODES:
+            raise ValueError(f"mode {value!r} is not one of {', '.join(MODES)}")
+        return value
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        if value is not None and value not in STATUSES:
+            raise ValueError(f"status {value!r} is not one of {', '.join(STATUSES)}")
+        return value
+
+    @field_validator("explain", mode="before")
+    @classmethod
+    def _explain(cls, value: Any) -> Any:
+        if not isinstance(value, bool):
+            raise ValueError("explain must be true or false")
+        return value
+
+
+class CardBrief(Contract):
+    """A card as lists and neighbourhoods show it: what an agent needs to decide to open it."""
+
+    id: str
+    kind: SearchKind
+    title: str
+    status: StatusName
+
+
+class HitSource(Contract):
+    """Where an imported card's text came from."""
+
+    path: str | None = None
+    heading: str | None = None
+    url: str | None = None
+
+
+class SearchHit(CardBrief):
+    score: float = Field(description="the fused score; higher ranks first")
+    path: str = Field(description="the card's file, relative to the knowledge base")
+    source: HitSource | None = None
+    snippet: str = Field(description="the best-matching passage, cut around the query's words")
+    # the legs that ran, each {"rank", "score", "normalized"} or null when the card is not in it, with the
+    # fusion's "weights", "demoted" and the best chunk's "chunk_heading"; left out unless asked for
+    explain: dict[str, Any] | None = Field(None, exclude_if=lambda value: value is None)
+
+
+class SearchResult(Contract):
+    query: str
+    hits: list[SearchHit]
+
+
+class SearchPage(Contract):
+    """A search answer cut to a character budget (MCP): the hits that fit, in one line each."""
+
+    class Hit(CardBrief):
+        score: float
+        snippet: str
+
+    query: str
+    hits: list[Hit]
+    truncated: bool = Field(description="true when the budget cut hits off")
+    shown: int
+    found: int
+
+
+# --- reading ----------------------------------------------------------------------------
+
+
+class ListedCard(CardBrief):
+    path: str
+
+
+class CardPage(Contract):
+    cards: list[ListedCard]
+    total: int = Field(description="how many cards match")
+    offset: int
+    truncated: bool = Field(description="true when more cards match than this page shows")
+
+
+class OpenGap(Contract):
+    id: str
+    title: str
+    question: str
+    priority: Literal["high", "medium", "low"]
+    status: StatusName
+
+
+class OpenGaps(Contract):
+    gaps: list[OpenGap]
+
+
+class Link(Contract):
+    """One link of a card's neighbourhood; a target that does not exist is named and marked missing."""
+
+    rel: str
+    id: str
+    kind: SearchKind | None = Field(None, exclude_if=lambda value: value is None)
+    title: str | None = Field(None, exclude_if=lambda value: value is None)
+    status: StatusName | None = Field(None, exclude_if=lambda value: value is None)
+    missing: bool | None = Field(None, exclude_if=lambda value: value is None)
+
+
+class Similar(CardBrief):
+    similarity: float = Field(description="cosine similarity of the best-matching chunk")
+
+
+class Related(Contract):
+    id: str
+    title: str
+    links_out: list[Link]
+    links_in: list[Link]
+    similar: list[Similar]
+
+
+class SkillBrief(Contract):
+    name: str
+    description: str
+    path: str
+
+
+class SkillList(Contract):
+    skills: list[SkillBrief]
+
+
+# --- checking ---------------------------------------------------------------------------
+
+
+class LintReport(Contract):
+    """What `kb lint` found: errors fail it, warnings are worth fixing but do not."""
+
+    problems: list[Problem]
+    count: int
+    errors: int
+    ok: bool = Field(description="true when no problem is an error")
+
+    @classmethod
+    def of(cls, problems: Sequence[Problem]) -> LintReport:
+        errors = sum(1 for p in problems if p.severity == "error")
+        return cls(problems=list(problems), count=len(problems), errors=errors, ok=errors == 0)
+
+    def lines(self) -> list[str]:
+        summary = f"{self.errors} error(s), {self.count - self.errors} warning(s)" if self.problems else "no problems"
+        return [*(p.line() for p in self.problems), summary]
+
+
+class GateRunResult(Contract):
+    """One run of a gate's check: the verdict, the value read, and the command's output."""
+
+    gate: str
+    passed: bool
+    value: float | None
+    op: str
+    threshold: float
+    unit: str | None
+    exit_code: int | None
+    seconds: float
+    detail: str = Field(description="why it failed, or what it read")
+    stdout: str
+    stderr: str
+
+    def line(self) -> str:
+        shown = "no value" if self.value is None else f"{self.value:g}"
+        unit = f" {self.unit}" if self.unit else ""
+        verdict = "pass" if self.passed else "fail"
+        return f"{verdict}: {self.gate}: {shown} {self.op} {self.threshold:g}{unit} ({self.detail})"
+
+    def record(self) -> dict[str, Any]:
+        """The line runs/gates/<id>.jsonl keeps: when, the verdict, and the output's tail."""
+        data = self.model_dump(mode="json", exclude={"gate"})
+        tails = {"stdout": self.stdout[-OUTPUT_LIMIT:], "stderr": self.stderr[-OUTPUT_LIMIT:]}
+        data.update(seconds=round(self.seconds, 3), **tails)
+        return {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **data}
+
+
+# --- the experiment loop --------------------------------------------------------------------
+
+
+def is_scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+class FindingInput(Contract):
+    """A finding as one JSON object (`kb add-finding --json-input`, the MCP add_finding tool). The
+    metrics' own objects are checked by finding_input.metrics_from_json, whose errors say which of
+    a metric's keys and statistics kb takes."""
+
+    title: str | None = None
+    claim: str | None = None
+    metrics: dict[str, Any] | None = None
+    baseline: dict[str, Any] | None = None
+    direction: Direction | None = None
+    applies_to: dict[str, Any] | None = None
+    status: str | None = None
+    project: str | None = None
+    closes: str | None = None
+    tags: Strings = ()
+    artifact: str | None = Field(None, alias="from", description="path of a benchmark export")
+    body: str | None = None
+    metric_name: str | None = None
+    repo: str | None = None
+    command: str | None = None
+    conditions: dict[str, Any] | None = None
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    # one message per value, not one per member of a str | int | float union
+    @field_validator("applies_to")
+    @classmethod
+    def _scope(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        for key, values in (value or {}).items():
+            if not all(is_scalar(v) for v in (values if isinstance(values, list) else [values])):
+                raise ValueError(f"applies_to.{key} must be a string, number or list of them")
+        return value
+
+    @field_validator("conditions")
+    @classmethod
+    def _conditions(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        for key, item in (value or {}).items():
+            if not is_scalar(item):
+                raise ValueError(f"conditions.{key}: expected a string or a number")
+        return value
+
+    def scope(self) -> list[str]:
+        """applies_to as the `key=value` pairs --applies-to takes."""
+        return [
+            f"{key}={value}"
+            for key, values in (self.applies_to or {}).items()
+            for value in (values if isinstance(values, list) else [values])
+        ]
+
+
+class FindingRelations(Contract):
+    duplicates: list[str] = Field(description="existing findings that likely say the same")
+    contradictions: list[str] = Field(description="existing findings whose numbers disagree")
+
+    def notes(self) -> list[str]:
+        return [f"likely {label}: {', '.join(ids)}" for label, ids in self.model_dump().items() if ids]
+
+
+class FindingAdded(Contract):
+    id: str
+    path: str
+    status: StatusName
+    related: FindingRelations
+
+
+class CardAdded(Contract):
+    id: str
+    path: str
+    status: StatusName
+
+
+def relations(found: dict[str, list[str]]) -> FindingRelations:
+    return FindingRelations(duplicates=found["duplicates"], contradictions=found["contradictions"])
