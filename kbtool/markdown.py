@@ -3,14 +3,15 @@
 `render` writes the canonical form; `parse(render(card, body))` gives the same card and body
 back, so `render(parse(x)) == x` for every canonical file. Sections (for chunking and
 import) come from markdown-it-py's token stream, so headings inside code blocks are not
-mistaken for sections.
+mistaken for sections. The frontmatter reader is shared with SKILL.md files (skills.py),
+which word its failures their own way.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from markdown_it import MarkdownIt
@@ -39,36 +40,70 @@ def dump_yaml(data: dict[str, Any]) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=10_000, default_flow_style=False)
 
 
-def split_frontmatter(text: str, origin: str) -> tuple[str, str]:
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].rstrip("\r\n") != FENCE:
-        raise InvalidCard(f"{origin}: a card starts with a '---' line, then YAML frontmatter, then '---'")
-    for i in range(1, len(lines)):
-        if lines[i].rstrip("\r\n") == FENCE:
-            return "".join(lines[1:i]), "".join(lines[i + 1 :])
-    raise InvalidCard(f"{origin}: the frontmatter is not closed by a '---' line")
-
-
 # libyaml's parser when PyYAML was built with it (the wheels are): the same safe constructors,
-# ~13x faster on card headers (0.20 vs 2.7 ms a card, measured on the starter KB)
+# ~13x faster on card headers (0.20 vs 2.7 ms a card, measured on the starter KB). Skills are
+# read with it too, so a header parses the same in a card and in a SKILL.md.
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+FrontmatterProblem = Literal["no-opening", "not-closed", "not-yaml", "not-a-mapping"]
 
-def load_frontmatter(text: str, origin: str) -> tuple[dict[str, Any], str]:
-    """The raw frontmatter mapping and the body, before schema validation."""
-    header, body = split_frontmatter(text, origin)
+
+class FrontmatterError(ValueError):
+    """Text whose frontmatter cannot be read. `reason` says which way, for each caller to word
+    in its own terms (a card and a skill say it differently); `where` and `problem` are the
+    YAML parser's account when the header is not YAML."""
+
+    def __init__(self, reason: FrontmatterProblem, yaml_error: yaml.YAMLError | None = None):
+        super().__init__(reason)
+        self.reason, self.yaml_error = reason, yaml_error
+
+    @property
+    def where(self) -> str:
+        # the parser counts lines of the header from 0; the header starts on the file's second line
+        mark = getattr(self.yaml_error, "problem_mark", None)
+        return f" at line {mark.line + 2}" if mark is not None else ""
+
+    @property
+    def problem(self) -> str | None:
+        return getattr(self.yaml_error, "problem", None)
+
+
+def read_frontmatter(text: str, allow_empty: bool = True) -> tuple[dict[str, Any], str]:
+    """The frontmatter mapping and the body after its closing '---', or FrontmatterError.
+    An empty header reads as {} when allow_empty, else as not a mapping."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].rstrip("\r\n") != FENCE:
+        raise FrontmatterError("no-opening")
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == FENCE), None)
+    if end is None:
+        raise FrontmatterError("not-closed")
+    header, body = "".join(lines[1:end]), "".join(lines[end + 1 :])
     try:
         data = yaml.load(header, Loader=YAML_LOADER)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise InvalidCard(f"{origin}: malformed YAML frontmatter{where}: {problem}") from None
-    if data is None:
+        raise FrontmatterError("not-yaml", exc) from None
+    if data is None and allow_empty:
         data = {}
     if not isinstance(data, dict):
-        raise InvalidCard(f"{origin}: frontmatter is not a mapping of fields")
+        raise FrontmatterError("not-a-mapping")
     return data, body
+
+
+_CARD_PROBLEMS: dict[FrontmatterProblem, str] = {
+    "no-opening": "a card starts with a '---' line, then YAML frontmatter, then '---'",
+    "not-closed": "the frontmatter is not closed by a '---' line",
+    "not-yaml": "malformed YAML frontmatter{where}: {problem}",
+    "not-a-mapping": "frontmatter is not a mapping of fields",
+}
+
+
+def load_frontmatter(text: str, origin: str) -> tuple[dict[str, Any], str]:
+    """A card's raw frontmatter mapping and its body, before schema validation; InvalidCard if unreadable."""
+    try:
+        return read_frontmatter(text)
+    except FrontmatterError as exc:
+        message = _CARD_PROBLEMS[exc.reason].format(where=exc.where, problem=exc.problem or "not valid YAML")
+        raise InvalidCard(f"{origin}: {message}") from None
 
 
 def normalize_body(body: str) -> str:

@@ -11,8 +11,10 @@ The frontmatter is the specification's six keys and no others:
     metadata       optional map of string keys to string values (kb's own fields go here)
     allowed-tools  optional space-separated string (experimental in the specification)
 
-`check_skill` judges a folder exactly by these rules and names every violation; a skill
-with violations is never loaded as a `Skill`, so nothing downstream sees a broken one.
+`SkillFrontmatter` is these rules as a strict pydantic model (a YAML number is not a string),
+all but the folder's name, which is checked beside it; its errors are worded as the rule each
+breaks. `check_skill` judges a folder exactly by them and names every violation at once; a
+skill with violations is never loaded as a `Skill`, so nothing downstream sees a broken one.
 """
 
 from __future__ import annotations
@@ -20,14 +22,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError, PydanticKnownError
 
+from . import markdown
 from .errors import BadInput
 
 SKILL_FILE = "SKILL.md"
-KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 NAME_MAX, DESCRIPTION_MAX, COMPATIBILITY_MAX = 64, 1024, 500
 NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 FOLDERS = ("scripts", "references", "assets")
@@ -80,82 +84,130 @@ class Skill:
         return data
 
 
-def name_violations(name: Any) -> list[str]:
-    if not isinstance(name, str):
-        return [f"name must be a string, not {_yaml_type(name)}"]
-    problems = []
+def _name_rules(name: str) -> str:
+    # length and characters are separate rules and a name can break both; one ValidationError
+    # holding an error for each names both (a validator's plain ValueError stops at the first)
+    errors = []
     if not 1 <= len(name) <= NAME_MAX:
-        problems.append(f"name must be 1-{NAME_MAX} characters (it has {len(name)})")
+        kind, ctx = ("string_too_long", {"max_length": NAME_MAX}) if name else ("string_too_short", {"min_length": 1})
+        errors.append(InitErrorDetails(type=kind, loc=(), input=name, ctx=ctx))
     if name and not NAME_PATTERN.fullmatch(name):
-        problems.append(
-            f"name {name!r} may hold only lowercase a-z, digits and single hyphens, not starting or ending with one"
+        errors.append(
+            InitErrorDetails(type="string_pattern_mismatch", loc=(), input=name, ctx={"pattern": NAME_PATTERN.pattern})
         )
-    return problems
+    if errors:
+        raise ValidationError.from_exception_data("name", errors)
+    return name
+
+
+def _not_blank(text: str) -> str:
+    if not text.strip():
+        raise PydanticCustomError("blank", "must not be empty")
+    return text
+
+
+Name = Annotated[str, AfterValidator(_name_rules)]
+
+
+class SkillFrontmatter(BaseModel):
+    """A SKILL.md's frontmatter by the rules in the module docstring. Strict: a YAML number or
+    list is an error, never coerced to the string the specification asks for."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: Name
+    # blank is judged before length: a description of only spaces is empty, however long
+    description: Annotated[str, AfterValidator(_not_blank), Field(max_length=DESCRIPTION_MAX)]
+    license: str | None = None
+    compatibility: Annotated[str, Field(min_length=1, max_length=COMPATIBILITY_MAX)] | None = None
+    metadata: dict[str, str] = {}
+    allowed_tools: str | None = Field(default=None, alias="allowed-tools")
+
+    @field_validator("license", "compatibility", "allowed_tools", mode="before")
+    @classmethod
+    def _null_is_not_a_string(cls, value: Any) -> Any:
+        # optional means the key may be left out; a key written with no value is still a mistake
+        if value is None:
+            raise PydanticKnownError("string_type")
+        return value
+
+
+KEYS = tuple(field.alias or name for name, field in SkillFrontmatter.model_fields.items())
+_NAME = TypeAdapter(Name)  # a name on its own, as a command line gives it
+_UNKNOWN = ("extra_forbidden", "invalid_key")  # invalid_key: a key that is not even a string
+_MAX_CHARS = {"name": NAME_MAX, "description": DESCRIPTION_MAX, "compatibility": COMPATIBILITY_MAX}
+
+
+def _violation(err: ErrorDetails, data: dict[Any, Any]) -> str:
+    """One pydantic error worded as the rule of the specification it breaks."""
+    loc, kind, value = err["loc"], err["type"], err["input"]
+    key = loc[0] if loc else ""
+    if kind in _UNKNOWN:
+        allowed = ", ".join(KEYS)
+        return f"unknown frontmatter key {key!r} (the specification allows {allowed}; put other fields under metadata)"
+    if kind == "missing":
+        return f"{key} is required"
+    if key == "metadata" and len(loc) > 1:  # one entry, whether its key or its value is wrong
+        entry = value if loc[-1] == "[key]" else loc[1]  # the key itself: a loc holds True as 1
+        types = f"{_yaml_type(entry)} -> {_yaml_type(data['metadata'][entry])}"
+        return f"metadata.{entry}: keys and values must be strings (got {types})"
+    if kind == "dict_type":
+        return f"{key} must be a map of strings to strings, not {_yaml_type(value)}"
+    if kind == "string_type":
+        shape = "a space-separated string" if key == "allowed-tools" else "a string"
+        return f"{key} must be {shape}, not {_yaml_type(value)}"
+    if kind == "blank":
+        return f"{key} {err['msg']}"
+    # too_long: what a length constraint placed after a validator reports (the description's)
+    if kind in ("string_too_short", "string_too_long", "too_long"):
+        most = _MAX_CHARS[str(key)]
+        bounds = f"at most {most}" if key == "description" else f"1-{most}"
+        return f"{key} must be {bounds} characters (it has {len(value)})"
+    if kind == "string_pattern_mismatch":
+        return (
+            f"{key} {value!r} may hold only lowercase a-z, digits and single hyphens, not starting or ending with one"
+        )
+    return f"{key}: {err['msg']}"
+
+
+def name_violations(name: Any) -> list[str]:
+    """Every rule of the specification name breaks; empty when it is a valid skill name."""
+    try:
+        _NAME.validate_python(name, strict=True)
+    except ValidationError as exc:  # errors of a bare value are at loc (), a frontmatter's under "name"
+        return [_violation({**err, "loc": ("name", *err["loc"])}, {}) for err in exc.errors()]
+    return []
+
+
+def _judge(data: dict[str, Any], folder_name: str | None) -> tuple[SkillFrontmatter | None, list[str]]:
+    """The frontmatter, or None and every rule it breaks; folder_name, when given, is the name it must have."""
+    try:
+        frontmatter: SkillFrontmatter | None = SkillFrontmatter.model_validate(data)
+        errors: list[ErrorDetails] = []
+    except ValidationError as exc:
+        # pydantic reports key by key in the model's order, then unknown keys; kb lists those first
+        frontmatter, errors = None, sorted(exc.errors(), key=lambda err: err["type"] not in _UNKNOWN)
+    lines = [_violation(err, data) for err in errors]
+    name = data.get("name")
+    if folder_name is not None and isinstance(name, str) and name != folder_name:
+        after_name = sum(1 for err in errors if err["type"] in _UNKNOWN or err["loc"][0] == "name")
+        lines.insert(after_name, f"name {name!r} must equal the folder's name {folder_name!r}")
+    problems = list(dict.fromkeys(lines))  # a metadata entry can break both its key and its value
+    return (None if problems else frontmatter), problems
 
 
 def frontmatter_violations(data: dict[str, Any], folder_name: str | None) -> list[str]:
-    problems = [
-        f"unknown frontmatter key {key!r} (the specification allows {', '.join(KEYS)}; put other fields under metadata)"
-        for key in data
-        if key not in KEYS
-    ]
-    if "name" not in data:
-        problems.append("name is required")
-    else:
-        problems += name_violations(data["name"])
-        if folder_name is not None and isinstance(data["name"], str) and data["name"] != folder_name:
-            problems.append(f"name {data['name']!r} must equal the folder's name {folder_name!r}")
-    description = data.get("description")
-    if "description" not in data:
-        problems.append("description is required")
-    elif not isinstance(description, str):
-        problems.append(f"description must be a string, not {_yaml_type(description)}")
-    elif not description.strip():
-        problems.append("description must not be empty")
-    elif len(description) > DESCRIPTION_MAX:
-        problems.append(f"description must be at most {DESCRIPTION_MAX} characters (it has {len(description)})")
-    if "license" in data and not isinstance(data["license"], str):
-        problems.append(f"license must be a string, not {_yaml_type(data['license'])}")
-    if "compatibility" in data:
-        compat = data["compatibility"]
-        if not isinstance(compat, str):
-            problems.append(f"compatibility must be a string, not {_yaml_type(compat)}")
-        elif not 1 <= len(compat) <= COMPATIBILITY_MAX:
-            problems.append(f"compatibility must be 1-{COMPATIBILITY_MAX} characters (it has {len(compat)})")
-    if "metadata" in data:
-        meta = data["metadata"]
-        if not isinstance(meta, dict):
-            problems.append(f"metadata must be a map of strings to strings, not {_yaml_type(meta)}")
-        else:
-            problems += [
-                f"metadata.{k}: keys and values must be strings (got {_yaml_type(k)} -> {_yaml_type(v)})"
-                for k, v in meta.items()
-                if not isinstance(k, str) or not isinstance(v, str)
-            ]
-    if "allowed-tools" in data and not isinstance(data["allowed-tools"], str):
-        problems.append(f"allowed-tools must be a space-separated string, not {_yaml_type(data['allowed-tools'])}")
-    return problems
+    """Every rule of the specification the frontmatter breaks; empty when it holds."""
+    return _judge(data, folder_name)[1]
 
 
-def parse_skill_text(text: str) -> tuple[dict[str, Any] | None, str, list[str]]:
-    """(frontmatter, body, violations) of a SKILL.md's text; frontmatter is None when unreadable."""
-    text = text.removeprefix("\ufeff")
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].rstrip("\r\n") != "---":
-        return None, text, ["SKILL.md must start with '---', then YAML frontmatter, then '---'"]
-    end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == "---"), None)
-    if end is None:
-        return None, text, ["the frontmatter is not closed by a '---' line"]
-    header, body = "".join(lines[1:end]), "".join(lines[end + 1 :])
-    try:
-        data = yaml.safe_load(header)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        return None, body, [f"the frontmatter is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"]
-    if not isinstance(data, dict):
-        return None, body, ["the frontmatter must be a mapping of keys to values"]
-    return data, body, []
+# how a SKILL.md whose frontmatter cannot be read at all is told
+_UNREADABLE: dict[markdown.FrontmatterProblem, str] = {
+    "no-opening": f"{SKILL_FILE} must start with '---', then YAML frontmatter, then '---'",
+    "not-closed": "the frontmatter is not closed by a '---' line",
+    "not-yaml": "the frontmatter is not valid YAML{where}: {problem}",
+    "not-a-mapping": "the frontmatter must be a mapping of keys to values",
+}
 
 
 def check_skill(folder: Path) -> list[str]:
@@ -179,11 +231,15 @@ def load_skill(folder: Path, shown_as: str | None = None) -> Skill:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise InvalidSkill(where, [f"{SKILL_FILE} is not UTF-8 text"]) from None
-    data, body, problems = parse_skill_text(text)
-    if data is None:
-        raise InvalidSkill(where, problems)
-    problems = frontmatter_violations(data, folder.resolve().name)
-    if problems:
+    try:
+        # skills come from anywhere, and some editors start UTF-8 with a byte-order mark; an
+        # empty header is no mapping here (cards, which kb writes, read it as {})
+        data, body = markdown.read_frontmatter(text.removeprefix("\ufeff"), allow_empty=False)
+    except markdown.FrontmatterError as exc:
+        message = _UNREADABLE[exc.reason].format(where=exc.where, problem=exc.problem or exc.yaml_error)
+        raise InvalidSkill(where, [message]) from None
+    frontmatter, problems = _judge(data, folder.resolve().name)
+    if frontmatter is None:
         raise InvalidSkill(where, problems)
     files = tuple(
         sorted(
@@ -193,14 +249,14 @@ def load_skill(folder: Path, shown_as: str | None = None) -> Skill:
         )
     )
     return Skill(
-        name=data["name"],
-        description=data["description"],
+        name=frontmatter.name,
+        description=frontmatter.description,
         body=body.lstrip("\n"),
         path=where,
-        license=data.get("license"),
-        compatibility=data.get("compatibility"),
-        metadata=dict(data.get("metadata") or {}),
-        allowed_tools=data.get("allowed-tools"),
+        license=frontmatter.license,
+        compatibility=frontmatter.compatibility,
+        metadata=dict(frontmatter.metadata),
+        allowed_tools=frontmatter.allowed_tools,
         files=files,
     )
 

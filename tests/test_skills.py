@@ -84,6 +84,21 @@ def test_each_rule_of_the_specification(tmp_path, frontmatter, violation):
     assert any(violation in p for p in problems), problems
 
 
+def test_every_violation_is_named_at_once_in_the_order_of_the_keys():
+    data = {"name": "B" * 65, "description": 5, "license": None, "metadata": {"k": 1, 2: "v"}, "allowed_tools": "x"}
+    problems = frontmatter_violations(data, "b")
+    assert [p.split(" (")[0] if p.startswith("unknown") else p for p in problems] == [
+        "unknown frontmatter key 'allowed_tools'",
+        "name must be 1-64 characters (it has 65)",  # a name can break both of its rules
+        f"name {'B' * 65!r} may hold only lowercase a-z, digits and single hyphens, not starting or ending with one",
+        f"name {'B' * 65!r} must equal the folder's name 'b'",
+        "description must be a string, not a number",
+        "license must be a string, not empty",
+        "metadata.k: keys and values must be strings (got a string -> a number)",
+        "metadata.2: keys and values must be strings (got a number -> a string)",
+    ]
+
+
 def test_files_that_are_not_skills(tmp_path):
     (tmp_path / "empty").mkdir()
     assert check_skill(tmp_path / "empty") == ["no SKILL.md in the folder"]
@@ -240,11 +255,11 @@ def test_skills_are_searchable_with_the_description_weighing_most(kb, monkeypatc
     kb.add(
         "reference", "Nsight Systems user guide", values={"source": {"url": "https://docs.nvidia.com/nsight-systems/"}}
     )
-    hits = kb.search("Nsight decode profile", kind="skill")["hits"]
-    assert [h["id"] for h in hits][:1] == ["profile-decode"] and all(h["kind"] == "skill" for h in hits)
-    assert hits[0]["path"] == "skills/profile-decode/SKILL.md"
-    mixed = kb.search("Nsight Systems")["hits"]
-    assert {"skill", "reference"} <= {h["kind"] for h in mixed}
+    hits = kb.search("Nsight decode profile", kind="skill").hits
+    assert [h.id for h in hits][:1] == ["profile-decode"] and all(h.kind == "skill" for h in hits)
+    assert hits[0].path == "skills/profile-decode/SKILL.md"
+    mixed = kb.search("Nsight Systems").hits
+    assert {"skill", "reference"} <= {h.kind for h in mixed}
 
 
 def test_lint_fails_on_a_broken_skill_and_warns_on_hard_to_find_ones(kb, cli, monkeypatch):
