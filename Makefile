@@ -33,7 +33,7 @@ lint: install
 	$(VENV)/bin/mypy
 	$(VENV)/bin/cog --check $(GENERATED)
 
-# the tables README.md and the kb skill show, made from the vocabulary and the card models (kbtool/docs.py)
+# the tables README.md and the kb skill show, made from the vocabulary and the card models (kbtool/surfaces/docs.py)
 GENERATED := README.md skills/kb/SKILL.md
 docs: install
 	$(VENV)/bin/cog -r $(GENERATED)

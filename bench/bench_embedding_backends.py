@@ -99,7 +99,7 @@ def main() -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from kbtool.embeddings import _packaged_path
+    from kbtool.search.embeddings import _packaged_path
 
     path = _packaged_path()
     texts = chunk_texts()
@@ -120,7 +120,7 @@ def main() -> None:
         report(
             f"pytorch fp32, batch {batch}", lambda t, b=batch: model.encode(t, batch_size=b, normalize_embeddings=True)
         )
-    from kbtool.embeddings import native_bf16
+    from kbtool.search.embeddings import native_bf16
 
     def autocast_bf16(t):
         with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -151,8 +151,8 @@ def query_latency(model, path: str, cache: Path) -> None:
     """One short query at a time, as a search embeds it: PyTorch against kb's onnxruntime path."""
     import statistics
 
-    from kbtool import onnx_queries
-    from kbtool.evaluation import load_gold
+    from kbtool.search import onnx_queries
+    from kbtool.search.evaluation import load_gold
 
     os.environ["KB_CACHE_DIR"] = str(cache)
     queries = [g.q for g in load_gold(REPO / "tests" / "gold" / "starter.jsonl")]

@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import kbtool  # noqa: E402
-from kbtool.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from kbtool.evaluation import PlainBM25, evaluate, load_gold  # noqa: E402
+from kbtool.search.embeddings import SentenceTransformerEmbedder  # noqa: E402
+from kbtool.search.evaluation import PlainBM25, evaluate, load_gold  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "corpus"
 GOLD = REPO / "tests" / "gold"

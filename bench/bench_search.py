@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import kbtool  # noqa: E402
-from kbtool.embeddings import HashingEmbedder, SentenceTransformerEmbedder  # noqa: E402
+from kbtool.search.embeddings import HashingEmbedder, SentenceTransformerEmbedder  # noqa: E402
 
 VOCAB = (
     "nvfp4 fp8 bf16 moe decode prefill kv cache paged attention rope cuda graph kernel triton cutlass b200 h100 a100 "
@@ -169,7 +169,7 @@ def bench_cold_cli(runs: int = 20) -> None:
     subprocess.run(
         [sys.executable, "-m", "kbtool", "--kb", str(REPO), "index"], check=True, capture_output=True, env=env
     )
-    from kbtool.client import stop_daemon
+    from kbtool.surfaces.client import stop_daemon
 
     stop_daemon(REPO)
     cmd = [str(REPO / ".venv" / "bin" / "kb"), "--kb", str(REPO), "search", "NVFP4 MoE decode", "--json"]
@@ -195,7 +195,7 @@ def bench_cold_cli(runs: int = 20) -> None:
 
 def bench_throughput(corpus: Path, limit: int = 600) -> None:
     """kb's indexing against raw model.encode on the same chunk texts, in fp32 (kb before bf16) and as kb runs now."""
-    from kbtool.chunking import chunk_card
+    from kbtool.search.chunking import chunk_card
 
     with tempfile.TemporaryDirectory() as tmp:
         kb = kbtool.init(Path(tmp) / "kb")

@@ -8,7 +8,7 @@ engineers and agents who optimize systems.
         print(stored.id, stored.card.title)
     hits = kb.search("NVFP4 MoE decode", k=5)
 
-Names load on first use (PEP 562), so `import kbtool.cli` for a daemon-backed `kb search`
+Names load on first use (PEP 562), so `import kbtool.surfaces.cli` for a daemon-backed `kb search`
 does not pay for pydantic, git and markdown-it.
 """
 
@@ -22,35 +22,35 @@ __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _EXPORTS = {
-    "KINDS": "cards",
-    "MODELS": "cards",
-    "STATUSES": "cards",
-    "CardBase": "cards",
-    "KbError": "errors",
-    "BadInput": "errors",
-    "InvalidCard": "errors",
-    "InvalidField": "errors",
-    "UnknownKind": "errors",
-    "CardNotFound": "errors",
-    "AmbiguousId": "errors",
-    "Conflict": "errors",
-    "OutsidePath": "errors",
-    "NotAKnowledgeBase": "errors",
-    "CheckFailed": "errors",
-    "SemanticUnavailable": "errors",
+    "KINDS": "model.cards",
+    "MODELS": "model.cards",
+    "STATUSES": "model.cards",
+    "CardBase": "model.cards",
+    "KbError": "model.errors",
+    "BadInput": "model.errors",
+    "InvalidCard": "model.errors",
+    "InvalidField": "model.errors",
+    "UnknownKind": "model.errors",
+    "CardNotFound": "model.errors",
+    "AmbiguousId": "model.errors",
+    "Conflict": "model.errors",
+    "OutsidePath": "model.errors",
+    "NotAKnowledgeBase": "model.errors",
+    "CheckFailed": "model.errors",
+    "SemanticUnavailable": "model.errors",
     "KnowledgeBase": "kb",
-    "Problem": "records",
-    "StoredCard": "records",
-    "StoreError": "store",
-    "Embedder": "embeddings",
-    "HashingEmbedder": "embeddings",
-    "SentenceTransformerEmbedder": "embeddings",
+    "Problem": "model.records",
+    "StoredCard": "model.records",
+    "StoreError": "store.repository",
+    "Embedder": "search.embeddings",
+    "HashingEmbedder": "search.embeddings",
+    "SentenceTransformerEmbedder": "search.embeddings",
 }
 
 if TYPE_CHECKING:
-    from .cards import KINDS, MODELS, STATUSES, CardBase
-    from .embeddings import Embedder, HashingEmbedder, SentenceTransformerEmbedder
-    from .errors import (
+    from .kb import KnowledgeBase
+    from .model.cards import KINDS, MODELS, STATUSES, CardBase
+    from .model.errors import (
         AmbiguousId,
         BadInput,
         CardNotFound,
@@ -64,9 +64,9 @@ if TYPE_CHECKING:
         SemanticUnavailable,
         UnknownKind,
     )
-    from .kb import KnowledgeBase
-    from .records import Problem, StoredCard
-    from .store import StoreError
+    from .model.records import Problem, StoredCard
+    from .search.embeddings import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+    from .store.repository import StoreError
 
 
 def __getattr__(name: str) -> Any:

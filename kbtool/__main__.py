@@ -1,3 +1,3 @@
-from .cli import main
+from .surfaces.cli import main
 
 main()

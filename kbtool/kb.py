@@ -10,10 +10,10 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import markdown
-from .cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, Gap, Gate, fallback_id, is_valid_id, slugify
-from .config import Config, load_config
-from .contracts import (
+from .loop.review import agent_status, check_agent_fields, is_unreviewed
+from .model import markdown
+from .model.cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, Gap, Gate, fallback_id, is_valid_id, slugify
+from .model.contracts import (
     FindingAdded,
     FindingInput,
     GateRunResult,
@@ -25,7 +25,7 @@ from .contracts import (
     Similar,
     relations,
 )
-from .errors import (
+from .model.errors import (
     AmbiguousId,
     BadInput,
     CardNotFound,
@@ -37,23 +37,23 @@ from .errors import (
     SemanticUnavailable,
     SkillNotFound,
 )
-from .fields import card_conditions, merge, parse_assignments, parse_filters
-from .locate import resolve_root
-from .records import CardSummary, Problem, StoredCard
-from .review import agent_status, check_agent_fields, is_unreviewed
-from .store import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
-from .validation import model_for, validate_card
-from .vocabulary import LINT_CLASSES
+from .model.fields import card_conditions, merge, parse_assignments, parse_filters
+from .model.records import CardSummary, Problem, StoredCard
+from .model.validation import model_for, validate_card
+from .model.vocabulary import LINT_CLASSES
+from .store.config import Config, load_config
+from .store.locate import resolve_root
+from .store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
 
 if TYPE_CHECKING:
     import threading
 
-    from .embeddings import Embedder
-    from .finding_input import MetricInput
-    from .index import Index, RefreshStats
-    from .policy import Policy
-    from .retrieval import Searcher
-    from .skills import Skill
+    from .loop.finding_input import MetricInput
+    from .model.policy import Policy
+    from .search.embeddings import Embedder
+    from .search.index import Index, RefreshStats
+    from .search.pipeline import Searcher
+    from .skills.spec import Skill
 
 
 class KnowledgeBase:
@@ -119,7 +119,7 @@ class KnowledgeBase:
     def card_or_skill(self, ref: str) -> StoredCard | Skill:
         """What a search hit's id names: a card (exact id), else a skill (exact name), else a card by
         unique id prefix. Search returns both kinds, so whatever it returns can be opened."""
-        from .skills import SKILL_FILE
+        from .skills.spec import SKILL_FILE
 
         exact = self.store.card_file(ref)
         if exact is not None:
@@ -195,7 +195,7 @@ class KnowledgeBase:
     ) -> StoredCard:
         """A new card from a title, `key=value` fields and/or already-typed values.
 
-        agent: the agent writing it (see kbtool.review): the card is a draft (or tentative) that
+        agent: the agent writing it (see kbtool.loop.review): the card is a draft (or tentative) that
         names the agent, and id, status, links and provenance are not the agent's to set."""
         model = model_for(kind)
         fields = list(fields)
@@ -259,9 +259,9 @@ class KnowledgeBase:
 
     @property
     def policy(self) -> Policy:
-        """The knowledge base's own JSON Schemas for its cards (kb.toml [schema]; kbtool/policy.py)."""
+        """The knowledge base's own JSON Schemas for its cards (kb.toml [schema]; kbtool/model/policy.py)."""
         if self._policy is None:
-            from .policy import Policy
+            from .model.policy import Policy
 
             self._policy = Policy.load(self.root, self.config.schema_)
         return self._policy
@@ -283,7 +283,7 @@ class KnowledgeBase:
         agent: str | None = None,
     ) -> StoredCard:
         """Change a card, one commit (none when nothing changed). An agent edits text and scope, not
-        the fields review decides (status, links, provenance): see kbtool.review."""
+        the fields review decides (status, links, provenance): see kbtool.loop.review."""
         fields = list(fields)
         if agent is not None:
             check_agent_fields(
@@ -310,12 +310,12 @@ class KnowledgeBase:
         return StoredCard(card, markdown.normalize_body(new_body), current.path)
 
     def import_path(self, path: str | os.PathLike[str]) -> dict[str, Any]:
-        """Import documents (see kbtool.importer) in one commit; re-importing updates in place.
+        """Import documents (see kbtool.loop.importer) in one commit; re-importing updates in place.
 
         Cards an earlier import of the same collection made, whose source section is gone,
         are retired rather than deleted, so links to them stay valid.
         """
-        from .importer import plan_import
+        from .loop.importer import plan_import
 
         collection, planned = plan_import(Path(path))
         today, author = date.today(), author_name(self.store)
@@ -404,10 +404,10 @@ class KnowledgeBase:
 
         metrics and baselines map a metric name to (value, unit), or to an evidence entry's fields
         ({"value", "unit", "stats", "samples", ...}); command and conditions apply to every metric.
-        An agent's finding is tentative until reviewed (kbtool.review)."""
-        from . import findings
-        from .finding_input import evidence_from_metrics
-        from .formats import reader_for
+        An agent's finding is tentative until reviewed (kbtool.loop.review)."""
+        from .loop.evidence import environment, portable_path, related_findings, repo_state
+        from .loop.finding_input import evidence_from_metrics
+        from .loop.formats import reader_for
 
         if agent is not None:
             status = agent_status(status, "tentative")
@@ -416,7 +416,7 @@ class KnowledgeBase:
         if artifact is not None:
             parsed = reader_for(artifact).read(artifact, metric_name)
             for ev in parsed["evidence"]:
-                ev["artifact"] = {**ev["artifact"], "path": findings.portable_path(artifact, repo)}
+                ev["artifact"] = {**ev["artifact"], "path": portable_path(artifact, repo)}
             evidence += parsed["evidence"]
             scope = {**parsed["applies_to"], **scope}
         data: dict[str, Any] = {
@@ -426,17 +426,17 @@ class KnowledgeBase:
             "evidence": evidence,
             "applies_to": scope,
             "tags": list(tags),
-            "environment": findings.environment(),
+            "environment": environment(),
             "status": status or ("confirmed" if evidence else "tentative"),
         }
         _check_status(data["status"])
-        state = findings.repo_state(repo) if repo is not None else None
+        state = repo_state(repo) if repo is not None else None
         if state:
             data["repo"] = state
         data["provenance"] = {k: v for k, v in (("project", project), ("agent", agent)) if v}
         gap = self._open_gap(closes) if closes else None
         existing = [c.data for c in self.summaries(kind="finding")]
-        related = findings.related_findings(data, existing)
+        related = related_findings(data, existing)
         if strict and (related["duplicates"] or related["contradictions"]):
             raise CheckFailed(
                 "not written (--strict): likely duplicates "
@@ -463,7 +463,7 @@ class KnowledgeBase:
 
     def record_finding(self, finding: FindingInput, agent: str | None = None) -> FindingAdded:
         """add_finding from one parsed JSON object (`kb add-finding --json-input`, MCP add_finding)."""
-        from .finding_input import finding_arguments
+        from .loop.finding_input import finding_arguments
 
         args = finding_arguments(finding)
         if not args["title"]:
@@ -538,7 +538,7 @@ class KnowledgeBase:
     # --- gates -----------------------------------------------------------------------
 
     def gate_locks(self) -> dict[str, str]:
-        from .gates import parse_lock
+        from .loop.gates import parse_lock
 
         path = self.root / LOCK_FILE
         return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)
@@ -549,7 +549,7 @@ class KnowledgeBase:
         Returns (the ids locked, {id: why it was skipped}). Without ids only confirmed gates are
         locked: a draft may be an agent's proposal nobody has read, and locking it would make its
         command the project's law. A gate an agent wrote is locked only after review."""
-        from .gates import gate_hash, render_lock
+        from .loop.gates import gate_hash, render_lock
 
         with self.store.lock():
             locks = self.gate_locks()
@@ -586,7 +586,7 @@ class KnowledgeBase:
         return newly, skipped
 
     def verify_gates(self) -> builtins.list[Problem]:
-        from .curation import gate_lock_problems
+        from .loop.curation import gate_lock_problems
 
         return gate_lock_problems(self.store, self.gate_locks())
 
@@ -598,8 +598,8 @@ class KnowledgeBase:
         The run, with the judged repository's name, remote and commit, is appended to
         runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
         that finding in the same commit (its reviewer is recorded as gate:<id>)."""
-        from .findings import repo_state
-        from .gates import gate_hash, run_gate
+        from .loop.evidence import repo_state
+        from .loop.gates import gate_hash, run_gate
 
         stored = self.get(ref)
         gate = _gate(stored)
@@ -644,7 +644,7 @@ class KnowledgeBase:
                 self.store.write(writes, f"kb gate run {stored.id}: {verdict}\n\n{trailers}")
         return result
 
-    # --- review (see kbtool.review) -----------------------------------------------------
+    # --- review (see kbtool.loop.review) -----------------------------------------------------
 
     def review_queue(self) -> builtins.list[StoredCard]:
         """Agent-written cards nobody has confirmed or refuted yet, oldest first."""
@@ -721,7 +721,7 @@ class KnowledgeBase:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from .embeddings import make_embedder
+            from .search.embeddings import make_embedder
 
             self._embedder = make_embedder(self.config.index.embedding_model)
         return self._embedder
@@ -742,7 +742,7 @@ class KnowledgeBase:
     @property
     def index(self) -> Index:
         if self._index is None:
-            from .index import Index
+            from .search.index import Index
 
             self._index = Index(self.store, self.notices)
         return self._index
@@ -763,7 +763,7 @@ class KnowledgeBase:
         about a second instead of after the whole knowledge base is embedded."""
         import threading
 
-        from .index import Index
+        from .search.index import Index
 
         self.index.refresh(None)
         self.index.read_postings_in_background()  # the BM25 leg from memory once read; FTS5 until then
@@ -803,7 +803,7 @@ class KnowledgeBase:
         mode: str = "hybrid",
         explain: bool = False,
     ) -> SearchResult:
-        """Hybrid search: the cards (and skills) that match, best first (see kbtool.retrieval)."""
+        """Hybrid search: the cards (and skills) that match, best first (see kbtool.search.pipeline)."""
         request = SearchRequest.parse(
             {
                 "query": query,
@@ -819,7 +819,7 @@ class KnowledgeBase:
         return self.run_search(request)
 
     def run_search(self, request: SearchRequest) -> SearchResult:
-        from .retrieval import Searcher
+        from .search.pipeline import Searcher
 
         if request.mode != "bm25" and self.semantic_embedder() is None:
             if request.mode == "vector":
@@ -846,7 +846,7 @@ class KnowledgeBase:
     def related(self, ref: str, k: int = 5) -> Related:
         """A card's (or a skill's) neighbourhood: the cards it links to, the cards linking to it, and
         the k most similar others by meaning (a vector search on its title and lead text)."""
-        from .records import brief
+        from .model.records import brief
 
         found = self.card_or_skill(ref)
         if not isinstance(found, StoredCard):  # a skill: no links, only its neighbours by meaning
@@ -895,7 +895,7 @@ class KnowledgeBase:
 
     def skills(self) -> builtins.list[Skill]:
         """Every valid skill, by name; `lint()` names the invalid ones."""
-        from .skills import InvalidSkill, load_skill, skill_folders
+        from .skills.spec import InvalidSkill, load_skill, skill_folders
 
         out = []
         for folder in skill_folders(self.skills_dir):
@@ -906,7 +906,7 @@ class KnowledgeBase:
         return out
 
     def skill(self, name: str) -> Skill:
-        from .skills import SKILL_FILE, load_skill, name_violations
+        from .skills.spec import SKILL_FILE, load_skill, name_violations
 
         if name_violations(name) or not (self.skills_dir / name / SKILL_FILE).is_file():
             known = ", ".join(s.name for s in self.skills()) or "none yet"
@@ -922,7 +922,7 @@ class KnowledgeBase:
         body: str | None = None,
     ) -> Skill:
         """skills/<name>/SKILL.md from a description (and a body, else a skeleton to fill in), one commit."""
-        from .registry import new_skill_text
+        from .skills.registry import new_skill_text
 
         text = new_skill_text(name, description, license, compatibility, body)
         with self.store.lock():
@@ -936,7 +936,7 @@ class KnowledgeBase:
     def import_skills(self, path: str | os.PathLike[str]) -> dict[str, Any]:
         """Copy a skill folder (or every skill folder in a folder) into skills/, valid ones in one commit;
         the invalid ones are returned with every violation, and nothing of theirs is written."""
-        from .registry import plan_import
+        from .skills.registry import plan_import
 
         with self.store.lock():
             writes, added, updated, rejected = plan_import(self.root, Path(path))
@@ -954,7 +954,7 @@ class KnowledgeBase:
 
     def export_skills(self, names: Iterable[str], to: str | os.PathLike[str]) -> builtins.list[Path]:
         """Copy skills to to/<name>/ (e.g. .claude/skills), replacing earlier exports of them."""
-        from .registry import export
+        from .skills.registry import export
 
         chosen = [self.skill(n) for n in names]  # every name checked before anything is copied
         return [export(self.root / s.path, s.name, Path(to)) for s in chosen]
@@ -964,7 +964,7 @@ class KnowledgeBase:
     ) -> Skill:
         """A knowledge-pack skill: SKILL.md summarising the confirmed findings, constraints, failure-modes
         and gates that match the filters, with each card under references/; one commit."""
-        from .registry import check_pack_name, pack_cards, render_pack, replace_folder
+        from .skills.registry import check_pack_name, pack_cards, render_pack, replace_folder
 
         where = list(where)
         if not where:
@@ -1004,8 +1004,8 @@ class KnowledgeBase:
         return LintReport.of(self.lint(skip))
 
     def lint(self, skip: Iterable[str] = ()) -> builtins.list[Problem]:
-        """Every curation check (see kbtool.curation) except the classes in skip."""
-        from . import curation
+        """Every curation check (see kbtool.loop.curation) except the classes in skip."""
+        from .loop import curation
 
         skip = set(skip)
         unknown = skip - set(LINT_CLASSES)

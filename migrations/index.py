@@ -59,7 +59,7 @@ def m001_initial(db: Database) -> None:
 def m002_chunk_ids_never_reused(db: Database) -> None:
     # AUTOINCREMENT: an id is never given to a new chunk, so the keyword row of an id never changes and a
     # warm process applies a new index generation as the ids that left and the ids that came
-    # (kbtool/lexical.py). The keyword rows keep their rowids, which are the chunk ids.
+    # (kbtool/search/lexical.py). The keyword rows keep their rowids, which are the chunk ids.
     db.execute("ALTER TABLE chunks RENAME TO chunks_before_m002")
     db.execute("""
         CREATE TABLE chunks (

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 import kbtool
-from kbtool.cli import app
+from kbtool.surfaces.cli import app
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -21,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 for _variable in ("KB_AGENT", "AI_AGENT", "CLAUDECODE", "CODEX_THREAD_ID", "CODEX_CI"):
     os.environ.pop(_variable, None)
 
-# The ONNX export of the query model (kbtool/onnx_queries.py) goes to a folder of this run, not the
+# The ONNX export of the query model (kbtool/search/onnx_queries.py) goes to a folder of this run, not the
 # user's ~/.cache; every daemon and server the tests start inherits it.
 os.environ.setdefault("KB_CACHE_DIR", tempfile.mkdtemp(prefix="kb-test-cache-"))
 
@@ -74,7 +74,7 @@ def modules_loaded_by(
 @pytest.fixture
 def starter_clone(tmp_path: Path) -> kbtool.KnowledgeBase:
     """A git clone of the starter KB (its cards and skills), indexed with the hashing embedder."""
-    from kbtool.embeddings import HashingEmbedder
+    from kbtool.search.embeddings import HashingEmbedder
 
     root = tmp_path / "starter"
     subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(root)], check=True)

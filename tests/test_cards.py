@@ -6,9 +6,9 @@ from datetime import date
 
 import pytest
 
-from kbtool.cards import KINDS, MODELS, fallback_id, slugify
-from kbtool.errors import InvalidCard
-from kbtool.validation import validate_card
+from kbtool.model.cards import KINDS, MODELS, fallback_id, slugify
+from kbtool.model.errors import InvalidCard
+from kbtool.model.validation import validate_card
 
 
 def base(kind: str, **extra):

@@ -277,7 +277,7 @@ def test_schema_export_and_check(cli, kb, tmp_path):
 def test_kb_given_after_the_command_too(cli, kb):
     from typer.testing import CliRunner
 
-    from kbtool.cli import app
+    from kbtool.surfaces.cli import app
 
     result = CliRunner().invoke(app, ["add", "gap", "--title", "Here?", "--kb", str(kb.root)])
     assert result.exit_code == 0 and kb.get("here")
@@ -354,7 +354,7 @@ def test_adding_an_existing_id_is_a_conflict(cli, kb, tmp_path):
 def test_not_a_knowledge_base(tmp_path):
     from typer.testing import CliRunner
 
-    from kbtool.cli import app
+    from kbtool.surfaces.cli import app
 
     result = CliRunner().invoke(app, ["--kb", str(tmp_path), "list"])
     assert result.exit_code == 2 and "not a knowledge base" in result.stderr
@@ -363,7 +363,7 @@ def test_not_a_knowledge_base(tmp_path):
 def test_init_from_the_cli(tmp_path):
     from typer.testing import CliRunner
 
-    from kbtool.cli import app
+    from kbtool.surfaces.cli import app
 
     result = CliRunner().invoke(app, ["init", str(tmp_path / "fresh"), "--name", "fresh kb"])
     assert result.exit_code == 0 and "fresh kb" in result.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import modules_loaded_by
-from kbtool.client import PROTOCOL, socket_path, stop_daemon
+from kbtool.surfaces.client import PROTOCOL, socket_path, stop_daemon
 
 
 @pytest.fixture
@@ -84,7 +84,7 @@ def test_the_client_process_stays_light(kb, env):
         "yaml",
         "markdown_it",
         "kbtool.kb",
-        "kbtool.index",
+        "kbtool.search.index",
     }
     assert not heavy & loaded, heavy & loaded
 
@@ -107,13 +107,14 @@ def test_the_build_identity_is_the_code_and_settings_not_file_times(kb, tmp_path
     restart anything; a changed file, kb.toml or embedder setting does."""
     import shutil
 
-    from kbtool import client
+    from kbtool.surfaces import client
 
-    package = Path(client.__file__).parent
+    package = Path(client.__file__).parents[1]
     copy = tmp_path / "copy" / "kbtool"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
     probe = (
-        "import sys; from pathlib import Path; from kbtool.client import build_id; print(build_id(Path(sys.argv[1])))"
+        "import sys; from pathlib import Path; from kbtool.surfaces.client import build_id; "
+        "print(build_id(Path(sys.argv[1])))"
     )
 
     def identity(folder: Path) -> str:
@@ -128,9 +129,9 @@ def test_the_build_identity_is_the_code_and_settings_not_file_times(kb, tmp_path
 
     original = identity(package)
     assert identity(copy) == original
-    os.utime(copy / "search.py", ns=(1, 1))
+    os.utime(copy / "search" / "ranking.py", ns=(1, 1))
     assert identity(copy) == original
-    (copy / "search.py").write_text((copy / "search.py").read_text() + "\n# changed\n")
+    (copy / "search" / "ranking.py").write_text((copy / "search" / "ranking.py").read_text() + "\n# changed\n")
     assert identity(copy) != original
     assert client.build_id(kb.root) == original
     monkeypatch.setenv("KB_EMBED_PRECISION", "fp32")

@@ -1,5 +1,5 @@
 """The tables README.md and the kb skill show are made from the vocabulary and the card models
-(kbtool/docs.py, through cog): they are current, and they cover every kind and lint class."""
+(kbtool/surfaces/docs.py, through cog): they are current, and they cover every kind and lint class."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT
-from kbtool import docs
-from kbtool.vocabulary import KINDS, LINT_CLASSES
+from kbtool.model.vocabulary import KINDS, LINT_CLASSES
+from kbtool.surfaces import docs
 
 GENERATED = ["README.md", "skills/kb/SKILL.md"]
 
@@ -45,8 +45,8 @@ def test_fields_read_as_the_models_declare_them():
 
 
 def test_search_does_not_index_the_generator_code():
-    from kbtool.chunking import chunk_skill
-    from kbtool.skills import load_skill
+    from kbtool.search.chunking import chunk_skill
+    from kbtool.skills.spec import load_skill
 
     skill = load_skill(REPO_ROOT / "skills" / "kb", "skills/kb")
     text = "\n".join(c.text for c in chunk_skill(skill.name, skill.description, skill.body))

@@ -9,9 +9,9 @@ import pytest
 
 import kbtool
 from conftest import REPO_ROOT, tree_state
-from kbtool import embeddings
-from kbtool.embeddings import BF16_AGREEMENT, BF16_MIN_TEXTS, SentenceTransformerEmbedder, native_bf16
-from kbtool.errors import BadInput
+from kbtool.model.errors import BadInput
+from kbtool.search import embeddings
+from kbtool.search.embeddings import BF16_AGREEMENT, BF16_MIN_TEXTS, SentenceTransformerEmbedder, native_bf16
 
 
 @pytest.fixture(scope="module")

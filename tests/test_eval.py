@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from kbtool.errors import BadInput
-from kbtool.evaluation import GoldQuery, evaluate, hit_keys, load_gold, score_query
+from kbtool.model.errors import BadInput
+from kbtool.search.evaluation import GoldQuery, evaluate, hit_keys, load_gold, score_query
 
 
 def hit(card_id, path=None, heading=None):

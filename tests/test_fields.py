@@ -6,9 +6,9 @@ from datetime import date
 
 import pytest
 
-from kbtool.cards import Finding, Gap, Gate
-from kbtool.errors import InvalidField
-from kbtool.fields import merge, parse_assignments, parse_filters
+from kbtool.model.cards import Finding, Gap, Gate
+from kbtool.model.errors import InvalidField
+from kbtool.model.fields import merge, parse_assignments, parse_filters
 
 
 def test_values_are_typed_by_the_model():

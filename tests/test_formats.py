@@ -1,4 +1,4 @@
-"""Benchmark-format readers behind one protocol (kbtool/formats.py): chosen by file ending, named in
+"""Benchmark-format readers behind one protocol (kbtool/loop/formats.py): chosen by file ending, named in
 the help from the same list, and a new reader is one entry in READERS."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, tree_state
-from kbtool import formats
-from kbtool.errors import BadInput
+from kbtool.loop import formats
+from kbtool.model.errors import BadInput
 
 AIPERF = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"
 

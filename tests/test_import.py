@@ -169,7 +169,7 @@ def test_import_cli(cli, kb, docs):
 
 
 def sections_with_text(root: Path) -> int:
-    from kbtool.markdown import sections
+    from kbtool.model.markdown import sections
 
     return sum(
         1

@@ -1,4 +1,4 @@
-"""The BM25 leg from memory (kbtool/lexical.py) gives FTS5's bm25() scores exactly, follows every
+"""The BM25 leg from memory (kbtool/search/lexical.py) gives FTS5's bm25() scores exactly, follows every
 write, and hands back to FTS5 whenever it cannot answer."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 
 import kbtool
 from conftest import REPO_ROOT
-from kbtool import lexical
-from kbtool.embeddings import HashingEmbedder
-from kbtool.evaluation import load_gold
-from kbtool.search import phrases, query_terms
+from kbtool.search import lexical
+from kbtool.search.embeddings import HashingEmbedder
+from kbtool.search.evaluation import load_gold
+from kbtool.search.ranking import phrases, query_terms
 
 QUERIES = [g.q for g in load_gold(REPO_ROOT / "tests" / "gold" / "starter.jsonl")] + [
     "KV 缓存 量化 精度",
@@ -45,7 +45,7 @@ def fts5_only(kb: kbtool.KnowledgeBase, query: str, where=None, limit: int = 200
 
 
 def _conditions(where):
-    from kbtool.fields import card_conditions, parse_filters
+    from kbtool.model.fields import card_conditions, parse_filters
 
     return card_conditions(None, None, (), parse_filters(where))
 

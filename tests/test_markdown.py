@@ -8,10 +8,10 @@ import jsonschema
 import pytest
 
 from conftest import REPO_ROOT
-from kbtool import markdown
-from kbtool.errors import InvalidCard
-from kbtool.schemas import schema_for
-from kbtool.validation import validate_card
+from kbtool.model import markdown
+from kbtool.model.errors import InvalidCard
+from kbtool.model.schemas import schema_for
+from kbtool.model.validation import validate_card
 
 STARTER_CARDS = sorted((REPO_ROOT / "kb").glob("*/*.md"))
 

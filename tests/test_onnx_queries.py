@@ -11,9 +11,9 @@ import pytest
 
 import kbtool
 from conftest import REPO_ROOT
-from kbtool import onnx_queries
-from kbtool.embeddings import SentenceTransformerEmbedder
-from kbtool.evaluation import load_gold
+from kbtool.search import onnx_queries
+from kbtool.search.embeddings import SentenceTransformerEmbedder
+from kbtool.search.evaluation import load_gold
 
 QUERIES = [q.q for q in load_gold(REPO_ROOT / "tests" / "gold" / "starter.jsonl")]
 

@@ -1,4 +1,4 @@
-"""A knowledge base's own schemas (kb.toml [schema], kbtool/policy.py): applied after the built-in
+"""A knowledge base's own schemas (kb.toml [schema], kbtool/model/policy.py): applied after the built-in
 models on every write, import and MCP call, and by kb lint; a misconfigured one is a clear error."""
 
 from __future__ import annotations

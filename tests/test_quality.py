@@ -11,8 +11,8 @@ import pytest
 
 import kbtool
 from conftest import REPO_ROOT
-from kbtool.embeddings import SentenceTransformerEmbedder
-from kbtool.evaluation import PlainBM25, evaluate, load_gold
+from kbtool.search.embeddings import SentenceTransformerEmbedder
+from kbtool.search.evaluation import PlainBM25, evaluate, load_gold
 
 pytestmark = pytest.mark.quality
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"

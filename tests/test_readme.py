@@ -144,7 +144,7 @@ class Shell:
 
     def stop_daemons(self, *roots: Path) -> None:
         code = (
-            "from kbtool.client import stop_daemon; from pathlib import Path; import sys; "
+            "from kbtool.surfaces.client import stop_daemon; from pathlib import Path; import sys; "
             "[stop_daemon(Path(p)) for p in sys.argv[1:]]"
         )
         subprocess.run([sys.executable, "-c", code, *map(str, roots)], capture_output=True, timeout=120)
@@ -171,7 +171,7 @@ def test_every_readme_block_runs_as_written(clone, tmp_path):
             if block.language == "toml":  # a kb.toml example: valid TOML that kb's settings model accepts
                 import tomllib
 
-                from kbtool.config import Config
+                from kbtool.store.config import Config
 
                 Config.model_validate(tomllib.loads("\n".join(block.lines)))
                 continue

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import commit_count, git, tree_state
-from kbtool.cli import app
-from kbtool.review import agent_from_env
+from kbtool.loop.review import agent_from_env
+from kbtool.surfaces.cli import app
 
 AGENT = {"KB_AGENT": "claude-code", "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
 PERSON = {

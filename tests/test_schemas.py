@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from conftest import REPO_ROOT
-from kbtool.cards import KINDS
-from kbtool.schemas import DIALECT, drifted_schemas, export_schemas, schema_for
+from kbtool.model.cards import KINDS
+from kbtool.model.schemas import DIALECT, drifted_schemas, export_schemas, schema_for
 
 
 def test_checked_in_schemas_match_the_models():

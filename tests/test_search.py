@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import kbtool
-from kbtool.embeddings import HashingEmbedder
-from kbtool.errors import BadInput, InvalidField
+from kbtool.model.errors import BadInput, InvalidField
+from kbtool.search.embeddings import HashingEmbedder
 
 
 class CountingEmbedder(HashingEmbedder):
@@ -192,8 +192,8 @@ def test_the_index_schema_is_managed_by_migrations(filled):
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = 'kb-index'")]
     assert applied == ["m001_initial", "m002_chunk_ids_never_reused"]
     # the index skips sqlite-utils when user_version says every step is applied: keep the two in step
-    from kbtool.index import SCHEMA_STEPS
     from kbtool.migrations.index import index_migrations
+    from kbtool.search.index import SCHEMA_STEPS
 
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_STEPS == len(index_migrations._migrations)
 

@@ -11,8 +11,8 @@ import pytest
 
 import kbtool
 from conftest import REPO_ROOT, commit_count, tree_state
-from kbtool.registry import folder_files
-from kbtool.skills import check_skill, frontmatter_violations, load_skill, skill_folders
+from kbtool.skills.registry import folder_files
+from kbtool.skills.spec import check_skill, frontmatter_violations, load_skill, skill_folders
 
 CORPUS = REPO_ROOT.parent / "shared" / "corpus" / "agent-skills"
 # what the specification says of the real skills: these two break it, the rest hold

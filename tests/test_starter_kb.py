@@ -14,8 +14,8 @@ import pytest
 
 import kbtool
 from conftest import REPO_ROOT, git
-from kbtool.cards import KINDS
-from kbtool.skills import check_skill, skill_folders
+from kbtool.model.cards import KINDS
+from kbtool.skills.spec import check_skill, skill_folders
 
 AIPERF = REPO_ROOT.parent / "shared" / "corpus" / "aiperf" / "concurrency1"
 PROCEDURES = {

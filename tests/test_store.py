@@ -10,8 +10,8 @@ import pytest
 
 import kbtool
 from conftest import commit_count, git, tree_state
-from kbtool.errors import NotAKnowledgeBase, OutsidePath
-from kbtool.store import StoreError
+from kbtool.model.errors import NotAKnowledgeBase, OutsidePath
+from kbtool.store.repository import StoreError
 
 
 def test_init_creates_a_git_repository_with_config_and_one_commit(tmp_path):

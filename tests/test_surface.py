@@ -6,63 +6,84 @@ import ast
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import kbtool
 from conftest import REPO_ROOT, modules_loaded_by
-from kbtool.cli import app
+from kbtool.surfaces.cli import app
 
-# Each module may import only modules of a lower layer (or its own).
-LAYERS = [
-    {"errors", "vocabulary"},
-    {"cards"},
-    {"validation", "locate", "embeddings", "onnx_queries", "review"},
-    {
-        "markdown",
-        "fields",
-        "config",
-        "schemas",
-        "records",
-        "search",
-        "evaluation",
-        "findings",
-        "gates",
-        "skills",
-        "docs",
-        "policy",
-        "contracts",
-    },
-    {
-        "store",
-        "curation",
-        "chunking",
-        "importer",
-        "registry",
-        "finding_input",
-        "operations",
-        "lexical",
-        "vectors",
-        "formats",
-    },
-    {"migrations", "index"},
-    {"retrieval"},
-    {"kb"},
-    {"client"},
-    {"mcp_server"},
-    {"cli", "daemon", "__init__", "__main__"},
-]
+# The architecture: packages in order, and within each package its modules in layers. A module
+# may import from an earlier package, or from its own package's earlier layers (or its own layer).
+# The facade (kbtool/kb.py) sits between the loop and the surfaces; kbtool/__init__.py and
+# __main__.py are the entry points above everything.
+ARCHITECTURE: dict[str, list[set[str]]] = {
+    "model": [
+        {"errors", "vocabulary"},
+        {"cards"},
+        {"schemas", "validation"},
+        {"fields", "markdown", "policy"},
+        {"records"},
+        {"contracts"},
+    ],
+    "store": [{"config", "locate"}, {"repository"}],
+    "skills": [{"spec"}, {"registry"}],
+    "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
+    "search": [
+        {"chunking", "onnx_queries", "vectors"},
+        {"embeddings"},
+        {"ranking", "evaluation"},
+        {"lexical"},
+        {"index"},
+        {"pipeline"},
+    ],
+    "loop": [{"evidence", "gates", "importer", "review"}, {"curation", "finding_input", "formats"}],
+    "facade": [{"kb"}],
+    "surfaces": [{"docs", "mcp", "operations"}, {"client"}, {"cli", "daemon"}],
+    "entry": [{"__init__", "__main__"}],
+}
+PACKAGES = list(ARCHITECTURE)
 
 
-def layer_of(module: str) -> int:
-    return next(i for i, names in enumerate(LAYERS) if module in names)
+def place(package: str, module: str) -> tuple[int, int]:
+    """(the package's rank, the module's layer in it)."""
+    layers = ARCHITECTURE[package]
+    return PACKAGES.index(package), next(i for i, names in enumerate(layers) if module in names)
 
 
-def test_every_module_has_a_layer_and_imports_only_downwards():
-    for path in sorted((REPO_ROOT / "kbtool").glob("*.py")):
-        mine = layer_of(path.stem)
+def source_files() -> list[tuple[str, str, Path]]:
+    """(package, module, path) of every module of kbtool, the migrations included."""
+    top = {"kb": "facade", "__init__": "entry", "__main__": "entry"}
+    files = [(top[p.stem], p.stem, p) for p in (REPO_ROOT / "kbtool").glob("*.py")]
+    files += [(p.parent.name, p.stem, p) for p in (REPO_ROOT / "kbtool").glob("*/*.py") if p.stem != "__init__"]
+    files += [("migrations", p.stem, p) for p in (REPO_ROOT / "migrations").glob("*.py") if p.stem != "__init__"]
+    return sorted(files)
+
+
+def imported(package: str, node: ast.ImportFrom) -> list[tuple[str, str]]:
+    """The (package, module) pairs one relative import names, seen from a module of package."""
+    top_level = package in ("facade", "entry")
+    if node.level == 1 and not top_level:  # from .x import ... / from . import x, y
+        return [(package, node.module.split(".")[0])] if node.module else [(package, a.name) for a in node.names]
+    if node.module is None and node.level == 2:  # from .. import __version__: the package's own constant
+        return []
+    parts = (node.module or "").split(".")  # from ..model.cards / from .model.cards (at the top)
+    if parts[0] == "kb":
+        return [("facade", "kb")]
+    return [(parts[0], parts[1])] if len(parts) > 1 else [(parts[0], a.name) for a in node.names]
+
+
+def test_every_module_has_a_place_and_imports_only_downwards():
+    on_disk = {(package, module) for package, module, _ in source_files()}
+    declared = {(package, m) for package, layers in ARCHITECTURE.items() for names in layers for m in names}
+    assert on_disk == declared, f"undeclared: {on_disk - declared}; gone: {declared - on_disk}"
+    for package, module, path in source_files():
+        mine = place(package, module)
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-                target = node.module.split(".")[0]
-                assert layer_of(target) <= mine, f"{path.name} imports {target}, a higher layer"
+            if isinstance(node, ast.ImportFrom) and node.level >= 1:
+                for target in imported(package, node):
+                    there = place(*target)
+                    allowed = there[0] < mine[0] or (there[0] == mine[0] and there[1] <= mine[1])
+                    assert allowed, f"{path.relative_to(REPO_ROOT)} imports {'.'.join(target)}, a higher layer"
 
 
 def test_all_is_what_the_package_exports():
@@ -70,7 +91,7 @@ def test_all_is_what_the_package_exports():
     assert kbtool.__all__ == sorted([*kbtool._EXPORTS, "open", "init", "__version__"])
     for name in kbtool.__all__:
         assert getattr(kbtool, name) is not None, name
-    for module in ("cards", "errors", "kb", "records", "store", "embeddings"):
+    for module in ("model.cards", "model.errors", "kb", "model.records", "store.repository", "search.embeddings"):
         defined = importlib.import_module(f"kbtool.{module}")
         assert all(
             getattr(kbtool, n) is getattr(defined, n)
@@ -105,7 +126,7 @@ def test_light_commands_never_import_torch_or_the_model_runtime():
     model_runtime = {"torch", "sentence_transformers", "transformers", "mcp"}
     for args in (["--help"], ["list"], ["show", "nvfp4-block"], ["lint"], ["gaps"], ["stats"]):
         _, loaded = modules_loaded_by(["--kb", str(REPO_ROOT), *args])
-        assert "kbtool.cli" in loaded
+        assert "kbtool.surfaces.cli" in loaded
         heavy = model_runtime if args[0] in ("lint",) else model_runtime | {"numpy", "sqlite_utils"}
         assert not heavy & loaded, f"kb {' '.join(args)} imported {heavy & loaded}"
 

@@ -1,4 +1,4 @@
-"""The vector leg's matrix (kbtool/vectors.py) follows every write by patching itself, and ranks
+"""The vector leg's matrix (kbtool/search/vectors.py) follows every write by patching itself, and ranks
 as a freshly read one does."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 import kbtool
-from kbtool import vectors
-from kbtool.embeddings import HashingEmbedder
+from kbtool.search import vectors
+from kbtool.search.embeddings import HashingEmbedder
 
 QUERIES = [
     "NVFP4 MoE decode",

@@ -23,8 +23,8 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .cards import CardBase
-from .errors import BadInput
+from ..model.cards import CardBase
+from ..model.errors import BadInput
 
 # Variables agents set in the shells they run commands in, and the agent each one names.
 # CLAUDECODE: Claude Code (anthropics/claude-code#531); CODEX_THREAD_ID / CODEX_CI: the Codex CLI

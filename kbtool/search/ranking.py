@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .cards import INACTIVE_STATUSES
+from ..model.cards import INACTIVE_STATUSES
 from .embeddings import cjk_bigrams, has_cjk, without_cjk
 
 MAX_QUERY_TERMS = 64  # a pasted 100 KB log is a query of its first words, not a 20k-term OR

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput
-from .vocabulary import MODES
+from ..model.errors import BadInput
+from ..model.vocabulary import MODES
 
 SPLITS = ("dev", "test")
 

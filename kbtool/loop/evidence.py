@@ -1,7 +1,7 @@
 """Measured evidence for findings: the pieces every source of evidence shares, and the run's provenance.
 
 - `--metric tpot=0.56ms` style values (value_with_unit), numbers, which way a metric is better,
-- reading an artifact with its sha256 (the benchmark-format readers in kbtool/formats.py use these),
+- reading an artifact with its sha256 (the benchmark-format readers in kbtool/loop/formats.py use these),
 - the experiment repository (HEAD, dirty) and environment (python, packages, GPU),
 - the findings a new one likely duplicates or contradicts.
 
@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput
+from ..model.errors import BadInput
 
 _VALUE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
 # statistics AIPerf reports per metric; "avg" is the value, the rest go to stats

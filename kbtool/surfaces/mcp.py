@@ -31,8 +31,10 @@ from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from . import formats, markdown
-from .contracts import (
+from ..kb import KnowledgeBase
+from ..loop import formats
+from ..model import markdown
+from ..model.contracts import (
     SEARCH_KINDS,
     CardAdded,
     CardPage,
@@ -49,10 +51,9 @@ from .contracts import (
     SkillBrief,
     SkillList,
 )
-from .errors import BadInput, KbError
-from .kb import KnowledgeBase
-from .records import StoredCard, brief
-from .vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES
+from ..model.errors import BadInput, KbError
+from ..model.records import StoredCard, brief
+from ..model.vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES
 
 log = logging.getLogger("kb.serve")
 
@@ -178,7 +179,7 @@ class KbTools:
         return _result(text, page)
 
     def get(self, ref: str) -> CallToolResult:
-        from .skills import render_skill
+        from ..skills.spec import render_skill
 
         found = self.kb.card_or_skill(ref)
         if isinstance(found, StoredCard):
@@ -239,12 +240,12 @@ class KbTools:
         return _result(text, SkillList(skills=skills))
 
     def skill(self, name: str) -> CallToolResult:
-        from .skills import render_skill
+        from ..skills.spec import render_skill
 
         found = self.kb.skill(name)
         return _result(render_skill(found), found.to_dict())
 
-    # --- writing: every write is an agent's, so it lands for review (kbtool.review) ----------
+    # --- writing: every write is an agent's, so it lands for review (kbtool.loop.review) ----------
 
     def add_finding(self, data: dict[str, Any], agent: str) -> CallToolResult:
         finding = FindingInput.parse({k: v for k, v in data.items() if v is not None}, "add_finding")
@@ -459,7 +460,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
 
     @server.resource("kb://skills/{name}", mime_type="text/markdown", description="a skill's SKILL.md")
     async def skill_resource(name: str) -> str:
-        from .skills import render_skill
+        from ..skills.spec import render_skill
 
         return await _read(tools, lambda: render_skill(kb.skill(name)))
 
@@ -493,7 +494,7 @@ def _result(text: str, structured: Contract | dict[str, Any]) -> CallToolResult:
 
 def _where(filters: dict[str, Any] | None) -> list[str]:
     """The filters object as `key=value` pairs, checked here so an error names `filters`, not --where."""
-    from .fields import parse_filters
+    from ..model.fields import parse_filters
 
     out = [
         f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in (filters or {}).items()

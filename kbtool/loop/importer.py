@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .cards import slugify
-from .embeddings import has_cjk
-from .errors import BadInput
-from .markdown import sections
+from ..model.cards import slugify
+from ..model.errors import BadInput
+from ..model.markdown import sections
+from ..search.embeddings import has_cjk
 
 BLUEPRINT_NAME = "inference_blueprint.json"
 MAX_ID = 110

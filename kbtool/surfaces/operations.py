@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import BadInput
+from ..model.errors import BadInput
 
 OPERATIONS = ("list", "gaps", "stats")
 

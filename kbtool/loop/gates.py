@@ -16,9 +16,9 @@ import re
 import subprocess
 import time
 
-from .cards import Gate
-from .contracts import GateRunResult
-from .errors import BadInput
+from ..model.cards import Gate
+from ..model.contracts import GateRunResult
+from ..model.errors import BadInput
 
 LOCK_VERSION = 1
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq}

@@ -19,9 +19,9 @@ from pathlib import Path
 import git
 from filelock import FileLock, Timeout
 
+from ..model.errors import KbError, OutsidePath
+from ..model.vocabulary import CONFIG_FILE, STATE_DIR
 from .config import default_config_text
-from .errors import KbError, OutsidePath
-from .vocabulary import CONFIG_FILE, STATE_DIR
 
 CARDS_DIR = "kb"
 SKILLS_DIR = "skills"

@@ -15,13 +15,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from . import markdown
-from .cards import INACTIVE_STATUSES, Constraint, FailureMode, Finding, Gate
-from .errors import BadInput, Conflict
-from .fields import Filter, values_at
-from .records import StoredCard
-from .skills import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, load_skill, name_violations, render_skill
-from .store import SKILLS_DIR, Executable
+from ..model import markdown
+from ..model.cards import INACTIVE_STATUSES, Constraint, FailureMode, Finding, Gate
+from ..model.errors import BadInput, Conflict
+from ..model.fields import Filter, values_at
+from ..model.records import StoredCard
+from ..store.repository import SKILLS_DIR, Executable
+from .spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, load_skill, name_violations, render_skill
 
 PACK_KINDS = ("gate", "constraint", "finding", "failure-mode")
 PACK_HEADINGS = {

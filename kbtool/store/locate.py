@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import NotAKnowledgeBase
-from .vocabulary import CONFIG_FILE
+from ..model.errors import NotAKnowledgeBase
+from ..model.vocabulary import CONFIG_FILE
 
 
 def find_root(start: Path) -> Path | None:

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from . import formats
-from .errors import BadInput, KbError
-from .locate import resolve_root
-from .vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES, words
+from ..loop import formats
+from ..model.errors import BadInput, KbError
+from ..model.vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES, words
+from ..store.locate import resolve_root
 
 if TYPE_CHECKING:
-    from .kb import KnowledgeBase
-    from .records import StoredCard
+    from ..kb import KnowledgeBase
+    from ..model.records import StoredCard
 
 
 class KbGroup(TyperGroup):
@@ -125,15 +125,15 @@ def _root(path: Path | None) -> Path:
 def open_kb(path: Path | None) -> KnowledgeBase:
     """The command's --kb, else the one given before the command (`kb --kb PATH list`)."""
     # imported here, not at the top: `kb search` answered by the daemon never needs pydantic or git
-    from .kb import KnowledgeBase
+    from ..kb import KnowledgeBase
 
     return KnowledgeBase.open(_root(path))
 
 
 def current_agent() -> str | None:
-    """The agent running this command, if its environment names one (kbtool.review); imported here
+    """The agent running this command, if its environment names one (kbtool.loop.review); imported here
     because the review rules load the card models, which `kb search` through the daemon never needs."""
-    from .review import agent_from_env
+    from ..loop.review import agent_from_env
 
     return agent_from_env()
 
@@ -213,7 +213,7 @@ def init(
     name: Annotated[str | None, typer.Option(help="Its name in kb.toml (default: the folder name).")] = None,
 ) -> None:
     """Create a knowledge base: a git repository with kb.toml, .gitignore and a first commit."""
-    from .kb import KnowledgeBase
+    from ..kb import KnowledgeBase
 
     kb = KnowledgeBase.init(path, name)
     typer.echo(f"initialised knowledge base {kb.config.kb.name!r} at {kb.root}")
@@ -261,7 +261,7 @@ def show(
 ) -> None:
     """Print one card, or a skill by its name (what any search hit names): its file (--json: its fields,
     path and body)."""
-    from .skills import render_skill
+    from ..skills.spec import render_skill
 
     base = open_kb(kb)
     found = base.card_or_skill(card_id)
@@ -441,8 +441,8 @@ def add_finding(
     """Record an experiment's finding with measured evidence; one commit, the index updated.
 
     Run by an agent (see `kb review`), the finding is tentative until a person confirms it."""
-    from .contracts import FindingInput
-    from .finding_input import finding_arguments, parse_conditions, parse_metric_flags
+    from ..loop.finding_input import finding_arguments, parse_conditions, parse_metric_flags
+    from ..model.contracts import FindingInput
 
     base = open_kb(kb)
     if json_input:
@@ -830,7 +830,7 @@ def eval_cmd(
 ) -> None:
     """Score search on gold queries: recall@k, hit@k, MRR@10, nDCG@10 for bm25, vector and hybrid, beside a
     plain BM25 baseline."""
-    from .evaluation import PlainBM25, evaluate, load_gold
+    from ..search.evaluation import PlainBM25, evaluate, load_gold
 
     base = open_kb(kb)
     queries = load_gold(gold, split=split)
@@ -886,7 +886,7 @@ def skill_new(
 @skill_app.command("list")
 def skill_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
     """The valid skills, by name, with their descriptions."""
-    from .skills import skill_folders
+    from ..skills.spec import skill_folders
 
     base = open_kb(kb)
     skills = base.skills()
@@ -903,7 +903,7 @@ def skill_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
 @skill_app.command("show")
 def skill_show(name: SkillName, kb: KbPath = None, as_json: JsonOut = False) -> None:
     """Print a skill's SKILL.md (and, with --json, its fields and files)."""
-    from .skills import render_skill
+    from ..skills.spec import render_skill
 
     skill = open_kb(kb).skill(name)
     print_json(skill.to_dict()) if as_json else typer.echo(render_skill(skill), nl=False)
@@ -923,8 +923,8 @@ def skill_validate(
     as_json: JsonOut = False,
 ) -> None:
     """Judge skills by the Agent Skills specification; exit 1 on any violation, each one named."""
-    from .registry import skill_sources
-    from .skills import InvalidSkill, discoverability, load_skill, skill_folders
+    from ..skills.registry import skill_sources
+    from ..skills.spec import InvalidSkill, discoverability, load_skill, skill_folders
 
     folders = [f for p in paths for f in skill_sources(p)] if paths else skill_folders(open_kb(kb).skills_dir)
     report: list[dict[str, Any]] = []
@@ -1034,15 +1034,15 @@ def serve(
     base = open_kb(kb)
     token = token or os.environ.get("KB_TOKEN") or None
     try:
-        from . import mcp_server
+        from . import mcp
     except ImportError as exc:
         raise BadInput(f"kb serve needs the MCP SDK ({exc.name} is missing): pip install 'kbtool[mcp]'") from None
     if http is not None:
-        mcp_server.serve_http(base, http, token, read_only)
+        mcp.serve_http(base, http, token, read_only)
     else:
         if token:
             raise BadInput("--token applies to --http; over stdio the client that started kb serve is the only peer")
-        mcp_server.serve_stdio(base, read_only)
+        mcp.serve_stdio(base, read_only)
 
 
 @schema_app.command("export")
@@ -1054,7 +1054,7 @@ def schema_export(
     kb: KbPath = None,
 ) -> None:
     """Write one JSON Schema (draft 2020-12) per card kind, generated from the models."""
-    from .schemas import drifted_schemas, export_schemas
+    from ..model.schemas import drifted_schemas, export_schemas
 
     directory = out if out is not None else open_kb(kb).root / "schemas"
     if check:

@@ -14,10 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .contracts import FindingInput, is_scalar
-from .errors import BadInput
-from .findings import STATISTICS, guess_direction, number, value_with_unit
-from .vocabulary import DIRECTIONS
+from ..model.contracts import FindingInput, is_scalar
+from ..model.errors import BadInput
+from ..model.vocabulary import DIRECTIONS
+from .evidence import STATISTICS, guess_direction, number, value_with_unit
 
 # the keys of one metric's object, beside the statistics (p50, p99, ...) it may give inline
 METRIC_KEYS = ("value", "unit", "baseline", "direction", "samples", "stats", "conditions", "command")

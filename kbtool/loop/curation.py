@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .cards import KINDS, Gate
-from .errors import InvalidCard
-from .records import Problem, StoredCard
-from .store import CARDS_DIR, Store
+from ..model.cards import KINDS, Gate
+from ..model.errors import InvalidCard
+from ..model.records import Problem, StoredCard
+from ..store.repository import CARDS_DIR, Store
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -164,7 +164,7 @@ def stale(cards: list[StoredCard], max_age_days: int, today: date) -> list[Probl
 
 
 def contradictions(cards: list[StoredCard]) -> list[Problem]:
-    from .findings import improved, scope_overlaps
+    from .evidence import improved, scope_overlaps
 
     findings = [
         c for c in cards if c.card.kind == "finding" and c.card.status not in ("refuted", "superseded", "retired")
@@ -235,7 +235,7 @@ def skill_problems(
     skills_dir: Path, relative: Callable[[Path], str], vectors: dict[str, np.ndarray], threshold: float
 ) -> list[Problem]:
     """Specification violations (errors) and discoverability warnings of every skill under skills_dir."""
-    from .skills import InvalidSkill, discoverability, load_skill, skill_folders
+    from ..skills.spec import InvalidSkill, discoverability, load_skill, skill_folders
 
     out, loaded = [], []
     for folder in skill_folders(skills_dir):

@@ -23,8 +23,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from .errors import BadInput, SemanticUnavailable
-from .vocabulary import DEFAULT_MODEL
+from ..model.errors import BadInput, SemanticUnavailable
+from ..model.vocabulary import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     import numpy as np

@@ -1,7 +1,7 @@
 """The warm side of `kb search`: one process per knowledge base that keeps the model, the
 index and its vector matrix in memory and answers clients over a unix socket.
 
-    python -m kbtool.daemon ROOT      (started on demand by kbtool.client)
+    python -m kbtool.surfaces.daemon ROOT      (started on demand by kbtool.surfaces.client)
 
 It binds its socket first (so clients know it is coming), then refreshes the keyword index and
 answers one request at a time, a JSON line in, a JSON line out, while the model loads and the
@@ -23,16 +23,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..model.errors import KbError
 from . import operations
 from .client import MAX_LINE, PROTOCOL, build_id, socket_path
-from .errors import KbError
 
 IDLE_S = float(os.environ.get("KB_DAEMON_IDLE", "900"))
 
 
 def handle(kb: Any, message: dict[str, Any], build: str) -> tuple[dict[str, Any], bool]:
     """(reply, keep serving)."""
-    from .contracts import SearchRequest
+    from ..model.contracts import SearchRequest
 
     if message.get("op") == "stop":
         return {"ok": True}, False
@@ -63,7 +63,7 @@ def _read(conn: socket.socket) -> dict[str, Any]:
 
 
 def serve(root: Path) -> None:
-    from .kb import KnowledgeBase
+    from ..kb import KnowledgeBase
 
     path = socket_path(root)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -111,7 +111,7 @@ def serve(root: Path) -> None:
 
 def main(argv: list[str]) -> None:
     if len(argv) != 1:
-        print("usage: python -m kbtool.daemon ROOT", file=sys.stderr)
+        print("usage: python -m kbtool.surfaces.daemon ROOT", file=sys.stderr)
         sys.exit(2)
     started = time.perf_counter()
     try:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .errors import InvalidCard, NotAKnowledgeBase
-from .validation import format_validation_error
-from .vocabulary import CONFIG_FILE, DEFAULT_MODEL
+from ..model.errors import InvalidCard, NotAKnowledgeBase
+from ..model.validation import format_validation_error
+from ..model.vocabulary import CONFIG_FILE, DEFAULT_MODEL
 
 
 class _Section(BaseModel):
@@ -37,7 +37,7 @@ class Config(_Section):
     kb: KbSection = KbSection()
     index: IndexSection = IndexSection()
     curation: CurationSection = CurationSection()
-    # a kind (or "*" for every kind) -> JSON Schema files its cards must also satisfy (kbtool/policy.py)
+    # a kind (or "*" for every kind) -> JSON Schema files its cards must also satisfy (kbtool/model/policy.py)
     schema_: dict[str, list[str]] = Field(default={}, alias="schema")
 
 

@@ -28,8 +28,8 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError, PydanticKnownError
 
-from . import markdown
-from .errors import BadInput
+from ..model import markdown
+from ..model.errors import BadInput
 
 SKILL_FILE = "SKILL.md"
 NAME_MAX, DESCRIPTION_MAX, COMPATIBILITY_MAX = 64, 1024, 500

@@ -1,5 +1,5 @@
 """One query against the index: filters narrow the cards, the BM25 and vector legs rank
-chunks, fusion ranks cards, and the answer is a SearchResult (kbtool.contracts), whose JSON is
+chunks, fusion ranks cards, and the answer is a SearchResult (kbtool.model.contracts), whose JSON is
 what other tools read:
 
     {"query": str, "hits": [{"id", "kind", "title", "status", "score", "path",
@@ -12,12 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from .contracts import HitSource, SearchHit, SearchRequest, SearchResult
+from ..model.contracts import HitSource, SearchHit, SearchRequest, SearchResult
+from ..model.errors import BadInput
+from ..model.fields import card_conditions, parse_filters
 from .embeddings import Embedder
-from .errors import BadInput
-from .fields import card_conditions, parse_filters
 from .index import Index
-from .search import LEG_WEIGHTS, card_ranking, clean_query, fuse, phrases, query_terms, snippet
+from .ranking import LEG_WEIGHTS, card_ranking, clean_query, fuse, phrases, query_terms, snippet
 
 __all__ = ["CANDIDATES", "SearchRequest", "Searcher"]
 

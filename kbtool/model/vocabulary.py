@@ -1,5 +1,5 @@
 """Every list kb shows its users, kept once: the CLI's help, the MCP tools' enums, the README's
-tables and the kb skill's are made from these (kbtool/docs.py writes the tables; `make lint`
+tables and the kb skill's are made from these (kbtool/surfaces/docs.py writes the tables; `make lint`
 checks that they are current).
 
 Light on purpose: the thin `kb search` client builds its help texts from it, so nothing here

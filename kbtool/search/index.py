@@ -25,13 +25,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from filelock import FileLock
 
-from .cards import content_hash
+from ..model.cards import content_hash
+from ..model.errors import InvalidCard
+from ..model.fields import values_at
+from ..model.records import CardSummary, StoredCard
 from .chunking import Chunk, chunk_card, chunk_skill
 from .embeddings import Embedder, cjk_bigrams
-from .errors import InvalidCard
-from .fields import values_at
-from .records import CardSummary, StoredCard
-from .search import COLUMN_WEIGHTS, Phrase, fts_match
+from .ranking import COLUMN_WEIGHTS, Phrase, fts_match
 
 if TYPE_CHECKING:
     import threading
@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from .lexical import Postings
     from .vectors import ChunkMatrix
 
-from .skills import SKILL_FILE, InvalidSkill, load_skill, skill_folders
-from .store import CARDS_DIR, SKILLS_DIR, Store
+from ..skills.spec import SKILL_FILE, InvalidSkill, load_skill, skill_folders
+from ..store.repository import CARDS_DIR, SKILLS_DIR, Store
 
 # numpy (the vector leg) and sqlite-utils (migrations) load where they are used: `kb list`, gaps and
 # stats read the index without either, ~0.25 s less for a cold command.
@@ -186,7 +186,7 @@ class Index:
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_STEPS:
             from sqlite_utils import Database
 
-            from .migrations.index import index_migrations
+            from ..migrations.index import index_migrations
 
             index_migrations.apply(Database(conn))
             conn.execute(f"PRAGMA user_version = {SCHEMA_STEPS}")

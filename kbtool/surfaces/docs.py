@@ -13,8 +13,8 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
-from .cards import MODELS, AppliesTo, CardBase, Links, Provenance
-from .vocabulary import KINDS, LINT_CLASSES, STATUSES
+from ..model.cards import MODELS, AppliesTo, CardBase, Links, Provenance
+from ..model.vocabulary import KINDS, LINT_CLASSES, STATUSES
 
 # What an agent does with each kind of card: the kb skill's table (a new kind must say it here).
 AGENT_USE = {
@@ -42,7 +42,7 @@ LINT_CHECKS = {
 
 def _check_covered(table: dict[str, str], names: tuple[str, ...], what: str) -> None:
     if tuple(table) != names:
-        raise ValueError(f"kbtool/docs.py: {what} covers {tuple(table)}, the vocabulary lists {names}")
+        raise ValueError(f"kbtool/surfaces/docs.py: {what} covers {tuple(table)}, the vocabulary lists {names}")
 
 
 def purpose(model: type[BaseModel]) -> str:
@@ -113,7 +113,7 @@ COMMON = ("id", "kind", "title", "status", "tags", "applies_to", "provenance", "
 def common_fields() -> str:
     """The README's sentence on the fields every card has, made from CardBase and its parts."""
     if tuple(CardBase.model_fields) != COMMON:
-        raise ValueError(f"kbtool/docs.py: COMMON is {COMMON}, CardBase has {tuple(CardBase.model_fields)}")
+        raise ValueError(f"kbtool/surfaces/docs.py: COMMON is {COMMON}, CardBase has {tuple(CardBase.model_fields)}")
 
     def names(model: type[BaseModel]) -> str:
         return ", ".join(model.model_fields)

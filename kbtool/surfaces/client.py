@@ -1,7 +1,7 @@
 """The thin side of `kb search`: hand the query to the warm daemon, start it if needed.
 
 Agents run `kb search` as a fresh process many times a session. Importing
-sentence-transformers costs ~4 s here, so the model lives in a daemon (kbtool.daemon)
+sentence-transformers costs ~4 s here, so the model lives in a daemon (kbtool.surfaces.daemon)
 that this client reaches over a unix socket; the client itself imports nothing heavier
 than the standard library. With KB_DAEMON=0, or when no daemon can be started, the
 search runs in this process instead.
@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput, CheckFailed, KbError
-from .vocabulary import CONFIG_FILE, STATE_DIR
+from ..model.errors import BadInput, CheckFailed, KbError
+from ..model.vocabulary import CONFIG_FILE, STATE_DIR
 
 PROTOCOL = 1
 START_TIMEOUT_S = 60.0  # until the daemon's socket accepts (it binds before loading the model)
@@ -40,9 +40,9 @@ def build_id(root: Path) -> str:
     """What a daemon must match to serve this client: the version and the content of the code (two
     copies of the same code match; a touched file does not restart anything), kb.toml's content and
     the embedder settings. Hashing ~250 KB of source takes ~1 ms."""
-    from . import __version__
+    from .. import __version__
 
-    package = Path(__file__).parent
+    package = Path(__file__).parents[1]  # kbtool/, from kbtool/surfaces/client.py
     digest = hashlib.sha256(f"kbtool {__version__}\n".encode())
     for path in sorted([*package.glob("*.py"), *package.glob("*/*.py")]):
         digest.update(f"{path.relative_to(package)}\n".encode() + path.read_bytes())
@@ -72,8 +72,8 @@ def run_operation(root: Path, op: str, args: dict[str, Any] | None = None) -> An
             return _ask(root, {"op": op, "args": args}, start=False)["results"]
         except DaemonUnavailable:
             pass
+    from ..kb import KnowledgeBase
     from . import operations
-    from .kb import KnowledgeBase
 
     kb = KnowledgeBase.open(root)
     result = operations.run(kb, op, args)
@@ -83,8 +83,8 @@ def run_operation(root: Path, op: str, args: dict[str, Any] | None = None) -> An
 
 
 def search_in_process(root: Path, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    from .contracts import SearchRequest
-    from .kb import KnowledgeBase
+    from ..kb import KnowledgeBase
+    from ..model.contracts import SearchRequest
 
     kb = KnowledgeBase.open(root)
     parsed = [SearchRequest.parse(r) for r in requests]  # all validated before any runs
@@ -190,8 +190,10 @@ def daemon_command(root: Path) -> list[str]:
     -P keeps the working directory off the import path, and the folder this package was imported
     from goes first: a knowledge base may hold a folder named kbtool (this repository does; a hostile
     clone might), and the daemon must neither run its code nor differ from the client that asks."""
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    code = "import sys; sys.path.insert(0, sys.argv.pop(1)); from kbtool.daemon import main; main(sys.argv[1:])"
+    package_parent = str(Path(__file__).resolve().parents[2])  # the folder holding kbtool/
+    code = (
+        "import sys; sys.path.insert(0, sys.argv.pop(1)); from kbtool.surfaces.daemon import main; main(sys.argv[1:])"
+    )
     return [sys.executable, "-P", "-c", code, package_parent, str(root)]
 
 

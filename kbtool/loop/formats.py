@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from .errors import BadInput
-from .findings import STATISTICS, guess_direction, number, read_artifact, value_with_unit
+from ..model.errors import BadInput
+from .evidence import STATISTICS, guess_direction, number, read_artifact, value_with_unit
 
 
 class Reader(Protocol):

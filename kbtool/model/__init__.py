@@ -1,0 +1,2 @@
+"""What a card is: the vocabulary, the card models, their markdown form, field paths, the
+records passed around, a knowledge base's own schemas, and the typed contract of each operation."""

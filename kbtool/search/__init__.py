@@ -1,0 +1,2 @@
+"""Finding what applies: the SQLite index, chunking, embedders, the BM25 and vector legs, rank
+fusion, the query pipeline, and the gold-query evaluation."""

@@ -1,0 +1,2 @@
+"""Agent Skills: the specification's checks (spec) and the skill registry of a knowledge base
+(new, import, export, pack)."""

@@ -1,0 +1,2 @@
+"""Where cards live: the git-backed store (one commit per write), finding a knowledge base's
+root, and kb.toml's settings."""

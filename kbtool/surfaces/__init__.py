@@ -1,0 +1,2 @@
+"""What users and agents run: the CLI, the warm search daemon and its thin client, the MCP
+server, and the generated reference tables."""
