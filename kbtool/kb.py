@@ -1054,8 +1054,9 @@ class KnowledgeBase:
 
 
 def _lead_fields(card: CardBase) -> builtins.list[Any]:
-    """The fields that say what a card is about, beyond its title (a claim, a symptom, a question)."""
-    return [v for v in (getattr(card, f, None) for f in ("claim", "rule", "symptom", "question", "component")) if v]
+    """The field that says what a card is about, beyond its title (a claim, a symptom, a question)."""
+    value = getattr(card, card.lead) if card.lead else None
+    return [value] if value else []
 
 
 def _check_status(status: str) -> str:
@@ -1065,11 +1066,10 @@ def _check_status(status: str) -> str:
 
 
 def _fill_defaults(data: dict[str, Any]) -> None:
-    """The one field a kind needs that its title already says."""
-    if data["kind"] == "gap":
-        data.setdefault("question", data["title"])
-    elif data["kind"] == "finding":
-        data.setdefault("claim", data["title"])
+    """The one field a kind needs that its title already says (a gap's question, a finding's claim)."""
+    model = MODELS[data["kind"]]
+    if model.from_title and model.lead:
+        data.setdefault(model.lead, data["title"])
 
 
 def _drop_none(data: dict[str, Any]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ import hashlib
 import re
 import unicodedata
 from datetime import date
-from typing import Annotated, Literal, get_args
+from typing import Annotated, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -84,6 +84,13 @@ class Source(Model):
 
 
 class CardBase(Model):
+    """A card of any kind. A kind is a subclass: its fields, and three class-level facts the rest of kb
+    reads from it (so a new kind is a model here and a name in the vocabulary, and nothing else)."""
+
+    agent_use: ClassVar[str] = ""  # what an agent does with a card of this kind (the kb skill's table)
+    lead: ClassVar[str | None] = None  # the field that says what the card is about, beyond its title
+    from_title: ClassVar[bool] = False  # a new card's lead field, when not given, is its title
+
     id: CardId
     kind: str
     title: NonEmpty
@@ -99,6 +106,9 @@ class CardBase(Model):
 class Contract(CardBase):
     """What a component must satisfy: interface, invariants, tolerance, how to verify."""
 
+    agent_use = "implement against it; verify before you claim it holds"
+    lead = "component"
+
     kind: Literal["contract"]
     component: NonEmpty
     interface: str | None = None
@@ -109,6 +119,9 @@ class Contract(CardBase):
 
 class Constraint(CardBase):
     """A rule a project must (or should) keep, with its rationale."""
+
+    agent_use = "never break a `must`"
+    lead = "rule"
 
     kind: Literal["constraint"]
     rule: NonEmpty
@@ -154,6 +167,10 @@ class Evidence(Model):
 class Finding(CardBase):
     """An experiment-derived claim. Without evidence it can only be tentative (or draft)."""
 
+    agent_use = "trust `confirmed`, treat `tentative` as a lead"
+    lead = "claim"
+    from_title = True
+
     kind: Literal["finding"]
     status: Status = "tentative"
     claim: NonEmpty
@@ -171,6 +188,9 @@ class Finding(CardBase):
 
 class FailureMode(CardBase):
     """A known pitfall: how it shows, how to check for it, how to fix it."""
+
+    agent_use = "check it when you see the symptom"
+    lead = "symptom"
 
     kind: Literal["failure-mode"]
     symptom: NonEmpty
@@ -194,12 +214,18 @@ class GateCheck(Model):
 class Gate(CardBase):
     """An acceptance check that, once locked, must not change: supersede it instead."""
 
+    agent_use = "it decides pass or fail; never edit it"
+
     kind: Literal["gate"]
     check: GateCheck
 
 
 class Gap(CardBase):
     """An open question worth an experiment; findings close it."""
+
+    agent_use = "a candidate experiment"
+    lead = "question"
+    from_title = True
 
     kind: Literal["gap"]
     question: NonEmpty
@@ -209,6 +235,8 @@ class Gap(CardBase):
 
 class Reference(CardBase):
     """A section of an imported document, kept with where it came from."""
+
+    agent_use = "read when the card it backs is not enough"
 
     kind: Literal["reference"]
     source: Source
@@ -220,8 +248,6 @@ MODELS: dict[str, type[CardBase]] = {
 }
 if tuple(MODELS) != KINDS:  # the light vocabulary names the kinds for the CLI's help and the MCP enums
     raise ImportError(f"vocabulary.KINDS {KINDS} differs from the card models' kinds {tuple(MODELS)}")
-
-Card = Contract | Constraint | Finding | FailureMode | Gate | Gap | Reference
 
 
 def is_valid_id(value: str) -> bool:

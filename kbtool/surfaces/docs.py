@@ -16,17 +16,6 @@ from pydantic import BaseModel
 from ..model.cards import MODELS, AppliesTo, CardBase, Links, Provenance
 from ..model.vocabulary import KINDS, LINT_CLASSES, STATUSES
 
-# What an agent does with each kind of card: the kb skill's table (a new kind must say it here).
-AGENT_USE = {
-    "contract": "implement against it; verify before you claim it holds",
-    "constraint": "never break a `must`",
-    "finding": "trust `confirmed`, treat `tentative` as a lead",
-    "failure-mode": "check it when you see the symptom",
-    "gate": "it decides pass or fail; never edit it",
-    "gap": "a candidate experiment",
-    "reference": "read when the card it backs is not enough",
-}
-
 # What each lint class checks: `kb lint`'s row of the command reference.
 LINT_CHECKS = {
     "schema": "invalid cards, id/folder mismatches, duplicate ids, stray files",
@@ -101,9 +90,11 @@ def kinds_table() -> str:
 
 def agent_kinds_table() -> str:
     """The kb skill: kind | what it holds | how you use it."""
-    _check_covered(AGENT_USE, KINDS, "AGENT_USE")
+    silent = [k for k in KINDS if not MODELS[k].agent_use]
+    if silent:
+        raise ValueError(f"kbtool/model/cards.py: the {silent[0]} model does not say its agent_use")
     rows = ["| kind | what it holds | how you use it |", "|---|---|---|"]
-    rows += [f"| {k} | {purpose(MODELS[k])} | {AGENT_USE[k]} |" for k in KINDS]
+    rows += [f"| {k} | {purpose(MODELS[k])} | {MODELS[k].agent_use} |" for k in KINDS]
     return "\n".join(rows)
 
 
