@@ -837,7 +837,9 @@ class KnowledgeBase:
                 request = request.model_copy(update={"mode": "bm25"})
         semantic = request.mode != "bm25"
         if self._searcher is None:
-            self._searcher = Searcher(self.index, None)
+            from .search.rerankers import reranker_for
+
+            self._searcher = Searcher(self.index, None, reranker_for(self.config.search.reranker))
         if semantic and self._searcher.embedder is None:
             self._searcher.embedder = self.embedder
         self.index.refresh_if_stale(self._searcher.embedder if semantic else None)

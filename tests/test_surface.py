@@ -29,7 +29,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "skills": [{"spec"}, {"registry"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
-        {"chunking", "onnx_queries", "vectors"},
+        {"chunking", "onnx_queries", "vectors", "rerankers"},
         {"embeddings"},
         {"ranking", "evaluation"},
         {"lexical"},

@@ -17,7 +17,8 @@ from ..model.errors import BadInput
 from ..model.fields import card_conditions, parse_filters
 from .embeddings import Embedder
 from .index import Index
-from .ranking import LEG_WEIGHTS, card_ranking, clean_query, fuse, phrases, query_terms, snippet
+from .ranking import LEG_WEIGHTS, Fused, card_ranking, clean_query, fuse, phrases, query_terms, snippet
+from .rerankers import DEPTH, Candidate, Reranker, rerank
 
 __all__ = ["CANDIDATES", "SearchRequest", "Searcher"]
 
@@ -30,6 +31,7 @@ class Searcher:
 
     index: Index
     embedder: Embedder | None
+    reranker: Reranker | None = None  # the stage after fusion kb.toml names (kbtool.search.rerankers)
     _query_vectors: dict[str, Any] = field(default_factory=dict)
     _executor: ThreadPoolExecutor | None = None
 
@@ -72,7 +74,11 @@ class Searcher:
             chunks = lexical.result()
             legs = {"bm25": card_ranking(chunks, self.index.chunk_card), **legs}
             truncated |= {"bm25"} if len(chunks) >= CANDIDATES else set()
-        fused = fuse(legs, self.index.statuses, truncated)[: request.k]
+        fused = fuse(legs, self.index.statuses, truncated)
+        fused_rank = {f.card: n for n, f in enumerate(fused[:DEPTH], 1)} if self.reranker is not None else {}
+        if self.reranker is not None and len(fused) > 1:
+            fused = self._reranked(self.reranker, text, fused)
+        fused = fused[: request.k]
         rows = self.index.chunk_rows(f.best_chunk for f in fused)
         hits_out = []
         for f in fused:
@@ -93,6 +99,8 @@ class Searcher:
                 explain.update(
                     {"weights": {n: LEG_WEIGHTS[n] for n in legs}, "demoted": f.demoted, "chunk_heading": heading}
                 )
+                if self.reranker is not None:
+                    explain["reranker"] = {"name": self.reranker.name, "fused_rank": fused_rank[f.card]}
             hits_out.append(
                 SearchHit(
                     id=card.id,
@@ -109,6 +117,18 @@ class Searcher:
                 )
             )
         return SearchResult(query=request.query, hits=hits_out)
+
+    def _reranked(self, reranker: Reranker, query: str, fused: list[Fused]) -> list[Fused]:
+        top = fused[:DEPTH]
+        rows = self.index.chunk_rows(f.best_chunk for f in top)
+        cards = self.index.cards
+        candidates = [
+            Candidate(
+                cards[f.card].id, cards[f.card].kind, cards[f.card].title, rows.get(f.best_chunk, ("", ""))[1], f.score
+            )
+            for f in top
+        ]
+        return [top[i] for i in rerank(reranker, query, candidates)] + fused[DEPTH:]
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:

@@ -26,6 +26,10 @@ class IndexSection(_Section):
     embedding_model: str = DEFAULT_MODEL
 
 
+class SearchSection(_Section):
+    reranker: str = Field(default="none", description="a stage after fusion, by name (kbtool.search.rerankers)")
+
+
 class CurationSection(_Section):
     max_finding_age_days: int = Field(default=365, gt=0, description="findings older than this are stale")
     duplicate_similarity: float = Field(
@@ -36,6 +40,7 @@ class CurationSection(_Section):
 class Config(_Section):
     kb: KbSection = KbSection()
     index: IndexSection = IndexSection()
+    search: SearchSection = SearchSection()
     curation: CurationSection = CurationSection()
     # a kind (or "*" for every kind) -> JSON Schema files its cards must also satisfy (kbtool/model/policy.py)
     schema_: dict[str, list[str]] = Field(default={}, alias="schema")
