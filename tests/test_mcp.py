@@ -19,8 +19,20 @@ from mcp.client.streamable_http import streamable_http_client
 
 import kbtool
 from conftest import commit_count
+from kbtool.model import contracts
+from kbtool.model.vocabulary import LINT_CLASSES
 
 KB = [sys.executable, "-m", "kbtool"]
+OUTPUTS = {
+    "search": contracts.SearchPage,
+    "list": contracts.CardPage,
+    "gaps": contracts.OpenGaps,
+    "lint": contracts.LintReport,
+    "related": contracts.Related,
+    "skills": contracts.SkillList,
+    "add_finding": contracts.FindingAdded,
+    "add_card": contracts.CardAdded,
+}
 READERS = {"search", "get", "list", "gaps", "lint", "related", "skills", "skill"}
 WRITERS = {"add_finding", "add_card"}
 SKILL = """---
@@ -96,6 +108,11 @@ def test_tools_have_stable_names_and_honest_annotations(seeded, env):
             assert {"title", "metrics", "baseline", "applies_to", "closes", "tags"} <= set(
                 tools["add_finding"].input_schema["properties"]
             )
+            # the answers' shapes are the contracts' (kbtool.model.contracts), declared as outputSchemas
+            for name, model in OUTPUTS.items():
+                assert tools[name].output_schema is not None, name
+                assert set(tools[name].output_schema["properties"]) == set(model.model_fields), name
+            assert all(c in tools["lint"].description for c in LINT_CLASSES)
 
     asyncio.run(go())
 

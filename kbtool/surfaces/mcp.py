@@ -53,7 +53,7 @@ from ..model.contracts import (
 )
 from ..model.errors import BadInput, KbError
 from ..model.records import StoredCard, brief
-from ..model.vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES
+from ..model.vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES, words
 
 log = logging.getLogger("kb.serve")
 
@@ -62,6 +62,11 @@ READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 WRITERS = ("add_finding", "add_card")
 SNIPPET_CHARS = 200
+# the classes named from the one list of them, so a new class cannot be left out of the description
+LINT_DESCRIPTION = (
+    f"Check the knowledge base by these classes of checks: {words(LINT_CLASSES, 'and')}. Each problem is "
+    "an error or a warning; ok when no errors."
+)
 DEFAULT_BUDGET = 6000  # characters of hit text a search answer may spend; agents pay for every one
 
 INSTRUCTIONS = """kb is the project's knowledge base of contracts, constraints, findings, failure-modes,
@@ -348,12 +353,10 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
         """The open questions (gaps nothing has closed yet), high priority first: what to measure next."""
         return await tools.call(tools.gaps)
 
-    @server.tool(annotations=READS)
+    @server.tool(annotations=READS, description=LINT_DESCRIPTION)
     async def lint(
         skip: Annotated[list[Literal[LINT_CLASSES]] | None, Field(description="check classes to skip")] = None,  # type: ignore[valid-type]
     ) -> Annotated[CallToolResult, LintReport]:
-        """Check the knowledge base: schema, broken links, superseded links, gate locks, stale findings,
-        contradictions, duplicates, skills. Each problem is an error or a warning; ok when no errors."""
         return await tools.call(tools.lint, skip)
 
     @server.tool(annotations=READS)
