@@ -14,7 +14,16 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
-from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from .errors import BadInput
 from .records import Problem
@@ -132,18 +141,12 @@ class SearchRequest(Contract):
             model_for(str(value))  # UnknownKind's message lists the kinds
         return value
 
-    @field_validator("mode", mode="before")
+    @field_validator("mode", "status", mode="before")
     @classmethod
-    def _mode(cls, value: Any) -> Any:
-        if value not in MODES:
-            raise ValueError(f"mode {value!r} is not one of {', '.join(MODES)}")
-        return value
-
-    @field_validator("status", mode="before")
-    @classmethod
-    def _status(cls, value: Any) -> Any:
-        if value is not None and value not in STATUSES:
-            raise ValueError(f"status {value!r} is not one of {', '.join(STATUSES)}")
+    def _one_of(cls, value: Any, info: ValidationInfo) -> Any:
+        choices = MODES if info.field_name == "mode" else STATUSES
+        if value not in choices and not (value is None and info.field_name == "status"):
+            raise ValueError(f"{info.field_name} {value!r} is not one of {', '.join(choices)}")
         return value
 
     @field_validator("explain", mode="before")
