@@ -17,12 +17,16 @@ from .model.contracts import (
     FindingAdded,
     FindingInput,
     GateRunResult,
+    ImportSummary,
     Link,
     LintReport,
+    RejectedSkill,
     Related,
     SearchRequest,
     SearchResult,
     Similar,
+    SkillImport,
+    Stats,
     relations,
 )
 from .model.errors import (
@@ -309,7 +313,7 @@ class KnowledgeBase:
             self.store.write({current.path: text}, _message("edit", card))
         return StoredCard(card, markdown.normalize_body(new_body), current.path)
 
-    def import_path(self, path: str | os.PathLike[str]) -> dict[str, Any]:
+    def import_path(self, path: str | os.PathLike[str]) -> ImportSummary:
         """Import documents (see kbtool.loop.importer) in one commit; re-importing updates in place.
 
         Cards an earlier import of the same collection made, whose source section is gone,
@@ -353,21 +357,16 @@ class KnowledgeBase:
                 ):
                     writes[stored.path] = markdown.render(card.model_copy(update={"status": "retired"}), stored.body)
                     retired += 1
-            summary = {
-                "collection": collection,
-                "added": added,
-                "updated": updated,
-                "unchanged": unchanged,
-                "retired": retired,
-                "commit": None,
-            }
+            commit = None
             if writes:
                 message = (
                     f"kb import {collection}: {added} added, {updated} updated, {retired} retired\n\n"
                     f"kb-op: import\nkb-collection: {collection}\n"
                 )
-                summary["commit"] = self.store.write(writes, message)
-        return summary
+                commit = self.store.write(writes, message)
+        return ImportSummary(
+            collection=collection, added=added, updated=updated, unchanged=unchanged, retired=retired, commit=commit
+        )
 
     def _check_editable(self, stored: StoredCard) -> None:
         """A locked gate is immutable: the way to change it is a new gate that supersedes it."""
@@ -691,7 +690,7 @@ class KnowledgeBase:
         }
         return validate_card(_drop_none(data), stored.path)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Stats:
         """Counts by kind, status and project, open gaps, stale findings, locked gates: from the index."""
         from collections import Counter
 
@@ -705,15 +704,15 @@ class KnowledgeBase:
             and c.get("provenance", "created")
             and (today - date.fromisoformat(c.get("provenance", "created"))).days > limit
         ]
-        return {
-            "cards": len(cards),
-            "by_kind": dict(Counter(c.kind for c in cards)),
-            "by_status": dict(Counter(c.status for c in cards)),
-            "by_project": dict(Counter(c.get("provenance", "project") or "(none)" for c in cards)),
-            "open_gaps": len(self.gaps()),
-            "stale_findings": stale,
-            "locked_gates": len(self.gate_locks()),
-        }
+        return Stats(
+            cards=len(cards),
+            by_kind=dict(Counter(c.kind for c in cards)),
+            by_status=dict(Counter(c.status for c in cards)),
+            by_project=dict(Counter(c.get("provenance", "project") or "(none)" for c in cards)),
+            open_gaps=len(self.gaps()),
+            stale_findings=stale,
+            locked_gates=len(self.gate_locks()),
+        )
 
     # --- search ------------------------------------------------------------------------
     # The index, numpy and the embedder load on first use: list, show and add never pay for them.
@@ -935,7 +934,7 @@ class KnowledgeBase:
             )
         return self.skill(name)
 
-    def import_skills(self, path: str | os.PathLike[str]) -> dict[str, Any]:
+    def import_skills(self, path: str | os.PathLike[str]) -> SkillImport:
         """Copy a skill folder (or every skill folder in a folder) into skills/, valid ones in one commit;
         the invalid ones are returned with every violation, and nothing of theirs is written."""
         from .skills.registry import plan_import
@@ -947,12 +946,12 @@ class KnowledgeBase:
                 names = ", ".join(added + updated)
                 commit = self.store.write(writes, f"kb skill import: {names}\n\nfrom {path}\n\nkb-op: skill-import\n")
         self._refresh_lexical()
-        return {
-            "added": added,
-            "updated": updated,
-            "commit": commit,
-            "rejected": [{"path": r.path, "violations": r.violations} for r in rejected],
-        }
+        return SkillImport(
+            added=added,
+            updated=updated,
+            commit=commit,
+            rejected=[RejectedSkill(path=r.path, violations=r.violations) for r in rejected],
+        )
 
     def export_skills(self, names: Iterable[str], to: str | os.PathLike[str]) -> builtins.list[Path]:
         """Copy skills to to/<name>/ (e.g. .claude/skills), replacing earlier exports of them."""

@@ -35,7 +35,7 @@ def references(kb):
 
 def test_each_heading_section_becomes_a_reference_card(kb, docs):
     summary = kb.import_path(docs)
-    assert summary["collection"] == "serving-guide" and summary["added"] == 6
+    assert summary.collection == "serving-guide" and summary.added == 6
     cards = references(kb)
     # the dict keeps one of graphs.md's two "Usage" sections; both are cards (see usage_ids)
     assert sorted(cards) == [
@@ -59,7 +59,7 @@ def test_each_heading_section_becomes_a_reference_card(kb, docs):
 def test_re_import_updates_instead_of_duplicating(kb, docs):
     kb.import_path(docs)
     before = commit_count(kb.root)
-    assert kb.import_path(docs) == {
+    assert kb.import_path(docs).to_json() == {
         "collection": "serving-guide",
         "added": 0,
         "updated": 0,
@@ -74,7 +74,7 @@ def test_re_import_updates_instead_of_duplicating(kb, docs):
     )
     (docs / "decode" / "graphs.md").unlink()
     summary = kb.import_path(docs)
-    assert (summary["added"], summary["updated"], summary["unchanged"], summary["retired"]) == (0, 1, 2, 3)
+    assert (summary.added, summary.updated, summary.unchanged, summary.retired) == (0, 1, 2, 3)
     assert commit_count(kb.root) == before + 1
     assert references(kb)["README.md#Batching"].body == "Continuous batching, measured.\n"
     retired = [c for c in kb.list(kind="reference") if c.card.source.path == "decode/graphs.md"]
@@ -84,7 +84,7 @@ def test_re_import_updates_instead_of_duplicating(kb, docs):
 
 def test_import_one_file(kb, docs):
     summary = kb.import_path(docs / "decode" / "graphs.md")
-    assert summary["added"] == 3
+    assert summary.added == 3
     assert {c.card.source.path for c in kb.list(kind="reference")} == {"graphs.md"}
 
 
@@ -125,7 +125,7 @@ def test_a_metainfer_blueprint_becomes_failure_modes_constraints_and_contracts(k
     path.parent.mkdir()
     path.write_text(json.dumps(BLUEPRINT, ensure_ascii=False))
     summary = kb.import_path(path)
-    assert summary["added"] == 6
+    assert summary.added == 6
     [fm] = kb.list(kind="failure-mode")
     assert fm.card.title == "FM-007 RoPE 布局" and fm.card.fix == "neox layout" and fm.card.check == "compare q"
     assert (fm.card.source.path, fm.card.source.heading) == ("inference_blueprint.json", "FM-007")
@@ -141,7 +141,7 @@ def test_a_metainfer_blueprint_becomes_failure_modes_constraints_and_contracts(k
     ]
     first = next(c for c in kb.list(kind="constraint") if c.card.source.heading == "logic_constraints[0]")
     assert first.card.title == "Build bottom-up: primitives first" and first.card.severity == "must"
-    assert kb.import_path(path)["unchanged"] == 6
+    assert kb.import_path(path).unchanged == 6
 
 
 @pytest.mark.parametrize(
@@ -183,7 +183,7 @@ def sections_with_text(root: Path) -> int:
 @needs_corpus
 def test_import_the_ml_engineering_book(kb):
     summary = kb.import_path(CORPUS / "ml-engineering")
-    assert summary["added"] == sections_with_text(CORPUS / "ml-engineering") > 500
+    assert summary.added == sections_with_text(CORPUS / "ml-engineering") > 500
     assert kb.lint() == []
 
 
@@ -199,8 +199,8 @@ def test_import_the_metainfer_package(kb):
     assert len(kb.list(kind="constraint")) == len(blueprint["runtime_acceptance_layer"]["logic_constraints"]) + len(
         blueprint["model_layer"]["architecture_knowledge_base"]["global_primitives_constraints"]
     )
-    assert summary["added"] == sections_with_text(CORPUS / "metainfer") + len(kb.list(kind="failure-mode")) + len(
+    assert summary.added == sections_with_text(CORPUS / "metainfer") + len(kb.list(kind="failure-mode")) + len(
         kb.list(kind="constraint")
     ) + len(kb.list(kind="contract"))
     assert kb.lint() == []
-    assert kb.import_path(CORPUS / "metainfer")["unchanged"] == summary["added"]
+    assert kb.import_path(CORPUS / "metainfer").unchanged == summary.added

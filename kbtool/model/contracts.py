@@ -262,6 +262,46 @@ class SkillList(Contract):
     skills: list[SkillBrief]
 
 
+class Stats(Contract):
+    """What `kb stats` counts, from the index."""
+
+    cards: int
+    by_kind: dict[str, int]
+    by_status: dict[str, int]
+    by_project: dict[str, int] = Field(description='cards per provenance.project; "(none)" for those without')
+    open_gaps: int
+    stale_findings: list[str] = Field(description="ids of findings older than curation.max_finding_age_days")
+    locked_gates: int
+
+
+# --- writing in bulk ------------------------------------------------------------------------
+
+
+class ImportSummary(Contract):
+    """One `kb import` of a document collection: what it did, in one commit (None when nothing changed)."""
+
+    collection: str
+    added: int
+    updated: int
+    unchanged: int
+    retired: int = Field(description="imported cards whose section left the documents")
+    commit: str | None
+
+
+class RejectedSkill(Contract):
+    path: str
+    violations: list[str]
+
+
+class SkillImport(Contract):
+    """One `kb skill import`: the valid skills in one commit, the invalid ones with every rule they break."""
+
+    added: list[str]
+    updated: list[str]
+    commit: str | None
+    rejected: list[RejectedSkill]
+
+
 # --- checking ---------------------------------------------------------------------------
 
 

@@ -165,6 +165,10 @@ def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
             state["bar"].__exit__(None, None, None)
 
 
+def _committed(commit: str | None) -> str:
+    return f" (commit {commit[:10]})" if commit else " (nothing to commit)"
+
+
 def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
 
@@ -804,12 +808,11 @@ def import_cmd(
     """Import documents as cards in one commit; importing again updates instead of duplicating."""
     summary = open_kb(kb).import_path(path)
     if as_json:
-        print_json(summary)
+        print_json(summary.to_json())
     else:
         typer.echo(
-            f"{summary['collection']}: {summary['added']} added, {summary['updated']} updated, "
-            f"{summary['unchanged']} unchanged, {summary['retired']} retired"
-            + (f" (commit {summary['commit'][:10]})" if summary["commit"] else " (nothing to commit)")
+            f"{summary.collection}: {summary.added} added, {summary.updated} updated, "
+            f"{summary.unchanged} unchanged, {summary.retired} retired" + _committed(summary.commit)
         )
 
 
@@ -958,19 +961,19 @@ def skill_import(
     """Copy valid skills into skills/ in one commit; report each invalid one with its reasons (exit 1 if any)."""
     summary = open_kb(kb).import_skills(path)
     if as_json:
-        print_json(summary)
+        print_json(summary.to_json())
     else:
-        for name in summary["added"]:
+        for name in summary.added:
             typer.echo(f"added {name}")
-        for name in summary["updated"]:
+        for name in summary.updated:
             typer.echo(f"updated {name}")
-        for r in summary["rejected"]:
-            typer.echo(f"kb: rejected {r['path']}: {'; '.join(r['violations'])}", err=True)
+        for r in summary.rejected:
+            typer.echo(f"kb: rejected {r.path}: {'; '.join(r.violations)}", err=True)
         typer.echo(
-            f"{len(summary['added'])} added, {len(summary['updated'])} updated, {len(summary['rejected'])} rejected"
-            + (f" (commit {summary['commit'][:10]})" if summary["commit"] else " (nothing to commit)")
+            f"{len(summary.added)} added, {len(summary.updated)} updated, {len(summary.rejected)} rejected"
+            + _committed(summary.commit)
         )
-    if summary["rejected"]:
+    if summary.rejected:
         raise typer.Exit(1)
 
 

@@ -25,7 +25,7 @@ def run(kb: Any, op: str, args: dict[str, Any]) -> Any:
     if op == "gaps":
         return [g.to_dict() for g in kb.gaps()]
     if op == "stats":
-        return kb.stats()
+        return kb.stats().to_json()
     raise BadInput(f"unknown operation {op!r} (one of search, {', '.join(OPERATIONS)})")
 
 
