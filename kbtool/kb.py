@@ -404,9 +404,10 @@ class KnowledgeBase:
         metrics and baselines map a metric name to (value, unit), or to an evidence entry's fields
         ({"value", "unit", "stats", "samples", ...}); command and conditions apply to every metric.
         An agent's finding is tentative until reviewed (kbtool.loop.review)."""
-        from .loop.evidence import environment, portable_path, related_findings, repo_state
+        from .loop.curation import related_findings
         from .loop.finding_input import evidence_from_metrics
         from .loop.formats import reader_for
+        from .loop.provenance import environment, portable_path, repo_state
 
         if agent is not None:
             status = agent_status(status, "tentative")
@@ -597,8 +598,8 @@ class KnowledgeBase:
         The run, with the judged repository's name, remote and commit, is appended to
         runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
         that finding in the same commit (its reviewer is recorded as gate:<id>)."""
-        from .loop.evidence import repo_state
         from .loop.gates import gate_hash, run_gate
+        from .loop.provenance import repo_state
 
         stored = self.get(ref)
         gate = _gate(stored)

@@ -11,13 +11,16 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - skills: SKILL.md files that break the Agent Skills specification (errors); descriptions
   agents will not match well: cut off in listings, never saying when to use the skill, or
   nearly the same as another skill's (warnings)
+
+And, when a finding is added, the existing ones it likely duplicates or contradicts (related_findings).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Any
 
-from ..model.cards import KINDS, Gate
+from ..model.cards import INACTIVE_STATUSES, KINDS, Gate
 from ..model.errors import InvalidCard
 from ..model.records import Problem, StoredCard
 from ..store.repository import CARDS_DIR, Store
@@ -164,7 +167,6 @@ def stale(cards: list[StoredCard], max_age_days: int, today: date) -> list[Probl
 
 
 def contradictions(cards: list[StoredCard]) -> list[Problem]:
-    from .evidence import improved, scope_overlaps
 
     findings = [
         c for c in cards if c.card.kind == "finding" and c.card.status not in ("refuted", "superseded", "retired")
@@ -260,3 +262,52 @@ def skill_problems(
             )
         )
     return out
+
+
+# --- a new finding among the existing ones --------------------------------------------
+
+
+def improved(ev: dict[str, Any]) -> bool | None:
+    """Whether this evidence says the change helped (value better than baseline), if it says."""
+    if ev.get("baseline") is None or ev.get("direction") is None or ev["value"] == ev["baseline"]:
+        return None
+    return (ev["value"] > ev["baseline"]) == (ev["direction"] == "higher")
+
+
+def scope_overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two applies_to scopes overlap unless a field both name has no value in common."""
+    for key in set(a) & set(b):
+        left = {str(v).casefold() for v in (a[key] if isinstance(a[key], list) else [a[key]])}
+        right = {str(v).casefold() for v in (b[key] if isinstance(b[key], list) else [b[key]])}
+        if not left & right:
+            return False
+    return True
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+(?:\.[0-9]+)?", text.lower()))
+
+
+def related_findings(
+    new: dict[str, Any], existing: list[dict[str, Any]], threshold: float = 0.5
+) -> dict[str, list[str]]:
+    """Likely duplicates (same scope and metric, similar text) and contradictions (same metric and
+    scope, opposite effect) of a new finding among existing ones, as lists of card ids."""
+    new_metrics = {e["metric"]: improved(e) for e in new.get("evidence", [])}
+    new_words = _words(f"{new.get('title', '')} {new.get('claim', '')}")
+    duplicates, contradictions = [], []
+    for card in existing:
+        if card.get("status") in INACTIVE_STATUSES or not scope_overlaps(
+            new.get("applies_to", {}), card.get("applies_to", {})
+        ):
+            continue
+        theirs = {e["metric"]: improved(e) for e in card.get("evidence", [])}
+        shared = set(new_metrics) & set(theirs)
+        if not shared:
+            continue
+        words = _words(f"{card.get('title', '')} {card.get('claim', '')}")
+        if new_words and words and len(new_words & words) / len(new_words | words) >= threshold:
+            duplicates.append(card["id"])
+        if any(new_metrics[m] is not None and theirs[m] is not None and new_metrics[m] != theirs[m] for m in shared):
+            contradictions.append(card["id"])
+    return {"duplicates": duplicates, "contradictions": contradictions}
