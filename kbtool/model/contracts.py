@@ -110,7 +110,9 @@ class SearchRequest(Contract):
     noun: ClassVar[str] = "search option"
 
     query: str = Field(
-        validation_alias=AliasChoices("query", "q"), description="what to look for, in words (e.g. 'NVFP4 MoE decode')"
+        validation_alias=AliasChoices("query", "q"),
+        strict=True,
+        description="what to look for, in words (e.g. 'NVFP4 MoE decode')",
     )
     k: int = Field(10, ge=1, le=MAX_K, description="how many hits at most")
     kind: SearchKind | None = Field(None, description="only cards of this kind (skill: only skills)")
@@ -118,14 +120,7 @@ class SearchRequest(Contract):
     tags: Strings = Field((), description="cards carrying all of these tags")
     where: Strings = Field((), description="field=value conditions, all must match (applies_to.hardware=B200)")
     mode: Mode = Field(MODES[0], description=f"ranking: {words(MODES)}")
-    explain: bool = Field(False, description="each hit's rank and score in each leg")
-
-    @field_validator("query", mode="before")
-    @classmethod
-    def _query(cls, value: Any) -> Any:
-        if not isinstance(value, str):
-            raise ValueError("the query must be a string")
-        return value
+    explain: bool = Field(False, strict=True, description="each hit's rank and score in each leg")
 
     @field_validator("k", mode="before")
     @classmethod
@@ -147,13 +142,6 @@ class SearchRequest(Contract):
         choices = MODES if info.field_name == "mode" else STATUSES
         if value not in choices and not (value is None and info.field_name == "status"):
             raise ValueError(f"{info.field_name} {value!r} is not one of {', '.join(choices)}")
-        return value
-
-    @field_validator("explain", mode="before")
-    @classmethod
-    def _explain(cls, value: Any) -> Any:
-        if not isinstance(value, bool):
-            raise ValueError("explain must be true or false")
         return value
 
 
