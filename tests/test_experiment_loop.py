@@ -227,6 +227,11 @@ def test_duplicates_and_contradictions_are_named_and_strict_refuses(cli, kb):
 BAD = [
     (["--title", "x", "--metric", "tpot=fast"], "is not a number"),
     (["--title", "x", "--metric", "tpot"], "expected name=value"),
+    # a number kb cannot read whole is refused, never cut into a value and a strange unit
+    (["--title", "x", "--metric", "tput=1,792tok/s"], "is not a number and a unit"),
+    (["--title", "x", "--metric", "tpot=1.2.3ms"], "is not a number and a unit"),
+    (["--title", "x", "--metric", "n=0x10"], "is not a number and a unit"),
+    (["--title", "x", "--metric", "tpot=5ms=3"], "is not a number and a unit"),
     (["--title", "x", "--baseline", "tpot=1ms"], "no --metric tpot"),
     (["--title", "x", "--applies-to", "gpu=H100"], "applies_to has no field 'gpu'"),
     (["--title", "x", "--closes", "no-such-gap"], "no gap with that id"),

@@ -174,6 +174,7 @@ def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(seeded, env):
                 ("add_card", {"kind": "constraint", "title": "no rule"}, "rule"),
                 ("add_card", {"kind": "gate", "title": "bad", "fields": {"check": {"op": "~"}}}, "check"),
                 ("add_finding", {"title": "t", "metrics": {"tps": "fast"}}, "tps"),
+                ("add_finding", {"title": "t", "metrics": {"tput": "1,792tok/s"}}, "not a number and a unit"),
                 ("add_finding", {"title": "t", "closes": "no-such-gap"}, "no-such-gap"),
                 ("related", {"id": "nope"}, "nope"),
                 ("skill", {"name": "Not_A_Skill"}, "no skill named"),

@@ -18,6 +18,9 @@ from typing import Any
 from ..model.errors import BadInput
 
 _VALUE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+# a unit starts with a letter, %, µ, ° or / and holds no separators kb would otherwise cut a number at
+_UNIT = re.compile(r"^(?:[^\W\d_]|[%µ°/])[^=,;]*$")
+_NON_DECIMAL = re.compile(r"^[xXbBoO][0-9a-fA-F]")  # 0x10, 0b101, 0o17: not decimal numbers
 # statistics AIPerf reports per metric; "avg" is the value, the rest go to stats
 STATISTICS = ("avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std", "count", "sum")
 LOWER_IS_BETTER = re.compile(
@@ -27,14 +30,24 @@ HIGHER_IS_BETTER = re.compile(r"throughput|tok/s|tokens/s|images/s|req/s|request
 
 
 def value_with_unit(text: str, flag: str) -> tuple[float, str | None]:
-    """'0.56ms' -> (0.56, 'ms'); '10307 tok/s' -> (10307.0, 'tok/s'); 'fast' -> BadInput."""
+    """'0.56ms' -> (0.56, 'ms'); '10307 tok/s' -> (10307.0, 'tok/s'); 'fast' -> BadInput.
+
+    What follows the number must read as a unit, so a number kb cannot read whole is refused
+    rather than cut: '1,792tok/s' is not 1 with unit ',792tok/s', nor '1.2.3ms' 1.2 with '.3ms',
+    nor '0x10' 0 with 'x10', nor '5ms=3' 5 with 'ms=3'."""
     match = _VALUE.match(text)
     if not match:
         raise BadInput(f"{flag}: {text!r} is not a number (expected e.g. 0.56ms or 10307tok/s)")
     value = float(match.group(1))
     if not math.isfinite(value):
         raise BadInput(f"{flag}: {text!r} is not a finite number")
-    return value, match.group(2) or None
+    unit = match.group(2)
+    if unit and (not _UNIT.match(unit) or (_NON_DECIMAL.match(unit) and match.group(1).lstrip("+-") == "0")):
+        raise BadInput(
+            f"{flag}: {text!r} is not a number and a unit (write decimal digits, one point and no thousands "
+            "separators, then the unit: e.g. 1792tok/s or 0.56ms)"
+        )
+    return value, unit or None
 
 
 def guess_direction(metric: str, unit: str | None) -> str | None:
