@@ -162,6 +162,24 @@ def test_bad_import_paths_are_refused_and_nothing_is_written(cli, kb, tmp_path, 
     assert tree_state(kb.root) == before
 
 
+def test_a_link_out_of_the_folder_is_refused_and_one_inside_is_not_followed(cli, kb, tmp_path):
+    secret = tmp_path / "elsewhere" / "secret.md"
+    secret.parent.mkdir()
+    secret.write_text("# Private\n\nnot for the knowledge base\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nHow we serve.\n")
+    (docs / "outside.md").symlink_to(secret)
+    before = tree_state(kb.root)
+    result = cli("import", str(docs))
+    assert result.exit_code == 2 and "outside.md: a symbolic link to outside the folder" in result.stderr
+    assert tree_state(kb.root) == before
+    (docs / "outside.md").unlink()
+    (docs / "again.md").symlink_to(docs / "guide.md")  # inside: the guide is imported once, as itself
+    assert kb.import_path(docs).added == 1
+    assert all("Private" not in c.body and c.card.source.path == "guide.md" for c in kb.list(kind="reference"))
+
+
 def test_import_cli(cli, kb, docs):
     result = cli("import", str(docs), "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["added"] == 6

@@ -153,6 +153,26 @@ def test_validate_names_every_violation_and_exits_1(tmp_path, cli):
     assert cli("skill", "validate", str(tmp_path / "nowhere")).exit_code == 2
 
 
+def test_a_skill_holding_a_symbolic_link_is_refused_and_nothing_of_it_is_copied(kb, cli, tmp_path):
+    folder = write_skill(tmp_path / "src", "evil", "name: evil\ndescription: Use when testing links in skills.\n")
+    (folder / "references").mkdir()
+    (folder / "references" / "p.txt").symlink_to("/etc/passwd")
+    validated = cli("skill", "validate", str(folder))
+    assert validated.exit_code == 1 and "references/p.txt is a symbolic link (to /etc/passwd)" in validated.output
+    before = tree_state(kb.root)
+    imported = cli("skill", "import", str(folder))
+    assert imported.exit_code == 1 and "kb copies no links" in imported.stderr
+    assert tree_state(kb.root) == before and not (kb.root / "skills" / "evil").exists()
+    linked = write_skill(
+        tmp_path / "real", "linked", "name: linked\ndescription: Use when testing a linked SKILL.md.\n"
+    )
+    shown = tmp_path / "src2" / "linked"
+    shown.mkdir(parents=True)
+    (shown / "SKILL.md").symlink_to(linked / "SKILL.md")
+    assert cli("skill", "import", str(shown)).exit_code == 1
+    assert tree_state(kb.root) == before
+
+
 def test_import_keeps_scripts_executable_and_export_replaces_earlier_copies(kb, cli, tmp_path):
     folder = write_skill(
         tmp_path / "src", "run-bench", "name: run-bench\ndescription: Run the bench. Use when asked.\n"

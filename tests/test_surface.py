@@ -25,7 +25,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"records"},
         {"contracts"},
     ],
-    "store": [{"config", "locate"}, {"repository"}],
+    "store": [{"config", "files", "locate"}, {"repository"}],
     "skills": [{"spec"}, {"registry"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [

@@ -24,6 +24,7 @@ from ..model.cards import slugify
 from ..model.errors import BadInput
 from ..model.markdown import sections
 from ..search.embeddings import has_cjk
+from ..store.files import links_in, points_outside
 
 BLUEPRINT_NAME = "inference_blueprint.json"
 MAX_ID = 110
@@ -78,12 +79,19 @@ def plan_import(path: Path) -> tuple[str, list[PlannedCard]]:
             raise BadInput(f"{path}: kb import takes markdown files, folders of them, or a MetaInfer {BLUEPRINT_NAME}")
         return collection, _unique(list(plan_markdown(path, path.parent, collection)))
     collection = path.name
+    outside = [rel for rel, _ in links_in(path) if points_outside(path, path / rel)]
+    if outside:
+        raise BadInput(
+            f"{path / outside[0]}: a symbolic link to outside the folder; kb import follows no links out "
+            "(copy the file in, or import its own folder)"
+        )
     cards: list[PlannedCard] = []
     for md in sorted(
         p
         for p in path.rglob("*")
         if p.suffix.lower() in (".md", ".markdown")
         and p.is_file()
+        and not p.is_symlink()  # a link inside the folder: its target is imported under its own path
         and not any(part.startswith(".") for part in p.relative_to(path).parts)
     ):
         cards.extend(plan_markdown(md, path, collection))

@@ -30,6 +30,7 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError, P
 
 from ..model import markdown
 from ..model.errors import BadInput
+from ..store.files import links_in
 
 SKILL_FILE = "SKILL.md"
 NAME_MAX, DESCRIPTION_MAX, COMPATIBILITY_MAX = 64, 1024, 500
@@ -225,6 +226,15 @@ def load_skill(folder: Path, shown_as: str | None = None) -> Skill:
     if not folder.is_dir():
         raise InvalidSkill(where, ["not a folder"])
     path = folder / SKILL_FILE
+    links = links_in(folder)
+    if links:
+        raise InvalidSkill(
+            where,
+            [
+                f"{rel} is a symbolic link (to {target}); a skill is plain files, and kb copies no links"
+                for rel, target in links
+            ],
+        )
     if not path.is_file():
         raise InvalidSkill(where, [f"no {SKILL_FILE} in the folder"])
     try:
