@@ -591,9 +591,19 @@ class KnowledgeBase:
         return gate_lock_problems(self.store, self.gate_locks())
 
     def run_gate(
-        self, ref: str, record: bool = True, in_dir: str | os.PathLike[str] | None = None, confirms: str | None = None
+        self,
+        ref: str,
+        record: bool = True,
+        in_dir: str | os.PathLike[str] | None = None,
+        confirms: str | None = None,
+        before: Callable[[str, Path], None] | None = None,
     ) -> GateRunResult:
         """Run a gate's command in in_dir (the project it judges; default the KB root) and compare.
+
+        Nothing runs when kb.lock cannot be read, or when the gate is locked and its file no longer
+        matches the lock (someone edited the command or the threshold by hand): the lock is what
+        makes a gate's verdict mean something. before(command, folder) is called just before the
+        command runs, so a caller can show what is about to run.
 
         The run, with the judged repository's name, remote and commit, is appended to
         runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
@@ -608,31 +618,39 @@ class KnowledgeBase:
                 f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has reviewed "
                 f"its command; read it, then `kb confirm {stored.id}` before running it"
             )
+        locked = self.gate_locks().get(stored.id)  # a kb.lock that does not parse stops here, one line
+        intact = locked is not None and locked == gate_hash(gate, stored.body)
+        if locked is not None and not intact:
+            raise Conflict(
+                f"gate {stored.id!r} has changed since it was locked in kb.lock, so nothing was run; restore it "
+                f"(git checkout -- {stored.path}) or add a new gate and `kb supersede {stored.id} NEW_GATE`"
+            )
+        if locked is None:
+            self.note(f"gate {stored.id} is not locked (`kb gate lock {stored.id}` makes its check immutable)")
         target = self.get(confirms) if confirms else None
         if target is not None:
             if target.card.kind != "finding":
                 raise InvalidCard(f"--confirms {target.id}: a gate confirms findings, and this is a {target.card.kind}")
             if not record:
                 raise BadInput("--confirms records its verdict; it cannot be combined with --no-record")
-            if self.gate_locks().get(stored.id) != gate_hash(gate, stored.body):
-                raise BadInput(
-                    f"--confirms: gate {stored.id!r} is not locked (or no longer matches kb.lock); only a "
-                    "locked gate may confirm a finding"
-                )
+            if not intact:
+                raise BadInput(f"--confirms: gate {stored.id!r} is not locked; only a locked gate confirms findings")
         project = Path(in_dir).expanduser().resolve() if in_dir is not None else self.root
         if not project.is_dir():
             raise BadInput(f"--in {in_dir}: no such folder")
+        if before is not None:
+            before(gate.check.command, project)
         result = run_gate(gate, cwd=str(project), kb_root=str(self.root))
         if record:
             rel = f"runs/gates/{stored.id}.jsonl"
             judged = repo_state(project)
             with self.store.lock():
                 path = self.root / rel
-                before = path.read_text(encoding="utf-8") if path.exists() else ""
+                earlier = path.read_text(encoding="utf-8") if path.exists() else ""
                 line = (
                     json.dumps({**result.record(), **({"repo": judged} if judged else {})}, ensure_ascii=False) + "\n"
                 )
-                writes = {rel: before + line}
+                writes = {rel: earlier + line}
                 verdict = "pass" if result.passed else "fail"
                 trailers = f"kb-op: gate-run\nkb-id: {stored.id}\n"
                 if target is not None and result.passed:

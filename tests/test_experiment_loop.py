@@ -343,6 +343,33 @@ def test_gates_lock_run_and_refuse_edits(cli, kb):
     assert cli("gate", "verify").exit_code == 1
 
 
+def test_a_locked_gate_edited_by_hand_or_a_corrupt_lock_runs_nothing(cli, kb, tmp_path):
+    marker = tmp_path / "ran"
+    gate = cli(
+        "add", "gate", "--title", "TPOT gate", "--status", "confirmed",
+        "--field", f"check.command=touch {marker} && echo '{{\"tpot_ms\": 11.2}}'", *GATE,
+    ).stdout.strip()  # fmt: skip
+    assert cli("gate", "lock", gate).exit_code == 0
+    shown = cli("gate", "run", gate, "--no-record", "--in", str(tmp_path))
+    assert shown.exit_code == 0 and f"kb: running in {tmp_path}: touch {marker}" in shown.stderr
+    marker.unlink()
+    path = kb.root / "kb" / "gate" / f"{gate}.md"
+    original = path.read_text()
+    path.write_text(original.replace("threshold: 12.0", "threshold: 20.0"))
+    before = tree_state(kb.root)
+    edited = cli("gate", "run", gate)
+    assert edited.exit_code == 2 and "has changed since it was locked in kb.lock, so nothing was run" in edited.stderr
+    assert not marker.exists() and tree_state(kb.root) == before
+    path.write_text(original)
+    (kb.root / "kb.lock").write_text("{not json")
+    corrupt = cli("gate", "run", gate)
+    assert corrupt.exit_code == 2 and "kb.lock: not a valid lock file" in corrupt.stderr and not marker.exists()
+    unlocked = cli("add", "gate", "--title", "Unlocked", "--field", "check.command=echo '{\"tpot_ms\": 1}'", *GATE)
+    (kb.root / "kb.lock").unlink()
+    tried = cli("gate", "run", unlocked.stdout.strip(), "--no-record")
+    assert tried.exit_code == 0 and "is not locked" in tried.stderr
+
+
 @pytest.mark.parametrize(
     ("command", "extra", "expect"),
     [

@@ -639,9 +639,19 @@ def gate_run(
 ) -> None:
     """Run a gate's command in the project it judges, read its metric, compare with the threshold; exit 0
     on pass, 1 on fail."""
-    result = open_kb(kb).run_gate(
-        card_id, record=not no_record, in_dir=in_dir if in_dir is not None else project_dir(), confirms=confirms
+    base = open_kb(kb)
+
+    def announce(command: str, folder: Path) -> None:
+        typer.echo(f"kb: running in {folder}: {command}", err=True)
+
+    result = base.run_gate(
+        card_id,
+        record=not no_record,
+        in_dir=in_dir if in_dir is not None else project_dir(),
+        confirms=confirms,
+        before=announce,
     )
+    show_notices(base)
     if as_json:
         print_json({"gate": result.gate, **result.record()})
     else:
