@@ -65,6 +65,7 @@ class KnowledgeBase:
         self.root = root.resolve()
         self.config: Config = load_config(self.root)
         self.store = Store(self.root)
+        self.store.recover_if_interrupted()  # a writer killed mid-write: undo it before anything is read
         self.notices: builtins.list[str] = []  # things worth telling the user that are not errors (an index rebuilt)
         self._embedder = embedder
         self._index: Index | None = None

@@ -5,10 +5,19 @@ place, `git add` and `git commit` exactly those paths. If git refuses, the files
 back as they were, so a failed write leaves neither a half-written card nor a staged one.
 The lock (in the ignored .kb/ folder) serialises writers across processes: id allocation,
 file writes and commits happen under it, so concurrent writers all land.
+
+A writer can also die mid-write (kill -9, a power cut, Ctrl-C): before it touches a file it
+records, in .kb/write-journal.json, what each path held and which commit HEAD was. The next
+process that holds the lock (any writer; a reader when no writer is running) finds the journal:
+if HEAD has not moved, the write never committed, so its paths are put back as they were and
+git's own lock, left by the killed commit, is removed; if HEAD moved, the commit landed and
+only the journal goes. A card is on disk only if it is committed, or its writer is still live.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
@@ -28,6 +37,7 @@ SKILLS_DIR = "skills"
 LOCK_FILE = "kb.lock"
 GITIGNORE = ".kb/\n__pycache__/\n"
 LOCK_TIMEOUT_S = 120
+JOURNAL = "write-journal.json"  # in .kb/: the write in flight, until it commits or is rolled back
 
 
 class StoreError(KbError):
@@ -49,6 +59,7 @@ class Store:
     def __init__(self, root: Path):
         self.root = root.resolve()
         self._repo: git.Repo | None = None
+        self._file_lock: FileLock | None = None
 
     # --- paths -----------------------------------------------------------------
 
@@ -74,7 +85,9 @@ class Store:
 
     def card_paths(self) -> list[str]:
         """The card files' paths relative to the root ("kb/<kind>/<id>.md"), sorted: scandir and plain
-        strings, because a warm process lists a 100k-card KB after each write (Path objects: 0.7 s)."""
+        strings, because a warm process lists a 100k-card KB after each write (Path objects: 0.7 s).
+        A dead writer's half-done write is undone first, so no reader counts a card that never committed."""
+        self.recover_if_interrupted()
         cards = self.root / CARDS_DIR
         out: list[str] = []
         try:
@@ -141,34 +154,95 @@ class Store:
         store.write(files, f"kb init: {name}\n\nkb-op: init")
         return store
 
+    @property
+    def _write_lock(self) -> FileLock:
+        # one per store: FileLock counts re-entries per instance (and thread), so write() may take
+        # the lock its caller already holds; a second instance would wait on this very process
+        if self._file_lock is None:
+            self._file_lock = FileLock(str(self.state_dir / "write.lock"))
+        return self._file_lock
+
     @contextmanager
     def lock(self) -> Iterator[None]:
+        held = self._write_lock
         try:
-            with FileLock(str(self.state_dir / "write.lock"), timeout=LOCK_TIMEOUT_S):
+            with held.acquire(timeout=LOCK_TIMEOUT_S):
+                if held.lock_counter == 1:  # the outermost hold: no other writer is live
+                    self.recover()
                 yield
         except Timeout:
             raise StoreError(f"another kb process has held the write lock for {LOCK_TIMEOUT_S} s; try again") from None
 
+    def recover_if_interrupted(self) -> None:
+        """For readers: undo a dead writer's half-done write before anything reads the files (a stat
+        when there is none; nothing when a writer is live, as its journal is then its own)."""
+        if not (self.root / STATE_DIR / JOURNAL).exists():
+            return
+        try:
+            with self._write_lock.acquire(timeout=0):
+                self.recover()
+        except Timeout:
+            pass
+
+    def recover(self) -> list[str]:
+        """Under the lock: put back what an interrupted write changed; the paths it restored."""
+        journal = self.root / STATE_DIR / JOURNAL
+        try:
+            data = json.loads(journal.read_text(encoding="utf-8"))
+            files = {rel: (None if b is None else base64.b64decode(b)) for rel, b in data["files"].items()}
+            head, new_dirs = data["head"], [self.inside(d) for d in data["new_dirs"]]
+        except FileNotFoundError:
+            return []
+        except (ValueError, KeyError, TypeError):
+            journal.unlink(missing_ok=True)  # torn while it was being written: the write had not begun
+            return []
+        if self._head() != head:  # the commit landed; only the journal was left
+            journal.unlink(missing_ok=True)
+            return []
+        (self.root / ".git" / "index.lock").unlink(missing_ok=True)  # the killed commit's, if it got that far
+        self._restore({rel: self.inside(rel) for rel in files}, files, new_dirs)
+        journal.unlink(missing_ok=True)
+        return sorted(files)
+
     def write(self, files: Mapping[str, str | bytes | None], message: str) -> str:
         """Write (or, for None, delete) files relative to the root in one commit; returns its sha.
 
-        Call it under `lock()` when the content depends on what is already there.
+        Takes the lock (again, if the caller holds it: call it under `lock()` when the content depends
+        on what is already there). Whatever interrupts it, Ctrl-C included, leaves the files as they were.
         """
-        paths = {rel: self.inside(rel) for rel in files}
-        before = {rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()}
-        new_dirs = _missing_dirs(paths.values(), self.root)
+        with self.lock():
+            paths = {rel: self.inside(rel) for rel in files}
+            before = {rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()}
+            new_dirs = _missing_dirs(paths.values(), self.root)
+            self._begin(before, new_dirs)
+            try:
+                for rel, text in files.items():
+                    _replace(paths[rel], text)
+                self.repo.git.add("--all", "--", *files)
+                self.repo.git.commit("--quiet", "-m", message, "--", *files)
+            except BaseException as exc:
+                self._restore(paths, before, new_dirs)
+                (self.root / STATE_DIR / JOURNAL).unlink(missing_ok=True)
+                if not isinstance(exc, (git.GitCommandError, OSError)):
+                    raise  # Ctrl-C, a signal: the files are back, the interruption goes on up
+                raise StoreError(_refusal(exc)) from None
+            (self.root / STATE_DIR / JOURNAL).unlink(missing_ok=True)
+            return self.repo.head.commit.hexsha
+
+    def _begin(self, before: Mapping[str, bytes | None], new_dirs: list[Path]) -> None:
+        """Record the write about to happen, durably, before any file is touched."""
+        data = {
+            "head": self._head(),
+            "files": {rel: (None if b is None else base64.b64encode(b).decode()) for rel, b in before.items()},
+            "new_dirs": [self.relative(d) for d in new_dirs],
+        }
+        _replace(self.root / STATE_DIR / JOURNAL, json.dumps(data))
+
+    def _head(self) -> str | None:
         try:
-            for rel, text in files.items():
-                _replace(paths[rel], text)
-            self.repo.git.add("--all", "--", *files)
-            self.repo.git.commit("--quiet", "-m", message, "--", *files)
-        except (git.GitCommandError, OSError) as exc:
-            self._restore(paths, before, new_dirs)
-            detail = getattr(exc, "stderr", "") or str(exc)
-            raise StoreError(
-                f"git refused the write ({' '.join(str(detail).split())[:300]}); nothing was changed"
-            ) from None
-        return self.repo.head.commit.hexsha
+            return self.repo.head.commit.hexsha
+        except ValueError:  # no commit yet (kb init's own write)
+            return None
 
     def _restore(self, paths: Mapping[str, Path], before: Mapping[str, bytes | None], new_dirs: list[Path]) -> None:
         for rel, content in before.items():
@@ -200,6 +274,18 @@ class Store:
                 sha, date, author, subject, message = record.split("\x1f")
                 commits.append(Commit(sha, date, author, subject, message.strip()))
         return commits
+
+
+def _refusal(exc: BaseException) -> str:
+    """git's refusal in one line, with its remedy: cut at 300 characters, git's own message about a
+    stale index.lock loses the part that says what to do."""
+    detail = " ".join(str(getattr(exc, "stderr", "") or exc).split())
+    if "index.lock" in detail:
+        return (
+            "git refused the write: .git/index.lock exists (a git command is running in this repository, or one "
+            "was killed); nothing was changed. If none is running, remove .git/index.lock and try again"
+        )
+    return f"git refused the write ({detail[:300]}); nothing was changed"
 
 
 def _missing_dirs(paths: Iterable[Path], root: Path) -> list[Path]:
