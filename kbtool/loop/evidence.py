@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ _VALUE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*
 # a unit starts with a letter, %, µ, ° or / and holds no separators kb would otherwise cut a number at
 _UNIT = re.compile(r"^(?:[^\W\d_]|[%µ°/])[^=,;]*$")
 _NON_DECIMAL = re.compile(r"^[xXbBoO][0-9a-fA-F]")  # 0x10, 0b101, 0o17: not decimal numbers
+MAX_ARTIFACT_BYTES = 256 << 20  # AIPerf's profile export of a long run is a few MB; a bigger file is no export
 # statistics AIPerf reports per metric; "avg" is the value, the rest go to stats
 STATISTICS = ("avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std", "count", "sum")
 LOWER_IS_BETTER = re.compile(
@@ -68,10 +70,20 @@ def sha256_file(path: Path) -> str:
 
 
 def read_artifact(path: Path) -> tuple[str, str]:
+    """An export's text and sha256. Only a regular file of at most MAX_ARTIFACT_BYTES is read: a FIFO
+    would block forever (over MCP, the server's only worker with it) and /dev/zero never ends."""
     try:
-        raw = path.read_bytes()
+        info = path.stat()
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise BadInput(f"{path}: not a regular file (a benchmark export is a file on disk)")
+    if info.st_size > MAX_ARTIFACT_BYTES:
+        raise BadInput(f"{path}: {info.st_size:,} bytes, over the {MAX_ARTIFACT_BYTES:,} an export may have")
+    try:
+        raw = path.read_bytes()
     except OSError as exc:
         raise BadInput(f"{path}: cannot read ({exc.strerror})") from None
     try:

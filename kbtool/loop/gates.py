@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import operator
 import os
 import re
 import subprocess
 import time
+from typing import Any
 
 from ..model.cards import Gate
 from ..model.contracts import GateRunResult
@@ -62,7 +64,12 @@ def read_metric(stdout: str, metric: str, regex: str | None) -> float:
         if not matches:
             raise ValueError(f"regex {regex!r} matched nothing in the output")
         last = matches[-1]
-        return float(last[0] if isinstance(last, tuple) else last)
+        text = last[0] if isinstance(last, tuple) else last
+        try:
+            data: Any = float(text)
+        except ValueError:
+            raise ValueError(f"regex {regex!r} read {text!r}, not a number") from None
+        return _finite(data, metric)
     for line in reversed([line.strip() for line in stdout.splitlines() if line.strip()] or [stdout]):
         try:
             data = json.loads(line)
@@ -84,7 +91,14 @@ def read_metric(stdout: str, metric: str, regex: str | None) -> float:
         data = data["avg"]
     if isinstance(data, bool) or not isinstance(data, (int, float)):
         raise ValueError(f"{metric!r} in the output is {data!r}, not a number")
-    return float(data)
+    return _finite(data, metric)
+
+
+def _finite(value: float, metric: str) -> float:
+    # JSON's Infinity and NaN parse, and so does float("inf"): no threshold is met by them
+    if not math.isfinite(value):
+        raise ValueError(f"{metric!r} in the output is {value!r}, not a finite number")
+    return float(value)
 
 
 def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRunResult:

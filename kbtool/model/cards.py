@@ -30,7 +30,8 @@ Scope = NonEmpty | list[NonEmpty]
 
 
 class Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # no NaN or infinity in any number: a gate must not pass on `>= inf`, and JSON has no NaN
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class AppliesTo(Model):

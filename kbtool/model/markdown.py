@@ -24,7 +24,8 @@ FENCE = "---"
 
 
 class _Dumper(yaml.SafeDumper):
-    pass
+    def ignore_aliases(self, data: Any) -> bool:
+        return True  # every value written out: a card's frontmatter never holds &anchors or *aliases
 
 
 def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -45,7 +46,7 @@ def dump_yaml(data: dict[str, Any]) -> str:
 # read with it too, so a header parses the same in a card and in a SKILL.md.
 YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-FrontmatterProblem = Literal["no-opening", "not-closed", "not-yaml", "not-a-mapping"]
+FrontmatterProblem = Literal["no-opening", "not-closed", "not-yaml", "not-a-mapping", "aliases"]
 
 
 class FrontmatterError(ValueError):
@@ -86,7 +87,24 @@ def read_frontmatter(text: str, allow_empty: bool = True) -> tuple[dict[str, Any
         data = {}
     if not isinstance(data, dict):
         raise FrontmatterError("not-a-mapping")
+    if _shares_nodes(data):
+        raise FrontmatterError("aliases")
     return data, body
+
+
+def _shares_nodes(data: Any) -> bool:
+    """Whether one list or mapping appears twice: what YAML anchors and aliases (&a, *a) make. kb never
+    writes them, and nested ones ("billion laughs") load small but cost minutes and gigabytes to walk."""
+    seen: set[int] = set()
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (dict, list)):
+            if id(node) in seen:
+                return True
+            seen.add(id(node))
+            stack.extend(node.values() if isinstance(node, dict) else node)
+    return False
 
 
 _CARD_PROBLEMS: dict[FrontmatterProblem, str] = {
@@ -94,6 +112,7 @@ _CARD_PROBLEMS: dict[FrontmatterProblem, str] = {
     "not-closed": "the frontmatter is not closed by a '---' line",
     "not-yaml": "malformed YAML frontmatter{where}: {problem}",
     "not-a-mapping": "frontmatter is not a mapping of fields",
+    "aliases": "the frontmatter uses YAML anchors and aliases (&name, *name); write each value out",
 }
 
 

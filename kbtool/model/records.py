@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from . import markdown
 from .cards import CardBase
+from .errors import InvalidCard
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,13 @@ class StoredCard:
     def read(cls, path: Path, root: Path) -> StoredCard:
         """Parse and validate the card file at path; InvalidCard names it relative to root."""
         rel = path.resolve().relative_to(root).as_posix()
-        card, body = markdown.parse(path.read_text(encoding="utf-8"), rel)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:  # one such file must not take every listing down with it
+            raise InvalidCard(
+                f"{rel}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); save it as UTF-8"
+            ) from None
+        card, body = markdown.parse(text, rel)
         return cls(card, body, rel)
 
     @property

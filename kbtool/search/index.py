@@ -275,7 +275,11 @@ class Index:
                 if old and not force and (old[1], old[2]) == (st.st_mtime_ns, st.st_size):
                     continue
                 path = Path(name)
-                text = path.read_text(encoding="utf-8")
+                try:
+                    text = path.read_text(encoding="utf-8")
+                except UnicodeDecodeError:
+                    stats.invalid.append(rel)  # kb lint names it; search, list and stats go on without it
+                    continue
                 file_hash = content_hash(text)
                 if old and not force and old[0] == file_hash:
                     touched.append((rel, st))

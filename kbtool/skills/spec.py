@@ -208,6 +208,7 @@ _UNREADABLE: dict[markdown.FrontmatterProblem, str] = {
     "not-closed": "the frontmatter is not closed by a '---' line",
     "not-yaml": "the frontmatter is not valid YAML{where}: {problem}",
     "not-a-mapping": "the frontmatter must be a mapping of keys to values",
+    "aliases": "the frontmatter uses YAML anchors and aliases (&name, *name); write each value out",
 }
 
 

@@ -1,0 +1,111 @@
+"""Broken and hostile input gets a clear one-line error (exit 2) and nothing written, and one bad
+file in a knowledge base never takes the rest of it down."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from conftest import tree_state
+
+BOMB = """---
+id: bomb
+kind: gap
+title: bomb
+question: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]
+h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
+---
+"""
+GATE = ["--field", "check.metric=tput", "--field", "check.op=>=", "--field", "check.threshold=100"]
+
+
+@pytest.fixture
+def searchable(monkeypatch):
+    monkeypatch.setenv("KB_DAEMON", "0")
+    monkeypatch.setenv("KB_EMBEDDER", "hashing")
+
+
+def one_line_error(result) -> bool:
+    lines = result.stderr.strip().splitlines()
+    return result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("kb: error: ")
+
+
+def test_a_card_that_is_not_utf8_is_named_by_lint_and_skipped_by_everything_else(cli, kb, searchable):
+    cli("add", "gap", "--title", "A fine gap")
+    (kb.root / "kb" / "gap" / "latin1.md").write_bytes(
+        "---\nid: latin1\nkind: gap\ntitle: Caf\xe9\n---\n".encode("latin-1")
+    )
+    for args in (["list"], ["stats"], ["gaps"], ["index"], ["search", "fine gap"], ["show", "a-fine-gap"]):
+        result = cli(*args)
+        assert result.exit_code == 0 and "internal error" not in result.output, (args, result.output)
+    assert "a-fine-gap" in cli("search", "fine gap").stdout
+    lint = cli("lint", "--skip", "duplicates")
+    assert lint.exit_code == 1 and "kb/gap/latin1.md: [invalid] not UTF-8 text (byte 35 is 0xe9)" in lint.stdout
+
+
+def test_a_yaml_alias_bomb_is_refused_at_once(cli, kb, tmp_path):
+    bomb = tmp_path / "bomb.md"
+    bomb.write_text(BOMB)
+    before = tree_state(kb.root)
+    start = time.perf_counter()
+    result = cli("add", "gap", "--from-file", str(bomb))
+    assert one_line_error(result) and "YAML anchors and aliases" in result.stderr
+    assert tree_state(kb.root) == before
+    (kb.root / "kb" / "gap").mkdir(parents=True)
+    (kb.root / "kb" / "gap" / "bomb.md").write_text(BOMB)  # one dropped into the KB by hand
+    assert cli("list").exit_code == 0
+    assert "kb/gap/bomb.md: [invalid]" in cli("lint", "--skip", "duplicates").stdout
+    assert time.perf_counter() - start < 30  # not a timing target: minutes and gigabytes before
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["add", "gate", "--title", "g", "--field", "check.command=true", *GATE[:4], "--field", "check.threshold=inf"],
+         "check.threshold"),
+        (["add", "gate", "--title", "g", "--field", "check.command=true", *GATE, "--field", "check.timeout_s=inf"],
+         "check.timeout_s"),
+        (["add", "gate", "--title", "g", "--field", "check.command=true", *GATE[:4], "--field", "check.threshold=nan"],
+         "check.threshold"),
+        (["add", "finding", "--title", "f", "--field", "claim=c", "--field", "evidence.0.metric=m",
+          "--field", "evidence.0.value=nan"], "evidence"),
+        (["add-finding", "--title", "f", "--metric", "tput=inf"], "'inf' is not a number"),
+    ],
+)  # fmt: skip
+def test_no_card_holds_nan_or_infinity(cli, kb, args, message):
+    before = tree_state(kb.root)
+    result = cli(*args)
+    assert one_line_error(result) and message in result.stderr, result.output
+    assert tree_state(kb.root) == before
+
+
+def test_a_gate_never_passes_on_an_infinite_or_nan_metric(cli, kb, tmp_path):
+    for value in ("Infinity", "NaN"):
+        gate = cli(
+            "add", "gate", "--title", f"tput {value}", "--field", f"check.command=echo '{{\"tput\": {value}}}'", *GATE
+        ).stdout.strip()  # fmt: skip
+        run = cli("gate", "run", gate, "--in", str(tmp_path))
+        assert run.exit_code == 1 and "not a finite number" in run.stdout, run.output
+
+
+def test_a_fifo_or_a_device_as_an_export_is_refused_without_reading_it(cli, kb, tmp_path):
+    fifo = tmp_path / "export.json"
+    os.mkfifo(fifo)
+    before = tree_state(kb.root)
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")
+    for path in (fifo, zero):
+        result = cli("add-finding", "--title", "from a pipe", "--from", str(path))
+        assert one_line_error(result) and "not a regular file" in result.stderr
+    assert tree_state(kb.root) == before
+    payload = json.dumps({"title": "from a pipe", "from": str(fifo)})
+    assert one_line_error(cli("add-finding", "--json-input", input=payload))
