@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -109,3 +110,27 @@ def test_a_fifo_or_a_device_as_an_export_is_refused_without_reading_it(cli, kb, 
     assert tree_state(kb.root) == before
     payload = json.dumps({"title": "from a pipe", "from": str(fifo)})
     assert one_line_error(cli("add-finding", "--json-input", input=payload))
+
+
+def test_a_gate_that_times_out_leaves_no_process_and_reads_no_stdin(cli, kb, tmp_path):
+    marker = f"kb-gate-straggler-{os.getpid()}"
+    gate = cli(
+        "add", "gate", "--title", "slow", "--field", f"check.command=sleep 30 & exec -a {marker} sleep 30",
+        *GATE, "--field", "check.timeout_s=0.5",
+    ).stdout.strip()  # fmt: skip
+    run = cli("gate", "run", gate, "--in", str(tmp_path), "--no-record")
+    assert run.exit_code == 1 and "timed out after 0.5 s" in run.stdout
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert left == [], f"processes left running: {left}"
+    reader = cli("add", "gate", "--title", "reads stdin", "--field", "check.command=cat; echo '{\"tput\": 200}'", *GATE)
+    piped = cli("gate", "run", reader.stdout.strip(), "--in", str(tmp_path), "--no-record", input="secret typed\n")
+    assert piped.exit_code == 0 and "secret typed" not in piped.output
+
+
+def test_binary_gate_output_is_read_not_a_crash(cli, kb, tmp_path):
+    gate = cli(
+        "add", "gate", "--title", "binary",
+        "--field", "check.command=printf '\\377\\376\\n'; echo '{\"tput\": 150}'", *GATE,
+    ).stdout.strip()  # fmt: skip
+    run = cli("gate", "run", gate, "--in", str(tmp_path), "--no-record")
+    assert run.exit_code == 0 and run.stdout.startswith("pass: "), run.output

@@ -8,12 +8,14 @@ leaves out what superseding a gate legitimately changes (status, links).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import operator
 import os
 import re
+import signal
 import subprocess
 import time
 from typing import Any
@@ -123,25 +125,54 @@ def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRunResult:
             stderr=err,
         )
 
+    # its own session (so a timeout ends the whole process group, not just the shell), no stdin of
+    # ours (a gate reads nothing from the person running it), and output decoded come what may
+    proc = subprocess.Popen(
+        check.command,
+        shell=True,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        env={**os.environ, "KB_ROOT": kb_root},
+        start_new_session=True,
+    )
     try:
-        proc = subprocess.run(
-            check.command,
-            shell=True,
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=check.timeout_s,
-            env={**os.environ, "KB_ROOT": kb_root},
-        )
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+        out, err = proc.communicate(timeout=check.timeout_s)
+    except subprocess.TimeoutExpired:
+        _end_group(proc)
+        out, err = _leftover(proc)
         return verdict(None, None, f"timed out after {check.timeout_s:g} s", out, err)
+    finally:
+        if proc.poll() is None:  # Ctrl-C, or anything else, while it ran
+            _end_group(proc)
     if proc.returncode != 0:
-        return verdict(None, proc.returncode, f"the command exited {proc.returncode}", proc.stdout, proc.stderr)
+        return verdict(None, proc.returncode, f"the command exited {proc.returncode}", out, err)
     try:
-        value = read_metric(proc.stdout, check.metric, check.regex)
+        value = read_metric(out, check.metric, check.regex)
     except ValueError as exc:
-        return verdict(None, 0, str(exc), proc.stdout, proc.stderr)
+        return verdict(None, 0, str(exc), out, err)
     seconds = time.perf_counter() - start
-    return verdict(value, 0, f"{check.metric} read in {seconds:.1f} s", proc.stdout, proc.stderr)
+    return verdict(value, 0, f"{check.metric} read in {seconds:.1f} s", out, err)
+
+
+def _end_group(proc: subprocess.Popen[str]) -> None:
+    """TERM the command's process group, KILL it a second later: the shell and every child it left."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=1)
+    with contextlib.suppress(ProcessLookupError):  # the group lives on while any member does
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _leftover(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """What the killed command had written; a process that left the group may hold the pipes open."""
+    try:
+        out, err = proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        return "", ""
+    return out or "", err or ""
