@@ -272,7 +272,16 @@ class KnowledgeBase:
         return self._policy
 
     def _render(self, card: CardBase, body: str, origin: str) -> str:
-        """A card's file text, once it also meets this knowledge base's own schemas: every write passes here."""
+        """A card's file text, once it also meets this knowledge base's own schemas: every write passes here.
+        Rewriting a card that sits in another kind's folder, or under another name, is refused: the
+        write would commit it where no listing of its kind looks."""
+        parts = origin.split("/")
+        if len(parts) == 3 and parts[0] == CARDS_DIR and parts[2].endswith(".md"):
+            if (parts[1], parts[2][:-3]) != (card.kind, card.id):
+                raise InvalidCard(
+                    f"{origin} holds {card.kind} {card.id!r}; move it to {CARDS_DIR}/{card.kind}/{card.id}.md first "
+                    "(kb lint reports it)"
+                )
         self.policy.check(card, origin)
         return markdown.render(card, body)
 

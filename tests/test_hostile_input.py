@@ -134,3 +134,26 @@ def test_binary_gate_output_is_read_not_a_crash(cli, kb, tmp_path):
     ).stdout.strip()  # fmt: skip
     run = cli("gate", "run", gate, "--in", str(tmp_path), "--no-record")
     assert run.exit_code == 0 and run.stdout.startswith("pass: "), run.output
+
+
+def test_one_id_in_two_kind_folders_is_refused_not_picked(cli, kb):
+    cli("add", "gap", "--title", "Twin")
+    (kb.root / "kb" / "constraint").mkdir()
+    twin = (kb.root / "kb" / "gap" / "twin.md").read_text().replace("kind: gap", "kind: constraint")
+    (kb.root / "kb" / "constraint" / "twin.md").write_text(twin.replace("question: Twin", "rule: Twin"))
+    before = tree_state(kb.root)
+    for args in (["show", "twin"], ["edit", "twin", "--title", "Which one?"]):
+        result = cli(*args)
+        assert one_line_error(result) and "kb/constraint/twin.md and kb/gap/twin.md" in result.stderr, result.output
+    assert tree_state(kb.root) == before
+    assert "duplicate-id" in cli("lint", "--skip", "duplicates").stdout
+
+
+def test_a_card_in_the_wrong_kind_folder_is_not_edited_in_place(cli, kb):
+    cli("add", "gap", "--title", "Misplaced")
+    (kb.root / "kb" / "finding").mkdir()
+    (kb.root / "kb" / "gap" / "misplaced.md").rename(kb.root / "kb" / "finding" / "misplaced.md")
+    before = tree_state(kb.root)
+    result = cli("edit", "misplaced", "--title", "Still misplaced")
+    assert one_line_error(result) and "move it to kb/gap/misplaced.md first" in result.stderr, result.output
+    assert tree_state(kb.root) == before

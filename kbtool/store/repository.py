@@ -28,7 +28,7 @@ from pathlib import Path
 import git
 from filelock import FileLock, Timeout
 
-from ..model.errors import KbError, OutsidePath
+from ..model.errors import AmbiguousId, KbError, OutsidePath
 from ..model.vocabulary import CONFIG_FILE, STATE_DIR
 from .config import default_config_text
 
@@ -104,15 +104,20 @@ class Store:
         return out
 
     def card_file(self, card_id: str) -> Path | None:
-        """kb/<kind>/<card_id>.md in whichever kind's folder holds it, by stat, or None."""
-        if not card_id or "/" in card_id or card_id.startswith("."):
+        """kb/<kind>/<card_id>.md in whichever kind's folder holds it, by stat, or None. An id in two
+        kinds' folders (a hand copy, a merge) is refused rather than one of them picked."""
+        if not card_id or "/" in card_id or "\\" in card_id or card_id.startswith("."):
             return None
         cards = self.root / CARDS_DIR
         try:
             kinds = sorted(e.name for e in os.scandir(cards) if e.is_dir() and not e.name.startswith("."))
         except FileNotFoundError:
             return None
-        return next((path for kind in kinds if (path := cards / kind / f"{card_id}.md").is_file()), None)
+        found = [path for kind in kinds if (path := cards / kind / f"{card_id}.md").is_file()]
+        if len(found) > 1:
+            where = " and ".join(self.relative(p) for p in found)
+            raise AmbiguousId(f"id {card_id!r} is in {where}; keep one (kb lint reports it as duplicate-id)")
+        return found[0] if found else None
 
     @property
     def state_dir(self) -> Path:
