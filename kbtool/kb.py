@@ -67,6 +67,9 @@ class KnowledgeBase:
         self.store = Store(self.root)
         self.store.recover_if_interrupted()  # a writer killed mid-write: undo it before anything is read
         self.notices: builtins.list[str] = []  # things worth telling the user that are not errors (an index rebuilt)
+        # a write whose text looks like a credential is refused unless a person says it is not one
+        # (the CLI's --allow-secret); nothing an agent calls over MCP can set it
+        self.allow_secrets = False
         self._embedder = embedder
         self._index: Index | None = None
         self._searcher: Searcher | None = None
@@ -283,7 +286,17 @@ class KnowledgeBase:
                     "(kb lint reports it)"
                 )
         self.policy.check(card, origin)
-        return markdown.render(card, body)
+        text = markdown.render(card, body)
+        if not self.allow_secrets:
+            from .loop.secrets import find_secrets
+
+            found = find_secrets(text)
+            if found:
+                raise BadInput(
+                    f"{origin}: looks like a credential ({'; '.join(map(str, found))}); a card travels through git "
+                    "to every clone, so nothing was written. Remove it, or pass --allow-secret if it is not one"
+                )
+        return text
 
     def edit(
         self,
@@ -1071,6 +1084,8 @@ class KnowledgeBase:
                     "skipped them; run `kb index`"
                 )
             problems += curation.duplicates(cards, vectors, self.config.curation.duplicate_similarity)
+        if "secrets" not in skip:
+            problems += curation.secret_problems(cards, self.root)
         if "skills" not in skip:
             skill_vectors = {}
             if "duplicates" not in skip and self.skills_dir.is_dir():

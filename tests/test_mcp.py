@@ -176,6 +176,8 @@ def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(seeded, env):
                 ("add_finding", {"title": "t", "metrics": {"tps": "fast"}}, "tps"),
                 ("add_finding", {"title": "t", "metrics": {"tput": "1,792tok/s"}}, "not a number and a unit"),
                 ("add_finding", {"title": "t", "closes": "no-such-gap"}, "no-such-gap"),
+                # an agent cannot write what looks like a credential (AWS's documented example key)
+                ("add_card", {"kind": "gap", "title": "Leak AKIAIOSFODNN7EXAMPLE?"}, "looks like a credential"),
                 ("related", {"id": "nope"}, "nope"),
                 ("skill", {"name": "Not_A_Skill"}, "no skill named"),
                 ("lint", {"skip": ["everything"]}, "everything"),

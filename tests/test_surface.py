@@ -36,7 +36,10 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"index"},
         {"pipeline"},
     ],
-    "loop": [{"evidence", "gates", "importer", "provenance", "review"}, {"curation", "finding_input", "formats"}],
+    "loop": [
+        {"evidence", "gates", "importer", "provenance", "review", "secrets"},
+        {"curation", "finding_input", "formats"},
+    ],
     "facade": [{"kb"}],
     "surfaces": [{"docs", "mcp", "operations"}, {"client"}, {"cli", "daemon"}],
     "entry": [{"__init__", "__main__"}],

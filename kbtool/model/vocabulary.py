@@ -19,7 +19,17 @@ STATUSES: tuple[str, ...] = get_args(Status)
 INACTIVE_STATUSES = frozenset({"refuted", "superseded", "retired"})
 
 MODES = ("hybrid", "bm25", "vector")  # search's ranking modes, the default first
-LINT_CLASSES = ("schema", "links", "superseded", "gates", "stale", "contradictions", "duplicates", "skills")
+LINT_CLASSES = (
+    "schema",
+    "links",
+    "superseded",
+    "gates",
+    "stale",
+    "contradictions",
+    "duplicates",
+    "skills",
+    "secrets",
+)
 DIRECTIONS = ("higher", "lower")  # which way a metric is better
 PRIORITIES = ("high", "medium", "low")  # of a gap
 

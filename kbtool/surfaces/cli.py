@@ -74,6 +74,13 @@ KbPath = Annotated[
     ),
 ]
 JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON (stable field names) instead of text.")]
+AllowSecret = Annotated[
+    bool,
+    typer.Option(
+        "--allow-secret",
+        help="Write text that looks like a credential (a key, a token, a private key) anyway: you say it is not one.",
+    ),
+]
 Fields = Annotated[
     list[str] | None,
     typer.Option(
@@ -122,12 +129,14 @@ def _root(path: Path | None) -> Path:
     return resolve_root(path if path is not None else _invocation["kb"])
 
 
-def open_kb(path: Path | None) -> KnowledgeBase:
+def open_kb(path: Path | None, allow_secret: bool = False) -> KnowledgeBase:
     """The command's --kb, else the one given before the command (`kb --kb PATH list`)."""
     # imported here, not at the top: `kb search` answered by the daemon never needs pydantic or git
     from ..kb import KnowledgeBase
 
-    return KnowledgeBase.open(_root(path))
+    base = KnowledgeBase.open(_root(path))
+    base.allow_secrets = allow_secret
+    return base
 
 
 def current_agent() -> str | None:
@@ -234,10 +243,11 @@ def add(
     body_file: Annotated[Path | None, typer.Option(help="Read the body from this file ('-' for stdin).")] = None,
     from_file: Annotated[Path | None, typer.Option(help="Add a whole card file (frontmatter + body).")] = None,
     kb: KbPath = None,
+    allow_secret: AllowSecret = False,
     as_json: JsonOut = False,
 ) -> None:
     """Add a card and commit it; prints the new id (--json: the whole card)."""
-    base = open_kb(kb)
+    base = open_kb(kb, allow_secret)
     if from_file is not None:
         if title or field or tag or body is not None or body_file is not None or status:
             raise BadInput("--from-file takes the whole card; give no other card options with it")
@@ -309,10 +319,11 @@ def edit(
     body: Annotated[str | None, typer.Option(help="Replace the body.")] = None,
     body_file: Annotated[Path | None, typer.Option(help="Replace the body with this file ('-' for stdin).")] = None,
     kb: KbPath = None,
+    allow_secret: AllowSecret = False,
     as_json: JsonOut = False,
 ) -> None:
     """Change fields or the body of a card; one commit (none when nothing changed)."""
-    stored = open_kb(kb).edit(
+    stored = open_kb(kb, allow_secret).edit(
         card_id,
         fields=field or [],
         body=body_from(body, body_file),
@@ -440,6 +451,7 @@ def add_finding(
         bool, typer.Option(help="Refuse (exit 1, nothing written) when likely duplicates or contradictions exist.")
     ] = False,
     kb: KbPath = None,
+    allow_secret: AllowSecret = False,
     as_json: JsonOut = False,
 ) -> None:
     """Record an experiment's finding with measured evidence; one commit, the index updated.
@@ -448,7 +460,7 @@ def add_finding(
     from ..loop.finding_input import finding_arguments, parse_conditions, parse_metric_flags
     from ..model.contracts import FindingInput
 
-    base = open_kb(kb)
+    base = open_kb(kb, allow_secret)
     if json_input:
         args = finding_arguments(FindingInput.parse(_json_stdin(), "--json-input"))
         args["repo"] = args["repo"] or repo
@@ -813,10 +825,11 @@ def import_cmd(
         Path, typer.Argument(help="A folder of markdown, one markdown file, or a MetaInfer inference_blueprint.json.")
     ],
     kb: KbPath = None,
+    allow_secret: AllowSecret = False,
     as_json: JsonOut = False,
 ) -> None:
     """Import documents as cards in one commit; importing again updates instead of duplicating."""
-    summary = open_kb(kb).import_path(path)
+    summary = open_kb(kb, allow_secret).import_path(path)
     if as_json:
         print_json(summary.to_json())
     else:

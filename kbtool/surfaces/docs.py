@@ -26,6 +26,7 @@ LINT_CHECKS = {
     "contradictions": "same metric and scope, opposite effect",
     "duplicates": "embedding similarity above `curation.duplicate_similarity`",
     "skills": "specification violations; discoverability warnings",
+    "secrets": "text that looks like a credential, by detect-secrets' rules",
 }
 
 
