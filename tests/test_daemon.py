@@ -184,3 +184,26 @@ def test_list_gaps_and_stats_use_a_running_daemon_and_see_every_write(kb, env):
     assert (kb.root / ".kb" / "daemon.log").read_text() == log  # no second daemon started
     stdout, loaded = modules_loaded_by(["--kb", str(kb.root), "list"], env=env)
     assert "is-fp8-kv-cache-accurate-enough" in stdout and "kbtool.kb" not in loaded  # the daemon answered it
+
+
+def test_a_daemon_that_cannot_start_is_said_at_once(kb, env):
+    (kb.root / "kb.toml").write_text((kb.root / "kb.toml").read_text() + "\n[kb\n")
+    out = kb_cmd(kb, env, "search", "x", check=False)
+    assert out.returncode == 2 and "malformed TOML" in out.stderr
+    assert "the search daemon exited at start" in out.stderr and "within 60 s" not in out.stderr
+
+
+def test_clients_that_hang_up_stall_or_send_garbage_do_not_stop_the_daemon(kb, env):
+    kb_cmd(kb, env, "add", "gap", "--title", "Still serving?")
+    kb_cmd(kb, env, "search", "serving")
+    log = kb.root / ".kb" / "daemon.log"
+    pid = log.read_text().split("kb daemon ")[1].split()[0]
+    for payload in (b'{"op": "search", "requests": [{"q": "x"}', b"[1]\n", b"\xff\xfe\n", b""):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(socket_path(kb.root)))
+            sock.sendall(payload)  # then hang up without reading the answer
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stalled:
+        stalled.connect(str(socket_path(kb.root)))  # connects, says nothing: dropped after a few seconds
+        hits = json.loads(kb_cmd(kb, env, "search", "serving", "--json").stdout)["hits"]
+    assert hits[0]["id"] == "still-serving"
+    assert log.read_text().count("ready for") == 1 and f"kb daemon {pid} ready" in log.read_text()

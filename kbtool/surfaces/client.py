@@ -24,7 +24,9 @@ from ..model.vocabulary import CONFIG_FILE, STATE_DIR
 
 PROTOCOL = 1
 START_TIMEOUT_S = 60.0  # until the daemon's socket accepts (it binds before loading the model)
-ANSWER_TIMEOUT_S = 1800.0  # a first search may embed a whole new knowledge base
+# the daemon answers from the keyword index while vectors build in the background; past this it is
+# stuck (stopped, deadlocked), and the search runs in this process instead, with a note
+ANSWER_TIMEOUT_S = 300.0
 MAX_LINE = 64 * 1024 * 1024
 
 
@@ -165,7 +167,7 @@ def _connect(root: Path) -> socket.socket:
             return sock
         path.unlink(missing_ok=True)  # a socket file left by a daemon that died
         with open(state / "daemon.log", "ab") as log:
-            subprocess.Popen(
+            daemon = subprocess.Popen(
                 daemon_command(root),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -178,6 +180,9 @@ def _connect(root: Path) -> socket.socket:
             sock = _try_connect(path)
             if sock is not None:
                 return sock
+            if daemon.poll() is not None:  # it could not start (a malformed kb.toml): say so now, not in 60 s
+                lines = (state / "daemon.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()
+                raise DaemonUnavailable(f"the search daemon exited at start ({lines[-1] if lines else 'no log'})")
             time.sleep(0.02)
     raise DaemonUnavailable(
         f"no search daemon answered at {path} within {START_TIMEOUT_S:.0f} s; see {state / 'daemon.log'}"

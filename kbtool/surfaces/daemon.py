@@ -28,6 +28,7 @@ from . import operations
 from .client import MAX_LINE, PROTOCOL, build_id, socket_path
 
 IDLE_S = float(os.environ.get("KB_DAEMON_IDLE", "900"))
+READ_TIMEOUT_S = 5.0
 
 
 def handle(kb: Any, message: dict[str, Any], build: str) -> tuple[dict[str, Any], bool]:
@@ -36,6 +37,8 @@ def handle(kb: Any, message: dict[str, Any], build: str) -> tuple[dict[str, Any]
 
     if message.get("op") == "stop":
         return {"ok": True}, False
+    if "protocol" not in message or "build" not in message:  # not a kb client's request: refuse it, keep serving
+        return {"ok": False, "error": "bad request: not a kb client's message", "exit_code": 2}, True
     if message.get("protocol") != PROTOCOL or message.get("build") != build:
         return {"ok": False, "restart": True}, False
     try:
@@ -52,6 +55,13 @@ def handle(kb: Any, message: dict[str, Any], build: str) -> tuple[dict[str, Any]
     return {"ok": True, "results": results, "notices": notices}, True
 
 
+def _send(conn: socket.socket, reply: dict[str, Any]) -> None:
+    try:
+        conn.sendall(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
+    except OSError:
+        pass  # the client went away (a broken pipe, a reset): serve the next one
+
+
 def _read(conn: socket.socket) -> dict[str, Any]:
     buf = b""
     while not buf.endswith(b"\n") and len(buf) < MAX_LINE:
@@ -59,7 +69,10 @@ def _read(conn: socket.socket) -> dict[str, Any]:
         if not data:
             break
         buf += data
-    return json.loads(buf or b"{}")
+    message = json.loads(buf or b"{}")
+    if not isinstance(message, dict):
+        raise ValueError("expected a JSON object")
+    return message
 
 
 def serve(root: Path) -> None:
@@ -86,19 +99,15 @@ def serve(root: Path) -> None:
             except TimeoutError:
                 break
             with conn:
-                conn.settimeout(60)
+                # a client sends its request as soon as it connects; one that stalls must not hold up the rest
+                conn.settimeout(READ_TIMEOUT_S)
                 try:
                     message = _read(conn)
                 except (OSError, ValueError) as exc:
-                    conn.sendall(
-                        json.dumps({"ok": False, "error": f"bad request: {exc}", "exit_code": 2}).encode() + b"\n"
-                    )
+                    _send(conn, {"ok": False, "error": f"bad request: {exc}", "exit_code": 2})
                     continue
                 reply, serving = handle(kb, message, build)
-                try:
-                    conn.sendall(json.dumps(reply, ensure_ascii=False).encode() + b"\n")
-                except OSError:
-                    pass  # the client went away; serve the next one
+                _send(conn, reply)
     finally:
         server.close()
         # only remove the socket if it is still ours (a successor may have bound a new one)
