@@ -287,6 +287,17 @@ class KnowledgeBase:
                 )
         self.policy.check(card, origin)
         text = markdown.render(card, body)
+        limits = self.config.limits
+        if len(card.title) > limits.title_chars:
+            raise BadInput(
+                f"{origin}: the title has {len(card.title):,} characters, over the limit of {limits.title_chars:,} "
+                "(kb.toml [limits] title_chars); say the rest in the body"
+            )
+        if len(text.encode()) > limits.card_bytes:
+            raise BadInput(
+                f"{origin}: {len(text.encode()):,} bytes, over the card limit of {limits.card_bytes:,} "
+                "(kb.toml [limits] card_bytes); split it, or keep the bulk in an artifact"
+            )
         if not self.allow_secrets:
             from .loop.secrets import find_secrets
 
@@ -344,7 +355,7 @@ class KnowledgeBase:
         """
         from .loop.importer import plan_import
 
-        collection, planned = plan_import(Path(path))
+        collection, planned = plan_import(Path(path), self.config.limits.import_bytes)
         today, author = date.today(), author_name(self.store)
         with self.store.lock():
             existing = {s.id: s for s in self.cards()}
@@ -861,6 +872,13 @@ class KnowledgeBase:
 
     def run_search(self, request: SearchRequest) -> SearchResult:
         from .search.pipeline import Searcher
+
+        limit = self.config.limits.query_chars
+        if len(request.query) > limit:
+            raise BadInput(
+                f"the query has {len(request.query):,} characters, over the limit of {limit:,} "
+                "(kb.toml [limits] query_chars)"
+            )
 
         if request.mode != "bm25" and self.semantic_embedder() is None:
             if request.mode == "vector":

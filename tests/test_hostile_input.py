@@ -157,3 +157,26 @@ def test_a_card_in_the_wrong_kind_folder_is_not_edited_in_place(cli, kb):
     result = cli("edit", "misplaced", "--title", "Still misplaced")
     assert one_line_error(result) and "move it to kb/gap/misplaced.md first" in result.stderr, result.output
     assert tree_state(kb.root) == before
+
+
+def test_limits_from_kb_toml_name_themselves(cli, kb, tmp_path, searchable):
+    (kb.root / "kb.toml").write_text(
+        (kb.root / "kb.toml").read_text()
+        + "\n[limits]\ncard_bytes = 4000\ntitle_chars = 80\nquery_chars = 200\nimport_bytes = 1000\n"
+    )
+    before = tree_state(kb.root)
+    cases = [
+        (["add", "gap", "--title", "t" * 81], "over the limit of 80 (kb.toml [limits] title_chars)"),
+        (["add", "gap", "--title", "Big body?", "--body", "word " * 1000], "over the card limit of 4,000"),
+        (["search", "decode " * 40], "over the limit of 200 (kb.toml [limits] query_chars)"),
+    ]
+    for args, message in cases:
+        result = cli(*args)
+        assert one_line_error(result) and message in result.stderr, (args, result.output)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\n" + "text " * 300)
+    result = cli("import", str(docs))
+    assert one_line_error(result) and "over the import limit of 1,000" in result.stderr
+    assert tree_state(kb.root) == before
+    assert cli("add", "gap", "--title", "Within every limit?").exit_code == 0

@@ -303,6 +303,21 @@ def test_http_off_loopback_requires_and_enforces_a_token(seeded, env):
         asyncio.run(go())
 
 
+def test_an_http_request_over_the_size_limit_is_refused_and_the_server_serves_on(seeded, env):
+    (seeded.root / "kb.toml").write_text((seeded.root / "kb.toml").read_text() + "\n[limits]\nrequest_bytes = 20000\n")
+    with http_server(seeded, env, "--http", "127.0.0.1:0") as url:
+        big = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "search", "arguments": {}}}
+        big["params"]["arguments"]["query"] = "x" * 30_000
+        refused = httpx2.post(url, json=big, headers={"Accept": "application/json, text/event-stream"})
+        assert refused.status_code == 413 and "over the limit of 20,000" in refused.json()["error"]
+
+        async def go():
+            async with Client(url) as client:
+                assert not (await call(client, "gaps")).is_error
+
+        asyncio.run(go())
+
+
 def test_http_on_loopback_and_a_taken_port(seeded, env):
     with http_server(seeded, env, "--http", "127.0.0.1:0") as url:
 

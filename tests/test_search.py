@@ -115,14 +115,20 @@ def test_chinese_text_is_searchable(filled):
         '"NVFP4 AND (',
         "NEAR(a b) OR *",
         "decode\x00\x07\x1b[31m",
-        "x" * 100_000,
-        " ".join(["decode"] * 20_000),
+        "x" * 10_000,
+        " ".join(["decode"] * 1_400),
         "-- DROP TABLE cards; --",
     ],
 )
 def test_hostile_queries_give_results_not_errors(filled, query):
     result = filled.search(query, k=3)
     assert isinstance(result.hits, list)
+
+
+@pytest.mark.parametrize("query", ["x" * 100_000, " ".join(["decode"] * 20_000)])
+def test_a_query_past_the_limit_is_refused_naming_it(filled, query):
+    with pytest.raises(BadInput, match=r"over the limit of 10,000 \(kb.toml \[limits\] query_chars\)"):
+        filled.search(query)
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\x00\x01"])

@@ -66,8 +66,8 @@ def _unique(cards: list[PlannedCard]) -> list[PlannedCard]:
     return out
 
 
-def plan_import(path: Path) -> tuple[str, list[PlannedCard]]:
-    """(collection name, cards) for a folder or a file."""
+def plan_import(path: Path, max_bytes: int | None = None) -> tuple[str, list[PlannedCard]]:
+    """(collection name, cards) for a folder or a file; BadInput past max_bytes of documents."""
     path = path.expanduser().resolve()
     if not path.exists():
         raise BadInput(f"{path}: no such file or folder")
@@ -86,14 +86,21 @@ def plan_import(path: Path) -> tuple[str, list[PlannedCard]]:
             "(copy the file in, or import its own folder)"
         )
     cards: list[PlannedCard] = []
-    for md in sorted(
+    documents = sorted(
         p
         for p in path.rglob("*")
         if p.suffix.lower() in (".md", ".markdown")
         and p.is_file()
         and not p.is_symlink()  # a link inside the folder: its target is imported under its own path
         and not any(part.startswith(".") for part in p.relative_to(path).parts)
-    ):
+    )
+    size = sum(p.stat().st_size for p in documents)
+    if max_bytes is not None and size > max_bytes:
+        raise BadInput(
+            f"{path}: {len(documents)} documents of {size:,} bytes, over the import limit of {max_bytes:,} "
+            "(kb.toml [limits] import_bytes); import its folders one at a time"
+        )
+    for md in documents:
         cards.extend(plan_markdown(md, path, collection))
     blueprint = path / BLUEPRINT_NAME
     if blueprint.is_file():

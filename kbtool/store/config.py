@@ -30,6 +30,18 @@ class SearchSection(_Section):
     reranker: str = Field(default="none", description="a stage after fusion, by name (kbtool.search.rerankers)")
 
 
+class LimitsSection(_Section):
+    """What one card, query, import or MCP request may hold; past a limit kb refuses, naming it. The
+    defaults sit well above what real cards hold (the starter KB's largest card is 54 KB) and well below
+    what stalls a search (a 5 MB card made the first one take minutes)."""
+
+    card_bytes: int = Field(default=512 * 1024, gt=0, description="a card file's size, in bytes")
+    title_chars: int = Field(default=500, gt=0, description="a card's title, in characters")
+    query_chars: int = Field(default=10_000, gt=0, description="a search query, in characters")
+    import_bytes: int = Field(default=256 << 20, gt=0, description="the documents one kb import reads, in bytes")
+    request_bytes: int = Field(default=4 << 20, gt=0, description="one MCP request over HTTP, in bytes")
+
+
 class CurationSection(_Section):
     max_finding_age_days: int = Field(default=365, gt=0, description="findings older than this are stale")
     duplicate_similarity: float = Field(
@@ -41,6 +53,7 @@ class Config(_Section):
     kb: KbSection = KbSection()
     index: IndexSection = IndexSection()
     search: SearchSection = SearchSection()
+    limits: LimitsSection = LimitsSection()
     curation: CurationSection = CurationSection()
     # a kind (or "*" for every kind) -> JSON Schema files its cards must also satisfy (kbtool/model/policy.py)
     schema_: dict[str, list[str]] = Field(default={}, alias="schema")

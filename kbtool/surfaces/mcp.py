@@ -550,17 +550,49 @@ class BearerToken:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):
-                body = json.dumps({"error": "unauthorized: send Authorization: Bearer <token>"}).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                error = "unauthorized: send Authorization: Bearer <token>"
+                await _refuse(send, 401, error, ((b"www-authenticate", b"Bearer"),))
                 return
         await self.app(scope, receive, send)
+
+
+class RequestLimit:
+    """ASGI middleware: a request body over `limit` bytes is refused with 413 (kb.toml [limits]
+    request_bytes), by its Content-Length, or, when it streams without one, as soon as it passes it."""
+
+    def __init__(self, app: Any, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > self.limit:
+            await _refuse(send, 413, f"request of {int(declared):,} bytes, over the limit of {self.limit:,}")
+            return
+        seen = 0
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:  # a body streamed past the limit: the app sees the client go away
+                return {"type": "http.disconnect"}
+            return message
+
+        await self.app(scope, counted, send)
+
+
+async def _refuse(send: Any, status: int, error: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
+    body = json.dumps({"error": error}).encode()
+    start = {
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), *headers],
+    }
+    await send(start)
+    await send({"type": "http.response.body", "body": body})
 
 
 def serve_stdio(kb: KnowledgeBase, read_only: bool) -> None:
@@ -586,6 +618,7 @@ def serve_http(kb: KnowledgeBase, address: str, token: str | None, read_only: bo
     # off loopback the Host header is whatever name clients use; the bearer token is the guard
     security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app: Any = server.streamable_http_app(host=host, transport_security=security, stateless_http=False)
+    app = RequestLimit(app, kb.config.limits.request_bytes)
     if token:
         app = BearerToken(app, token)
     # bind here, not in uvicorn: a taken port is a one-line error, and port 0 can say which port it got
