@@ -355,7 +355,14 @@ class KnowledgeBase:
         """
         from .loop.importer import plan_import
 
-        collection, planned = plan_import(Path(path), self.config.limits.import_bytes)
+        source = Path(path).expanduser().resolve()
+        own = [self.root / CARDS_DIR, self.root / SKILLS_DIR]
+        if any(source == d or source.is_relative_to(d) or d.is_relative_to(source) for d in own):
+            raise BadInput(
+                f"{path}: holds this knowledge base's own cards or skills; kb import reads documents, and "
+                "importing the cards would copy every one as a reference"
+            )
+        collection, planned = plan_import(source, self.config.limits.import_bytes)
         today, author = date.today(), author_name(self.store)
         with self.store.lock():
             existing = {s.id: s for s in self.cards()}

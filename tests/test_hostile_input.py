@@ -180,3 +180,22 @@ def test_limits_from_kb_toml_name_themselves(cli, kb, tmp_path, searchable):
     assert one_line_error(result) and "over the import limit of 1,000" in result.stderr
     assert tree_state(kb.root) == before
     assert cli("add", "gap", "--title", "Within every limit?").exit_code == 0
+
+
+def test_low_ones(cli, kb):
+    before = tree_state(kb.root)
+    for args, message in [
+        (["add", "gap", "--title", "   "], "title: must not be blank"),
+        (["add", "gap", "--title", "two\nlines"], "title: must be one line"),
+        (["import", str(kb.root)], "holds this knowledge base's own cards"),
+        (["import", str(kb.root / "kb")], "holds this knowledge base's own cards"),
+    ]:
+        result = cli(*args)
+        assert one_line_error(result) and message in result.stderr, (args, result.output)
+    beside = cli("add-finding", "--json-input", "--title", "ignored?", input='{"title": "x"}')
+    assert one_line_error(beside) and "--title would be ignored" in beside.stderr
+    deep = cli("add-finding", "--json-input", input="[" * 100_000 + "]" * 100_000)
+    assert one_line_error(deep)
+    assert tree_state(kb.root) == before
+    version = cli("--version")
+    assert version.exit_code == 0 and version.stdout.startswith("kb ")

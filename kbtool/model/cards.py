@@ -14,7 +14,7 @@ import unicodedata
 from datetime import date
 from typing import Annotated, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from .vocabulary import INACTIVE_STATUSES, KINDS, STATUSES, Status  # noqa: F401 - the names cards exports
 
@@ -25,6 +25,18 @@ _ID_RE = re.compile(ID_PATTERN)
 
 CardId = Annotated[str, Field(pattern=ID_PATTERN)]
 NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+def _one_line(title: str) -> str:
+    # a title is what every listing shows in one line
+    if not title.strip():
+        raise ValueError("must not be blank")
+    if "\n" in title or "\r" in title:
+        raise ValueError("must be one line (say the rest in the body)")
+    return title
+
+
+Title = Annotated[str, Field(min_length=1), AfterValidator(_one_line)]
 # An applies_to value names one thing (hardware: B200) or several (hardware: [B200, H100]).
 Scope = NonEmpty | list[NonEmpty]
 
@@ -94,7 +106,7 @@ class CardBase(Model):
 
     id: CardId
     kind: str
-    title: NonEmpty
+    title: Title
     status: Status = "draft"
     tags: list[NonEmpty] = []
     applies_to: AppliesTo = AppliesTo()

@@ -107,6 +107,14 @@ Status = Annotated[
 ]
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"kb {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _global_options(
     kb: Annotated[
@@ -117,6 +125,9 @@ def _global_options(
             show_default=False,
         ),
     ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", help="Print kb's version and exit.", is_eager=True, callback=_print_version)
+    ] = False,
 ) -> None:
     # One invocation, one value: reset on every run so nothing leaks between runs in a process.
     _invocation["kb"] = kb
@@ -462,6 +473,12 @@ def add_finding(
 
     base = open_kb(kb, allow_secret)
     if json_input:
+        flags = {"--title": title, "--claim": claim, "--metric": metric, "--baseline": baseline, "--from": from_file}
+        given = [flag for flag, value in {**flags, "--body": body}.items() if value]
+        if given:
+            raise BadInput(
+                f"--json-input takes every field from stdin; {', '.join(given)} would be ignored, so drop it"
+            )
         args = finding_arguments(FindingInput.parse(_json_stdin(), "--json-input"))
         args["repo"] = args["repo"] or repo
     else:
@@ -507,6 +524,8 @@ def _json_stdin() -> Any:
         return json.loads(sys.stdin.read())
     except json.JSONDecodeError as exc:
         raise BadInput(f"--json-input: stdin is not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise BadInput("--json-input: nested too deeply to be a finding") from None
 
 
 @app.command()
