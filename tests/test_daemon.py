@@ -207,3 +207,32 @@ def test_clients_that_hang_up_stall_or_send_garbage_do_not_stop_the_daemon(kb, e
         hits = json.loads(kb_cmd(kb, env, "search", "serving", "--json").stdout)["hits"]
     assert hits[0]["id"] == "still-serving"
     assert log.read_text().count("ready for") == 1 and f"kb daemon {pid} ready" in log.read_text()
+
+
+def test_a_daemon_that_dies_mid_query_is_fallen_back_from_and_said(kb, env):
+    """What a client sees when the daemon is killed while answering: the connection closes with no
+    reply. A listener here stands in for it: it reads the request and hangs up."""
+    import threading
+
+    kb_cmd(kb, env, "add", "gap", "--title", "Answered anyway?")
+    path = socket_path(kb.root)
+    path.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+
+    def die_mid_query():
+        conn, _ = listener.accept()
+        conn.recv(1 << 16)
+        conn.close()
+
+    dying = threading.Thread(target=die_mid_query)
+    dying.start()
+    try:
+        out = kb_cmd(kb, env, "search", "answered anyway", "--json")
+    finally:
+        dying.join(10)
+        listener.close()
+        path.unlink(missing_ok=True)
+    assert json.loads(out.stdout)["hits"][0]["id"] == "answered-anyway"
+    assert "searching in this process (the search daemon closed the connection)" in out.stderr

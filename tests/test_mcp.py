@@ -318,6 +318,41 @@ def test_an_http_request_over_the_size_limit_is_refused_and_the_server_serves_on
         asyncio.run(go())
 
 
+def test_a_client_past_the_rate_limit_is_told_to_slow_down(seeded, env):
+    (seeded.root / "kb.toml").write_text(
+        (seeded.root / "kb.toml").read_text() + "\n[limits]\nrequests_per_minute = 5\n"
+    )
+    with http_server(seeded, env, "--http", "127.0.0.1:0") as url:
+        codes = [httpx2.post(url, json={}).status_code for _ in range(8)]
+    assert 429 in codes and codes.index(429) >= 5, codes
+
+
+def test_the_token_is_never_logged(seeded, env):
+    token = "tok-3f9a1c77d2"
+    proc = subprocess.Popen(
+        [*KB, "--kb", str(seeded.root), "serve", "--http", "127.0.0.1:0", "--token", token],
+        env={**env, "KB_DEBUG": "1"},  # the most the server ever logs
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stderr.readline()
+        url = line.split("serving MCP at ", 1)[1].split()[0]
+        httpx2.post(url, json={}, headers={"Authorization": "Bearer wrong"})
+
+        async def go():
+            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+                async with Client(streamable_http_client(url, http_client=http)) as client:
+                    assert not (await call(client, "gaps")).is_error
+
+        asyncio.run(go())
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=10)
+    assert token not in line + out + err
+
+
 def test_http_on_loopback_and_a_taken_port(seeded, env):
     with http_server(seeded, env, "--http", "127.0.0.1:0") as url:
 

@@ -22,6 +22,7 @@ import logging
 import os
 import socket
 import sys
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Literal
@@ -556,16 +557,30 @@ class BearerToken:
         await self.app(scope, receive, send)
 
 
-class RequestLimit:
-    """ASGI middleware: a request body over `limit` bytes is refused with 413 (kb.toml [limits]
-    request_bytes), by its Content-Length, or, when it streams without one, as soon as it passes it."""
+class RequestLimits:
+    """ASGI middleware for kb.toml [limits]: a request body over request_bytes is refused with 413, by
+    its Content-Length or, when it streams without one, as soon as it passes it; a client past
+    requests_per_minute gets 429 (a token bucket per client address, refilled continuously)."""
 
-    def __init__(self, app: Any, limit: int):
-        self.app, self.limit = app, limit
+    def __init__(self, app: Any, limit: int, per_minute: int):
+        self.app, self.limit, self.per_minute = app, limit, per_minute
+        self.buckets: dict[str, tuple[float, float]] = {}  # client -> (tokens, when counted)
+
+    def _allowed(self, client: str) -> bool:
+        now = time.monotonic()
+        tokens, then = self.buckets.get(client, (float(self.per_minute), now))
+        tokens = min(float(self.per_minute), tokens + (now - then) * self.per_minute / 60)
+        self.buckets[client] = (tokens - 1, now) if tokens >= 1 else (tokens, now)
+        return tokens >= 1
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        client = (scope.get("client") or ("?",))[0]
+        if not self._allowed(client):
+            retry = ((b"retry-after", str(max(1, round(60 / self.per_minute))).encode()),)
+            await _refuse(send, 429, f"over {self.per_minute} requests a minute; slow down", retry)
             return
         declared = dict(scope.get("headers") or []).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > self.limit:
@@ -618,7 +633,7 @@ def serve_http(kb: KnowledgeBase, address: str, token: str | None, read_only: bo
     # off loopback the Host header is whatever name clients use; the bearer token is the guard
     security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app: Any = server.streamable_http_app(host=host, transport_security=security, stateless_http=False)
-    app = RequestLimit(app, kb.config.limits.request_bytes)
+    app = RequestLimits(app, kb.config.limits.request_bytes, kb.config.limits.requests_per_minute)
     if token:
         app = BearerToken(app, token)
     # bind here, not in uvicorn: a taken port is a one-line error, and port 0 can say which port it got
