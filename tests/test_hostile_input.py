@@ -11,6 +11,7 @@ import time
 import pytest
 
 from conftest import tree_state
+from kbtool.surfaces.client import socket_path
 
 BOMB = """---
 id: bomb
@@ -199,3 +200,23 @@ def test_low_ones(cli, kb):
     assert tree_state(kb.root) == before
     version = cli("--version")
     assert version.exit_code == 0 and version.stdout.startswith("kb ")
+
+
+def test_a_tsv_row_with_an_extra_field_an_export_onto_a_file_and_a_folder_at_the_socket(
+    cli, kb, tmp_path, searchable, monkeypatch
+):
+    tsv = tmp_path / "results.tsv"
+    tsv.write_text("commit\tmetric\tmemory\tstatus\tdescription\nabc\t1.5\t10\tkeep\tfirst\textra\n")
+    before = tree_state(kb.root)
+    result = cli("add-finding", "--title", "t", "--from", str(tsv))
+    assert one_line_error(result) and "line 2 has more fields than the header" in result.stderr
+    assert tree_state(kb.root) == before
+    kb.new_skill("demo", "Use when testing export.")
+    onto = tmp_path / "a-file"
+    onto.write_text("keep me")
+    exported = cli("skill", "export", "demo", "--to", str(onto))
+    assert one_line_error(exported) and "a file, not a folder" in exported.stderr and onto.read_text() == "keep me"
+    monkeypatch.setenv("KB_DAEMON", "1")
+    socket_path(kb.root).mkdir(parents=True)
+    found = cli("search", "demo")
+    assert found.exit_code == 0 and "is not a socket; remove it" in found.stderr

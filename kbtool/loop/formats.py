@@ -143,6 +143,9 @@ def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]
     """Autoresearch-style results: every row whose status is 'keep' becomes one evidence entry."""
     text, digest = read_artifact(path)
     rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+    for n, row in enumerate(rows, 2):
+        if None in row:  # csv puts the fields past the header's under None
+            raise BadInput(f"{path}: line {n} has more fields than the header ({len(row) - 1 + len(row[None])})")
     header = [h.strip() for h in (rows[0].keys() if rows else text.split("\n", 1)[0].split("\t"))]
     missing = [c for c in TSV_COLUMNS if c not in header]
     if missing:

@@ -135,6 +135,8 @@ def export(skill_folder: Path, name: str, to: Path) -> Path:
     """Copy a skill to to/<name>/, replacing an earlier export of it; the swap is a rename, so an
     agent reading to/<name> sees the old skill or the new one."""
     target = to / name
+    if to.exists() and not to.is_dir():
+        raise Conflict(f"--to {to}: a file, not a folder to export skills into")
     if target.exists() and not (target / SKILL_FILE).exists() and any(target.iterdir()):
         raise Conflict(f"{target} exists and is not a skill; not overwriting it")
     to.mkdir(parents=True, exist_ok=True)

@@ -165,6 +165,8 @@ def _connect(root: Path) -> socket.socket:
         sock = _try_connect(path)  # another client may have started it while we waited
         if sock is not None:
             return sock
+        if path.exists() and not path.is_socket():  # not ours to remove: say so, and search in-process
+            raise DaemonUnavailable(f"{path} is not a socket; remove it to let kb start its search daemon")
         path.unlink(missing_ok=True)  # a socket file left by a daemon that died
         with open(state / "daemon.log", "ab") as log:
             daemon = subprocess.Popen(
