@@ -220,3 +220,10 @@ def test_a_tsv_row_with_an_extra_field_an_export_onto_a_file_and_a_folder_at_the
     socket_path(kb.root).mkdir(parents=True)
     found = cli("search", "demo")
     assert found.exit_code == 0 and "is not a socket; remove it" in found.stderr
+
+
+def test_a_card_with_a_byte_order_mark_is_told_so(cli, kb, tmp_path):
+    bom = tmp_path / "bom.md"
+    bom.write_text("\ufeff---\nid: bom\nkind: gap\ntitle: B\nquestion: q\n---\n", encoding="utf-8")
+    result = cli("add", "gap", "--from-file", str(bom))
+    assert one_line_error(result) and "starts with a byte-order mark (U+FEFF)" in result.stderr

@@ -118,6 +118,8 @@ _CARD_PROBLEMS: dict[FrontmatterProblem, str] = {
 
 def load_frontmatter(text: str, origin: str) -> tuple[dict[str, Any], str]:
     """A card's raw frontmatter mapping and its body, before schema validation; InvalidCard if unreadable."""
+    if text.startswith("\ufeff"):  # else it reads as a card with no opening '---', which misleads
+        raise InvalidCard(f"{origin}: starts with a byte-order mark (U+FEFF); save it as UTF-8 without one")
     try:
         return read_frontmatter(text)
     except FrontmatterError as exc:
