@@ -156,6 +156,9 @@ def test_a_kbtool_folder_in_the_knowledge_base_is_never_imported(kb, env, tmp_pa
     package.mkdir()
     (package / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
     (package / "daemon.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    (package / "surfaces").mkdir()  # where the daemon's module lives now
+    (package / "surfaces" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    (package / "surfaces" / "daemon.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
     kb_cmd(kb, env, "add", "gap", "--title", "Is the daemon safe?")
     out = kb_cmd(kb, env, "search", "daemon safe", "--json")
     assert json.loads(out.stdout)["hits"][0]["id"] == "is-the-daemon-safe"
