@@ -44,7 +44,7 @@ from .model.errors import (
 from .model.fields import card_conditions, merge, parse_assignments, parse_filters
 from .model.records import CardSummary, Problem, StoredCard
 from .model.validation import model_for, validate_card
-from .model.vocabulary import LINT_CLASSES
+from .model.vocabulary import LINT_CLASSES, STATE_DIR
 from .store.config import Config, load_config
 from .store.locate import resolve_root
 from .store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
@@ -67,6 +67,8 @@ class KnowledgeBase:
         self.store = Store(self.root)
         self.store.recover_if_interrupted()  # a writer killed mid-write: undo it before anything is read
         self.notices: builtins.list[str] = []  # things worth telling the user that are not errors (an index rebuilt)
+        if self.store.state_dir != self.root / STATE_DIR:
+            self.notices.append(f"a read-only knowledge base: its search index is kept in {self.store.state_dir}")
         # a write whose text looks like a credential is refused unless a person says it is not one
         # (the CLI's --allow-secret); nothing an agent calls over MCP can set it
         self.allow_secrets = False
@@ -448,7 +450,7 @@ class KnowledgeBase:
         from .loop.curation import related_findings
         from .loop.finding_input import evidence_from_metrics
         from .loop.formats import reader_for
-        from .loop.provenance import environment, portable_path, repo_state
+        from .loop.provenance import environment, portable_path, repo_state, require_repository
 
         if agent is not None:
             status = agent_status(status, "tentative")
@@ -472,6 +474,8 @@ class KnowledgeBase:
         }
         _check_status(data["status"])
         state = repo_state(repo) if repo is not None else None
+        if repo is not None and state is None:
+            require_repository(repo)  # a repository with no commit yet records nothing; a mistyped path is refused
         if state:
             data["repo"] = state
         data["provenance"] = {k: v for k, v in (("project", project), ("agent", agent)) if v}

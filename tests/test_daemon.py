@@ -239,3 +239,13 @@ def test_a_daemon_that_dies_mid_query_is_fallen_back_from_and_said(kb, env):
         path.unlink(missing_ok=True)
     assert json.loads(out.stdout)["hits"][0]["id"] == "answered-anyway"
     assert "searching in this process (the search daemon closed the connection)" in out.stderr
+
+
+def test_an_index_the_daemon_rebuilds_is_said_to_the_first_client(kb, env):
+    kb_cmd(kb, env, "add", "gap", "--title", "Is the rebuild said?")
+    kb_cmd(kb, env, "index")
+    (kb.root / ".kb" / "index.db").write_bytes(b"not a database, " * 512)
+    first = kb_cmd(kb, env, "search", "rebuild said")
+    assert "is-the-rebuild-said" in first.stdout
+    assert "was unreadable" in first.stderr and "rebuilding it from the cards" in first.stderr, first.stderr
+    assert "was unreadable" not in kb_cmd(kb, env, "search", "rebuild said").stderr  # said once

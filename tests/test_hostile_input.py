@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import tree_state
+from conftest import REPO_ROOT, tree_state
 from kbtool.surfaces.client import socket_path
 
 BOMB = """---
@@ -227,3 +227,57 @@ def test_a_card_with_a_byte_order_mark_is_told_so(cli, kb, tmp_path):
     bom.write_text("\ufeff---\nid: bom\nkind: gap\ntitle: B\nquestion: q\n---\n", encoding="utf-8")
     result = cli("add", "gap", "--from-file", str(bom))
     assert one_line_error(result) and "starts with a byte-order mark (U+FEFF)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("metric", "message"),
+    [
+        ("tpot=-3ms", "value: -3 ms is negative"),
+        ("output_throughput=-120tok/s", "value: -120 tok/s is negative"),
+        ("peak_memory=-2GiB", "value: -2 GiB is negative"),
+        ("speedup=-1.2x", "value: -1.2 x is negative"),
+    ],
+)
+def test_a_negative_duration_rate_size_or_count_is_refused(cli, kb, metric, message):
+    before = tree_state(kb.root)
+    result = cli("add-finding", "--title", "Negative?", "--metric", metric)
+    assert one_line_error(result) and message in result.stderr, result.output
+    assert tree_state(kb.root) == before
+
+
+def test_a_change_may_be_negative_a_count_or_spread_may_not(cli, kb):
+    assert cli("add-finding", "--title", "Accuracy moved", "--metric", "gsm8k_delta=-0.4%").exit_code == 0
+    before = tree_state(kb.root)
+    for field, message in [
+        ("evidence.0.samples=-1", "samples: Input should be greater than or equal to 0"),
+        ("evidence.0.stats.std=-0.5", "stats.std: -0.5 is negative"),
+        ("evidence.0.stats.count=2.5", "stats.count: 2.5 is not a count"),
+        ("evidence.0.baseline=-4", "baseline: -4 ms is negative"),
+    ]:
+        args = ["--field", "evidence.0.metric=tpot", "--field", "evidence.0.value=4", "--field", "evidence.0.unit=ms"]
+        result = cli("add", "finding", "--title", "Spread?", *args, "--field", field)
+        assert one_line_error(result) and message in result.stderr, (field, result.output)
+    assert tree_state(kb.root) == before
+
+
+def test_an_aiperf_count_that_is_no_count_is_refused(cli, kb, tmp_path):
+    export = json.loads((REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json").read_text())
+    export["time_to_first_token"]["count"] = -3.7
+    broken = tmp_path / "profile_export_aiperf.json"
+    broken.write_text(json.dumps(export))
+    before = tree_state(kb.root)
+    result = cli("add-finding", "--title", "TTFT", "--from", str(broken))
+    assert one_line_error(result) and "time_to_first_token.count: -3.7 is not a count of requests" in result.stderr
+    assert tree_state(kb.root) == before
+
+
+def test_a_repo_that_is_not_a_repository_is_refused(cli, kb, tmp_path):
+    before = tree_state(kb.root)
+    for repo, message in [(tmp_path, "not a git repository"), (tmp_path / "missing", "no such folder")]:
+        result = cli("add-finding", "--title", "Where from?", "--metric", "tpot=3ms", "--repo", str(repo))
+        assert one_line_error(result) and f"{repo}: {message}" in result.stderr, result.output
+    assert tree_state(kb.root) == before
+    experiment = tmp_path / "experiment"
+    subprocess.run(["git", "init", "-q", str(experiment)], check=True)
+    unborn = cli("add-finding", "--title", "Before any commit", "--metric", "tpot=3ms", "--repo", str(experiment))
+    assert unborn.exit_code == 0  # a repository with no commit yet: nothing to record, nothing mistyped

@@ -87,7 +87,10 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
             "artifact": artifact,
         }
         if "count" in entry:
-            ev["samples"] = int(number(entry["count"], f"{path}: {name}.count"))
+            count = stats["count"]
+            if count < 0 or count != int(count):
+                raise BadInput(f"{path}: {name}.count: {count:g} is not a count of requests")
+            ev["samples"] = int(count)
         direction = guess_direction(name, unit)
         if direction:
             ev["direction"] = direction

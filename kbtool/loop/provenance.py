@@ -14,6 +14,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ..model.errors import BadInput
+
 PACKAGES = (
     "torch",
     "vllm",
@@ -54,6 +56,21 @@ def repo_state(path: Path) -> dict[str, Any] | None:
     if status is not None:
         state["dirty"] = bool(status)
     return state
+
+
+def require_repository(path: Path) -> None:
+    """BadInput unless path is a folder inside a git work tree: a finding told to record an experiment
+    repository must not be written without it because the path was mistyped."""
+    if not path.is_dir():
+        raise BadInput(f"{path}: no such folder (the experiment repository whose commit the finding records)")
+    try:
+        inside = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "--is-inside-work-tree"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    if inside.returncode != 0:
+        raise BadInput(f"{path}: not a git repository (the experiment repository whose commit the finding records)")
 
 
 def portable_path(path: Path, repo: Path | None) -> str:

@@ -160,6 +160,15 @@ class Artifact(Model):
 Number = int | float
 
 
+# Units of quantities that cannot be below zero: durations, rates, sizes, counts and ratios (a speedup
+# "x"). A change or a score (%, points, dB) may be negative; a latency of -3 ms is a typo or a broken parser.
+_NEVER_NEGATIVE_UNIT = re.compile(
+    r"^(?:ns|us|µs|ms|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|[\w.-]+-hours?|[kmgtp]?i?b|bytes?|x"
+    r"|tokens?|toks?|requests?|reqs?|images?|samples?)$|/(?:s|sec|second|ms|min|h|hr|hour)\b",
+    re.IGNORECASE,
+)
+
+
 class Evidence(Model):
     """One measured number behind a finding: what, how much, against what, from where."""
 
@@ -168,13 +177,28 @@ class Evidence(Model):
     unit: str | None = None
     baseline: float | None = Field(default=None, description="the same metric measured on the baseline")
     direction: Literal["higher", "lower"] | None = Field(default=None, description="which way is better")
-    samples: int | None = None
+    samples: int | None = Field(default=None, ge=0)
     stats: dict[str, float] = Field(default={}, description="p50, p90, p99, avg, min, max, std, count, ...")
     conditions: dict[str, str | Number] = Field(default={}, description="e.g. concurrency: 32")
     command: str | None = None
     repo: RepoState | None = None
     environment: dict[str, str] = {}
     artifact: Artifact | None = None
+
+    @model_validator(mode="after")
+    def _no_negative_measure(self) -> Evidence:
+        count = self.stats.get("count")
+        if count is not None and (count < 0 or count != int(count)):
+            raise ValueError(f"stats.count: {count:g} is not a count of runs or requests")
+        if self.stats.get("std", 0) < 0:
+            raise ValueError(f"stats.std: {self.stats['std']:g} is negative; a standard deviation is not")
+        if self.unit is None or not _NEVER_NEGATIVE_UNIT.search(self.unit.strip()):
+            return self
+        numbers = {"value": self.value, "baseline": self.baseline, **{f"stats.{k}": v for k, v in self.stats.items()}}
+        for where, number in numbers.items():
+            if number is not None and number < 0:
+                raise ValueError(f"{where}: {number:g} {self.unit} is negative; a duration, rate, size or count is not")
+        return self
 
 
 class Finding(CardBase):

@@ -11,6 +11,7 @@
     │   ├── Conflict         an id that already exists, a locked gate, ...
     │   ├── OutsidePath      a path that escapes the knowledge base
     │   ├── NotAKnowledgeBase  no kb.toml where one was expected
+    │   ├── ReadOnly         a write to a knowledge base this process may not write (a read-only mount)
     │   └── SemanticUnavailable  the embedding model's packages are not installed (the `semantic` extra)
     └── CheckFailed          exit code 1: the command ran and a check it performs failed
 
@@ -62,6 +63,10 @@ class OutsidePath(BadInput):
 
 class NotAKnowledgeBase(BadInput):
     pass
+
+
+class ReadOnly(BadInput):
+    """Reading, searching and linting a read-only knowledge base work; writing it cannot."""
 
 
 class SemanticUnavailable(BadInput):

@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..store.locate import cache_dir
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -28,12 +30,6 @@ PROBES = (
     "why does the all-reduce hang after the first step",
     "KV 缓存 量化 精度",
 )
-
-
-def cache_dir() -> Path:
-    if os.environ.get("KB_CACHE_DIR"):
-        return Path(os.environ["KB_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbtool"
 
 
 class OnnxQueryEncoder:

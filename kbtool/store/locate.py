@@ -1,4 +1,5 @@
-"""Finding the knowledge base root, with nothing heavier than os imported.
+"""Finding the knowledge base root and the folder of its derived state, with nothing heavier
+than os imported.
 
 `kb search` talks to a warm daemon; everything it does before that must be cheap, so
 root discovery lives here rather than beside the pydantic config models.
@@ -6,11 +7,13 @@ root discovery lives here rather than beside the pydantic config models.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shutil
 from pathlib import Path
 
 from ..model.errors import NotAKnowledgeBase
-from ..model.vocabulary import CONFIG_FILE
+from ..model.vocabulary import CONFIG_FILE, STATE_DIR
 
 
 def find_root(start: Path) -> Path | None:
@@ -36,3 +39,37 @@ def resolve_root(path: str | os.PathLike[str] | None = None) -> Path:
             f"no knowledge base here: no {CONFIG_FILE} in this folder or above it; use --kb PATH, $KB_DIR or `kb init`"
         )
     return found
+
+
+def cache_dir() -> Path:
+    """This user's cache of kb: $KB_CACHE_DIR, else $XDG_CACHE_HOME/kbtool, else ~/.cache/kbtool."""
+    if os.environ.get("KB_CACHE_DIR"):
+        return Path(os.environ["KB_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbtool"
+
+
+def can_write(root: Path) -> bool:
+    """Whether this process may write the knowledge base at root (access(2) says EROFS for a read-only
+    mount and honours permissions, as the write itself would)."""
+    return os.access(root, os.W_OK) and os.access(root / STATE_DIR, os.W_OK)
+
+
+def state_dir(root: Path) -> Path:
+    """Where the derived state of the knowledge base at root lives (index, locks, the daemon's socket):
+    root/.kb, or, when that cannot be written (a read-only mount, another user's checkout), a folder of
+    this user's cache named for root, so reading, searching and linting still work. The first time, an
+    index already built in root/.kb is copied there rather than built again."""
+    local = root / STATE_DIR
+    try:
+        local.mkdir(exist_ok=True)
+    except OSError:
+        pass
+    if os.access(local, os.W_OK):
+        return local
+    elsewhere = cache_dir() / "read-only" / hashlib.sha256(str(root).encode()).hexdigest()[:16]
+    if not (elsewhere / "index.db").exists():
+        elsewhere.mkdir(parents=True, exist_ok=True)
+        for name in ("index.db", "index.db-wal"):
+            if (local / name).is_file():
+                shutil.copyfile(local / name, elsewhere / name)
+    return elsewhere

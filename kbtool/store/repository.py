@@ -28,9 +28,10 @@ from pathlib import Path
 import git
 from filelock import FileLock, Timeout
 
-from ..model.errors import AmbiguousId, KbError, OutsidePath
+from ..model.errors import AmbiguousId, KbError, OutsidePath, ReadOnly
 from ..model.vocabulary import CONFIG_FILE, STATE_DIR
 from .config import default_config_text
+from .locate import state_dir
 
 CARDS_DIR = "kb"
 SKILLS_DIR = "skills"
@@ -60,6 +61,7 @@ class Store:
         self.root = root.resolve()
         self._repo: git.Repo | None = None
         self._file_lock: FileLock | None = None
+        self._state_dir: Path | None = None
 
     # --- paths -----------------------------------------------------------------
 
@@ -121,9 +123,21 @@ class Store:
 
     @property
     def state_dir(self) -> Path:
-        path = self.root / STATE_DIR
-        path.mkdir(exist_ok=True)
-        return path
+        """.kb/, or this user's cache for a knowledge base that cannot be written (store/locate.py)."""
+        if self._state_dir is None:
+            self._state_dir = state_dir(self.root)
+        return self._state_dir
+
+    def require_writable(self) -> None:
+        """ReadOnly, in one line, before a write touches anything, instead of an OSError halfway."""
+        if self.state_dir == self.root / STATE_DIR and os.access(self.root, os.W_OK):
+            return
+        try:
+            mounted_read_only = bool(os.statvfs(self.root).f_flag & os.ST_RDONLY)
+        except OSError:
+            mounted_read_only = False
+        why = "a read-only file system" if mounted_read_only else "this user may not write it"
+        raise ReadOnly(f"{self.root}: read-only ({why}); nothing was written (reading, search and lint still work)")
 
     # --- git -------------------------------------------------------------------
 
@@ -169,6 +183,7 @@ class Store:
 
     @contextmanager
     def lock(self) -> Iterator[None]:
+        self.require_writable()
         held = self._write_lock
         try:
             with held.acquire(timeout=LOCK_TIMEOUT_S):
@@ -181,7 +196,7 @@ class Store:
     def recover_if_interrupted(self) -> None:
         """For readers: undo a dead writer's half-done write before anything reads the files (a stat
         when there is none; nothing when a writer is live, as its journal is then its own)."""
-        if not (self.root / STATE_DIR / JOURNAL).exists():
+        if not (self.state_dir / JOURNAL).exists():
             return
         try:
             with self._write_lock.acquire(timeout=0):
@@ -191,7 +206,7 @@ class Store:
 
     def recover(self) -> list[str]:
         """Under the lock: put back what an interrupted write changed; the paths it restored."""
-        journal = self.root / STATE_DIR / JOURNAL
+        journal = self.state_dir / JOURNAL
         try:
             data = json.loads(journal.read_text(encoding="utf-8"))
             files = {rel: (None if b is None else base64.b64decode(b)) for rel, b in data["files"].items()}
@@ -227,11 +242,11 @@ class Store:
                 self.repo.git.commit("--quiet", "-m", message, "--", *files)
             except BaseException as exc:
                 self._restore(paths, before, new_dirs)
-                (self.root / STATE_DIR / JOURNAL).unlink(missing_ok=True)
+                (self.state_dir / JOURNAL).unlink(missing_ok=True)
                 if not isinstance(exc, (git.GitCommandError, OSError)):
                     raise  # Ctrl-C, a signal: the files are back, the interruption goes on up
                 raise StoreError(_refusal(exc)) from None
-            (self.root / STATE_DIR / JOURNAL).unlink(missing_ok=True)
+            (self.state_dir / JOURNAL).unlink(missing_ok=True)
             return self.repo.head.commit.hexsha
 
     def _begin(self, before: Mapping[str, bytes | None], new_dirs: list[Path]) -> None:
@@ -241,7 +256,7 @@ class Store:
             "files": {rel: (None if b is None else base64.b64encode(b).decode()) for rel, b in before.items()},
             "new_dirs": [self.relative(d) for d in new_dirs],
         }
-        _replace(self.root / STATE_DIR / JOURNAL, json.dumps(data))
+        _replace(self.state_dir / JOURNAL, json.dumps(data))
 
     def _head(self) -> str | None:
         try:

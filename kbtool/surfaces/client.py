@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..model.errors import BadInput, CheckFailed, KbError
-from ..model.vocabulary import CONFIG_FILE, STATE_DIR
+from ..model.vocabulary import CONFIG_FILE
+from ..store.locate import state_dir
 
 PROTOCOL = 1
 START_TIMEOUT_S = 60.0  # until the daemon's socket accepts (it binds before loading the model)
@@ -32,7 +33,7 @@ MAX_LINE = 64 * 1024 * 1024
 
 def socket_path(root: Path) -> Path:
     """Under .kb/ when it fits in a unix socket address (108 bytes), else in the temp folder."""
-    local = root / STATE_DIR / "daemon.sock"
+    local = state_dir(root) / "daemon.sock"
     if len(str(local)) < 100:
         return local
     return Path("/tmp") / f"kb-{os.getuid()}-{hashlib.sha1(str(root).encode()).hexdigest()[:16]}.sock"
@@ -159,8 +160,7 @@ def _connect(root: Path) -> socket.socket:
         return sock
     from filelock import FileLock
 
-    state = root / STATE_DIR
-    state.mkdir(exist_ok=True)
+    state = state_dir(root)
     with FileLock(str(state / "daemon-start.lock"), timeout=START_TIMEOUT_S):
         sock = _try_connect(path)  # another client may have started it while we waited
         if sock is not None:

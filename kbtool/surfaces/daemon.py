@@ -88,8 +88,7 @@ def serve(root: Path) -> None:
     try:
         kb = KnowledgeBase.open(root)
         # the keyword index before the first client is served; the model and vectors in the background
-        kb.warm_in_background()
-        kb.notices.clear()
+        kb.warm_in_background()  # its notices (an index rebuilt, a read-only KB) go to the first client
         print(f"kb daemon {os.getpid()} ready for {root}", flush=True)
         server.settimeout(IDLE_S)
         serving = True
