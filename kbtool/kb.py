@@ -295,11 +295,9 @@ class KnowledgeBase:
                 f"{origin}: the title has {len(card.title):,} characters, over the limit of {limits.title_chars:,} "
                 "(kb.toml [limits] title_chars); say the rest in the body"
             )
-        if len(text.encode()) > limits.card_bytes:
-            raise BadInput(
-                f"{origin}: {len(text.encode()):,} bytes, over the card limit of {limits.card_bytes:,} "
-                "(kb.toml [limits] card_bytes); split it, or keep the bulk in an artifact"
-            )
+        too_big = limits.card_too_big(len(text.encode()))
+        if too_big:
+            raise BadInput(f"{origin}: {too_big}")
         if not self.allow_secrets:
             from .loop.secrets import find_secrets
 
@@ -807,7 +805,7 @@ class KnowledgeBase:
         if self._index is None:
             from .search.index import Index
 
-            self._index = Index(self.store, self.notices)
+            self._index = Index(self.store, self.notices, self.config.limits)
         return self._index
 
     def refresh_index(
@@ -837,7 +835,9 @@ class KnowledgeBase:
 
         def build() -> None:
             try:
-                Index(store).embed_missing(embedder)  # its own connection; writes a group at a time
+                Index(store, limits=self.config.limits).embed_missing(
+                    embedder
+                )  # its own connection; writes a group at a time
                 embedder.embed_query("warm up")  # the model loads here even when no vector was missing
             except Exception as exc:
                 notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")
@@ -1085,7 +1085,7 @@ class KnowledgeBase:
             raise InvalidField(f"--skip {sorted(unknown)[0]}: not a lint class ({', '.join(LINT_CLASSES)})")
         problems: builtins.list[Problem] = []
         if "schema" not in skip or "links" not in skip:
-            schema, loaded, ids = curation.schema_problems(self.store)
+            schema, loaded, ids = curation.schema_problems(self.store, self.config.limits)
             problems += [] if "schema" in skip else schema
             if "schema" not in skip:  # the knowledge base's own schemas, on every card the models accept
                 problems += [

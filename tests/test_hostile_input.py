@@ -281,3 +281,28 @@ def test_a_repo_that_is_not_a_repository_is_refused(cli, kb, tmp_path):
     subprocess.run(["git", "init", "-q", str(experiment)], check=True)
     unborn = cli("add-finding", "--title", "Before any commit", "--metric", "tpot=3ms", "--repo", str(experiment))
     assert unborn.exit_code == 0  # a repository with no commit yet: nothing to record, nothing mistyped
+
+
+def test_a_card_of_hundreds_of_chunks_crowds_no_other_card_out(cli, kb, searchable):
+    for n in range(1, 15):
+        assert cli("add", "gap", "--title", f"Does kernel fusion {n} help?").exit_code == 0
+    words = "kernel batch cache".split()
+    body = " ".join(words[i % len(words)] for i in range(60_000))  # ~400 KB: within the limit, ~300 chunks
+    assert cli("add", "gap", "--title", "Long", "--field", "question=Which?", "--body", body).exit_code == 0
+    found = cli("search", "kernel batch cache", "-k", "5", "--json")
+    assert found.exit_code == 0
+    assert len(json.loads(found.stdout)["hits"]) == 5  # the long card's chunks filled each leg's first 200
+
+
+def test_a_card_over_the_size_limit_put_there_by_hand_is_named_by_lint_and_left_out_of_search(cli, kb, searchable):
+    assert cli("add", "gap", "--title", "Does a small gap stay findable?").exit_code == 0
+    huge = kb.root / "kb" / "gap" / "huge.md"
+    huge.write_text("---\nid: huge\nkind: gap\ntitle: Huge\nquestion: findable?\n---\n\n" + "findable " * 70_000)
+    found = cli("search", "findable", "--json")
+    assert found.exit_code == 0 and [h["id"] for h in json.loads(found.stdout)["hits"]] == [
+        "does-a-small-gap-stay-findable"
+    ]
+    lint = cli("lint", "--skip", "duplicates")
+    assert lint.exit_code == 1
+    size = huge.stat().st_size
+    assert f"kb/gap/huge.md: [invalid] {size:,} bytes, over the card limit of 524,288 (kb.toml [limits]" in lint.stdout

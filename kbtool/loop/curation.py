@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..model.cards import INACTIVE_STATUSES, KINDS, Gate
 from ..model.errors import InvalidCard
 from ..model.records import Problem, StoredCard
+from ..store.config import LimitsSection
 from ..store.repository import CARDS_DIR, Store
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 LINK_FIELDS = ("supersedes", "superseded_by", "related", "contradicts", "closes")
 
 
-def schema_problems(store: Store) -> tuple[list[Problem], list[StoredCard], set[str]]:
+def schema_problems(store: Store, limits: LimitsSection) -> tuple[list[Problem], list[StoredCard], set[str]]:
     problems: list[Problem] = []
     loaded: list[StoredCard] = []
     seen: dict[str, str] = {}
@@ -59,6 +60,10 @@ def schema_problems(store: Store) -> tuple[list[Problem], list[StoredCard], set[
         if stem in seen:
             problems.append(Problem(rel, "duplicate-id", f"id {stem!r} is also used by {seen[stem]}", stem))
         seen.setdefault(stem, rel)
+        too_big = limits.card_too_big(path.stat().st_size)  # search leaves it out; say why
+        if too_big:
+            problems.append(Problem(rel, "invalid", too_big, stem))
+            continue
         try:
             stored = StoredCard.read(path, store.root)
         except InvalidCard as exc:

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .vectors import ChunkMatrix
 
 from ..skills.spec import SKILL_FILE, InvalidSkill, load_skill, skill_folders
+from ..store.config import LimitsSection
 from ..store.repository import CARDS_DIR, SKILLS_DIR, Store
 
 # numpy (the vector leg) and sqlite-utils (migrations) load where they are used: `kb list`, gaps and
@@ -156,8 +157,9 @@ class RefreshStats:
 
 
 class Index:
-    def __init__(self, store: Store, notices: list[str] | None = None):
+    def __init__(self, store: Store, notices: list[str] | None = None, limits: LimitsSection | None = None):
         self.store = store
+        self.limits = limits  # a card file over limits.card_bytes is left out (kb lint names it)
         self.path = store.state_dir / INDEX_FILE
         self.notices = notices if notices is not None else []
         self.db = self._open()
@@ -275,6 +277,9 @@ class Index:
                 if old and not force and (old[1], old[2]) == (st.st_mtime_ns, st.st_size):
                     continue
                 path = Path(name)
+                if self.limits and not rel.startswith(f"{SKILLS_DIR}/") and self.limits.card_too_big(st.st_size):
+                    stats.invalid.append(rel)  # never read: one huge card cost minutes of embedding
+                    continue
                 try:
                     text = path.read_text(encoding="utf-8")
                 except UnicodeDecodeError:

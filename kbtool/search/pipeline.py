@@ -8,6 +8,7 @@ what other tools read:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,12 +18,16 @@ from ..model.errors import BadInput
 from ..model.fields import card_conditions, parse_filters
 from .embeddings import Embedder
 from .index import Index
-from .ranking import LEG_WEIGHTS, Fused, card_ranking, clean_query, fuse, phrases, query_terms, snippet
+from .ranking import LEG_WEIGHTS, Fused, LegHit, card_ranking, clean_query, fuse, phrases, query_terms, snippet
 from .rerankers import DEPTH, Candidate, Reranker, rerank
 
 __all__ = ["CANDIDATES", "SearchRequest", "Searcher"]
 
-CANDIDATES = 200  # chunks each leg hands to fusion
+CANDIDATES = 200  # chunks each leg hands to fusion, at first
+# A leg whose candidates hold fewer distinct cards than the answer needs (one card of thousands of
+# chunks can fill them all) asks again for WIDEN times as many, up to MAX_CANDIDATES.
+WIDEN = 8
+MAX_CANDIDATES = 200 * 8**3
 
 
 @dataclass
@@ -55,25 +60,30 @@ class Searcher:
 
         terms = query_terms(text)
         legs: dict[str, dict[int, Any]] = {}
-        truncated: set[str] = set()  # legs cut at CANDIDATES chunks: more matched than they returned
+        truncated: set[str] = set()  # legs cut at their candidate limit: more matched than they returned
+        needed = max(request.k, DEPTH) if self.reranker is not None else request.k
         lexical = None
         if request.mode in ("hybrid", "bm25"):
             chunk_filter = self.index.chunks_of(allowed) if allowed is not None else None
             if terms and allowed != set():
                 # SQLite, numpy and torch release the GIL: the BM25 leg runs while the query is embedded
-                lexical = self._pool().submit(self.index.lexical, phrases(terms), chunk_filter, CANDIDATES)
+                words = phrases(terms)
+                lexical = self._pool().submit(
+                    self._leg, lambda limit: self.index.lexical(words, chunk_filter, limit), needed
+                )
             else:
                 legs["bm25"] = {}
         if request.mode in ("hybrid", "vector") and self.embedder is not None and allowed != set():
             mask = self.index.allowed_mask(self.embedder, allowed) if allowed is not None else None
             # the model reads at most ~256 word pieces; embedding a 100 KB query would only cost time
-            hits = self.index.vector(self.embedder, self._query_vector(text[:2000]), mask, CANDIDATES)
-            legs["vector"] = card_ranking(hits, self.index.chunk_card)
-            truncated |= {"vector"} if len(hits) >= CANDIDATES else set()
+            vector = self._query_vector(text[:2000])
+            embedder = self.embedder
+            legs["vector"], cut = self._leg(lambda limit: self.index.vector(embedder, vector, mask, limit), needed)
+            truncated |= {"vector"} if cut else set()
         if lexical is not None:
-            chunks = lexical.result()
-            legs = {"bm25": card_ranking(chunks, self.index.chunk_card), **legs}
-            truncated |= {"bm25"} if len(chunks) >= CANDIDATES else set()
+            ranking, cut = lexical.result()
+            legs = {"bm25": ranking, **legs}
+            truncated |= {"bm25"} if cut else set()
         fused = fuse(legs, self.index.statuses, truncated)
         fused_rank = {f.card: n for n, f in enumerate(fused[:DEPTH], 1)} if self.reranker is not None else {}
         if self.reranker is not None and len(fused) > 1:
@@ -117,6 +127,19 @@ class Searcher:
                 )
             )
         return SearchResult(query=request.query, hits=hits_out)
+
+    def _leg(self, run: Callable[[int], list[tuple[int, float]]], needed: int) -> tuple[dict[int, LegHit], bool]:
+        """One leg's cards, ranked by their best chunk, from at least `needed` distinct cards when that
+        many match; and whether the leg was cut at its candidate limit."""
+        limit = CANDIDATES
+        while True:
+            hits = run(limit)
+            ranking = card_ranking(hits, self.index.chunk_card)
+            if len(hits) < limit:
+                return ranking, False
+            if len(ranking) >= needed or limit >= MAX_CANDIDATES:
+                return ranking, True
+            limit *= WIDEN
 
     def _reranked(self, reranker: Reranker, query: str, fused: list[Fused]) -> list[Fused]:
         top = fused[:DEPTH]

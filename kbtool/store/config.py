@@ -42,6 +42,15 @@ class LimitsSection(_Section):
     request_bytes: int = Field(default=4 << 20, gt=0, description="one MCP request over HTTP, in bytes")
     requests_per_minute: int = Field(default=600, gt=0, description="MCP HTTP requests one client may make")
 
+    def card_too_big(self, size: int) -> str | None:
+        """Why a card file of size bytes is refused (by writes) or left out (by the index, named by lint)."""
+        if size <= self.card_bytes:
+            return None
+        return (
+            f"{size:,} bytes, over the card limit of {self.card_bytes:,} (kb.toml [limits] card_bytes); "
+            "split it, or keep the bulk in an artifact"
+        )
+
 
 class CurationSection(_Section):
     max_finding_age_days: int = Field(default=365, gt=0, description="findings older than this are stale")
