@@ -1011,7 +1011,7 @@ class KnowledgeBase:
         from .skills.registry import plan_import
 
         with self.store.lock():
-            writes, added, updated, rejected = plan_import(self.root, Path(path))
+            writes, added, updated, rejected = plan_import(self.root, Path(path), self.config.limits.skill_bytes)
             commit = None
             if writes:
                 names = ", ".join(added + updated)

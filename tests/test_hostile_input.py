@@ -306,3 +306,21 @@ def test_a_card_over_the_size_limit_put_there_by_hand_is_named_by_lint_and_left_
     assert lint.exit_code == 1
     size = huge.stat().st_size
     assert f"kb/gap/huge.md: [invalid] {size:,} bytes, over the card limit of 524,288 (kb.toml [limits]" in lint.stdout
+
+
+def test_a_skill_over_the_size_limit_is_rejected_without_a_byte_copied(cli, kb, tmp_path):
+    (kb.root / "kb.toml").write_text((kb.root / "kb.toml").read_text() + "\n[limits]\nskill_bytes = 100000\n")
+    kb.store.write({"kb.toml": (kb.root / "kb.toml").read_text()}, "a small skill limit")
+    skill = tmp_path / "big-skill"
+    (skill / "assets").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: big-skill\ndescription: Use when testing the size limit.\n---\n\n# Big\n"
+    )
+    (skill / "assets" / "weights.bin").write_bytes(os.urandom(150_000))
+    before = tree_state(kb.root)
+    result = cli("skill", "import", str(skill))
+    assert result.exit_code == 1
+    assert "over the skill limit of 100,000 (kb.toml [limits] skill_bytes)" in result.output
+    assert tree_state(kb.root) == before
+    (skill / "assets" / "weights.bin").write_bytes(os.urandom(50_000))
+    assert cli("skill", "import", str(skill)).exit_code == 0

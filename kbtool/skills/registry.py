@@ -50,16 +50,33 @@ class Rejected:
     violations: list[str]
 
 
-def folder_files(folder: Path) -> dict[str, bytes]:
-    """Every file of a skill folder, by posix path inside it; hidden files and caches left out."""
-    out: dict[str, bytes] = {}
+def _skill_files(folder: Path) -> list[tuple[str, Path]]:
+    """(posix path inside the folder, path) of every file of a skill; hidden files and caches left out."""
+    out = []
     for path in sorted(folder.rglob("*")):
         rel = path.relative_to(folder)
-        if not path.is_file() or any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
-            continue
-        content = path.read_bytes()
-        out[rel.as_posix()] = Executable(content) if os.access(path, os.X_OK) else content
+        if path.is_file() and not any(p.startswith(".") or p == "__pycache__" for p in rel.parts):
+            out.append((rel.as_posix(), path))
     return out
+
+
+def folder_files(folder: Path) -> dict[str, bytes]:
+    """Every file of a skill folder, by posix path inside it."""
+    return {
+        rel: Executable(path.read_bytes()) if os.access(path, os.X_OK) else path.read_bytes()
+        for rel, path in _skill_files(folder)
+    }
+
+
+def too_big(folder: Path, limit: int) -> str | None:
+    """Why a skill folder is refused for its size (its files measured, none read), or None."""
+    size = sum(path.stat().st_size for _, path in _skill_files(folder))
+    if size <= limit:
+        return None
+    return (
+        f"its files hold {size:,} bytes, over the skill limit of {limit:,} (kb.toml [limits] skill_bytes); "
+        "a skill travels through git to every clone: keep large data out of it"
+    )
 
 
 def replace_folder(root: Path, name: str, files: dict[str, bytes]) -> dict[str, bytes | None]:
@@ -90,8 +107,11 @@ def skill_sources(path: Path) -> list[Path]:
     return found
 
 
-def plan_import(root: Path, path: Path) -> tuple[dict[str, bytes | None], list[str], list[str], list[Rejected]]:
-    """(writes, added, updated, rejected) of importing path; unchanged skills appear in neither list."""
+def plan_import(
+    root: Path, path: Path, max_bytes: int
+) -> tuple[dict[str, bytes | None], list[str], list[str], list[Rejected]]:
+    """(writes, added, updated, rejected) of importing path; unchanged skills appear in neither list.
+    A skill whose files hold more than max_bytes is rejected before any is read."""
     writes: dict[str, bytes | None] = {}
     added: list[str] = []
     updated: list[str] = []
@@ -101,6 +121,10 @@ def plan_import(root: Path, path: Path) -> tuple[dict[str, bytes | None], list[s
             skill = load_skill(folder, str(folder))
         except InvalidSkill as exc:
             rejected.append(Rejected(str(folder), exc.violations))
+            continue
+        size_problem = too_big(folder, max_bytes)
+        if size_problem:
+            rejected.append(Rejected(str(folder), [size_problem]))
             continue
         changes = replace_folder(root, skill.name, folder_files(folder))
         if changes:

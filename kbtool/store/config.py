@@ -40,6 +40,7 @@ class LimitsSection(_Section):
     query_chars: int = Field(default=10_000, gt=0, description="a search query, in characters")
     import_bytes: int = Field(default=256 << 20, gt=0, description="the documents one kb import reads, in bytes")
     request_bytes: int = Field(default=4 << 20, gt=0, description="one MCP request over HTTP, in bytes")
+    skill_bytes: int = Field(default=20 << 20, gt=0, description="the files of one imported skill, in bytes")
     requests_per_minute: int = Field(default=600, gt=0, description="MCP HTTP requests one client may make")
 
     def card_too_big(self, size: int) -> str | None:
