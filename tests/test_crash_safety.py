@@ -117,3 +117,52 @@ def test_a_stale_git_lock_without_a_journal_is_named_with_its_remedy(kb, cli):
     assert result.exit_code == 1
     assert "remove .git/index.lock and try again" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert tree_state(kb.root) == before
+
+
+# an indexer killed with SIGKILL in the middle of writing the index (inside SQLite's transaction) or
+# of embedding; the index it leaves must be readable and brought up to date by the next search
+INDEXER = """
+import os, signal, sys
+sys.path.insert(0, {repo!r})
+import kbtool
+from kbtool.search.embeddings import HashingEmbedder
+from kbtool.search.index import Index
+
+when = {when!r}
+count = [0]
+real_insert = Index._insert_card
+def dying_insert(self, *args):
+    count[0] += 1
+    if when == "mid-transaction" and count[0] == 30:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_insert(self, *args)
+Index._insert_card = dying_insert
+
+class DyingEmbedder(HashingEmbedder):
+    def embed_documents(self, texts):
+        if when == "mid-embedding":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().embed_documents(texts)
+
+kbtool.open({root!r}, embedder=DyingEmbedder()).refresh_index()
+"""
+
+
+@pytest.mark.parametrize("when", ["mid-transaction", "mid-embedding"])
+def test_an_indexer_killed_midway_leaves_an_index_the_next_search_completes(kb, when):
+    from kbtool.search.embeddings import HashingEmbedder
+
+    for n in range(60):
+        kb.add("gap", f"Question {n}: does batch {n} change decode throughput?")
+    code = INDEXER.format(repo=str(REPO_ROOT), root=str(kb.root), when=when)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert not (kb.root / ".kb" / "write-journal.json").exists()
+
+    after = kbtool.open(kb.root, embedder=HashingEmbedder())
+    hits = after.search("batch 42 decode throughput", k=1).hits
+    assert hits and hits[0].id == "question-42-does-batch-42-change-decode-throughput"
+    assert len(after.summaries(kind="gap")) == 60
+    done = after.refresh_index()
+    assert done.added == done.updated == done.removed == done.embedded == 0  # the search completed it
+    assert after.index.db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -182,6 +182,10 @@ def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(seeded, env):
                 ("skill", {"name": "Not_A_Skill"}, "no skill named"),
                 ("lint", {"skip": ["everything"]}, "everything"),
                 ("no_such_tool", {}, "no_such_tool"),
+                # past the limits of kb.toml, answered at once (a 1.2 MB body once stalled the server 60 s)
+                ("add_card", {"kind": "gap", "title": "Big?", "body": "word " * 240_000}, "over the card limit"),
+                ("search", {"query": "decode " * 150_000}, "kb.toml [limits] query_chars"),
+                ("add_finding", {"title": "t", "metrics": {"tpot": "-3ms"}}, "is negative"),
             ]
             for tool, args, words in cases:
                 result = await client.call_tool(tool, args)
