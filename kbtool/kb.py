@@ -661,6 +661,11 @@ class KnowledgeBase:
                 f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has reviewed "
                 f"its command; read it, then `kb confirm {stored.id}` before running it"
             )
+        if gate.status == "draft":  # text from a card runs only once a person has accepted it
+            raise BadInput(
+                f"gate {stored.id!r} is a draft, so nothing was run; read its command ({gate.check.command}), "
+                f"then `kb confirm {stored.id}` to run it (and `kb gate lock {stored.id}` to make it immutable)"
+            )
         locked = self.gate_locks().get(stored.id)  # a kb.lock that does not parse stops here, one line
         intact = locked is not None and locked == gate_hash(gate, stored.body)
         if locked is not None and not intact:

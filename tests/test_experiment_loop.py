@@ -364,10 +364,26 @@ def test_a_locked_gate_edited_by_hand_or_a_corrupt_lock_runs_nothing(cli, kb, tm
     (kb.root / "kb.lock").write_text("{not json")
     corrupt = cli("gate", "run", gate)
     assert corrupt.exit_code == 2 and "kb.lock: not a valid lock file" in corrupt.stderr and not marker.exists()
-    unlocked = cli("add", "gate", "--title", "Unlocked", "--field", "check.command=echo '{\"tpot_ms\": 1}'", *GATE)
+    unlocked = cli(
+        "add", "gate", "--title", "Unlocked", "--status", "confirmed",
+        "--field", "check.command=echo '{\"tpot_ms\": 1}'", *GATE,
+    ).stdout.strip()  # fmt: skip
     (kb.root / "kb.lock").unlink()
-    tried = cli("gate", "run", unlocked.stdout.strip(), "--no-record")
+    tried = cli("gate", "run", unlocked, "--no-record")
     assert tried.exit_code == 0 and "is not locked" in tried.stderr
+
+
+def test_a_draft_gate_runs_nothing_until_a_person_confirms_it(cli, kb, tmp_path):
+    marker = tmp_path / "ran"
+    command = f"touch {marker} && echo '{{\"tpot_ms\": 1}}'"
+    draft = cli("add", "gate", "--title", "Proposed", "--field", f"check.command={command}", *GATE).stdout.strip()
+    before = tree_state(kb.root)
+    refused = cli("gate", "run", draft)
+    assert refused.exit_code == 2 and f"gate {draft!r} is a draft, so nothing was run" in refused.stderr
+    assert command in refused.stderr and f"kb confirm {draft}" in refused.stderr
+    assert not marker.exists() and tree_state(kb.root) == before
+    assert cli("confirm", draft).exit_code == 0
+    assert cli("gate", "run", draft).exit_code == 0 and marker.exists()
 
 
 @pytest.mark.parametrize(
@@ -381,7 +397,9 @@ def test_a_locked_gate_edited_by_hand_or_a_corrupt_lock_runs_nothing(cli, kb, tm
     ],
 )
 def test_gate_run_outcomes(cli, kb, command, extra, expect):
-    gate = cli("add", "gate", "--title", "G", "--field", f"check.command={command}", *GATE, *extra).stdout.strip()
+    gate = cli(
+        "add", "gate", "--title", "G", "--status", "confirmed", "--field", f"check.command={command}", *GATE, *extra
+    ).stdout.strip()  # fmt: skip
     result = cli("gate", "run", gate)
     assert result.exit_code == (0 if expect == "pass: " else 1) and expect in result.stdout, result.output
 

@@ -28,6 +28,7 @@ h: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]
 ---
 """
 GATE = ["--field", "check.metric=tput", "--field", "check.op=>=", "--field", "check.threshold=100"]
+ADD_GATE = ("add", "gate", "--status", "confirmed")  # a person's gate, read and accepted: it may run
 
 
 @pytest.fixture
@@ -72,11 +73,11 @@ def test_a_yaml_alias_bomb_is_refused_at_once(cli, kb, tmp_path):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["add", "gate", "--title", "g", "--field", "check.command=true", *GATE[:4], "--field", "check.threshold=inf"],
+        ([*ADD_GATE, "--title", "g", "--field", "check.command=true", *GATE[:4], "--field", "check.threshold=inf"],
          "check.threshold"),
-        (["add", "gate", "--title", "g", "--field", "check.command=true", *GATE, "--field", "check.timeout_s=inf"],
+        ([*ADD_GATE, "--title", "g", "--field", "check.command=true", *GATE, "--field", "check.timeout_s=inf"],
          "check.timeout_s"),
-        (["add", "gate", "--title", "g", "--field", "check.command=true", *GATE[:4], "--field", "check.threshold=nan"],
+        ([*ADD_GATE, "--title", "g", "--field", "check.command=true", *GATE[:4], "--field", "check.threshold=nan"],
          "check.threshold"),
         (["add", "finding", "--title", "f", "--field", "claim=c", "--field", "evidence.0.metric=m",
           "--field", "evidence.0.value=nan"], "evidence"),
@@ -93,7 +94,7 @@ def test_no_card_holds_nan_or_infinity(cli, kb, args, message):
 def test_a_gate_never_passes_on_an_infinite_or_nan_metric(cli, kb, tmp_path):
     for value in ("Infinity", "NaN"):
         gate = cli(
-            "add", "gate", "--title", f"tput {value}", "--field", f"check.command=echo '{{\"tput\": {value}}}'", *GATE
+            *ADD_GATE, "--title", f"tput {value}", "--field", f"check.command=echo '{{\"tput\": {value}}}'", *GATE
         ).stdout.strip()  # fmt: skip
         run = cli("gate", "run", gate, "--in", str(tmp_path))
         assert run.exit_code == 1 and "not a finite number" in run.stdout, run.output
@@ -116,21 +117,31 @@ def test_a_fifo_or_a_device_as_an_export_is_refused_without_reading_it(cli, kb, 
 def test_a_gate_that_times_out_leaves_no_process_and_reads_no_stdin(cli, kb, tmp_path):
     marker = f"kb-gate-straggler-{os.getpid()}"
     gate = cli(
-        "add", "gate", "--title", "slow", "--field", f"check.command=sleep 30 & exec -a {marker} sleep 30",
+        *ADD_GATE, "--title", "slow", "--field", f"check.command=sleep 30 & exec -a {marker} sleep 30",
         *GATE, "--field", "check.timeout_s=0.5",
     ).stdout.strip()  # fmt: skip
     run = cli("gate", "run", gate, "--in", str(tmp_path), "--no-record")
     assert run.exit_code == 1 and "timed out after 0.5 s" in run.stdout
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     assert left == [], f"processes left running: {left}"
-    reader = cli("add", "gate", "--title", "reads stdin", "--field", "check.command=cat; echo '{\"tput\": 200}'", *GATE)
+    reader = cli(
+        "add",
+        "gate",
+        "--status",
+        "confirmed",
+        "--title",
+        "reads stdin",
+        "--field",
+        "check.command=cat; echo '{\"tput\": 200}'",
+        *GATE,
+    )
     piped = cli("gate", "run", reader.stdout.strip(), "--in", str(tmp_path), "--no-record", input="secret typed\n")
     assert piped.exit_code == 0 and "secret typed" not in piped.output
 
 
 def test_binary_gate_output_is_read_not_a_crash(cli, kb, tmp_path):
     gate = cli(
-        "add", "gate", "--title", "binary",
+        *ADD_GATE, "--title", "binary",
         "--field", "check.command=printf '\\377\\376\\n'; echo '{\"tput\": 150}'", *GATE,
     ).stdout.strip()  # fmt: skip
     run = cli("gate", "run", gate, "--in", str(tmp_path), "--no-record")
