@@ -46,6 +46,7 @@ bench: install
 	$(PY) bench/bench_mcp.py
 	$(PY) bench/bench_embedding_backends.py
 	$(PY) bench/bench_quality.py --split test
+	$(PY) bench/bench_reliability.py --kills 60
 
 schemas: install
 	$(KB) --kb . schema export

@@ -30,8 +30,24 @@ KB = [sys.executable, "-m", "kbtool"]
 ENV = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
 
 
-def kb(root: Path, *args: str, input: str | None = None, env: dict[str, str] = ENV) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*KB, "--kb", str(root), *args], capture_output=True, text=True, env=env, input=input)
+def kb(
+    root: Path, *args: str, input: str | None = None, env: dict[str, str] = ENV, prefix: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    command = [*(prefix or []), *KB, "--kb", str(root), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, input=input)
+
+
+READ_ONLY_MOUNT = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
+
+
+def read_only_prefix(root: Path) -> list[str] | None:
+    """A command prefix under which root is a read-only mount (a user namespace), or None where there is none."""
+    prefix = ["unshare", "-rm", "sh", "-c", READ_ONLY_MOUNT, str(root)]
+    try:
+        probe = subprocess.run([*prefix, "true"], capture_output=True)
+    except OSError:
+        return None
+    return prefix if probe.returncode == 0 else None
 
 
 def git(root: Path, *args: str) -> str:
@@ -184,6 +200,12 @@ def bad_inputs(root: Path, tmp: Path) -> dict[str, list[tuple[str, bool]]]:
     outside = tmp / "linked"
     outside.mkdir()
     (outside / "x.md").symlink_to("/etc/hostname")
+    export = json.loads((REPO / "tests" / "data" / "aiperf" / "profile_export_aiperf.json").read_text())
+    export["time_to_first_token"]["count"] = -3.7
+    negative_count = tmp / "profile_export_aiperf.json"
+    negative_count.write_text(json.dumps(export))
+    gate = ["--field", "check.command=touch ran", "--field", "check.metric=m", "--field", "check.op=>="]
+    draft = kb(root, "add", "gate", "--title", "A proposed gate", *gate, "--field", "check.threshold=1").stdout.strip()
     classes = {
         "frontmatter": [
             ["add", "gap", "--from-file", str(bomb)],
@@ -213,21 +235,32 @@ def bad_inputs(root: Path, tmp: Path) -> dict[str, list[tuple[str, bool]]]:
             ["add-finding", "--title", "t", "-m", "tput=1,792tok/s"],
             ["add-finding", "--title", "t", "-m", "t=0x10"],
             ["add-finding", "--title", "t", "-m", "t=nan"],
+            ["add-finding", "--title", "t", "-m", "tpot=-3ms"],
+            ["add-finding", "--title", "t", "-m", "tpot=3ms", "--repo", str(tmp)],
         ],
         "benchmark files": [
             ["add-finding", "--title", "t", "--from", str(fifo)],
             ["add-finding", "--title", "t", "--from", "/no/such.json"],
+            ["add-finding", "--title", "t", "--from", str(negative_count)],
+        ],
+        "what runs": [["gate", "run", draft]],
+        "read-only knowledge base": [
+            ["add", "gap", "--title", "Written to a read-only mount?"],
+            ["add-finding", "--title", "t", "-m", "tpot=3ms"],
         ],
         "queries": [["search", "x" * 20_000], ["search", ""], ["search", "x", "--mode", "magic"]],
         "secrets": [["add", "gap", "--title", f"Why does {AWS_EXAMPLE} fail?"]],
         "json input": [["add-finding", "--json-input"], ["add-finding", "--json-input"]],
     }
     inputs = {"json input": ['{"title": "x", "colour": 1}', "[1]"]}
+    prefixes = {"read-only knowledge base": read_only_prefix(root)}
+    if prefixes["read-only knowledge base"] is None:
+        del classes["read-only knowledge base"]  # no user namespaces here: tests/test_read_only.py says so too
     results: dict[str, list[tuple[str, bool]]] = {}
     for name, cases in classes.items():
         for n, args in enumerate(cases):
             before = (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain"))
-            out = kb(root, *args, input=inputs.get(name, [None] * len(cases))[n])
+            out = kb(root, *args, input=inputs.get(name, [None] * len(cases))[n], prefix=prefixes.get(name))
             lines = out.stderr.strip().splitlines()
             ok = out.returncode == 2 and len(lines) == 1 and "internal error" not in out.stderr
             ok = ok and (git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain")) == before

@@ -64,7 +64,7 @@ def state_dir(root: Path) -> Path:
         local.mkdir(exist_ok=True)
     except OSError:
         pass
-    if os.access(local, os.W_OK):
+    if local.is_dir() and os.access(local, os.W_OK):
         return local
     elsewhere = cache_dir() / "read-only" / hashlib.sha256(str(root).encode()).hexdigest()[:16]
     if not (elsewhere / "index.db").exists():

@@ -130,8 +130,11 @@ class Store:
 
     def require_writable(self) -> None:
         """ReadOnly, in one line, before a write touches anything, instead of an OSError halfway."""
-        if self.state_dir == self.root / STATE_DIR and os.access(self.root, os.W_OK):
+        local = self.root / STATE_DIR
+        if self.state_dir == local and os.access(self.root, os.W_OK):
             return
+        if local.exists() and not local.is_dir():
+            raise ReadOnly(f"{local}: not a folder; kb keeps its index and locks there, so remove it")
         try:
             mounted_read_only = bool(os.statvfs(self.root).f_flag & os.ST_RDONLY)
         except OSError:
