@@ -840,9 +840,7 @@ class KnowledgeBase:
 
         def build() -> None:
             try:
-                Index(store, limits=self.config.limits).embed_missing(
-                    embedder
-                )  # its own connection; writes a group at a time
+                Index(store).embed_missing(embedder)  # its own connection; writes a group at a time
                 embedder.embed_query("warm up")  # the model loads here even when no vector was missing
             except Exception as exc:
                 notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")

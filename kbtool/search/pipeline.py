@@ -27,7 +27,7 @@ CANDIDATES = 200  # chunks each leg hands to fusion, at first
 # A leg whose candidates hold fewer distinct cards than the answer needs (one card of thousands of
 # chunks can fill them all) asks again for WIDEN times as many, up to MAX_CANDIDATES.
 WIDEN = 8
-MAX_CANDIDATES = 200 * 8**3
+MAX_CANDIDATES = CANDIDATES * WIDEN**3
 
 
 @dataclass

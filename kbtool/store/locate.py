@@ -48,12 +48,6 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbtool"
 
 
-def can_write(root: Path) -> bool:
-    """Whether this process may write the knowledge base at root (access(2) says EROFS for a read-only
-    mount and honours permissions, as the write itself would)."""
-    return os.access(root, os.W_OK) and os.access(root / STATE_DIR, os.W_OK)
-
-
 def state_dir(root: Path) -> Path:
     """Where the derived state of the knowledge base at root lives (index, locks, the daemon's socket):
     root/.kb, or, when that cannot be written (a read-only mount, another user's checkout), a folder of

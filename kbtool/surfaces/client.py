@@ -32,7 +32,8 @@ MAX_LINE = 64 * 1024 * 1024
 
 
 def socket_path(root: Path) -> Path:
-    """Under .kb/ when it fits in a unix socket address (108 bytes), else in the temp folder."""
+    """In the state folder (.kb/, or the cache for a read-only knowledge base) when it fits in a unix
+    socket address (108 bytes), else in the temp folder."""
     local = state_dir(root) / "daemon.sock"
     if len(str(local)) < 100:
         return local
