@@ -8,7 +8,7 @@ import re
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import kbtool
@@ -61,6 +61,8 @@ def test_any_frontmatter_is_a_card_or_an_invalid_card(fields, kind, body):
 
 @FUZZ
 @given(st.text(max_size=30))
+@example("0²")  # a superscript two is a digit to str.isdigit, not to \d: once read as the unit "²"
+@example("1½ms")
 def test_a_metric_value_is_read_whole_or_refused(text):
     try:
         value, unit = value_with_unit(text, "--metric")
@@ -69,7 +71,7 @@ def test_a_metric_value_is_read_whole_or_refused(text):
     assert math.isfinite(value)
     number = re.match(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", text)
     assert number is not None and float(number.group(1)) == value
-    assert unit is None or (unit.strip() == unit and not unit[0].isdigit() and "=" not in unit and "," not in unit)
+    assert unit is None or (unit.strip() == unit and not unit[0].isnumeric() and "=" not in unit and "," not in unit)
 
 
 @FUZZ

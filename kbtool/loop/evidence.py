@@ -44,7 +44,11 @@ def value_with_unit(text: str, flag: str) -> tuple[float, str | None]:
     if not math.isfinite(value):
         raise BadInput(f"{flag}: {text!r} is not a finite number")
     unit = match.group(2)
-    if unit and (not _UNIT.match(unit) or (_NON_DECIMAL.match(unit) and match.group(1).lstrip("+-") == "0")):
+    if unit and (
+        not _UNIT.match(unit)
+        or unit[0].isnumeric()  # '0²', '1½ms': a digit of another script or form, not a unit
+        or (_NON_DECIMAL.match(unit) and match.group(1).lstrip("+-") == "0")
+    ):
         raise BadInput(
             f"{flag}: {text!r} is not a number and a unit (write decimal digits, one point and no thousands "
             "separators, then the unit: e.g. 1792tok/s or 0.56ms)"
