@@ -41,7 +41,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"curation", "finding_input", "formats"},
     ],
     "facade": [{"kb"}],
-    "surfaces": [{"docs", "mcp", "operations"}, {"client"}, {"cli", "daemon"}],
+    "surfaces": [{"docs", "mcp", "mcp_tools", "mcp_transports", "operations"}, {"client"}, {"cli", "daemon"}],
     "entry": [{"__init__", "__main__"}],
 }
 PACKAGES = list(ARCHITECTURE)

@@ -1079,15 +1079,15 @@ def serve(
     base = open_kb(kb)
     token = token or os.environ.get("KB_TOKEN") or None
     try:
-        from . import mcp
+        from . import mcp_transports
     except ImportError as exc:
         raise BadInput(f"kb serve needs the MCP SDK ({exc.name} is missing): pip install 'kbtool[mcp]'") from None
     if http is not None:
-        mcp.serve_http(base, http, token, read_only)
+        mcp_transports.serve_http(base, http, token, read_only)
     else:
         if token:
             raise BadInput("--token applies to --http; over stdio the client that started kb serve is the only peer")
-        mcp.serve_stdio(base, read_only)
+        mcp_transports.serve_stdio(base, read_only)
 
 
 @schema_app.command("export")

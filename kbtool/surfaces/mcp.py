@@ -1,35 +1,21 @@
-"""`kb serve`: the knowledge base as MCP tools and resources, over stdio or streamable HTTP.
+"""`kb serve`: the knowledge base as MCP tools and resources, declared to the SDK's MCPServer.
 
-Every tool is a thin call into one long-lived KnowledgeBase, so the embedding model loads
-once and stays loaded. The calls run one at a time on a single worker thread: the facade
-and its SQLite index are not meant for concurrent use, the event loop stays free for the
-transport. As soon as the server starts, that thread brings the keyword index up to date and
-the model loads, and the missing vectors are embedded, on a background thread of their own.
-
-A KbError becomes an MCP tool error carrying its one-line message (unknown id, invalid
-field, bad filter); anything else is logged to stderr and reported as a tool error too,
-so no input can take the server down.
+Every tool is a thin call into one long-lived KnowledgeBase (kbtool/surfaces/mcp_tools.py), so
+the embedding model loads once and stays loaded. As soon as the server starts, the keyword index
+is brought up to date and the model loads, and the missing vectors are embedded, on a background
+thread of their own. The transports (stdio, HTTP) are kbtool/surfaces/mcp_transports.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import builtins
-import hmac
-import ipaddress
-import json
-import logging
 import os
-import socket
-import sys
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from ..kb import KnowledgeBase
@@ -39,30 +25,22 @@ from ..model.contracts import (
     SEARCH_KINDS,
     CardAdded,
     CardPage,
-    Contract,
     FindingAdded,
-    FindingInput,
     LintReport,
-    ListedCard,
-    OpenGap,
     OpenGaps,
     Related,
     SearchPage,
     SearchRequest,
-    SkillBrief,
     SkillList,
 )
-from ..model.errors import BadInput, KbError
-from ..model.records import StoredCard, brief
+from ..model.errors import KbError
 from ..model.vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES, words
-
-log = logging.getLogger("kb.serve")
+from .mcp_tools import KbTools
 
 READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 # writers only add (a new card, one commit); nothing an agent calls deletes or rewrites
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 WRITERS = ("add_finding", "add_card")
-SNIPPET_CHARS = 200
 # the classes named from the one list of them, so a new class cannot be left out of the description
 LINT_DESCRIPTION = (
     f"Check the knowledge base by these classes of checks: {words(LINT_CLASSES, 'and')}. Each problem is "
@@ -99,183 +77,6 @@ Metrics = Annotated[
         )
     ),
 ]
-
-
-class KbTools:
-    """The tools, each a plain method over the KnowledgeBase that returns a CallToolResult."""
-
-    def __init__(self, kb: KnowledgeBase):
-        self.kb = kb
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve")
-
-    def warm(self) -> None:
-        """Bring the keyword index up to date before the first search asks; the model follows in the background."""
-        self._worker.submit(self._warm_up)
-
-    def _warm_up(self) -> None:
-        try:
-            self.kb.warm_in_background()
-            self.kb.notices.clear()  # said at start-up, not to the first caller
-        except Exception as exc:
-            log.warning("kb serve: warming the index failed: %s", exc)
-
-    async def call(self, fn: Callable[..., CallToolResult], *args: Any) -> CallToolResult:
-        loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(self._worker, self._with_notices, fn, *args)
-        except KbError as exc:
-            raise ToolError(str(exc)) from None
-        except Exception as exc:
-            log.exception("kb serve: a tool failed")
-            raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from None
-
-    def _with_notices(self, fn: Callable[..., CallToolResult], *args: Any) -> CallToolResult:
-        """What the CLI prints as `kb: note:` (keyword-only search, a rebuilt index) goes into the answer."""
-        self.kb.notices.clear()
-        result = fn(*args)
-        if self.kb.notices:
-            result.content.append(TextContent(type="text", text="\n".join(f"note: {n}" for n in self.kb.notices)))
-            self.kb.notices.clear()
-        return result
-
-    # --- reading ----------------------------------------------------------------------
-
-    def search(
-        self,
-        query: str,
-        k: int,
-        kind: str | None,
-        status: str | None,
-        tags: builtins.list[str] | None,
-        filters: dict[str, Any] | None,
-        mode: str,
-        budget: int,
-    ) -> CallToolResult:
-        if budget < 200:
-            raise BadInput("budget must be at least 200 characters")
-        result = self.kb.search(query, k=k, kind=kind, status=status, tags=tags or (), where=_where(filters), mode=mode)
-        found = result.hits
-        # room for the line that says the answer was cut, so the whole text stays within the budget
-        room = budget - len(_cut_notice(len(found), len(found), budget)) - 1
-        hits: builtins.list[SearchPage.Hit] = []
-        lines: builtins.list[str] = []
-        spent = 0
-        for hit in found:
-            short = SearchPage.Hit(
-                id=hit.id,
-                kind=hit.kind,
-                title=hit.title,
-                status=hit.status,
-                score=hit.score,
-                snippet=_one_line(hit.snippet, SNIPPET_CHARS),
-            )
-            line = f"{hit.id} [{hit.kind}, {hit.status}] {hit.title} — {short.snippet}"
-            if spent + len(line) > room:
-                if hits:
-                    break
-                line = _one_line(line, room)  # the best hit always shows, cut to fit
-            hits.append(short)
-            lines.append(line)
-            spent += len(line) + 1
-        truncated = len(hits) < len(found)
-        page = SearchPage(query=query, hits=hits, truncated=truncated, shown=len(hits), found=len(found))
-        text = "\n".join(lines) if lines else f"no cards match {query!r}"
-        if truncated:
-            text += "\n" + _cut_notice(len(hits), len(found), budget)
-        return _result(text, page)
-
-    def get(self, ref: str) -> CallToolResult:
-        from ..skills.spec import render_skill
-
-        found = self.kb.card_or_skill(ref)
-        if isinstance(found, StoredCard):
-            return _result(markdown.render(found.card, found.body), found.to_dict())
-        return _result(render_skill(found), found.to_dict())
-
-    def list(
-        self,
-        kind: str | None,
-        status: str | None,
-        tags: builtins.list[str] | None,
-        filters: dict[str, Any] | None,
-        limit: int,
-        offset: int,
-    ) -> CallToolResult:
-        found = self.kb.summaries(kind=kind, status=status, tags=tags or (), where=_where(filters))
-        page = found[offset : offset + limit]
-        cards = [ListedCard(**brief(c), path=c.path) for c in page]
-        text = "\n".join(f"{c.id} [{c.kind}, {c.status}] {c.title}" for c in cards) or "no cards match"
-        if len(page) < len(found):
-            after = offset + len(page)
-            text += f"\n{len(page)} of {len(found)} cards shown (from {offset + 1 if page else offset});" + (
-                f" call list again with offset={after} for the next page" if after < len(found) else ""
-            )
-        return _result(text, CardPage(cards=cards, total=len(found), offset=offset, truncated=len(page) < len(found)))
-
-    def gaps(self) -> CallToolResult:
-        gaps = [
-            OpenGap(
-                id=g.id,
-                title=g.title,
-                question=g.get("question", default=g.title),
-                priority=g.get("priority", default="medium"),
-                status=g.status,
-            )
-            for g in self.kb.gaps()
-        ]
-        text = "\n".join(f"{g.id} [{g.priority}] {g.question}" for g in gaps) or "no open gaps"
-        return _result(text, OpenGaps(gaps=gaps))
-
-    def lint(self, skip: builtins.list[str] | None) -> CallToolResult:
-        report = self.kb.lint_report(skip or ())
-        return _result("\n".join(report.lines()), report)
-
-    def related(self, ref: str, k: int) -> CallToolResult:
-        found = self.kb.related(ref, k)
-        lines = [
-            f"{link.rel} -> {link.id}" + (f" [{link.kind}] {link.title}" if link.title is not None else " (missing)")
-            for link in found.links_out
-        ]
-        lines += [f"{link.rel} <- {link.id} [{link.kind}] {link.title}" for link in found.links_in]
-        lines += [f"similar {s.id} [{s.kind}] {s.title} (similarity {s.similarity:.3f})" for s in found.similar]
-        return _result("\n".join(lines) or f"nothing links to or resembles {found.id}", found)
-
-    def skills(self) -> CallToolResult:
-        skills = [SkillBrief(name=s.name, description=s.description, path=s.path) for s in self.kb.skills()]
-        text = "\n".join(f"{s.name}: {s.description}" for s in skills) or "no skills in this knowledge base"
-        return _result(text, SkillList(skills=skills))
-
-    def skill(self, name: str) -> CallToolResult:
-        from ..skills.spec import render_skill
-
-        found = self.kb.skill(name)
-        return _result(render_skill(found), found.to_dict())
-
-    # --- writing: every write is an agent's, so it lands for review (kbtool.loop.review) ----------
-
-    def add_finding(self, data: dict[str, Any], agent: str) -> CallToolResult:
-        finding = FindingInput.parse({k: v for k, v in data.items() if v is not None}, "add_finding")
-        added = self.kb.record_finding(finding, agent=agent)
-        notes = added.related.notes()
-        text = f"added {added.id} ({added.path}) as {added.status}, awaiting review by a person" + (
-            "; " + "; ".join(notes) if notes else ""
-        )
-        return _result(text, added)
-
-    def add_card(
-        self,
-        kind: str,
-        title: str,
-        fields: dict[str, Any] | None,
-        tags: builtins.list[str] | None,
-        body: str,
-        agent: str,
-    ) -> CallToolResult:
-        stored = self.kb.add(kind, title, tags=tags or (), body=body, status="draft", values=fields or {}, agent=agent)
-        return _result(
-            f"added {stored.id} ({stored.path}) as a draft, awaiting review by a person",
-            CardAdded(id=stored.id, path=stored.path, status=stored.card.status),
-        )
 
 
 def agent_name(ctx: Context | None) -> str:
@@ -471,13 +272,6 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
     return server, tools
 
 
-def _cut_notice(shown: int, found: int, budget: int) -> str:
-    return (
-        f"{shown} of {found} hits shown (the answer is cut to budget={budget} characters); "
-        "raise budget, lower k or narrow the query to see the rest"
-    )
-
-
 async def _read(tools: KbTools, fn: Callable[[], str]) -> str:
     loop = asyncio.get_running_loop()
     try:
@@ -491,27 +285,6 @@ def _card_text(kb: KnowledgeBase, ref: str) -> str:
     return markdown.render(stored.card, stored.body)
 
 
-def _result(text: str, structured: Contract | dict[str, Any]) -> CallToolResult:
-    data = structured.to_json() if isinstance(structured, Contract) else structured
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
-
-
-def _where(filters: dict[str, Any] | None) -> list[str]:
-    """The filters object as `key=value` pairs, checked here so an error names `filters`, not --where."""
-    from ..model.fields import parse_filters
-
-    out = [
-        f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in (filters or {}).items()
-    ]
-    parse_filters(out, "filters")
-    return out
-
-
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
-
-
 def _version() -> str:
     from importlib import metadata
 
@@ -519,140 +292,3 @@ def _version() -> str:
         return metadata.version("kbtool")
     except metadata.PackageNotFoundError:
         return "0"
-
-
-# --- transports ---------------------------------------------------------------------------
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    host, sep, port = address.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise BadInput(f"--http {address!r}: expected HOST:PORT, e.g. 127.0.0.1:8765")
-    return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-class BearerToken:
-    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`, else 401."""
-
-    def __init__(self, app: Any, token: str):
-        self.app, self.expected = app, f"Bearer {token}".encode()
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                error = "unauthorized: send Authorization: Bearer <token>"
-                await _refuse(send, 401, error, ((b"www-authenticate", b"Bearer"),))
-                return
-        await self.app(scope, receive, send)
-
-
-class RequestLimits:
-    """ASGI middleware for kb.toml [limits]: a request body over request_bytes is refused with 413, by
-    its Content-Length or, when it streams without one, as soon as it passes it; a client past
-    requests_per_minute gets 429 (a token bucket per client address, refilled continuously)."""
-
-    def __init__(self, app: Any, limit: int, per_minute: int):
-        self.app, self.limit, self.per_minute = app, limit, per_minute
-        self.buckets: dict[str, tuple[float, float]] = {}  # client -> (tokens, when counted)
-
-    def _allowed(self, client: str) -> bool:
-        now = time.monotonic()
-        tokens, then = self.buckets.get(client, (float(self.per_minute), now))
-        tokens = min(float(self.per_minute), tokens + (now - then) * self.per_minute / 60)
-        self.buckets[client] = (tokens - 1, now) if tokens >= 1 else (tokens, now)
-        return tokens >= 1
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        client = (scope.get("client") or ("?",))[0]
-        if not self._allowed(client):
-            retry = ((b"retry-after", str(max(1, round(60 / self.per_minute))).encode()),)
-            await _refuse(send, 429, f"over {self.per_minute} requests a minute; slow down", retry)
-            return
-        declared = dict(scope.get("headers") or []).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.limit:
-            await _refuse(send, 413, f"request of {int(declared):,} bytes, over the limit of {self.limit:,}")
-            return
-        seen = 0
-
-        async def counted() -> Any:
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit:  # a body streamed past the limit: the app sees the client go away
-                return {"type": "http.disconnect"}
-            return message
-
-        await self.app(scope, counted, send)
-
-
-async def _refuse(send: Any, status: int, error: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
-    body = json.dumps({"error": error}).encode()
-    start = {
-        "type": "http.response.start",
-        "status": status,
-        "headers": [(b"content-type", b"application/json"), *headers],
-    }
-    await send(start)
-    await send({"type": "http.response.body", "body": body})
-
-
-def serve_stdio(kb: KnowledgeBase, read_only: bool) -> None:
-    import anyio
-
-    # the SDK's stdio transport points fd 1 at stderr while it serves, so nothing a library prints can
-    # corrupt the protocol; the warm-up starts inside it (the server's lifespan) for that reason
-    server, _ = build_server(kb, read_only, warm_on_start=True)
-    anyio.run(server.run_stdio_async)
-
-
-def serve_http(kb: KnowledgeBase, address: str, token: str | None, read_only: bool) -> None:
-    import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
-
-    host, port = parse_address(address)
-    if not is_loopback(host) and not token:
-        raise BadInput(
-            f"--http {address}: serving beyond loopback needs --token (or KB_TOKEN); "
-            "every request must then carry it as a bearer token"
-        )
-    server, tools = build_server(kb, read_only)
-    # off loopback the Host header is whatever name clients use; the bearer token is the guard
-    security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app: Any = server.streamable_http_app(host=host, transport_security=security, stateless_http=False)
-    app = RequestLimits(app, kb.config.limits.request_bytes, kb.config.limits.requests_per_minute)
-    if token:
-        app = BearerToken(app, token)
-    # bind here, not in uvicorn: a taken port is a one-line error, and port 0 can say which port it got
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(2048)  # listening now: a client that connects before uvicorn runs waits in the backlog
-    except OSError as exc:
-        sock.close()
-        raise BadInput(f"--http {address}: cannot listen there ({exc.strerror or exc})") from None
-    bound = sock.getsockname()[1]
-    tools.warm()
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
-    print(
-        f"kb: serving MCP at http://{shown}:{bound}/mcp" + (" (bearer token required)" if token else ""),
-        file=sys.stderr,
-        flush=True,
-    )
-    uvicorn.Server(config).run(sockets=[sock])
