@@ -14,12 +14,14 @@ from .loop.review import agent_status, check_agent_fields, is_unreviewed
 from .model import markdown
 from .model.cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, Gap, Gate, fallback_id, is_valid_id, slugify
 from .model.contracts import (
+    Change,
     FindingAdded,
     FindingInput,
     GateRunResult,
     ImportSummary,
     Link,
     LintReport,
+    Neighbour,
     RejectedSkill,
     Related,
     SearchRequest,
@@ -58,6 +60,8 @@ if TYPE_CHECKING:
     from .search.index import Index, RefreshStats
     from .search.pipeline import Searcher
     from .skills.spec import Skill
+
+MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
 
 
 class KnowledgeBase:
@@ -189,6 +193,14 @@ class KnowledgeBase:
 
     def history(self, ref: str) -> builtins.list[Commit]:
         return self.store.history(self.store.relative(self.resolve_id(ref)))
+
+    def recent(self, since: str | None = None, kind: str | None = None) -> builtins.list[Change]:
+        """What changed, newest first: each commit with the cards and skills it added, modified or
+        deleted ("what did the last agent learn?"). since: a date (2026-12-01), an age (7d, 12h, 2w)
+        or a commit (everything after it); kind: only changes to cards of this kind (or skills)."""
+        from .store.history import recent_changes
+
+        return recent_changes(self.store, since, kind, {s.id: s.title for s in self.summaries()})
 
     # --- writing ---------------------------------------------------------------
 
@@ -918,11 +930,14 @@ class KnowledgeBase:
         self.index.refresh_if_stale(self._searcher.embedder if semantic else None)
         return self._searcher.search(request)
 
-    def related(self, ref: str, k: int = 5) -> Related:
-        """A card's (or a skill's) neighbourhood: the cards it links to, the cards linking to it, and
-        the k most similar others by meaning (a vector search on its title and lead text)."""
+    def related(self, ref: str, k: int = 5, depth: int = 1) -> Related:
+        """A card's (or a skill's) neighbourhood: the cards it links to, the cards linking to it, the k
+        most similar others by meaning (a vector search on its title and lead text), and, with depth
+        2 or 3, the cards that many links away (`beyond`, at most MAX_BEYOND)."""
         from .model.records import brief
 
+        if not 1 <= depth <= 3:
+            raise BadInput(f"depth {depth}: 1 (the links themselves), 2 or 3")
         found = self.card_or_skill(ref)
         if not isinstance(found, StoredCard):  # a skill: no links, only its neighbours by meaning
             return self._similar_to(
@@ -938,7 +953,35 @@ class KnowledgeBase:
             Link(rel=rel, **brief(other)) for rel, other in self.index.links_to(found.id) if other.id != found.id
         ]
         text = " ".join([found.card.title, *(str(v) for v in _lead_fields(found.card)), found.body[:600]])
-        return self._similar_to(found.id, found.card.title, text, links_out, links_in, k)
+        related = self._similar_to(found.id, found.card.title, text, links_out, links_in, k)
+        if depth > 1:
+            near = [link.id for link in [*links_out, *links_in] if not link.missing]
+            related = related.model_copy(update={"beyond": self._beyond(found.id, near, depth)})
+        return related
+
+    def _beyond(self, start: str, near: builtins.list[str], depth: int) -> builtins.list[Neighbour]:
+        """Breadth first over links both ways, from the cards one link away out to depth."""
+        from .model.records import brief
+
+        seen, frontier = {start, *near}, near
+        out: builtins.list[Neighbour] = []
+        for distance in range(2, depth + 1):
+            reached = []
+            for via in frontier:
+                card = self.index.by_id(via)
+                if card is None:
+                    continue
+                steps = [(f"{rel} ->", t) for rel, ts in (card.get("links") or {}).items() for t in ts]
+                steps += [(f"{rel} <-", other.id) for rel, other in self.index.links_to(via)]
+                for rel, target in steps:
+                    known = self.index.by_id(target) if target not in seen else None
+                    if known is None or len(out) >= MAX_BEYOND:
+                        continue
+                    seen.add(target)
+                    reached.append(target)
+                    out.append(Neighbour(depth=distance, via=via, rel=rel, **brief(known)))
+            frontier = reached
+        return out
 
     def _similar_to(
         self,

@@ -25,15 +25,19 @@ from kbtool.model.vocabulary import LINT_CLASSES
 KB = [sys.executable, "-m", "kbtool"]
 OUTPUTS = {
     "search": contracts.SearchPage,
+    "get": contracts.Documents,
     "list": contracts.CardPage,
     "gaps": contracts.OpenGaps,
-    "lint": contracts.LintReport,
+    "lint": contracts.LintPage,
     "related": contracts.Related,
     "skills": contracts.SkillList,
+    "skill": contracts.Document,
+    "log": contracts.CardLog,
+    "recent": contracts.RecentChanges,
     "add_finding": contracts.FindingAdded,
     "add_card": contracts.CardAdded,
 }
-READERS = {"search", "get", "list", "gaps", "lint", "related", "skills", "skill"}
+READERS = {"search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent"}
 WRITERS = {"add_finding", "add_card"}
 SKILL = """---
 name: profile-decode
@@ -109,6 +113,7 @@ def test_tools_have_stable_names_and_honest_annotations(seeded, env):
                 tools["add_finding"].input_schema["properties"]
             )
             # the answers' shapes are the contracts' (kbtool.model.contracts), declared as outputSchemas
+            assert set(OUTPUTS) == set(tools)  # every tool declares the shape of its answer
             for name, model in OUTPUTS.items():
                 assert tools[name].output_schema is not None, name
                 assert set(tools[name].output_schema["properties"]) == set(model.model_fields), name
@@ -127,7 +132,7 @@ def test_search_get_and_a_finding_added_through_mcp_is_found(seeded, env):
             assert "\n" not in top["snippet"]
 
             card = await call(client, "get", id=top["id"])
-            assert card.structured_content["rule"].startswith("No optimisation lands")
+            assert card.structured_content["cards"][0]["rule"].startswith("No optimisation lands")
             assert card.content[0].text.startswith("---\nid: " + top["id"])
 
             commits = commit_count(seeded.root)
@@ -411,9 +416,9 @@ def test_the_documented_agent_workflow_on_the_starter_kb(starter, env, tmp_path)
             for hit in hits:  # every hit opens, skills included
                 opened = await call(client, "get", id=hit["id"])
                 assert not opened.is_error, (hit["id"], opened.content[0].text)
-                assert opened.structured_content["kind"] == hit["kind"]
+                assert opened.structured_content["cards"][0]["kind"] == hit["kind"]
             for name in ("kb", "profile-single-stream-decode"):
-                assert (await call(client, "get", id=name)).structured_content["name"] == name
+                assert (await call(client, "get", id=name)).structured_content["cards"][0]["name"] == name
                 near = await call(client, "related", id=name)
                 assert not near.is_error and near.structured_content["similar"], near.content[0].text
 
@@ -515,3 +520,67 @@ def test_an_agent_cannot_get_a_command_locked_and_run(seeded, env, tmp_path):
         [*KB, "--kb", str(seeded.root), "gate", "run", gate_id], env=env, capture_output=True, text=True
     )
     assert run.returncode == 2 and not marker.exists()
+
+
+def test_the_reads_an_agent_curates_with(seeded, env):
+    """get several at once, log, recent, related in depth with bodies, pages everywhere, arguments held to
+    what each tool takes, and the names other search tools use."""
+    seeded.add("finding", "FP8 KV cache keeps GSM8K within 0.2 points", values={"claim": "within 0.2 points"})
+    seeded.add("finding", "FP8 KV cache costs 0.4 points at 32k", values={"claim": "0.4 points at 32k"})
+    seeded.supersede("fp8-kv-cache-keeps-gsm8k-within-0-2-points", "fp8-kv-cache-costs-0-4-points-at-32k", "re-run")
+    seeded.edit(
+        "does-an-fp8-kv-cache-hold-long-context-accuracy-on-h100",
+        fields=["links.related=fp8-kv-cache-costs-0-4-points-at-32k"],
+    )
+
+    async def go():
+        async with stdio(seeded, env) as client:
+            both = await call(client, "get", ids=["accuracy-against", "profile-decode", "nope"])
+            cards = both.structured_content["cards"]
+            assert [c["id"] for c in cards] == ["accuracy-against-the-bf16-oracle-is-a-gate", "profile-decode"]
+            assert (
+                both.structured_content["missing"] == ["nope"]
+                and "no card or skill with id nope" in both.content[0].text
+            )
+            assert (await call(client, "get", id="x", ids=["y"])).is_error
+            assert (await call(client, "get", name="profile-decode")).structured_content["cards"][0]["kind"] == "skill"
+
+            old = "fp8-kv-cache-keeps-gsm8k-within-0-2-points"
+            history = await call(client, "log", id=old)
+            assert [c["op"] for c in history.structured_content["commits"]] == ["supersede", "add"]
+            assert "2 of 2 commits shown" in history.content[0].text
+
+            changed = await call(client, "recent", since="1d", limit=2)
+            page = changed.structured_content
+            assert page["truncated"] and page["total"] >= 4 and len(page["changes"]) == 2
+            assert page["changes"][0]["op"] == "edit" and "offset=2 for the next page" in changed.content[0].text
+            gaps_only = await call(client, "recent", kind="gap")
+            assert {c["kind"] for ch in gaps_only.structured_content["changes"] for c in ch["cards"]} == {"gap"}
+            assert "since 'soon'" in (await call(client, "recent", since="soon")).content[0].text
+
+            gap = "does-an-fp8-kv-cache-hold-long-context-accuracy-on-h100"
+            near = await call(client, "related", id=gap, depth=2, include_bodies=True)
+            beyond = near.structured_content["beyond"]
+            assert [(n["id"], n["depth"], n["rel"]) for n in beyond] == [(old, 2, "supersedes ->")]
+            assert f"## {old} [finding, superseded]" in near.content[0].text
+            small = await call(client, "related", id=gap, depth=2, include_bodies=True, budget=200)
+            assert "bodies left out to keep within budget" in small.content[0].text
+
+            first = await call(client, "list", limit=2)
+            assert first.structured_content["truncated"] and "call list again with offset=2" in first.content[0].text
+            assert not (await call(client, "gaps", limit=1)).is_error
+            assert (await call(client, "skills", offset=5)).structured_content["skills"] == []
+            lint = (await call(client, "lint", limit=1, skip=["duplicates"])).structured_content
+            assert lint["count"] >= len(lint["problems"])
+
+            aliased = await call(client, "search", q="FP8 KV cache", limit=1)
+            assert len(aliased.structured_content["hits"]) == 1
+            unknown = await call(client, "search", query="x", kinds="gap")
+            assert unknown.is_error and "unknown argument kinds; it takes" in unknown.content[0].text
+            twice = await call(client, "search", query="x", q="y")
+            assert twice.is_error and "q and query name the same argument" in twice.content[0].text
+            nextpage = await call(client, "search", query="FP8 KV cache", k=1, offset=1)
+            assert nextpage.structured_content["offset"] == 1
+            assert nextpage.structured_content["hits"][0]["id"] != aliased.structured_content["hits"][0]["id"]
+
+    asyncio.run(go())

@@ -25,7 +25,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"records"},
         {"contracts"},
     ],
-    "store": [{"config", "files", "locate"}, {"repository"}],
+    "store": [{"config", "files", "locate"}, {"repository"}, {"history"}],
     "skills": [{"spec"}, {"registry"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [

@@ -188,21 +188,28 @@ class SearchPage(Contract):
     hits: list[Hit]
     truncated: bool = Field(description="true when the budget cut hits off")
     shown: int
-    found: int
+    found: int = Field(description="hits found past the offset, up to k")
+    offset: int = Field(0, description="hits skipped before these")
 
 
 # --- reading ----------------------------------------------------------------------------
+
+
+class Page(Contract):
+    """What every list-shaped MCP answer says of its page: how many there are, where this page starts,
+    and whether more follow (call again with offset = offset + the items shown)."""
+
+    total: int = Field(description="how many match in all")
+    offset: int = Field(description="how many were skipped before this page")
+    truncated: bool = Field(description="true when more match than this page shows")
 
 
 class ListedCard(CardBrief):
     path: str
 
 
-class CardPage(Contract):
+class CardPage(Page):
     cards: list[ListedCard]
-    total: int = Field(description="how many cards match")
-    offset: int
-    truncated: bool = Field(description="true when more cards match than this page shows")
 
 
 class OpenGap(Contract):
@@ -213,7 +220,7 @@ class OpenGap(Contract):
     status: StatusName
 
 
-class OpenGaps(Contract):
+class OpenGaps(Page):
     gaps: list[OpenGap]
 
 
@@ -232,12 +239,21 @@ class Similar(CardBrief):
     similarity: float = Field(description="cosine similarity of the best-matching chunk")
 
 
+class Neighbour(CardBrief):
+    """A card more than one link away from the card asked about."""
+
+    depth: int = Field(description="how many links away")
+    via: str = Field(description="the card one link nearer, through which it was reached")
+    rel: str = Field(description="the link between them: rel -> (from via) or rel <- (to via)")
+
+
 class Related(Contract):
     id: str
     title: str
     links_out: list[Link]
     links_in: list[Link]
     similar: list[Similar]
+    beyond: list[Neighbour] = Field([], description="cards two or more links away, when asked for (depth)")
 
 
 class SkillBrief(Contract):
@@ -246,8 +262,63 @@ class SkillBrief(Contract):
     path: str
 
 
-class SkillList(Contract):
+class SkillList(Page):
     skills: list[SkillBrief]
+
+
+# --- history ----------------------------------------------------------------------------
+
+
+class CommitEntry(Contract):
+    """One commit of the knowledge base: every kb write is one, its trailers say what it did."""
+
+    sha: str
+    date: str = Field(description="the author date, ISO 8601")
+    author: str
+    subject: str
+    op: str | None = Field(None, description="what kb did (the kb-op trailer): add, edit, supersede, confirm, ...")
+
+
+class ChangedCard(Contract):
+    id: str
+    kind: SearchKind
+    change: Literal["added", "modified", "deleted"]
+    title: str | None = Field(None, description="as it stands now; none for a deleted card")
+
+
+class Change(CommitEntry):
+    """A commit and the cards and skills it changed."""
+
+    cards: list[ChangedCard]
+
+
+class CardLog(Page):
+    id: str
+    commits: list[CommitEntry]
+
+
+class RecentChanges(Page):
+    since: str | None = Field(description="as asked: a date, an age (7d) or a commit; none for all history")
+    changes: list[Change]
+
+
+class Document(Contract):
+    """A whole card or skill as JSON: a card's frontmatter fields (title, status, its kind's fields,
+    links, provenance, ...) or a skill's (name, description, files, ...), beside these four."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str
+    kind: SearchKind
+    path: str = Field(description="its file, relative to the knowledge base")
+    body: str = Field(description="the markdown after the frontmatter")
+
+
+class Documents(Contract):
+    """Whole cards or skills, in the order asked for, and the ids that match nothing."""
+
+    cards: list[Document]
+    missing: list[str]
 
 
 class Stats(Contract):
@@ -309,6 +380,13 @@ class LintReport(Contract):
     def lines(self) -> list[str]:
         summary = f"{self.errors} error(s), {self.count - self.errors} warning(s)" if self.problems else "no problems"
         return [*(p.line() for p in self.problems), summary]
+
+
+class LintPage(LintReport):
+    """A page of a lint report (MCP): `count` and `errors` count every problem, `problems` holds the page."""
+
+    offset: int = Field(description="how many problems were skipped before this page")
+    truncated: bool = Field(description="true when more problems follow")
 
 
 class GateRunResult(Contract):

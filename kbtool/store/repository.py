@@ -298,6 +298,29 @@ class Store:
                 commits.append(Commit(sha, date, author, subject, message.strip()))
         return commits
 
+    def changes(self, revisions: list[str], paths: Iterable[str]) -> list[tuple[Commit, list[tuple[str, str]]]]:
+        """Commits (newest first) touching paths, each with its (status letter, path) pairs: A, M, D,
+        or R for a rename (the new path). revisions are git log's: ["--since=7 days ago"], ["abc123..HEAD"]."""
+        fmt = "%x1e%H%x1f%aI%x1f%an%x1f%s%x1f%B%x1d"
+        try:
+            out = self.repo.git.log(*revisions, f"--format={fmt}", "--name-status", "--no-renames", "--", *paths)
+        except git.GitCommandError as exc:
+            raise KbError(f"git log refused: {' '.join(str(exc.stderr).split())[:200]}") from None
+        found = []
+        for record in out.split("\x1e")[1:]:
+            head, _, files = record.partition("\x1d")
+            sha, date, author, subject, message = head.split("\x1f")
+            touched = [tuple(line.split("\t", 1)) for line in files.strip().splitlines() if "\t" in line]
+            found.append((Commit(sha, date, author, subject, message.strip()), [(s[0], p) for s, p in touched]))
+        return found
+
+    def is_commit(self, ref: str) -> bool:
+        try:
+            self.repo.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}")
+        except git.GitCommandError:
+            return False
+        return True
+
 
 def _refusal(exc: BaseException) -> str:
     """git's refusal in one line, with its remedy: cut at 300 characters, git's own message about a

@@ -367,6 +367,27 @@ def log(
 
 
 @app.command()
+def recent(
+    since: Annotated[
+        str | None,
+        typer.Option(help="A date (2026-12-01), an age (12h, 7d, 2w) or a commit; all history when left out."),
+    ] = None,
+    kind: Annotated[str | None, typer.Option(help="Only changes to cards of this kind (or skill).")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Show at most this many commits.")] = 20,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """What changed, newest first: each commit with the cards and skills it added, modified or deleted."""
+    changes = open_kb(kb).recent(since, kind)[:limit]
+    if as_json:
+        print_json([c.to_json() for c in changes])
+        return
+    for c in changes:
+        cards = ", ".join(f"{card.change} {card.id} [{card.kind}]" for card in c.cards)
+        typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.op or 'commit'}: {cards}")
+
+
+@app.command()
 def lint(
     skip: Annotated[
         list[str] | None,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
@@ -24,10 +24,14 @@ from ..model import markdown
 from ..model.contracts import (
     SEARCH_KINDS,
     CardAdded,
+    CardLog,
     CardPage,
+    Document,
+    Documents,
     FindingAdded,
-    LintReport,
+    LintPage,
     OpenGaps,
+    RecentChanges,
     Related,
     SearchPage,
     SearchRequest,
@@ -67,6 +71,14 @@ SEARCH = SearchRequest.model_fields
 Kind = Annotated[Literal[SEARCH_KINDS] | None, Field(description=SEARCH["kind"].description)]  # type: ignore[valid-type]
 Status = Annotated[Literal[STATUSES] | None, Field(description=SEARCH["status"].description)]  # type: ignore[valid-type]
 Tags = Annotated[list[str] | None, Field(description=SEARCH["tags"].description)]
+CardKind = Annotated[
+    Literal[KINDS] | None,  # type: ignore[valid-type]
+    Field(description="only cards of this kind (skills: the skills tool)"),
+]
+Limit = Annotated[int, Field(ge=1, le=10_000, description="how many at most in this page")]
+Offset = Annotated[int, Field(ge=0, description="skip this many (for the next page)")]
+Budget = Annotated[int, Field(ge=200, le=100_000, description="characters of text to return at most")]
+MAX_GET = 50  # cards one get may ask for: a context, not an export
 Metrics = Annotated[
     dict[str, float | str | dict[str, Any]] | None,
     Field(
@@ -77,6 +89,42 @@ Metrics = Annotated[
         )
     ),
 ]
+
+
+# Names agents reach for out of habit (other search tools call the query `q` and the hit count `limit` or
+# `top_k`), read as kb's own where a tool takes the one and not the other.
+ALIASES = {"q": "query", "limit": "k", "top_k": "k", "name": "id"}
+
+
+def checked_arguments(tool: str, takes: set[str], arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments with aliases read; a ToolError naming any the tool does not take. The SDK drops
+    unknown arguments silently, so `kinds` for `kind` would quietly search everything."""
+    out: dict[str, Any] = {}
+    unknown = []
+    for key, value in arguments.items():
+        name = ALIASES[key] if key not in takes and ALIASES.get(key) in takes else key
+        if name not in takes:
+            unknown.append(key)
+        elif name in out:
+            raise ToolError(f"{tool}: {key} and {name} name the same argument; give one")
+        else:
+            out[name] = value
+    if unknown:
+        raise ToolError(
+            f"{tool}: unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(sorted(unknown))}; "
+            f"it takes {', '.join(sorted(takes)) or 'none'}"
+        )
+    return out
+
+
+class KbServer(MCPServer):
+    """The SDK's server, holding each call to the arguments its tool declares (checked_arguments)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        declared = {tool.name: tool for tool in await self.list_tools()}
+        if name in declared:
+            arguments = checked_arguments(name, set(declared[name].input_schema.get("properties", {})), arguments)
+        return await super().call_tool(name, arguments, context)
 
 
 def agent_name(ctx: Context | None) -> str:
@@ -101,7 +149,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
         tools.warm()
         yield
 
-    server = MCPServer(
+    server = KbServer(
         f"kb ({kb.config.kb.name})",
         instructions=INSTRUCTIONS,
         version=_version(),
@@ -118,67 +166,108 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
         tags: Tags = None,
         filters: Filters = None,
         mode: Annotated[Literal[MODES], Field(description=SEARCH["mode"].description)] = MODES[0],  # type: ignore[valid-type]
-        budget: Annotated[
-            int, Field(ge=200, le=100_000, description="characters of hits to return at most")
-        ] = DEFAULT_BUDGET,
+        budget: Budget = DEFAULT_BUDGET,
+        offset: Annotated[int, Field(ge=0, le=900, description="skip this many hits (for the next ones)")] = 0,
     ) -> Annotated[CallToolResult, SearchPage]:
         """Search the knowledge base (keywords and meaning, fused): the cards and skills that apply, best
         first, each with id, kind, title, status, score and a one-line snippet. Superseded and refuted
         cards rank last. `get` a hit's id (a card or a skill) for the whole of it. When the budget
         cuts the answer, the text ends by saying how many hits it shows of how many."""
-        return await tools.call(tools.search, query, k, kind, status, tags, filters, mode, budget)
+        return await tools.call(tools.search, query, k, kind, status, tags, filters, mode, budget, offset)
 
     @server.tool(annotations=READS)
     async def get(
         id: Annotated[
-            str, Field(description="a card id (or a unique prefix of one), or a skill's name: any search hit's id")
-        ],
-    ) -> CallToolResult:
-        """One whole card or skill: its fields as structured content and its markdown file as text."""
-        return await tools.call(tools.get, id)
+            str | None,
+            Field(description="a card id (or a unique prefix of one), or a skill's name: any search hit's id"),
+        ] = None,
+        ids: Annotated[list[str] | None, Field(description="several ids at once (max 50), instead of id")] = None,
+    ) -> Annotated[CallToolResult, Documents]:
+        """Whole cards or skills: each one's fields as structured content and its markdown file as text.
+        Give id, or ids for several in one call; ids that match nothing are named in the answer."""
+        refs = ([id] if id else []) + list(ids or [])
+        if not refs or (id and ids):
+            raise ToolError("get: give id (one card) or ids (several), not both and not neither")
+        if len(refs) > MAX_GET:
+            raise ToolError(f"get: {len(refs)} ids, over {MAX_GET} in one call")
+        return await tools.call(tools.get, refs)
 
     @server.tool(annotations=READS, name="list")
     async def list_cards(
-        kind: Annotated[Literal[KINDS] | None, Field(description="only cards of this kind")] = None,  # type: ignore[valid-type]
+        kind: CardKind = None,
         status: Status = None,
         tags: Tags = None,
         filters: Filters = None,
-        limit: Annotated[int, Field(ge=1, le=10_000, description="how many cards at most")] = 200,
-        offset: Annotated[int, Field(ge=0, description="skip this many matches (for the next page)")] = 0,
+        limit: Limit = 200,
+        offset: Offset = 0,
     ) -> Annotated[CallToolResult, CardPage]:
         """List cards (id, kind, title, status) that match every filter given, a page at a time; the
         text says how many of how many it shows and the offset of the next page."""
         return await tools.call(tools.list, kind, status, tags, filters, limit, offset)
 
     @server.tool(annotations=READS)
-    async def gaps() -> Annotated[CallToolResult, OpenGaps]:
+    async def gaps(limit: Limit = 50, offset: Offset = 0) -> Annotated[CallToolResult, OpenGaps]:
         """The open questions (gaps nothing has closed yet), high priority first: what to measure next."""
-        return await tools.call(tools.gaps)
+        return await tools.call(tools.gaps, limit, offset)
 
     @server.tool(annotations=READS, description=LINT_DESCRIPTION)
     async def lint(
         skip: Annotated[list[Literal[LINT_CLASSES]] | None, Field(description="check classes to skip")] = None,  # type: ignore[valid-type]
-    ) -> Annotated[CallToolResult, LintReport]:
-        return await tools.call(tools.lint, skip)
+        limit: Limit = 100,
+        offset: Offset = 0,
+    ) -> Annotated[CallToolResult, LintPage]:
+        return await tools.call(tools.lint, skip, limit, offset)
 
     @server.tool(annotations=READS)
     async def related(
         id: Annotated[str, Field(description="a card id or a skill's name")],
         k: Annotated[int, Field(ge=1, le=50, description="how many similar cards")] = 5,
+        depth: Annotated[int, Field(ge=1, le=3, description="follow links this many steps (both ways)")] = 1,
+        include_bodies: Annotated[
+            bool, Field(description="add the linked cards' texts, nearest first, within the budget")
+        ] = False,
+        budget: Budget = DEFAULT_BUDGET,
     ) -> Annotated[CallToolResult, Related]:
-        """A card's (or skill's) neighbourhood: the cards it links to, the cards linking to it, and the most
-        similar others."""
-        return await tools.call(tools.related, id, k)
+        """A card's (or skill's) neighbourhood: the cards it links to, the cards linking to it, those up
+        to `depth` links away, and the most similar others; with include_bodies, their texts too, so one
+        call gathers the context of a decision."""
+        return await tools.call(tools.related, id, k, depth, include_bodies, budget)
 
     @server.tool(annotations=READS)
-    async def skills() -> Annotated[CallToolResult, SkillList]:
+    async def skills(limit: Limit = 100, offset: Offset = 0) -> Annotated[CallToolResult, SkillList]:
         """The skills (Agent Skills procedures) in this knowledge base: name and description."""
-        return await tools.call(tools.skills)
+        return await tools.call(tools.skills, limit, offset)
 
     @server.tool(annotations=READS)
-    async def skill(name: Annotated[str, Field(description="a skill's name, e.g. 'kb'")]) -> CallToolResult:
+    async def skill(
+        name: Annotated[str, Field(description="a skill's name, e.g. 'kb'")],
+    ) -> Annotated[CallToolResult, Document]:
         """One skill's SKILL.md: when to use it and the procedure, to follow step by step."""
         return await tools.call(tools.skill, name)
+
+    @server.tool(annotations=READS)
+    async def log(
+        id: Annotated[str, Field(description="a card id (or a unique prefix of one)")],
+        limit: Limit = 50,
+        offset: Offset = 0,
+    ) -> Annotated[CallToolResult, CardLog]:
+        """A card's history from git, newest first: each commit's date, author, subject and what kb did
+        (add, edit, supersede, confirm, refute, gate-run, ...)."""
+        return await tools.call(tools.log, id, limit, offset)
+
+    @server.tool(annotations=READS)
+    async def recent(
+        since: Annotated[
+            str | None,
+            Field(description="a date (2026-12-01), an age (12h, 7d, 2w) or a commit; all history when left out"),
+        ] = None,
+        kind: Kind = None,
+        limit: Limit = 20,
+        offset: Offset = 0,
+    ) -> Annotated[CallToolResult, RecentChanges]:
+        """What changed in the knowledge base, newest first: each commit with the cards and skills it
+        added, modified or deleted. "What did the last agent learn?": recent(since="1d")."""
+        return await tools.call(tools.recent, since, kind, limit, offset)
 
     if not read_only:
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent
@@ -24,22 +25,29 @@ from ..kb import KnowledgeBase
 from ..model import markdown
 from ..model.contracts import (
     CardAdded,
+    CardLog,
     CardPage,
     Contract,
+    Document,
+    Documents,
     FindingInput,
+    LintPage,
     ListedCard,
     OpenGap,
     OpenGaps,
+    RecentChanges,
     SearchPage,
     SkillBrief,
     SkillList,
 )
 from ..model.errors import BadInput, KbError
 from ..model.records import StoredCard, brief
+from ..store.history import commit_entry
 
 log = logging.getLogger("kb.serve")
 
 SNIPPET_CHARS = 200
+T = TypeVar("T")
 
 
 class KbTools:
@@ -91,11 +99,13 @@ class KbTools:
         filters: dict[str, Any] | None,
         mode: str,
         budget: int,
+        offset: int,
     ) -> CallToolResult:
         if budget < 200:
             raise BadInput("budget must be at least 200 characters")
-        result = self.kb.search(query, k=k, kind=kind, status=status, tags=tags or (), where=_where(filters), mode=mode)
-        found = result.hits
+        where = _where(filters)
+        result = self.kb.search(query, k=k + offset, kind=kind, status=status, tags=tags or (), where=where, mode=mode)
+        found = result.hits[offset:]
         # room for the line that says the answer was cut, so the whole text stays within the budget
         room = budget - len(_cut_notice(len(found), len(found), budget)) - 1
         hits: builtins.list[SearchPage.Hit] = []
@@ -119,19 +129,36 @@ class KbTools:
             lines.append(line)
             spent += len(line) + 1
         truncated = len(hits) < len(found)
-        page = SearchPage(query=query, hits=hits, truncated=truncated, shown=len(hits), found=len(found))
-        text = "\n".join(lines) if lines else f"no cards match {query!r}"
+        page = SearchPage(query=query, hits=hits, truncated=truncated, shown=len(hits), found=len(found), offset=offset)
+        past = f" past the first {offset}" if offset else ""
+        text = "\n".join(lines) if lines else f"no cards match {query!r}{past}"
         if truncated:
             text += "\n" + _cut_notice(len(hits), len(found), budget)
+        elif len(found) == k:
+            text += f"\n{len(hits)} hits shown; search again with offset={offset + len(hits)} for the next ones"
         return _result(text, page)
 
-    def get(self, ref: str) -> CallToolResult:
+    def get(self, refs: builtins.list[str]) -> CallToolResult:
+        """Whole cards or skills. One id that matches nothing is an error; of several, the answer
+        names the ones that matched nothing."""
         from ..skills.spec import render_skill
 
-        found = self.kb.card_or_skill(ref)
-        if isinstance(found, StoredCard):
-            return _result(markdown.render(found.card, found.body), found.to_dict())
-        return _result(render_skill(found), found.to_dict())
+        texts, documents, missing = [], [], []
+        for ref in dict.fromkeys(refs):
+            try:
+                found = self.kb.card_or_skill(ref)
+            except KbError:
+                if len(refs) == 1:
+                    raise
+                missing.append(ref)
+                continue
+            if isinstance(found, StoredCard):
+                texts.append(markdown.render(found.card, found.body))
+            else:
+                texts.append(render_skill(found))
+            documents.append(Document.model_validate(found.to_dict()))
+        text = "\n".join(texts) + (f"\nno card or skill with id {', '.join(missing)}" if missing else "")
+        return _result(text, Documents(cards=documents, missing=missing))
 
     def list(
         self,
@@ -143,18 +170,13 @@ class KbTools:
         offset: int,
     ) -> CallToolResult:
         found = self.kb.summaries(kind=kind, status=status, tags=tags or (), where=_where(filters))
-        page = found[offset : offset + limit]
-        cards = [ListedCard(**brief(c), path=c.path) for c in page]
-        text = "\n".join(f"{c.id} [{c.kind}, {c.status}] {c.title}" for c in cards) or "no cards match"
-        if len(page) < len(found):
-            after = offset + len(page)
-            text += f"\n{len(page)} of {len(found)} cards shown (from {offset + 1 if page else offset});" + (
-                f" call list again with offset={after} for the next page" if after < len(found) else ""
-            )
-        return _result(text, CardPage(cards=cards, total=len(found), offset=offset, truncated=len(page) < len(found)))
+        page, cut = Paged.of(found, offset, limit)
+        cards = [ListedCard(**brief(c), path=c.path) for c in page.items]
+        lines = [f"{c.id} [{c.kind}, {c.status}] {c.title}" for c in cards] or ["no cards match"]
+        return _result(page.text(lines, "cards", "list"), CardPage(cards=cards, **cut))
 
-    def gaps(self) -> CallToolResult:
-        gaps = [
+    def gaps(self, limit: int, offset: int) -> CallToolResult:
+        open_gaps = [
             OpenGap(
                 id=g.id,
                 title=g.title,
@@ -164,33 +186,87 @@ class KbTools:
             )
             for g in self.kb.gaps()
         ]
-        text = "\n".join(f"{g.id} [{g.priority}] {g.question}" for g in gaps) or "no open gaps"
-        return _result(text, OpenGaps(gaps=gaps))
+        page, cut = Paged.of(open_gaps, offset, limit)
+        lines = [f"{g.id} [{g.priority}] {g.question}" for g in page.items] or ["no open gaps"]
+        return _result(page.text(lines, "open gaps", "gaps"), OpenGaps(gaps=page.items, **cut))
 
-    def lint(self, skip: builtins.list[str] | None) -> CallToolResult:
+    def lint(self, skip: builtins.list[str] | None, limit: int, offset: int) -> CallToolResult:
         report = self.kb.lint_report(skip or ())
-        return _result("\n".join(report.lines()), report)
+        page, cut = Paged.of(report.problems, offset, limit)
+        summary = f"{report.errors} error(s), {report.count - report.errors} warning(s)" if report.count else "ok"
+        lines = [*(p.line() for p in page.items), summary]
+        structured = LintPage(
+            problems=page.items,
+            count=report.count,
+            errors=report.errors,
+            ok=report.ok,
+            offset=offset,
+            truncated=cut["truncated"],
+        )
+        return _result(page.text(lines, "problems", "lint"), structured)
 
-    def related(self, ref: str, k: int) -> CallToolResult:
-        found = self.kb.related(ref, k)
+    def related(self, ref: str, k: int, depth: int, include_bodies: bool, budget: int) -> CallToolResult:
+        """The neighbourhood in lines; with include_bodies, the linked cards' texts after them, nearest
+        first, as many as the budget holds (the answer says which it left out)."""
+        found = self.kb.related(ref, k, depth)
         lines = [
             f"{link.rel} -> {link.id}" + (f" [{link.kind}] {link.title}" if link.title is not None else " (missing)")
             for link in found.links_out
         ]
         lines += [f"{link.rel} <- {link.id} [{link.kind}] {link.title}" for link in found.links_in]
+        lines += [f"{n.depth} links away: {n.id} [{n.kind}] {n.title} ({n.rel} {n.via})" for n in found.beyond]
         lines += [f"similar {s.id} [{s.kind}] {s.title} (similarity {s.similarity:.3f})" for s in found.similar]
-        return _result("\n".join(lines) or f"nothing links to or resembles {found.id}", found)
+        text = "\n".join(lines) or f"nothing links to or resembles {found.id}"
+        if include_bodies:
+            linked = [link.id for link in [*found.links_out, *found.links_in] if not link.missing]
+            text += self._bodies([*linked, *(n.id for n in found.beyond)], budget - len(text))
+        return _result(text, found)
 
-    def skills(self) -> CallToolResult:
-        skills = [SkillBrief(name=s.name, description=s.description, path=s.path) for s in self.kb.skills()]
-        text = "\n".join(f"{s.name}: {s.description}" for s in skills) or "no skills in this knowledge base"
-        return _result(text, SkillList(skills=skills))
+    def _bodies(self, ids: builtins.list[str], room: int) -> str:
+        out, left = "", []
+        for card_id in dict.fromkeys(ids):
+            stored = self.kb.get(card_id)
+            body = f"\n\n## {stored.id} [{stored.card.kind}, {stored.card.status}] {stored.card.title}\n{stored.body}"
+            if len(out) + len(body) > room:
+                left.append(card_id)
+            else:
+                out += body
+        if left:
+            out += f"\n\n(bodies left out to keep within budget: {', '.join(left)}; get them by id)"
+        return out
+
+    def skills(self, limit: int, offset: int) -> CallToolResult:
+        briefs = [SkillBrief(name=s.name, description=s.description, path=s.path) for s in self.kb.skills()]
+        page, cut = Paged.of(briefs, offset, limit)
+        lines = [f"{s.name}: {s.description}" for s in page.items] or ["no skills in this knowledge base"]
+        return _result(page.text(lines, "skills", "skills"), SkillList(skills=page.items, **cut))
 
     def skill(self, name: str) -> CallToolResult:
         from ..skills.spec import render_skill
 
         found = self.kb.skill(name)
-        return _result(render_skill(found), found.to_dict())
+        return _result(render_skill(found), Document.model_validate(found.to_dict()))
+
+    def log(self, ref: str, limit: int, offset: int) -> CallToolResult:
+        card_id = self.kb.card_or_skill(ref)
+        if not isinstance(card_id, StoredCard):
+            raise BadInput(f"{ref}: a skill; log takes a card id (a skill's history is in git under skills/)")
+        entries = [commit_entry(c) for c in self.kb.history(ref)]
+        page, cut = Paged.of(entries, offset, limit)
+        lines = [f"{c.sha[:10]} {c.date} {c.author}: {c.subject}" for c in page.items] or ["no commits"]
+        return _result(page.text(lines, "commits", "log"), CardLog(id=card_id.id, commits=page.items, **cut))
+
+    def recent(self, since: str | None, kind: str | None, limit: int, offset: int) -> CallToolResult:
+        changes = self.kb.recent(since, kind)
+        page, cut = Paged.of(changes, offset, limit)
+        lines = [
+            f"{c.date} {c.author} {c.op or 'commit'}: "
+            + ", ".join(
+                f"{card.change} {card.id} [{card.kind}]" + (f" {card.title}" if card.title else "") for card in c.cards
+            )
+            for c in page.items
+        ] or [f"no changes{f' since {since}' if since else ''}"]
+        return _result(page.text(lines, "changes", "recent"), RecentChanges(since=since, changes=page.items, **cut))
 
     # --- writing: every write is an agent's, so it lands for review (kbtool.loop.review) ----------
 
@@ -245,3 +321,26 @@ def _where(filters: dict[str, Any] | None) -> list[str]:
 def _one_line(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class Paged(Generic[T]):
+    """One page of a list-shaped answer, and the line that says which page it is."""
+
+    items: builtins.list[T]
+    total: int
+    offset: int
+
+    @classmethod
+    def of(cls, items: Sequence[T], offset: int, limit: int) -> tuple[Paged[T], dict[str, Any]]:
+        """The page and its Page fields (total, offset, truncated) for the answer's contract."""
+        page = cls(list(items[offset : offset + limit]), len(items), offset)
+        return page, {"total": page.total, "offset": offset, "truncated": offset + len(page.items) < page.total}
+
+    def text(self, lines: builtins.list[str], noun: str, tool: str) -> str:
+        shown, after = len(self.items), self.offset + len(self.items)
+        where = f" (from {self.offset + 1})" if self.offset and shown else ""
+        footer = f"{shown} of {self.total} {noun} shown{where}"
+        if after < self.total:
+            footer += f"; call {tool} again with offset={after} for the next page"
+        return "\n".join([*lines, footer])
