@@ -10,7 +10,14 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .loop.review import agent_status, check_agent_fields, is_unreviewed
+from .loop.review import (
+    SETTABLE_STATUSES,
+    agent_status,
+    check_agent_fields,
+    check_agent_status,
+    check_agent_supersede,
+    is_unreviewed,
+)
 from .model import markdown
 from .model.cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, Gap, Gate, fallback_id, is_valid_id, slugify
 from .model.contracts import (
@@ -21,6 +28,7 @@ from .model.contracts import (
     ImportSummary,
     Link,
     LintReport,
+    LockCheck,
     Neighbour,
     RejectedSkill,
     Related,
@@ -542,8 +550,11 @@ class KnowledgeBase:
         except Exception as exc:
             self.notices.append(f"the search index was not refreshed ({exc}); the next search refreshes it")
 
-    def supersede(self, old_ref: str, new_ref: str, reason: str | None = None) -> tuple[StoredCard, StoredCard]:
-        """OLD is superseded by NEW: links both ways and OLD's status, in one commit (the reason in its message)."""
+    def supersede(
+        self, old_ref: str, new_ref: str, reason: str | None = None, agent: str | None = None
+    ) -> tuple[StoredCard, StoredCard]:
+        """OLD is superseded by NEW: links both ways and OLD's status, in one commit (the reason in its
+        message). An agent may not supersede a gate, nor a confirmed card by an unconfirmed one."""
         with self.store.lock():
             old, new = self.get(old_ref), self.get(new_ref)
             if old.id == new.id:
@@ -552,6 +563,8 @@ class KnowledgeBase:
                 raise InvalidCard(
                     f"{new.id} is a {new.card.kind} and {old.id} a {old.card.kind}; supersede within one kind"
                 )
+            if agent is not None:
+                check_agent_supersede(old.card, new.card, agent)
             old_links = old.card.links.model_copy(
                 update={"superseded_by": [*dict.fromkeys([*old.card.links.superseded_by, new.id])]}
             )
@@ -565,6 +578,7 @@ class KnowledgeBase:
             message = (
                 f"kb supersede {old.card.kind}: {old.id} -> {new.id}\n\n{reason + chr(10) + chr(10) if reason else ''}"
                 f"kb-op: supersede\nkb-id: {old.id}\nkb-superseded-by: {new.id}\n"
+                + (f"kb-agent: {agent}\n" if agent else "")
             )
             self.store.write(
                 {
@@ -577,6 +591,41 @@ class KnowledgeBase:
         return StoredCard(old_card, markdown.normalize_body(old_body), old.path), StoredCard(
             new_card, new.body, new.path
         )
+
+    def set_status(self, ref: str, status: str, reason: str | None = None, agent: str | None = None) -> StoredCard:
+        """Move a card to confirmed, refuted or retired, or reopen a gap ("open": what closed it is
+        cleared), in one commit with the reason. A person's confirm and refute are `confirm` and
+        `refute`; an agent may only withdraw its own unreviewed cards and reopen gaps
+        (kbtool.loop.review.check_agent_status). A locked gate's status is its lock's: supersede it."""
+        if status not in SETTABLE_STATUSES:
+            raise BadInput(f"status {status!r}: one of {', '.join(SETTABLE_STATUSES)}")
+        if status != "confirmed" and not (reason and reason.strip()):
+            raise BadInput(f"say why it is {status}: a reason (it goes into the commit, for kb log)")
+        if agent is None and status in ("confirmed", "refuted"):
+            return self.confirm(ref, reason) if status == "confirmed" else self.refute(ref, reason or "")
+        with self.store.lock():
+            current = self.get(ref)
+            self._check_editable(current)
+            if agent is not None:
+                check_agent_status(current.card, status, agent)
+            data = current.card.model_dump(mode="python")
+            if status == "open":
+                if current.card.kind != "gap":
+                    raise InvalidCard(f"{current.id} is a {current.card.kind}; only a gap is reopened")
+                data["closed_by"] = []
+                data["status"] = "draft" if current.card.status in INACTIVE_STATUSES else current.card.status
+            else:
+                data["status"] = status
+            card = validate_card(_drop_none(data), current.path)
+            verb = "reopen" if status == "open" else "set-status"
+            message = (
+                f"kb {verb} {card.kind}: {card.title} ({card.status})\n\n{(reason or '').strip()}\n\n"
+                f"kb-op: {verb}\nkb-kind: {card.kind}\nkb-id: {card.id}\nkb-status: {card.status}\n"
+                + (f"kb-agent: {agent}\n" if agent else "")
+            )
+            self.store.write({current.path: self._render(card, current.body, current.path)}, message)
+        self._refresh_lexical()
+        return StoredCard(card, current.body, current.path)
 
     def gaps(self) -> builtins.list[CardSummary]:
         """Open gaps (nothing closed them, not retired or superseded), high priority first, oldest first."""
@@ -640,10 +689,13 @@ class KnowledgeBase:
                 )
         return newly, skipped
 
-    def verify_gates(self) -> builtins.list[Problem]:
+    def verify_gates(self) -> LockCheck:
+        """Every locked gate against kb.lock: ok, how many are locked, and each mismatch."""
         from .loop.curation import gate_lock_problems
 
-        return gate_lock_problems(self.store, self.gate_locks())
+        locks = self.gate_locks()
+        problems = gate_lock_problems(self.store, locks)
+        return LockCheck(ok=not problems, locked=len(locks), problems=problems)
 
     def run_gate(
         self,
@@ -652,6 +704,7 @@ class KnowledgeBase:
         in_dir: str | os.PathLike[str] | None = None,
         confirms: str | None = None,
         before: Callable[[str, Path], None] | None = None,
+        require_lock: bool = False,
     ) -> GateRunResult:
         """Run a gate's command in in_dir (the project it judges; default the KB root) and compare.
 
@@ -684,6 +737,11 @@ class KnowledgeBase:
             raise Conflict(
                 f"gate {stored.id!r} has changed since it was locked in kb.lock, so nothing was run; restore it "
                 f"(git checkout -- {stored.path}) or add a new gate and `kb supersede {stored.id} NEW_GATE`"
+            )
+        if locked is None and require_lock:  # for callers who run no command a person has not locked
+            raise BadInput(
+                f"gate {stored.id!r} is not locked, so nothing was run; only a locked gate runs here (a person "
+                f"reads its command, then `kb gate lock {stored.id}`)"
             )
         if locked is None:
             self.note(f"gate {stored.id} is not locked (`kb gate lock {stored.id}` makes its check immutable)")

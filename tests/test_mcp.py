@@ -34,11 +34,17 @@ OUTPUTS = {
     "skill": contracts.Document,
     "log": contracts.CardLog,
     "recent": contracts.RecentChanges,
+    "gate_verify": contracts.LockCheck,
     "add_finding": contracts.FindingAdded,
     "add_card": contracts.CardAdded,
+    "supersede": contracts.StatusChange,
+    "set_status": contracts.StatusChange,
+    "gate_run": contracts.GateRunResult,
 }
-READERS = {"search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent"}
-WRITERS = {"add_finding", "add_card"}
+READERS = {"search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify"}
+ADDERS = {"add_finding", "add_card"}  # only add: not destructive
+CHANGERS = {"supersede", "set_status"}  # change what an existing card means: destructive
+WRITERS = {*ADDERS, *CHANGERS, "gate_run"}
 SKILL = """---
 name: profile-decode
 description: Profile single-stream decode step by step. Use when decode tokens/s is below target.
@@ -107,7 +113,9 @@ def test_tools_have_stable_names_and_honest_annotations(seeded, env):
                 assert tools[name].annotations.read_only_hint is True, name
             for name in WRITERS:
                 hints = tools[name].annotations
-                assert hints.read_only_hint is False and hints.destructive_hint is False, name
+                assert hints.read_only_hint is False, name
+                assert hints.destructive_hint is (name in CHANGERS), name
+            assert tools["gate_run"].annotations.open_world_hint is True  # it runs a command on this machine
             assert "query" in tools["search"].input_schema["required"]
             assert {"title", "metrics", "baseline", "applies_to", "closes", "tags"} <= set(
                 tools["add_finding"].input_schema["properties"]
@@ -584,3 +592,76 @@ def test_the_reads_an_agent_curates_with(seeded, env):
             assert nextpage.structured_content["hits"][0]["id"] != aliased.structured_content["hits"][0]["id"]
 
     asyncio.run(go())
+
+
+def test_an_agent_curates_within_what_review_allows(seeded, env, tmp_path):
+    """supersede, set_status, gate_run and gate_verify over MCP: what an agent may change of its own work,
+    what stays a person's, and a locked gate's pass confirming the agent's finding."""
+    project = tmp_path / "project"
+    project.mkdir()
+    gate = seeded.add(
+        "gate",
+        "TPOT under 12 ms",
+        status="confirmed",
+        values={"check": {"command": "echo '{\"tpot_ms\": 9.5}'", "metric": "tpot_ms", "op": "<=", "threshold": 12}},
+    ).id
+    draft_gate = seeded.add(
+        "gate", "Draft gate", values={"check": {"command": "true", "metric": "m", "op": ">=", "threshold": 1}}
+    ).id
+    person = seeded.add("finding", "A person's TPOT 10 ms", status="confirmed", values={
+        "evidence": [{"metric": "tpot", "value": 10.0, "unit": "ms"}]
+    }).id  # fmt: skip
+    seeded.lock_gates([gate])
+    gap = "does-an-fp8-kv-cache-hold-long-context-accuracy-on-h100"
+
+    async def go():
+        async with stdio(seeded, env) as client:
+            first = await call(client, "add_finding", title="TPOT 9.8 ms", metrics={"tpot": "9.8ms"}, closes=gap)
+            second = await call(client, "add_finding", title="TPOT 9.5 ms re-measured", metrics={"tpot": "9.5ms"})
+            old, new = first.structured_content["id"], second.structured_content["id"]
+            assert "no open gaps" in (await call(client, "gaps")).content[0].text
+
+            replaced = await call(client, "supersede", old=old, new=new, reason="re-measured at c=1")
+            assert not replaced.is_error and replaced.structured_content["status"] == "superseded"
+            assert replaced.structured_content["superseded_by"] == new
+            assert "kb-agent: mcp:" in git_message(seeded.root)
+            before = commit_count(seeded.root)
+            for tool, args, words in [
+                ("supersede", {"old": gate, "new": draft_gate}, "a person supersedes gates"),
+                ("supersede", {"old": person, "new": new}, "is confirmed and"),
+                ("set_status", {"id": new, "status": "confirmed", "reason": "x"}, "a person confirms cards"),
+                ("set_status", {"id": person, "status": "refuted", "reason": "x"}, "withdraws only the unreviewed"),
+                ("set_status", {"id": new, "status": "open", "reason": "x"}, "only a gap is reopened"),
+                ("set_status", {"id": new, "status": "retired", "reason": "  "}, "say why it is retired"),
+                ("set_status", {"id": gate, "status": "retired", "reason": "x"}, "is locked in kb.lock"),
+                ("gate_run", {"id": draft_gate}, "is a draft, so nothing was run"),
+                ("gate_run", {"id": "gate-that-does-not-exist"}, "gate-that-does-not-exist"),
+            ]:
+                refused = await client.call_tool(tool, args)
+                assert refused.is_error and words in refused.content[0].text, (tool, refused.content[0].text)
+            assert commit_count(seeded.root) == before
+
+            reopened = await call(client, "set_status", id=gap, status="open", reason="the answer was superseded")
+            assert reopened.structured_content["id"] == gap and gap in (await call(client, "gaps")).content[0].text
+
+            assert (await call(client, "gate_verify")).structured_content["ok"] is True
+            passed = await call(client, "gate_run", id=gate, in_dir=str(project), confirms=new)
+            assert not passed.is_error and passed.structured_content["passed"] is True
+            assert passed.content[0].text.startswith("pass: ")
+            confirmed = (await call(client, "get", id=new)).structured_content["cards"][0]
+            assert confirmed["status"] == "confirmed" and confirmed["provenance"]["reviewed_by"] == f"gate:{gate}"
+
+            withdrawn = await call(client, "set_status", id=new, status="retired", reason="mock server")
+            assert withdrawn.is_error  # reviewed now (by the gate): no longer the agent's to withdraw
+            mine = await call(client, "add_finding", title="A wrong TPOT", metrics={"tpot": "1ms"})
+            gone = await call(client, "set_status", id=mine.structured_content["id"], status="refuted", reason="typo")
+            assert gone.structured_content["status"] == "refuted"
+
+        async with stdio(seeded, env, "--read-only") as client:
+            assert (await client.call_tool("supersede", {"old": old, "new": new})).is_error
+
+    asyncio.run(go())
+
+
+def git_message(root: Path) -> str:
+    return subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%B"], capture_output=True, text=True).stdout

@@ -179,3 +179,33 @@ def test_a_locked_gate_that_passes_confirms_a_finding(run, kb):
     assert card.status == "confirmed" and card.provenance.reviewed_by == f"gate:{gate}"
     assert commit_count(kb.root) == commits + 1  # the run and the verdict, one commit
     assert f"kb-confirms: {finding}" in git(kb.root, "log", "-1", "--format=%B")
+
+
+def test_retire_and_reopen_from_the_command_line(run, kb):
+    closed = run(PERSON, "add", "gap", "--title", "Does chunked prefill help at 32k?")
+    gap = closed.stdout.strip()
+    finding = run(
+        PERSON, "add-finding", "--title", "Chunked prefill: TTFT 20% lower", "-m", "ttft=80ms", "--closes", gap
+    )
+    assert finding.exit_code == 0 and gap not in run(PERSON, "gaps").stdout
+    reopened = run(PERSON, "reopen", gap, "--reason", "measured on a mock server")
+    assert reopened.exit_code == 0 and gap in run(PERSON, "gaps").stdout
+    assert "measured on a mock server" in git(kb.root, "log", "-1", "--format=%B")
+    retired = run(PERSON, "retire", finding.stdout.strip(), "--reason", "superseded by the real run", "--json")
+    assert json.loads(retired.stdout)["status"] == "retired"
+    before = tree_state(kb.root)
+    no_reason = run(PERSON, "retire", gap, "--reason", " ")
+    assert no_reason.exit_code == 2 and "say why it is retired" in no_reason.stderr
+    assert tree_state(kb.root) == before
+
+
+def test_an_agent_at_the_command_line_cannot_supersede_a_gate_or_retire_a_persons_card(run, kb):
+    gate = run(PERSON, "add", "gate", "--title", "TPOT gate", "--status", "confirmed",
+               "--field", "check.command=true", *GATE).stdout.strip()  # fmt: skip
+    other = run(AGENT, "add", "gate", "--title", "A looser TPOT gate", "--field", "check.command=true", *GATE)
+    before = tree_state(kb.root)
+    moved = run(AGENT, "supersede", gate, other.stdout.strip())
+    assert moved.exit_code == 2 and "a person supersedes gates" in moved.stderr
+    retired = run(AGENT, "retire", gate, "--reason", "in the way")
+    assert retired.exit_code == 2 and "withdraws only the unreviewed cards it wrote" in retired.stderr
+    assert tree_state(kb.root) == before

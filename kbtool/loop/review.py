@@ -67,3 +67,39 @@ def check_agent_fields(values: Mapping[str, Any], assignments: Iterable[str], or
     reserved = sorted({k for k in keys if k in AGENT_RESERVED})
     if reserved:
         raise BadInput(f"{origin}: an agent cannot set {', '.join(reserved)} (kb sets them; a person reviews the card)")
+
+
+# Statuses `set_status` moves a card to; "open" reopens a gap (what closed it is cleared).
+SETTABLE_STATUSES = ("confirmed", "refuted", "retired", "open")
+
+
+def check_agent_status(card: CardBase, status: str, agent: str) -> None:
+    """What an agent may do to a status: withdraw (refute or retire) a card it wrote itself that nobody
+    has reviewed, and reopen a gap. Confirming, and judging anyone else's card, is a person's (or a
+    passing locked gate's): an agent that measured otherwise records a finding that contradicts it."""
+    if status == "open":
+        return
+    if status == "confirmed":
+        raise BadInput(
+            f"{agent} is an agent: a person confirms cards (kb confirm {card.id}), or a locked gate that "
+            "passes does (gate_run with confirms)"
+        )
+    if card.provenance.agent != agent or card.provenance.reviewed_by:
+        whose = f"written by {card.provenance.agent}" if card.provenance.agent else "a person's"
+        raise BadInput(
+            f"{agent} is an agent: it withdraws only the unreviewed cards it wrote, and {card.id} is {whose}"
+            + (" and reviewed" if card.provenance.reviewed_by else "")
+            + "; record a finding that contradicts it (links.contradicts) for a person to judge"
+        )
+
+
+def check_agent_supersede(old: CardBase, new: CardBase, agent: str) -> None:
+    """An agent may replace a card by a newer one, but not move a gate (they guard the project) nor
+    put an unreviewed card in place of a confirmed one: that would demote a fact on a lead's word."""
+    if old.kind == "gate":
+        raise BadInput(f"{agent} is an agent: a person supersedes gates; propose the new gate (add_card) and say why")
+    if old.status == "confirmed" and new.status != "confirmed":
+        raise BadInput(
+            f"{agent} is an agent: {old.id} is confirmed and {new.id} is {new.status}; a person confirms "
+            f"{new.id} first (or supersedes {old.id} themselves)"
+        )

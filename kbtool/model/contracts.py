@@ -389,6 +389,25 @@ class LintPage(LintReport):
     truncated: bool = Field(description="true when more problems follow")
 
 
+class StatusChange(Contract):
+    """A card after a change of status (set_status, supersede): where it stands now."""
+
+    id: str
+    kind: SearchKind
+    title: str
+    status: StatusName
+    path: str
+    superseded_by: str | None = Field(None, description="the card that replaces it, after supersede")
+
+
+class LockCheck(Contract):
+    """`kb gate verify`: every locked gate against kb.lock."""
+
+    ok: bool = Field(description="true when every locked gate matches its lock")
+    locked: int = Field(description="how many gates kb.lock locks")
+    problems: list[Problem]
+
+
 class GateRunResult(Contract):
     """One run of a gate's check: the verdict, the value read, and the command's output."""
 

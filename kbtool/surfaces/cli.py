@@ -558,7 +558,7 @@ def supersede(
     as_json: JsonOut = False,
 ) -> None:
     """Mark OLD superseded by NEW: links both ways, one commit; search demotes OLD."""
-    old_card, new_card = open_kb(kb).supersede(old, new, reason)
+    old_card, new_card = open_kb(kb).supersede(old, new, reason, agent=current_agent())
     if as_json:
         print_json({"superseded": old_card.to_dict(body=False), "by": new_card.to_dict(body=False)})
     else:
@@ -618,6 +618,28 @@ def refute(
 ) -> None:
     """Reject a card: status refuted (search demotes it, packs leave it out), you as reviewer; one commit."""
     print_written(open_kb(kb).refute(card_id, reason, agent=current_agent()), as_json)
+
+
+@app.command()
+def retire(
+    card_id: CardRef,
+    reason: Annotated[str, typer.Option(help="Why it no longer applies, recorded in the commit.")],
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Retire a card that no longer applies (search demotes it, packs leave it out); one commit."""
+    print_written(open_kb(kb).set_status(card_id, "retired", reason, agent=current_agent()), as_json)
+
+
+@app.command()
+def reopen(
+    card_id: CardRef,
+    reason: Annotated[str, typer.Option(help="Why the question is open again, recorded in the commit.")],
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Reopen a gap: what closed it is cleared (the findings keep their links); one commit."""
+    print_written(open_kb(kb).set_status(card_id, "open", reason, agent=current_agent()), as_json)
 
 
 @app.command()
@@ -728,15 +750,15 @@ def git_top(here: Path) -> Path | None:
 @gate_app.command("verify")
 def gate_verify(kb: KbPath = None, as_json: JsonOut = False) -> None:
     """Check every locked gate against kb.lock; exit 1 on any mismatch."""
-    base = open_kb(kb)
-    problems = base.verify_gates()
+    check = open_kb(kb).verify_gates()
+    problems = check.problems
     if as_json:
-        print_json({"ok": not problems, "locked": len(base.gate_locks()), "problems": [p.__dict__ for p in problems]})
+        print_json(check.to_json())
     else:
         for p in problems:
             typer.echo(f"{p.path}: {p.message}")
         typer.echo(
-            f"{len(base.gate_locks())} locked gates match kb.lock" if not problems else f"{len(problems)} mismatch(es)",
+            f"{check.locked} locked gates match kb.lock" if not problems else f"{len(problems)} mismatch(es)",
             err=bool(problems),
         )
     if problems:

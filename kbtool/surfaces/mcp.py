@@ -20,6 +20,7 @@ from pydantic import Field
 
 from ..kb import KnowledgeBase
 from ..loop import formats
+from ..loop.review import SETTABLE_STATUSES
 from ..model import markdown
 from ..model.contracts import (
     SEARCH_KINDS,
@@ -29,22 +30,28 @@ from ..model.contracts import (
     Document,
     Documents,
     FindingAdded,
+    GateRunResult,
     LintPage,
+    LockCheck,
     OpenGaps,
     RecentChanges,
     Related,
     SearchPage,
     SearchRequest,
     SkillList,
+    StatusChange,
 )
 from ..model.errors import KbError
 from ..model.vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES, words
 from .mcp_tools import KbTools
 
 READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-# writers only add (a new card, one commit); nothing an agent calls deletes or rewrites
+# add_finding and add_card only add (a new card, one commit)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-WRITERS = ("add_finding", "add_card")
+# supersede and set_status change what an existing card means to every later search (git keeps the old text)
+CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+# gate_run runs a locked gate's command on this machine and records the run (one commit)
+RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 # the classes named from the one list of them, so a new class cannot be left out of the description
 LINT_DESCRIPTION = (
     f"Check the knowledge base by these classes of checks: {words(LINT_CLASSES, 'and')}. Each problem is "
@@ -58,7 +65,10 @@ on applies_to.hardware, applies_to.model, kind) and `get` the cards you will rel
 id, skills included). Gates are immutable: meet them, never edit them. After a measured run,
 `add_finding` with the numbers, their statistics and baseline, and `closes` when it answers a
 gap; what you write lands tentative (or draft) until a person reviews it. `gaps` lists the open
-questions."""
+questions; `recent` what changed since the last session (what the last agent learned), `log` one
+card's history, `related` a card's neighbourhood. A new finding that replaces an older one:
+`supersede` it. A card you wrote that turned out wrong: `set_status` refuted. `gate_run` runs a
+locked gate; with `confirms`, a pass confirms your finding."""
 
 Filters = Annotated[
     dict[str, str | int | float | bool] | None,
@@ -347,6 +357,59 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
             """Add a card of any kind, written as a draft for a person to review (one git commit); returns
             its id. A gate stays a draft, unlocked and not runnable, until a person confirms it."""
             return await tools.call(tools.add_card, kind, title, fields, tags, body, agent_name(ctx))
+
+    @server.tool(annotations=READS)
+    async def gate_verify() -> Annotated[CallToolResult, LockCheck]:
+        """Check every locked gate against kb.lock: a gate whose file changed since it was locked no longer
+        guards anything (gate_run refuses it); ok when all match."""
+        return await tools.call(tools.gate_verify)
+
+    if not read_only:
+
+        @server.tool(annotations=CHANGES)
+        async def supersede(
+            old: Annotated[str, Field(description="the card that no longer holds")],
+            new: Annotated[str, Field(description="the card that replaces it (same kind)")],
+            ctx: Context,
+            reason: Annotated[str | None, Field(description="why, recorded in the commit")] = None,
+        ) -> Annotated[CallToolResult, StatusChange]:
+            """Mark OLD superseded by NEW (links both ways, one commit); search ranks OLD last from then on.
+            Not for gates (a person supersedes those), nor a confirmed card by one not yet confirmed."""
+            return await tools.call(tools.supersede, old, new, reason, agent_name(ctx))
+
+        @server.tool(annotations=CHANGES)
+        async def set_status(
+            id: Annotated[str, Field(description="a card id (or a unique prefix of one)")],
+            status: Annotated[
+                Literal[SETTABLE_STATUSES],  # type: ignore[valid-type]
+                Field(
+                    description="refuted or retired (withdraw a card you wrote), open (reopen a gap); "
+                    "confirmed is a person's"
+                ),
+            ],
+            reason: Annotated[str, Field(description="why, recorded in the commit")],
+            ctx: Context,
+        ) -> Annotated[CallToolResult, StatusChange]:
+            """Change a card's status, one commit with the reason: withdraw a card you wrote that nobody has
+            reviewed (refuted, retired), or reopen a gap whose answer no longer holds. Confirming a card,
+            and judging cards others wrote, is a person's or a locked gate's (gate_run with confirms)."""
+            return await tools.call(tools.set_status, id, status, reason, agent_name(ctx))
+
+        @server.tool(annotations=RUNS)
+        async def gate_run(
+            id: Annotated[str, Field(description="a locked gate's id")],
+            in_dir: Annotated[
+                str | None,
+                Field(description="the project it judges, a folder on this machine (default: the knowledge base)"),
+            ] = None,
+            confirms: Annotated[
+                str | None, Field(description="a finding the gate confirms when it passes (recorded as gate:ID)")
+            ] = None,
+        ) -> Annotated[CallToolResult, GateRunResult]:
+            """Run a locked gate's check (its command, in in_dir) and record the run in one commit: pass or
+            fail, the value read, the output. Only locked, unchanged gates run; with confirms, a pass
+            confirms that finding."""
+            return await tools.call(tools.gate_run, id, in_dir, confirms)
 
     @server.resource("kb://cards/{id}", mime_type="text/markdown", description="a card's markdown file")
     async def card_resource(id: str) -> str:

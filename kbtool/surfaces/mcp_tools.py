@@ -39,6 +39,7 @@ from ..model.contracts import (
     SearchPage,
     SkillBrief,
     SkillList,
+    StatusChange,
 )
 from ..model.errors import BadInput, KbError
 from ..model.records import StoredCard, brief
@@ -268,6 +269,13 @@ class KbTools:
         ] or [f"no changes{f' since {since}' if since else ''}"]
         return _result(page.text(lines, "changes", "recent"), RecentChanges(since=since, changes=page.items, **cut))
 
+    def gate_verify(self) -> CallToolResult:
+        check = self.kb.verify_gates()
+        lines = [p.line() for p in check.problems]
+        verdict = f"{check.locked} locked gates match kb.lock" if check.ok else f"{len(check.problems)} mismatch(es)"
+        lines.append(verdict)
+        return _result("\n".join(lines), check)
+
     # --- writing: every write is an agent's, so it lands for review (kbtool.loop.review) ----------
 
     def add_finding(self, data: dict[str, Any], agent: str) -> CallToolResult:
@@ -293,6 +301,22 @@ class KbTools:
             f"added {stored.id} ({stored.path}) as a draft, awaiting review by a person",
             CardAdded(id=stored.id, path=stored.path, status=stored.card.status),
         )
+
+    # --- curating: what an agent may change of others' work is held by kbtool.loop.review -------
+
+    def supersede(self, old: str, new: str, reason: str | None, agent: str) -> CallToolResult:
+        old_card, new_card = self.kb.supersede(old, new, reason, agent=agent)
+        text = f"{old_card.id} superseded by {new_card.id}; search now ranks {old_card.id} last"
+        return _result(text, _status_change(old_card, superseded_by=new_card.id))
+
+    def set_status(self, ref: str, status: str, reason: str | None, agent: str) -> CallToolResult:
+        stored = self.kb.set_status(ref, status, reason, agent=agent)
+        text = f"{stored.id} is {'open again' if status == 'open' else stored.card.status}"
+        return _result(text, _status_change(stored))
+
+    def gate_run(self, ref: str, in_dir: str | None, confirms: str | None) -> CallToolResult:
+        result = self.kb.run_gate(ref, in_dir=in_dir, confirms=confirms, require_lock=True)
+        return _result(result.line(), result)
 
 
 def _cut_notice(shown: int, found: int, budget: int) -> str:
@@ -344,3 +368,7 @@ class Paged(Generic[T]):
         if after < self.total:
             footer += f"; call {tool} again with offset={after} for the next page"
         return "\n".join([*lines, footer])
+
+
+def _status_change(stored: StoredCard, superseded_by: str | None = None) -> StatusChange:
+    return StatusChange(**brief(stored), path=stored.path, superseded_by=superseded_by)
