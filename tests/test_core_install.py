@@ -102,6 +102,13 @@ def test_a_core_install_from_pypi_dependencies_used_on_another_folder(tmp_path):
         ).returncode
         != 0
     )  # really the core install
+    bundled = subprocess.run(
+        [str(env_dir / "bin" / "python"), "-c", "from kbtool.skills.bundled import kb_skill_folder as f; print(f())"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert str(env_dir) in bundled.stdout, bundled.stderr  # the kb skill ships inside the installed package
 
     clone = tmp_path / "starter"
     subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)

@@ -665,3 +665,30 @@ def test_an_agent_curates_within_what_review_allows(seeded, env, tmp_path):
 
 def git_message(root: Path) -> str:
     return subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%B"], capture_output=True, text=True).stdout
+
+
+def test_prompts_for_clients_without_skills_come_from_the_kb_skill(seeded, env):
+    async def go():
+        async with stdio(seeded, env) as client:
+            listed = {p.name: p for p in (await client.list_prompts()).prompts}
+            assert set(listed) == {"before_experiment", "record_run"}
+            assert {a.name for a in listed["before_experiment"].arguments} == {"goal", "model", "hardware", "precision"}
+            before = await client.get_prompt("before_experiment", {"goal": "NVFP4 MoE decode", "hardware": "B200"})
+            text = before.messages[0].content.text
+            assert 'search(query="B200 NVFP4 MoE decode", filters={"applies_to.hardware": "B200"})' in text
+            assert "## Before an experiment" in text and "## While it runs" in text  # the kb skill's own words
+            assert "Gates are immutable" in text and "<!--" not in text
+            record = await client.get_prompt("record_run", {"what": "TPOT 0.56 ms", "closes": "gap-x"})
+            text = record.messages[0].content.text
+            assert 'add_finding(title="TPOT 0.56 ms"' in text and 'closes="gap-x"' in text and "## After it" in text
+
+            # a knowledge base's own kb skill, adapted by its team, is what its prompts say
+            own = seeded.root / "skills" / "kb"
+            own.mkdir(parents=True)
+            (own / "SKILL.md").write_text(
+                "---\nname: kb\ndescription: Our way. Use always.\n---\n\n## After it\n\nAsk Ana before recording.\n"
+            )
+            adapted = await client.get_prompt("record_run", {"what": "x"})
+            assert "Ask Ana before recording." in adapted.messages[0].content.text
+
+    asyncio.run(go())

@@ -26,7 +26,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     "store": [{"config", "files", "locate"}, {"repository"}, {"history"}],
-    "skills": [{"spec"}, {"registry"}],
+    "skills": [{"spec"}, {"bundled", "registry"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
         {"chunking", "onnx_queries", "vectors", "rerankers"},
@@ -41,7 +41,11 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"curation", "finding_input", "formats"},
     ],
     "facade": [{"kb"}],
-    "surfaces": [{"docs", "mcp", "mcp_tools", "mcp_transports", "operations"}, {"client"}, {"cli", "daemon"}],
+    "surfaces": [
+        {"docs", "mcp", "mcp_prompts", "mcp_tools", "mcp_transports", "operations"},
+        {"client"},
+        {"cli", "daemon"},
+    ],
     "entry": [{"__init__", "__main__"}],
 }
 PACKAGES = list(ARCHITECTURE)

@@ -43,6 +43,8 @@ from ..model.contracts import (
 )
 from ..model.errors import KbError
 from ..model.vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES, words
+from ..skills.bundled import kb_skill_text
+from . import mcp_prompts as prompts
 from .mcp_tools import KbTools
 
 READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -410,6 +412,25 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
             fail, the value read, the output. Only locked, unchanged gates run; with confirms, a pass
             confirms that finding."""
             return await tools.call(tools.gate_run, id, in_dir, confirms)
+
+    @server.prompt(title="Before an experiment")
+    async def before_experiment(
+        goal: Annotated[str, Field(description="what the experiment tries, e.g. 'NVFP4 MoE decode at batch 1'")],
+        model: Annotated[str | None, Field(description="the model, e.g. Qwen3.6-35B-A3B")] = None,
+        hardware: Annotated[str | None, Field(description="the GPU, e.g. B200")] = None,
+        precision: Annotated[str | None, Field(description="e.g. nvfp4")] = None,
+    ) -> str:
+        """What to search, read and respect before an experiment: the kb skill's steps as tool calls."""
+        return prompts.before_experiment(kb_skill_text(kb.root), goal, model, hardware, precision)
+
+    @server.prompt(title="Record a run")
+    async def record_run(
+        what: Annotated[str, Field(description="what was measured, in one line")],
+        artifact: Annotated[str | None, Field(description="a benchmark export on this machine")] = None,
+        closes: Annotated[str | None, Field(description="the gap it answers")] = None,
+    ) -> str:
+        """How to record a measured run as a finding, supersede what it replaces and run the gates."""
+        return prompts.record_run(kb_skill_text(kb.root), what, artifact, closes)
 
     @server.resource("kb://cards/{id}", mime_type="text/markdown", description="a card's markdown file")
     async def card_resource(id: str) -> str:
