@@ -132,10 +132,13 @@ def checked_arguments(tool: str, takes: set[str], arguments: dict[str, Any]) -> 
 class KbServer(MCPServer):
     """The SDK's server, holding each call to the arguments its tool declares (checked_arguments)."""
 
+    _takes: dict[str, set[str]] | None = None  # each tool's parameters, read once: tools are all declared by then
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        declared = {tool.name: tool for tool in await self.list_tools()}
-        if name in declared:
-            arguments = checked_arguments(name, set(declared[name].input_schema.get("properties", {})), arguments)
+        if self._takes is None:
+            self._takes = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
+        if name in self._takes:
+            arguments = checked_arguments(name, self._takes[name], arguments)
         return await super().call_tool(name, arguments, context)
 
 

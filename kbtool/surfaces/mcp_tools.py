@@ -249,13 +249,13 @@ class KbTools:
         return _result(render_skill(found), Document.model_validate(found.to_dict()))
 
     def log(self, ref: str, limit: int, offset: int) -> CallToolResult:
-        card_id = self.kb.card_or_skill(ref)
-        if not isinstance(card_id, StoredCard):
+        found = self.kb.card_or_skill(ref)
+        if not isinstance(found, StoredCard):
             raise BadInput(f"{ref}: a skill; log takes a card id (a skill's history is in git under skills/)")
         entries = [commit_entry(c) for c in self.kb.history(ref)]
         page, cut = Paged.of(entries, offset, limit)
         lines = [f"{c.sha[:10]} {c.date} {c.author}: {c.subject}" for c in page.items] or ["no commits"]
-        return _result(page.text(lines, "commits", "log"), CardLog(id=card_id.id, commits=page.items, **cut))
+        return _result(page.text(lines, "commits", "log"), CardLog(id=found.id, commits=page.items, **cut))
 
     def recent(self, since: str | None, kind: str | None, limit: int, offset: int) -> CallToolResult:
         changes = self.kb.recent(since, kind)
