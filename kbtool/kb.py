@@ -96,6 +96,26 @@ class KnowledgeBase:
         return cls(resolve_root(path), embedder=embedder)
 
     @classmethod
+    def open_several(cls, paths: Iterable[str | os.PathLike[str]]) -> builtins.list[KnowledgeBase]:
+        """Several knowledge bases in one process (`kb serve --kb team=... --kb project=...`): those that
+        name the same embedding model share one copy of it, loaded once."""
+        from .search.embeddings import make_embedder
+
+        bases: builtins.list[KnowledgeBase] = []
+        shared: dict[str, Embedder] = {}
+        for path in paths:
+            base = cls.open(path)
+            model = os.environ.get("KB_EMBEDDER") or base.config.index.embedding_model
+            if model not in shared:
+                try:
+                    shared[model] = make_embedder(model)  # made, not loaded: the model loads on first use
+                except SemanticUnavailable:
+                    pass  # each base says so itself when it searches
+            base._embedder = shared.get(model)
+            bases.append(base)
+        return bases
+
+    @classmethod
     def init(cls, path: str | os.PathLike[str], name: str | None = None) -> KnowledgeBase:
         root = Path(path).expanduser().resolve()
         Store.init(root, name or root.name)

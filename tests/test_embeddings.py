@@ -84,3 +84,23 @@ def test_the_cli_refuses_an_unknown_precision_in_one_line(cli, kb, monkeypatch):
     assert result.exit_code == 2, result.output
     assert result.stderr.strip().splitlines() == ["kb: error: KB_EMBED_PRECISION='int4' is not one of auto, fp32, bf16"]
     assert tree_state(kb.root) == before
+
+
+def test_knowledge_bases_served_together_share_one_model(tmp_path, monkeypatch):
+    """kb serve --kb a=... --kb b=...: one copy of the model, loaded once, however many ask at once."""
+    import threading
+
+    monkeypatch.delenv("KB_EMBEDDER", raising=False)
+    team, project = (kbtool.init(tmp_path / name, name=name) for name in ("team", "project"))
+    opened = kbtool.KnowledgeBase.open_several([team.root, project.root])
+    assert [b.root for b in opened] == [team.root, project.root]
+    assert opened[0].embedder is opened[1].embedder
+    shared = opened[0].embedder
+    assert isinstance(shared, SentenceTransformerEmbedder)
+    models = []
+    threads = [threading.Thread(target=lambda: models.append(shared._model())) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({id(m) for m in models}) == 1

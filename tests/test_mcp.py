@@ -35,13 +35,14 @@ OUTPUTS = {
     "log": contracts.CardLog,
     "recent": contracts.RecentChanges,
     "gate_verify": contracts.LockCheck,
+    "kbs": contracts.ServedKbs,
     "add_finding": contracts.FindingAdded,
     "add_card": contracts.CardAdded,
     "supersede": contracts.StatusChange,
     "set_status": contracts.StatusChange,
     "gate_run": contracts.GateRunResult,
 }
-READERS = {"search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify"}
+READERS = {"search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify", "kbs"}
 ADDERS = {"add_finding", "add_card"}  # only add: not destructive
 CHANGERS = {"supersede", "set_status"}  # change what an existing card means: destructive
 WRITERS = {*ADDERS, *CHANGERS, "gate_run"}
@@ -690,5 +691,84 @@ def test_prompts_for_clients_without_skills_come_from_the_kb_skill(seeded, env):
             )
             adapted = await client.get_prompt("record_run", {"what": "x"})
             assert "Ask Ana before recording." in adapted.messages[0].content.text
+
+    asyncio.run(go())
+
+
+@asynccontextmanager
+async def serving(env: dict[str, str], *args: str) -> AsyncIterator[Client]:
+    params = StdioServerParameters(command=KB[0], args=[*KB[1:], "serve", *args], env=env)
+    async with Client(params, read_timeout_seconds=60) as client:
+        yield client
+
+
+def test_one_server_serves_several_knowledge_bases_by_name(seeded, env, tmp_path):
+    project = kbtool.init(tmp_path / "vibeqwen", name="vibeqwen")
+    project.add("gap", "Does NVFP4 MoE decode beat FP8 at batch 1 on B200?", values={"priority": "high"})
+    team_commits, project_commits = commit_count(seeded.root), commit_count(project.root)
+
+    async def go():
+        async with serving(env, "--kb", f"team={seeded.root}", "--kb", f"project={project.root}") as client:
+            assert "team, project" in client.instructions
+            tools = (await client.list_tools()).tools
+            assert all("kb" in t.input_schema["properties"] for t in tools if t.name != "kbs")  # each can name one
+            listed = (await call(client, "kbs")).structured_content["kbs"]
+            assert [(k["name"], k["default"], k["writable"]) for k in listed] == [
+                ("team", True, True),
+                ("project", False, True),
+            ]
+            assert listed[1]["path"] == str(project.root) and listed[1]["open_gaps"] == 1
+
+            # reads: the default is the first; kb= names another, and each sees only its own cards
+            team_gaps = (await call(client, "gaps")).structured_content["gaps"]
+            project_gaps = (await call(client, "gaps", kb="project")).structured_content["gaps"]
+            assert [g["question"] for g in team_gaps] == ["Does an FP8 KV cache hold long-context accuracy on H100?"]
+            assert [g["question"] for g in project_gaps] == ["Does NVFP4 MoE decode beat FP8 at batch 1 on B200?"]
+            hits = (await call(client, "search", query="NVFP4 MoE decode", kb="project")).structured_content["hits"]
+            assert [h["kind"] for h in hits] == ["gap"]
+            gap_id = project_gaps[0]["id"]
+            missing = await call(client, "get", id=gap_id)  # the project's card is not in the team's
+            assert missing.is_error and gap_id in missing.content[0].text
+
+            # a write goes to the one named, and only there
+            added = await call(
+                client,
+                "add_finding",
+                kb="project",
+                title="NVFP4 MoE decode at batch 1 runs 1.3x FP8 on B200",
+                metrics={"tpot": "9.1ms"},
+                baseline={"tpot": "11.8ms"},
+                closes=gap_id,
+            )
+            assert not added.is_error, added.content[0].text
+            found = await call(client, "get", id=added.structured_content["id"], kb="project")
+            assert not found.is_error
+
+            # an unknown name is a tool error naming those served, and the server serves on
+            wrong = await call(client, "list", kb="nowhere")
+            assert wrong.is_error and "team, project" in wrong.content[0].text
+            assert not (await call(client, "list", kb="team")).is_error
+
+    asyncio.run(go())
+    assert commit_count(seeded.root) == team_commits
+    assert commit_count(project.root) == project_commits + 1
+
+
+def test_several_knowledge_bases_are_named_apart(seeded, env, tmp_path):
+    other = kbtool.init(tmp_path / "other", name="test-kb")  # the same kb.toml name as seeded
+    for args, words in (
+        (["--kb", str(seeded.root), "--kb", str(other.root)], "two knowledge bases named 'test-kb'"),
+        (["--kb", f"a={seeded.root}", "--kb", f"b={seeded.root}"], "is given twice"),
+        (["--kb", f"bad name={seeded.root}"], "'bad name' is not a name"),
+        (["--kb", f"a={tmp_path / 'nowhere'}"], "not a knowledge base"),
+    ):
+        out = subprocess.run([*KB, "serve", *args], env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and words in out.stderr, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+    async def go():  # named apart, the same two serve side by side
+        async with serving(env, "--kb", str(seeded.root), "--kb", f"other={other.root}") as client:
+            names = [k["name"] for k in (await call(client, "kbs")).structured_content["kbs"]]
+            assert names == ["test-kb", "other"]
 
     asyncio.run(go())

@@ -321,6 +321,23 @@ class Documents(Contract):
     missing: list[str]
 
 
+class ServedKb(Contract):
+    """One of the knowledge bases a `kb serve` serves, as its `kbs` tool lists them."""
+
+    name: str = Field(description="what a tool's `kb` argument calls it")
+    title: str = Field(description="its kb.toml name")
+    path: str
+    cards: int
+    skills: int
+    open_gaps: int
+    default: bool = Field(description="the one a tool uses when no `kb` is given")
+    writable: bool = Field(description="whether this server may write to it (not --read-only, not a read-only mount)")
+
+
+class ServedKbs(Contract):
+    kbs: list[ServedKb]
+
+
 class Stats(Contract):
     """What `kb stats` counts, from the index."""
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -116,10 +117,13 @@ class SentenceTransformerEmbedder:
         self.model_id = (
             f"sentence-transformers/{DEFAULT_MODEL}" if self.path == _packaged_path() else f"local:{self.path}"
         )
+        self._loaded = None
+        # one model may serve several knowledge bases (kb serve --kb a=... --kb b=...), each warming up on a
+        # thread of its own: the first to ask loads it, the others wait for that copy
+        self._loading = threading.Lock()
         self.dimension = (
             384 if self.model_id.endswith(DEFAULT_MODEL) else self._model().get_sentence_embedding_dimension()
         )
-        self._loaded = None
         self._fast_queries: OnnxQueryEncoder | None = (
             None  # an OnnxQueryEncoder once prepare_for_queries() has made one
         )
@@ -129,6 +133,12 @@ class SentenceTransformerEmbedder:
         self._bf16: bool | None = None  # whether documents are embedded in bfloat16; decided at the first batch
 
     def _model(self):
+        if self._loaded is not None:
+            return self._loaded
+        with self._loading:
+            return self._load()
+
+    def _load(self):
         if self._loaded is None:
             # offline before the import: by hub name the model would hang, then fail, on a closed network
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -201,7 +211,9 @@ class SentenceTransformerEmbedder:
         """Queries through onnxruntime (~4 ms instead of ~17 ms here) when it is installed and agrees."""
         from .onnx_queries import query_encoder
 
-        self._fast_queries = query_encoder(self._model(), self.path)
+        with self._loading:
+            if self._fast_queries is None:
+                self._fast_queries = query_encoder(self._load(), self.path)
 
 
 def native_bf16() -> bool:

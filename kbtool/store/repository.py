@@ -128,6 +128,14 @@ class Store:
             self._state_dir = state_dir(self.root)
         return self._state_dir
 
+    @property
+    def writable(self) -> bool:
+        try:
+            self.require_writable()
+        except ReadOnly:
+            return False
+        return True
+
     def require_writable(self) -> None:
         """ReadOnly, in one line, before a write touches anything, instead of an OSError halfway."""
         local = self.root / STATE_DIR

@@ -1114,23 +1114,32 @@ def serve(
         ),
     ] = None,
     read_only: Annotated[
-        bool, typer.Option("--read-only", help="Offer only the reading tools (no add_finding, add_card).")
+        bool, typer.Option("--read-only", help="Offer only the reading tools (no writer is offered).")
     ] = False,
-    kb: KbPath = None,
+    kb: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kb",
+            metavar="[NAME=]PATH",
+            help="A knowledge base to serve; repeat for several (NAME=PATH each, the first the default). "
+            "Default: the one given before the command, $KB_DIR, or the nearest folder above with kb.toml.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
-    """Serve the knowledge base to agents over MCP: stdio by default, or streamable HTTP."""
-    base = open_kb(kb)
+    """Serve knowledge bases to agents over MCP: stdio by default, or streamable HTTP."""
     token = token or os.environ.get("KB_TOKEN") or None
     try:
         from . import mcp_transports
     except ImportError as exc:
         raise BadInput(f"kb serve needs the MCP SDK ({exc.name} is missing): pip install 'kbtool[mcp]'") from None
+    if http is None and token:
+        raise BadInput("--token applies to --http; over stdio the client that started kb serve is the only peer")
+    served = mcp_transports.open_served(kb or [str(_root(None))])
     if http is not None:
-        mcp_transports.serve_http(base, http, token, read_only)
+        mcp_transports.serve_http(served, http, token, read_only)
     else:
-        if token:
-            raise BadInput("--token applies to --http; over stdio the client that started kb serve is the only peer")
-        mcp_transports.serve_stdio(base, read_only)
+        mcp_transports.serve_stdio(served, read_only)
 
 
 @schema_app.command("export")

@@ -1,16 +1,17 @@
 """`kb serve`: the knowledge base as MCP tools and resources, declared to the SDK's MCPServer.
 
-Every tool is a thin call into one long-lived KnowledgeBase (kbtool/surfaces/mcp_tools.py), so
-the embedding model loads once and stays loaded. As soon as the server starts, the keyword index
-is brought up to date and the model loads, and the missing vectors are embedded, on a background
-thread of their own. The transports (stdio, HTTP) are kbtool/surfaces/mcp_transports.py.
+Every tool is a thin call into a long-lived KnowledgeBase (kbtool/surfaces/mcp_tools.py), so the
+embedding model loads once and stays loaded; one server may serve several knowledge bases, by name.
+As soon as the server starts, the keyword index is brought up to date and the model loads, and the
+missing vectors are embedded, on a background thread of their own. The transports (stdio, HTTP)
+are kbtool/surfaces/mcp_transports.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -38,6 +39,7 @@ from ..model.contracts import (
     Related,
     SearchPage,
     SearchRequest,
+    ServedKbs,
     SkillList,
     StatusChange,
 )
@@ -45,7 +47,7 @@ from ..model.errors import KbError
 from ..model.vocabulary import DIRECTIONS, KINDS, LINT_CLASSES, MODES, STATUSES, words
 from ..skills.bundled import kb_skill_text
 from . import mcp_prompts as prompts
-from .mcp_tools import KbTools
+from .mcp_tools import KbTools, Shelf
 
 READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 # add_finding and add_card only add (a new card, one commit)
@@ -86,6 +88,9 @@ Tags = Annotated[list[str] | None, Field(description=SEARCH["tags"].description)
 CardKind = Annotated[
     Literal[KINDS] | None,  # type: ignore[valid-type]
     Field(description="only cards of this kind (skills: the skills tool)"),
+]
+KbChoice = Annotated[
+    str | None, Field(description="which knowledge base, by name (the kbs tool lists them); default: the first")
 ]
 Limit = Annotated[int, Field(ge=1, le=10_000, description="how many at most in this page")]
 Offset = Annotated[int, Field(ge=0, description="skip this many (for the next page)")]
@@ -150,27 +155,45 @@ def agent_name(ctx: Context | None) -> str:
     return f"mcp:{name}" if isinstance(name, str) and name.strip() else "mcp"
 
 
-def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool = False) -> tuple[MCPServer, KbTools]:
-    """The MCP server over kb; with read_only the writers are not offered at all. warm_on_start: the
-    index warms up as the server starts serving (over stdio, once fd 1 is the protocol's and anything
-    a library prints goes to stderr)."""
+def build_server(
+    served: KnowledgeBase | Mapping[str, KnowledgeBase], read_only: bool = False, warm_on_start: bool = False
+) -> tuple[MCPServer, Shelf]:
+    """The MCP server over one knowledge base, or several by name (the first is the default; every tool
+    takes `kb` to name another, and the `kbs` tool lists them); with read_only the writers are not
+    offered at all. warm_on_start: the indexes warm up as the server starts serving (over stdio, once
+    fd 1 is the protocol's and anything a library prints goes to stderr)."""
     from collections.abc import AsyncIterator
     from contextlib import asynccontextmanager
 
-    tools = KbTools(kb)
+    bases = {served.config.kb.name: served} if isinstance(served, KnowledgeBase) else dict(served)
+    shelf = Shelf(bases, read_only)
+    default = bases[shelf.default]
 
     @asynccontextmanager
     async def warming(_server: MCPServer) -> AsyncIterator[None]:
-        tools.warm()
+        shelf.warm()
         yield
 
+    instructions = INSTRUCTIONS
+    if len(bases) > 1:
+        instructions += (
+            f"\n\nThis server serves {len(bases)} knowledge bases: {', '.join(bases)}. Every tool takes `kb` to "
+            f"name one (default {shelf.default!r}); `kbs` lists them. A write goes to the one named only, so "
+            "record a project's findings in the project's."
+        )
     server = KbServer(
-        f"kb ({kb.config.kb.name})",
-        instructions=INSTRUCTIONS,
+        f"kb ({', '.join(b.config.kb.name for b in bases.values())})",
+        instructions=instructions,
         version=_version(),
         log_level="DEBUG" if os.environ.get("KB_DEBUG") else "WARNING",
         lifespan=warming if warm_on_start else None,
     )
+
+    @server.tool(annotations=READS)
+    async def kbs() -> Annotated[CallToolResult, ServedKbs]:
+        """The knowledge bases this server serves: name (a tool's `kb` argument), path, how many cards,
+        skills and open gaps, which is the default and which may be written."""
+        return await shelf.listing()
 
     @server.tool(annotations=READS)
     async def search(
@@ -183,12 +206,13 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
         mode: Annotated[Literal[MODES], Field(description=SEARCH["mode"].description)] = MODES[0],  # type: ignore[valid-type]
         budget: Budget = DEFAULT_BUDGET,
         offset: Annotated[int, Field(ge=0, le=900, description="skip this many hits (for the next ones)")] = 0,
+        kb: KbChoice = None,
     ) -> Annotated[CallToolResult, SearchPage]:
         """Search the knowledge base (keywords and meaning, fused): the cards and skills that apply, best
         first, each with id, kind, title, status, score and a one-line snippet. Superseded and refuted
         cards rank last. `get` a hit's id (a card or a skill) for the whole of it. When the budget
         cuts the answer, the text ends by saying how many hits it shows of how many."""
-        return await tools.call(tools.search, query, k, kind, status, tags, filters, mode, budget, offset)
+        return await shelf.call(kb, KbTools.search, query, k, kind, status, tags, filters, mode, budget, offset)
 
     @server.tool(annotations=READS)
     async def get(
@@ -197,6 +221,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
             Field(description="a card id (or a unique prefix of one), or a skill's name: any search hit's id"),
         ] = None,
         ids: Annotated[list[str] | None, Field(description="several ids at once (max 50), instead of id")] = None,
+        kb: KbChoice = None,
     ) -> Annotated[CallToolResult, Documents]:
         """Whole cards or skills: each one's fields as structured content and its markdown file as text.
         Give id, or ids for several in one call; ids that match nothing are named in the answer."""
@@ -205,7 +230,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
             raise ToolError("get: give id (one card) or ids (several), not both and not neither")
         if len(refs) > MAX_GET:
             raise ToolError(f"get: {len(refs)} ids, over {MAX_GET} in one call")
-        return await tools.call(tools.get, refs)
+        return await shelf.call(kb, KbTools.get, refs)
 
     @server.tool(annotations=READS, name="list")
     async def list_cards(
@@ -215,23 +240,25 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
         filters: Filters = None,
         limit: Limit = 200,
         offset: Offset = 0,
+        kb: KbChoice = None,
     ) -> Annotated[CallToolResult, CardPage]:
         """List cards (id, kind, title, status) that match every filter given, a page at a time; the
         text says how many of how many it shows and the offset of the next page."""
-        return await tools.call(tools.list, kind, status, tags, filters, limit, offset)
+        return await shelf.call(kb, KbTools.list, kind, status, tags, filters, limit, offset)
 
     @server.tool(annotations=READS)
-    async def gaps(limit: Limit = 50, offset: Offset = 0) -> Annotated[CallToolResult, OpenGaps]:
+    async def gaps(limit: Limit = 50, offset: Offset = 0, kb: KbChoice = None) -> Annotated[CallToolResult, OpenGaps]:
         """The open questions (gaps nothing has closed yet), high priority first: what to measure next."""
-        return await tools.call(tools.gaps, limit, offset)
+        return await shelf.call(kb, KbTools.gaps, limit, offset)
 
     @server.tool(annotations=READS, description=LINT_DESCRIPTION)
     async def lint(
         skip: Annotated[list[Literal[LINT_CLASSES]] | None, Field(description="check classes to skip")] = None,  # type: ignore[valid-type]
         limit: Limit = 100,
         offset: Offset = 0,
+        kb: KbChoice = None,
     ) -> Annotated[CallToolResult, LintPage]:
-        return await tools.call(tools.lint, skip, limit, offset)
+        return await shelf.call(kb, KbTools.lint, skip, limit, offset)
 
     @server.tool(annotations=READS)
     async def related(
@@ -242,33 +269,38 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
             bool, Field(description="add the linked cards' texts, nearest first, within the budget")
         ] = False,
         budget: Budget = DEFAULT_BUDGET,
+        kb: KbChoice = None,
     ) -> Annotated[CallToolResult, Related]:
         """A card's (or skill's) neighbourhood: the cards it links to, the cards linking to it, those up
         to `depth` links away, and the most similar others; with include_bodies, their texts too, so one
         call gathers the context of a decision."""
-        return await tools.call(tools.related, id, k, depth, include_bodies, budget)
+        return await shelf.call(kb, KbTools.related, id, k, depth, include_bodies, budget)
 
     @server.tool(annotations=READS)
-    async def skills(limit: Limit = 100, offset: Offset = 0) -> Annotated[CallToolResult, SkillList]:
+    async def skills(
+        limit: Limit = 100, offset: Offset = 0, kb: KbChoice = None
+    ) -> Annotated[CallToolResult, SkillList]:
         """The skills (Agent Skills procedures) in this knowledge base: name and description."""
-        return await tools.call(tools.skills, limit, offset)
+        return await shelf.call(kb, KbTools.skills, limit, offset)
 
     @server.tool(annotations=READS)
     async def skill(
         name: Annotated[str, Field(description="a skill's name, e.g. 'kb'")],
+        kb: KbChoice = None,
     ) -> Annotated[CallToolResult, Document]:
         """One skill's SKILL.md: when to use it and the procedure, to follow step by step."""
-        return await tools.call(tools.skill, name)
+        return await shelf.call(kb, KbTools.skill, name)
 
     @server.tool(annotations=READS)
     async def log(
         id: Annotated[str, Field(description="a card id (or a unique prefix of one)")],
         limit: Limit = 50,
         offset: Offset = 0,
+        kb: KbChoice = None,
     ) -> Annotated[CallToolResult, CardLog]:
         """A card's history from git, newest first: each commit's date, author, subject and what kb did
         (add, edit, supersede, confirm, refute, gate-run, ...)."""
-        return await tools.call(tools.log, id, limit, offset)
+        return await shelf.call(kb, KbTools.log, id, limit, offset)
 
     @server.tool(annotations=READS)
     async def recent(
@@ -279,10 +311,11 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
         kind: Kind = None,
         limit: Limit = 20,
         offset: Offset = 0,
+        kb: KbChoice = None,
     ) -> Annotated[CallToolResult, RecentChanges]:
         """What changed in the knowledge base, newest first: each commit with the cards and skills it
         added, modified or deleted. "What did the last agent learn?": recent(since="1d")."""
-        return await tools.call(tools.recent, since, kind, limit, offset)
+        return await shelf.call(kb, KbTools.recent, since, kind, limit, offset)
 
     if not read_only:
 
@@ -321,6 +354,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
                 Field(description=f"path of a benchmark export on this machine: {formats.described()}"),
             ] = None,
             body: Annotated[str | None, Field(description="notes, in markdown")] = None,
+            kb: KbChoice = None,
         ) -> Annotated[CallToolResult, FindingAdded]:
             """Record a measured finding (one git commit), tentative until a person reviews it; returns
             its id and any likely duplicates or contradictions among existing findings. Every number
@@ -341,7 +375,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
                 "from": artifact,
                 "body": body,
             }
-            return await tools.call(tools.add_finding, data, agent_name(ctx))
+            return await shelf.call(kb, KbTools.add_finding, data, agent_name(ctx))
 
         @server.tool(annotations=WRITES)
         async def add_card(
@@ -358,16 +392,17 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
             ] = None,
             tags: Tags = None,
             body: Annotated[str, Field(description="the card's text, in markdown")] = "",
+            kb: KbChoice = None,
         ) -> Annotated[CallToolResult, CardAdded]:
             """Add a card of any kind, written as a draft for a person to review (one git commit); returns
             its id. A gate stays a draft, unlocked and not runnable, until a person confirms it."""
-            return await tools.call(tools.add_card, kind, title, fields, tags, body, agent_name(ctx))
+            return await shelf.call(kb, KbTools.add_card, kind, title, fields, tags, body, agent_name(ctx))
 
     @server.tool(annotations=READS)
-    async def gate_verify() -> Annotated[CallToolResult, LockCheck]:
+    async def gate_verify(kb: KbChoice = None) -> Annotated[CallToolResult, LockCheck]:
         """Check every locked gate against kb.lock: a gate whose file changed since it was locked no longer
         guards anything (gate_run refuses it); ok when all match."""
-        return await tools.call(tools.gate_verify)
+        return await shelf.call(kb, KbTools.gate_verify)
 
     if not read_only:
 
@@ -377,10 +412,11 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
             new: Annotated[str, Field(description="the card that replaces it (same kind)")],
             ctx: Context,
             reason: Annotated[str | None, Field(description="why, recorded in the commit")] = None,
+            kb: KbChoice = None,
         ) -> Annotated[CallToolResult, StatusChange]:
             """Mark OLD superseded by NEW (links both ways, one commit); search ranks OLD last from then on.
             Not for gates (a person supersedes those), nor a confirmed card by one not yet confirmed."""
-            return await tools.call(tools.supersede, old, new, reason, agent_name(ctx))
+            return await shelf.call(kb, KbTools.supersede, old, new, reason, agent_name(ctx))
 
         @server.tool(annotations=CHANGES)
         async def set_status(
@@ -394,11 +430,12 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
             ],
             reason: Annotated[str, Field(description="why, recorded in the commit")],
             ctx: Context,
+            kb: KbChoice = None,
         ) -> Annotated[CallToolResult, StatusChange]:
             """Change a card's status, one commit with the reason: withdraw a card you wrote that nobody has
             reviewed (refuted, retired), or reopen a gap whose answer no longer holds. Confirming a card,
             and judging cards others wrote, is a person's or a locked gate's (gate_run with confirms)."""
-            return await tools.call(tools.set_status, id, status, reason, agent_name(ctx))
+            return await shelf.call(kb, KbTools.set_status, id, status, reason, agent_name(ctx))
 
         @server.tool(annotations=RUNS)
         async def gate_run(
@@ -410,11 +447,12 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
             confirms: Annotated[
                 str | None, Field(description="a finding the gate confirms when it passes (recorded as gate:ID)")
             ] = None,
+            kb: KbChoice = None,
         ) -> Annotated[CallToolResult, GateRunResult]:
             """Run a locked gate's check (its command, in in_dir) and record the run in one commit: pass or
             fail, the value read, the output. Only locked, unchanged gates run; with confirms, a pass
             confirms that finding."""
-            return await tools.call(tools.gate_run, id, in_dir, confirms)
+            return await shelf.call(kb, KbTools.gate_run, id, in_dir, confirms)
 
     @server.prompt(title="Before an experiment")
     async def before_experiment(
@@ -424,7 +462,7 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
         precision: Annotated[str | None, Field(description="e.g. nvfp4")] = None,
     ) -> str:
         """What to search, read and respect before an experiment: the kb skill's steps as tool calls."""
-        return prompts.before_experiment(kb_skill_text(kb.root), goal, model, hardware, precision)
+        return prompts.before_experiment(kb_skill_text(default.root), goal, model, hardware, precision)
 
     @server.prompt(title="Record a run")
     async def record_run(
@@ -433,25 +471,26 @@ def build_server(kb: KnowledgeBase, read_only: bool = False, warm_on_start: bool
         closes: Annotated[str | None, Field(description="the gap it answers")] = None,
     ) -> str:
         """How to record a measured run as a finding, supersede what it replaces and run the gates."""
-        return prompts.record_run(kb_skill_text(kb.root), what, artifact, closes)
+        return prompts.record_run(kb_skill_text(default.root), what, artifact, closes)
 
+    # resources are the default knowledge base's; the tools reach the others
     @server.resource("kb://cards/{id}", mime_type="text/markdown", description="a card's markdown file")
     async def card_resource(id: str) -> str:
-        return await _read(tools, lambda: _card_text(kb, id))
+        return await _read(shelf, lambda: _card_text(default, id))
 
     @server.resource("kb://skills/{name}", mime_type="text/markdown", description="a skill's SKILL.md")
     async def skill_resource(name: str) -> str:
         from ..skills.spec import render_skill
 
-        return await _read(tools, lambda: render_skill(kb.skill(name)))
+        return await _read(shelf, lambda: render_skill(default.skill(name)))
 
-    return server, tools
+    return server, shelf
 
 
-async def _read(tools: KbTools, fn: Callable[[], str]) -> str:
+async def _read(shelf: Shelf, fn: Callable[[], str]) -> str:
     loop = asyncio.get_running_loop()
     try:
-        return await loop.run_in_executor(tools._worker, fn)
+        return await loop.run_in_executor(shelf.worker, fn)
     except KbError as exc:
         raise ResourceError(str(exc)) from None
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -37,6 +38,8 @@ from ..model.contracts import (
     OpenGaps,
     RecentChanges,
     SearchPage,
+    ServedKb,
+    ServedKbs,
     SkillBrief,
     SkillList,
     StatusChange,
@@ -54,9 +57,9 @@ T = TypeVar("T")
 class KbTools:
     """The tools, each a plain method over the KnowledgeBase that returns a CallToolResult."""
 
-    def __init__(self, kb: KnowledgeBase):
+    def __init__(self, kb: KnowledgeBase, worker: ThreadPoolExecutor | None = None):
         self.kb = kb
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve")
+        self._worker = worker or ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve")
 
     def warm(self) -> None:
         """Bring the keyword index up to date before the first search asks; the model follows in the background."""
@@ -317,6 +320,61 @@ class KbTools:
     def gate_run(self, ref: str, in_dir: str | None, confirms: str | None) -> CallToolResult:
         result = self.kb.run_gate(ref, in_dir=in_dir, confirms=confirms, require_lock=True)
         return _result(result.line(), result)
+
+
+class Shelf:
+    """The knowledge bases one server serves, by name, the first the default. Their calls share one
+    worker thread, so one embedding model (KnowledgeBase.open_several) is never used by two at once."""
+
+    def __init__(self, bases: Mapping[str, KnowledgeBase], read_only: bool = False):
+        if not bases:
+            raise BadInput("no knowledge base to serve")
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve")
+        self.tools = {name: KbTools(kb, self.worker) for name, kb in bases.items()}
+        self.default = next(iter(self.tools))
+        self.read_only = read_only
+
+    def pick(self, name: str | None) -> KbTools:
+        if name is None:
+            return self.tools[self.default]
+        if name not in self.tools:
+            raise ToolError(f"no knowledge base {name!r} here; this server serves {', '.join(self.tools)}")
+        return self.tools[name]
+
+    async def call(self, name: str | None, method: Callable[..., CallToolResult], *args: Any) -> CallToolResult:
+        """KbTools.METHOD on the knowledge base named (the default when None)."""
+        tools = self.pick(name)
+        return await tools.call(functools.partial(method, tools), *args)
+
+    def warm(self) -> None:
+        for tools in self.tools.values():
+            tools.warm()
+
+    async def listing(self) -> CallToolResult:
+        return await self.pick(None).call(self._listing)
+
+    def _listing(self) -> CallToolResult:
+        served = []
+        for name, tools in self.tools.items():
+            kb = tools.kb
+            served.append(
+                ServedKb(
+                    name=name,
+                    title=kb.config.kb.name,
+                    path=str(kb.root),
+                    cards=len(kb.summaries()),
+                    skills=len(kb.skills()),
+                    open_gaps=len(kb.gaps()),
+                    default=name == self.default,
+                    writable=not self.read_only and kb.store.writable,
+                )
+            )
+        lines = [
+            f"{s.name}{' (default)' if s.default else ''}: {s.path} — {s.cards} cards, {s.skills} skills, "
+            f"{s.open_gaps} open gaps{'' if s.writable else ', read-only'}"
+            for s in served
+        ]
+        return _result("\n".join(lines), ServedKbs(kbs=served))
 
 
 def _cut_notice(shown: int, found: int, budget: int) -> str:

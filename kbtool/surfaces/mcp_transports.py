@@ -7,13 +7,16 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import re
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from ..kb import KnowledgeBase
 from ..model.errors import BadInput
+from ..store.locate import resolve_root
 from .mcp import build_server
 
 
@@ -103,7 +106,34 @@ async def _refuse(send: Any, status: int, error: str, headers: tuple[tuple[bytes
     await send({"type": "http.response.body", "body": body})
 
 
-def serve_stdio(kb: KnowledgeBase, read_only: bool) -> None:
+SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def open_served(specs: list[str]) -> dict[str, KnowledgeBase]:
+    """`--kb [NAME=]PATH` given to kb serve, in order, each opened; without NAME a knowledge base goes
+    by its kb.toml name."""
+    named: list[tuple[str | None, Path]] = []
+    for spec in specs:
+        name, sep, rest = spec.partition("=")
+        if sep and SERVED_NAME.fullmatch(name) and not Path(spec).is_dir():
+            named.append((name, resolve_root(Path(rest))))
+        elif sep and not Path(spec).is_dir() and "/" not in name:
+            raise BadInput(f"--kb {spec}: {name!r} is not a name (letters, digits, _ . -); give NAME=PATH")
+        else:
+            named.append((None, resolve_root(Path(spec))))
+    bases = KnowledgeBase.open_several(root for _, root in named)
+    served: dict[str, KnowledgeBase] = {}
+    for (given, root), base in zip(named, bases, strict=True):
+        name = given or base.config.kb.name
+        if name in served:
+            raise BadInput(f"--kb: two knowledge bases named {name!r}; name each one: --kb NAME=PATH")
+        if any(other.root == base.root for other in served.values()):
+            raise BadInput(f"--kb: {root} is given twice")
+        served[name] = base
+    return served
+
+
+def serve_stdio(kb: KnowledgeBase | dict[str, KnowledgeBase], read_only: bool) -> None:
     import anyio
 
     # the SDK's stdio transport points fd 1 at stderr while it serves, so nothing a library prints can
@@ -112,7 +142,7 @@ def serve_stdio(kb: KnowledgeBase, read_only: bool) -> None:
     anyio.run(server.run_stdio_async)
 
 
-def serve_http(kb: KnowledgeBase, address: str, token: str | None, read_only: bool) -> None:
+def serve_http(kb: KnowledgeBase | dict[str, KnowledgeBase], address: str, token: str | None, read_only: bool) -> None:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -122,11 +152,12 @@ def serve_http(kb: KnowledgeBase, address: str, token: str | None, read_only: bo
             f"--http {address}: serving beyond loopback needs --token (or KB_TOKEN); "
             "every request must then carry it as a bearer token"
         )
-    server, tools = build_server(kb, read_only)
+    server, shelf = build_server(kb, read_only)
     # off loopback the Host header is whatever name clients use; the bearer token is the guard
     security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app: Any = server.streamable_http_app(host=host, transport_security=security, stateless_http=False)
-    app = RequestLimits(app, kb.config.limits.request_bytes, kb.config.limits.requests_per_minute)
+    limits = shelf.pick(None).kb.config.limits  # the default knowledge base's kb.toml sets the server's limits
+    app = RequestLimits(app, limits.request_bytes, limits.requests_per_minute)
     if token:
         app = BearerToken(app, token)
     # bind here, not in uvicorn: a taken port is a one-line error, and port 0 can say which port it got
@@ -140,7 +171,7 @@ def serve_http(kb: KnowledgeBase, address: str, token: str | None, read_only: bo
         sock.close()
         raise BadInput(f"--http {address}: cannot listen there ({exc.strerror or exc})") from None
     bound = sock.getsockname()[1]
-    tools.warm()
+    shelf.warm()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     print(
