@@ -28,7 +28,6 @@ AIPERF_EXPORT = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf
 # blocks by their first line: what the test sets up before running one, or why it does not run it
 NOT_RUN = {
     'make demo   # creates .venv/, installs kb (CPU torch pinned first), runs kb search "NVFP4 MoE decode" on the starter KB': "the set-up itself: .ci/run runs `make test` (this test among them) and `make demo` on a clean clone",
-    "claude mcp add kb -- kb --kb /path/to/kb serve            # all tools": "needs Claude Code; test_mcp drives `kb serve` through the official MCP client instead",
 }
 # files a user has at that point: the export of their own AIPerf run (a real one, from a mock server)
 FILES_BEFORE = {

@@ -26,7 +26,8 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     "store": [{"config", "files", "locate"}, {"repository"}, {"history"}],
-    "skills": [{"spec"}, {"bundled", "registry"}],
+    "skills": [{"spec"}, {"bundled", "lock", "registry"}, {"install"}],
+    "clients": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
         {"chunking", "onnx_queries", "vectors", "rerankers"},
@@ -44,6 +45,8 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "surfaces": [
         {"docs", "mcp", "mcp_prompts", "mcp_tools", "mcp_transports", "operations"},
         {"client"},
+        {"cli_base"},
+        {"cli_install"},
         {"cli", "daemon"},
     ],
     "entry": [{"__init__", "__main__"}],

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 from pathlib import Path
 
-from ..model.errors import NotAKnowledgeBase
+from ..model.errors import BadInput, NotAKnowledgeBase
 from ..model.vocabulary import CONFIG_FILE, STATE_DIR
 
 
@@ -39,6 +40,20 @@ def resolve_root(path: str | os.PathLike[str] | None = None) -> Path:
             f"no knowledge base here: no {CONFIG_FILE} in this folder or above it; use --kb PATH, $KB_DIR or `kb init`"
         )
     return found
+
+
+KB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def named_root(spec: str) -> tuple[str | None, Path]:
+    """`[NAME=]PATH` (kb serve --kb team=PATH) as (NAME or None, the knowledge base's root)."""
+    name, sep, rest = spec.partition("=")
+    if sep and not Path(spec).is_dir():
+        if KB_NAME.fullmatch(name):
+            return name, resolve_root(rest)
+        if "/" not in name:
+            raise BadInput(f"--kb {spec}: {name!r} is not a name (letters, digits, _ . -); give NAME=PATH")
+    return None, resolve_root(spec)
 
 
 def cache_dir() -> Path:

@@ -7,16 +7,14 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
-import re
 import socket
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from ..kb import KnowledgeBase
 from ..model.errors import BadInput
-from ..store.locate import resolve_root
+from ..store.locate import named_root
 from .mcp import build_server
 
 
@@ -106,21 +104,10 @@ async def _refuse(send: Any, status: int, error: str, headers: tuple[tuple[bytes
     await send({"type": "http.response.body", "body": body})
 
 
-SERVED_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-
-
 def open_served(specs: list[str]) -> dict[str, KnowledgeBase]:
     """`--kb [NAME=]PATH` given to kb serve, in order, each opened; without NAME a knowledge base goes
     by its kb.toml name."""
-    named: list[tuple[str | None, Path]] = []
-    for spec in specs:
-        name, sep, rest = spec.partition("=")
-        if sep and SERVED_NAME.fullmatch(name) and not Path(spec).is_dir():
-            named.append((name, resolve_root(Path(rest))))
-        elif sep and not Path(spec).is_dir() and "/" not in name:
-            raise BadInput(f"--kb {spec}: {name!r} is not a name (letters, digits, _ . -); give NAME=PATH")
-        else:
-            named.append((None, resolve_root(Path(spec))))
+    named = [named_root(spec) for spec in specs]
     bases = KnowledgeBase.open_several(root for _, root in named)
     served: dict[str, KnowledgeBase] = {}
     for (given, root), base in zip(named, bases, strict=True):

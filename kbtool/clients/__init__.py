@@ -1,0 +1,2 @@
+"""kb put into coding agents' clients (Claude Code, Codex, Cursor, and the shared .agents/ folder):
+their MCP configuration and their skills folders, written and undone exactly."""

@@ -1,0 +1,195 @@
+"""One MCP server entry put into, or taken out of, a client's configuration file, leaving the rest of
+the file as it was: JSON files ("mcpServers", as Claude Code and Cursor read them) are read and
+rewritten whole with their other keys kept; Codex's config.toml gets a marked block of its own
+(appended, replaced, removed), so its comments and layout are never touched.
+
+Every new text is checked before it is written (it parses, and it holds the entry), and written by
+a rename, so a client never reads half a file, and a file kb cannot read is left alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ..model.errors import BadInput, Conflict
+
+BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def is_kb_server(entry: Any) -> bool:
+    """Whether a server entry runs `kb serve` (kb's to replace or remove), by its command and args."""
+    if not isinstance(entry, dict):
+        return False
+    command = str(entry.get("command", ""))
+    args = [str(a) for a in entry.get("args") or []]
+    runs_kb = Path(command).name == "kb" or "kbtool" in args
+    return runs_kb and "serve" in args
+
+
+def put_server(path: Path, fmt: str, name: str, entry: dict[str, Any]) -> str:
+    """Add or replace the entry; 'added', 'updated' or 'unchanged'. A server of that name that is not
+    kb's is a Conflict: it belongs to someone else."""
+    old = _read(path)
+    if fmt == "json":
+        data = _json(path, old)
+        servers = data.setdefault("mcpServers", {})
+        if not isinstance(servers, dict):
+            raise BadInput(f"{path}: mcpServers is not an object; nothing was written")
+        before = servers.get(name)
+        if before == entry:
+            return "unchanged"
+        _refuse_foreign(path, name, before)
+        servers[name] = entry
+        _write(path, _dumps_like(data, old))
+    else:
+        before = _toml(path, old).get("mcp_servers", {}).get(name)
+        if before == entry:
+            return "unchanged"
+        ours = _block(old, name)
+        if ours is None:
+            _refuse_foreign(path, name, before, in_block=False)
+        new = _without_block(old, name) if ours is not None else (old or "")
+        new = (new.rstrip("\n") + "\n\n" if new.strip() else "") + _toml_block(name, entry)
+        if _toml(path, new).get("mcp_servers", {}).get(name) != entry:
+            raise BadInput(f"{path}: adding [mcp_servers.{name}] would not read back as written; nothing was written")
+        _write(path, new)
+    return "added" if before is None else "updated"
+
+
+def drop_server(path: Path, fmt: str, name: str) -> str:
+    """Take kb's entry out; 'removed', 'absent', or 'kept' when the entry is not kb's. A file left
+    holding nothing else is deleted: kb made it."""
+    old = _read(path)
+    if old is None:
+        return "absent"
+    if fmt == "json":
+        data = _json(path, old)
+        servers = data.get("mcpServers")
+        if not isinstance(servers, dict) or name not in servers:
+            return "absent"
+        if not is_kb_server(servers[name]):
+            return "kept"
+        del servers[name]
+        if not servers:
+            del data["mcpServers"]
+        new = _dumps_like(data, old) if data else ""
+    else:
+        if _block(old, name) is None:
+            return "kept" if name in _toml(path, old).get("mcp_servers", {}) else "absent"
+        new = _without_block(old, name)
+        _toml(path, new)
+    if new.strip():
+        _write(path, new)
+    else:
+        path.unlink()
+    return "removed"
+
+
+def _refuse_foreign(path: Path, name: str, before: Any, in_block: bool = True) -> None:
+    if before is not None and not (in_block and is_kb_server(before)):
+        raise Conflict(
+            f"{path} already has an MCP server named {name!r} that kb did not write; "
+            "give another --name (nothing was written)"
+        )
+
+
+def _read(path: Path) -> str | None:
+    if path.is_symlink() and not path.exists():
+        raise BadInput(f"{path}: a broken symbolic link; nothing was written")
+    if path.exists() and not path.is_file():
+        raise BadInput(f"{path}: not a file; nothing was written")
+    try:
+        return path.read_text(encoding="utf-8") if path.exists() else None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read ({exc}); nothing was written") from None
+
+
+def _json(path: Path, text: str | None) -> dict[str, Any]:
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path}: not JSON ({exc.msg}, line {exc.lineno}); nothing was written") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{path}: not a JSON object; nothing was written")
+    return data
+
+
+JSON_STYLES: tuple[dict[str, Any], ...] = (
+    {"indent": 2},
+    {"indent": 4},
+    {"indent": "\t"},
+    {},
+    {"separators": (",", ":")},
+)
+
+
+def _dumps_like(data: dict[str, Any], original: str | None) -> str:
+    """data in the layout the file had (indentation, separators, non-ASCII, final newline), when it is
+    one json.dumps writes, so taking kb's entry out gives back the very bytes that were there; else
+    2-space indentation, as the clients write these files."""
+    if original and original.strip():
+        parsed = json.loads(original)
+        for style in JSON_STYLES:
+            for ascii_only in (False, True):
+                text = json.dumps(parsed, ensure_ascii=ascii_only, **style)
+                if original.rstrip("\n") == text:
+                    return json.dumps(data, ensure_ascii=ascii_only, **style) + original[len(text) :]
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _toml(path: Path, text: str | None) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text or "")
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: not TOML ({exc}); nothing was written") from None
+
+
+def _markers(name: str) -> tuple[str, str]:
+    return (
+        f"# >>> kb: mcp_servers.{name}, written by `kb agent install` (`kb agent uninstall` removes it)",
+        f"# <<< kb: mcp_servers.{name}",
+    )
+
+
+def _block(text: str | None, name: str) -> re.Match[str] | None:
+    begin, end = _markers(name)
+    return re.search(rf"\n*^{re.escape(begin)}\n.*?^{re.escape(end)}\n?", text or "", re.M | re.S)
+
+
+def _without_block(text: str | None, name: str) -> str:
+    found = _block(text, name)
+    if text is None or found is None:
+        return text or ""
+    before, after = text[: found.start()], text[found.end() :]
+    rest = before + ("\n" if before and after else "") + after
+    return rest if not rest.strip() else rest if rest.endswith("\n") else rest + "\n"
+
+
+def _toml_block(name: str, entry: dict[str, Any]) -> str:
+    begin, end = _markers(name)
+    key = name if BARE_KEY.fullmatch(name) else json.dumps(name)
+    # JSON strings and arrays of them are TOML basic strings and arrays
+    lines = [f"{k} = {json.dumps(v, ensure_ascii=True)}" for k, v in entry.items() if not isinstance(v, dict)]
+    tables = [(k, v) for k, v in entry.items() if isinstance(v, dict)]
+    text = "\n".join([begin, f"[mcp_servers.{key}]", *lines])
+    for table, values in tables:
+        text += f"\n[mcp_servers.{key}.{table}]\n" + "\n".join(
+            f"{json.dumps(k)} = {json.dumps(v, ensure_ascii=True)}" for k, v in values.items()
+        )
+    return f"{text}\n{end}\n"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.kb-{os.getpid()}")
+    staging.write_text(text, encoding="utf-8")
+    if path.exists():
+        os.chmod(staging, path.stat().st_mode & 0o7777)  # ~/.claude.json is private: it stays so
+    os.replace(staging, path)

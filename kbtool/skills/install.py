@@ -1,0 +1,379 @@
+"""`kb skill install / verify / update / remove`: skills put into an agent's skills folder
+(`.agents/skills`, `.claude/skills`, ...) from a knowledge base, a folder or a git repository,
+pinned in that folder's lock file (kbtool/skills/lock.py).
+
+Every skill asked for is fetched and checked (the specification, the size limit, the security
+scan) before any is written; each lands by a rename, so an agent reading the folder sees the old
+skill or the new one. An installed folder someone changed since is never overwritten or removed
+without --force: the change may be theirs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..model.errors import BadInput, Conflict
+from ..store.config import LimitsSection
+from ..store.repository import SKILLS_DIR
+from .bundled import KB_SKILL, kb_skill_folder
+from .lock import IGNORED, LOCK_FILE, Lock, Locked, folder_digest
+from .registry import too_big
+from .spec import SKILL_FILE, load_skill, skill_folders
+
+DEFAULT_TO = Path(".agents") / "skills"  # the project folder the Agent Skills clients share (Codex, Cursor, ...)
+BUNDLED = f"kbtool:{KB_SKILL}"  # the kb skill that ships inside kbtool
+GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""}  # never wait for a password
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A skill fetched into a temporary folder, with where it came from."""
+
+    name: str
+    folder: Path
+    origin: Locked  # its lock entry, sha256 still empty
+
+
+@dataclass(frozen=True)
+class Installed:
+    name: str
+    path: Path
+    change: str  # added, updated, unchanged
+    locked: Locked
+    before: Locked | None = None  # the lock entry it replaced
+
+    def moved(self) -> str:
+        """How the pin moved, when it did: ' (was v1 @ ed05482caf3a)'."""
+        old = self.before
+        if old is None or self.change == "added" or (old.ref, old.commit) == (self.locked.ref, self.locked.commit):
+            return ""
+        was = [part for part in (old.ref, f"@ {old.commit[:12]}" if old.commit else None) if part]
+        return f" (was {' '.join(was)})"
+
+
+@dataclass(frozen=True)
+class Checked:
+    name: str
+    path: Path
+    state: str  # ok, modified, missing, unlocked (a skill folder the lock does not name)
+    expected: str | None = None
+    actual: str | None = None
+
+    def line(self) -> str:
+        return {
+            "ok": f"ok        {self.name}",
+            "modified": f"modified  {self.name}: {self.path} differs from what was installed ({self.actual})",
+            "missing": f"missing   {self.name}: {self.path} is gone",
+            "unlocked": f"unlocked  {self.name}: not installed by kb (no entry in {LOCK_FILE})",
+        }[self.state]
+
+
+def split_ref(spec: str) -> tuple[str, str | None]:
+    """SOURCE@REF into (SOURCE, REF); the @ of git@host:org/repo is not a ref, nor is one in an existing path."""
+    if Path(spec).exists():
+        return spec, None
+    source, at, ref = spec.rpartition("@")
+    if not at or not source or not ref or ":" in ref:
+        return spec, None
+    return source, ref
+
+
+def is_git_source(source: str, ref: str | None) -> bool:
+    if "://" in source or source.startswith("git@") or source.endswith(".git"):
+        return True
+    path = Path(source)
+    return path.is_dir() and (ref is not None or _is_bare_repository(path))
+
+
+def _is_bare_repository(path: Path) -> bool:
+    out = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--is-bare-repository"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV},
+    )
+    return out.returncode == 0 and out.stdout.strip() == "true"
+
+
+def _git(*args: str, cwd: Path | None = None) -> str:
+    out = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, **GIT_ENV}, timeout=600
+    )
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["failed"])[-1]
+        raise BadInput(f"git {args[0]}: {last}")
+    return out.stdout.strip()
+
+
+def _skills_in(root: Path, names: Iterable[str]) -> list[Path]:
+    """The skill folders of a source: root itself, or those in root/skills/, or those directly in root;
+    only the ones named, when names are given (each must be found)."""
+    if (root / SKILL_FILE).exists():
+        found = [root]
+    else:
+        found = skill_folders(root / SKILLS_DIR) or skill_folders(root)
+    wanted = list(names)
+    if not wanted:
+        if not found:
+            raise BadInput(f"no {SKILL_FILE} at the top of the source, in its skills/ or in a folder right inside it")
+        return found
+    by_name = {folder.name: folder for folder in found}
+    missing = [n for n in wanted if n not in by_name]
+    if missing:
+        have = ", ".join(sorted(by_name)) or "none"
+        raise BadInput(f"no skill {', '.join(missing)} in the source (it has: {have})")
+    return [by_name[n] for n in wanted]
+
+
+@contextmanager
+def fetch(spec: str, kb_root: Path | None, names: Iterable[str] = ()) -> Iterator[list[Candidate]]:
+    """The skills SOURCE[@REF] names, each copied into a temporary folder (removed afterwards):
+    `kbtool:kb` (kbtool's own kb skill), a git repository (URL, or a local path that is a bare
+    repository or is given a ref), a folder, or the name of a skill in the knowledge base."""
+    source, ref = split_ref(spec)
+    with tempfile.TemporaryDirectory(prefix="kb-skill-") as scratch:
+        work = Path(scratch)
+        if source == BUNDLED:
+            _no_ref(spec, ref)
+            origin = Locked(name=KB_SKILL, kind="bundled", source=BUNDLED, sha256="")
+            yield [_copied(kb_skill_folder(), work, origin)]
+        elif is_git_source(source, ref):
+            yield _from_git(source, ref, work, names)
+        elif Path(source).is_dir():
+            _no_ref(spec, ref)
+            root = Path(source).resolve()
+            yield [
+                _copied(
+                    folder,
+                    work,
+                    Locked(
+                        name=folder.name,
+                        kind="folder",
+                        source=str(root),
+                        sha256="",
+                        subdir=_subdir(folder, root),
+                    ),
+                )
+                for folder in _skills_in(root, names)
+            ]
+        else:
+            _no_ref(spec, ref)
+            name = source.removeprefix("kb:")
+            folder = kb_root / SKILLS_DIR / name if kb_root is not None else None
+            if folder is None or not (folder / SKILL_FILE).is_file():
+                where = f" nor a skill in {kb_root}" if kb_root is not None else " (and no knowledge base to look in)"
+                raise BadInput(f"{spec}: not a folder, not a git repository{where}")
+            origin = Locked(name=name, kind="kb", source=str(kb_root), sha256="", subdir=f"{SKILLS_DIR}/{name}")
+            yield [_copied(folder, work, origin)]
+
+
+def _no_ref(spec: str, ref: str | None) -> None:
+    if ref is not None:
+        raise BadInput(f"{spec}: @{ref} applies to a git repository only")
+
+
+def _subdir(folder: Path, root: Path) -> str | None:
+    rel = folder.relative_to(root).as_posix()
+    return None if rel == "." else rel
+
+
+def _from_git(url: str, ref: str | None, work: Path, names: Iterable[str]) -> list[Candidate]:
+    source = str(Path(url).resolve()) if Path(url).is_dir() else url
+    # named as the repository: a skill at its top must bear the name of the folder holding it
+    checkout = work / "repo" / (source.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git") or "repo")
+    _git("clone", "--quiet", "--no-checkout", "--", source, str(checkout))
+    commit = resolve_commit(checkout, ref)
+    _git("-c", "advice.detachedHead=false", "checkout", "--quiet", commit, cwd=checkout)
+    shutil.rmtree(checkout / ".git")
+    return [
+        _copied(
+            folder,
+            work,
+            Locked(
+                name=folder.name,
+                kind="git",
+                source=source,
+                sha256="",
+                ref=ref,
+                commit=commit,
+                subdir=_subdir(folder, checkout),
+            ),
+        )
+        for folder in _skills_in(checkout, names)
+    ]
+
+
+def resolve_commit(checkout: Path, ref: str | None) -> str:
+    """The commit a ref names in a fresh clone: a branch (as origin/REF), a tag, a commit; HEAD without one."""
+    for candidate in [f"origin/{ref}", f"refs/tags/{ref}", ref] if ref else ["HEAD"]:
+        out = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}"],
+            cwd=checkout,
+            capture_output=True,
+            text=True,
+        )
+        if out.returncode == 0:
+            return out.stdout.strip()
+    raise BadInput(f"@{ref}: no such branch, tag or commit in the repository")
+
+
+def newest_ref(checkout: Path, ref: str | None) -> str | None:
+    """What `update` moves a pin to: the newest tag (by version) for a tag, the same name for a branch
+    (whose tip is then newest), the same commit for a commit."""
+    if ref is None:
+        return None
+    tags = _git("tag", "--list", "--sort=-v:refname", cwd=checkout).splitlines()
+    return tags[0] if ref in tags and tags else ref
+
+
+def _copied(folder: Path, work: Path, origin: Locked) -> Candidate:
+    """The skill copied out of its source (no .git, no caches), checked against the specification."""
+    skill = load_skill(folder, origin.source if origin.subdir is None else f"{origin.source}:{origin.subdir}")
+    copy = work / "skills" / skill.name
+    if copy.exists():
+        raise BadInput(f"two skills named {skill.name} in the source")
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(*IGNORED))
+    origin.name = skill.name
+    return Candidate(name=skill.name, folder=copy, origin=origin)
+
+
+def install(
+    spec: str,
+    to: Path,
+    kb_root: Path | None = None,
+    names: Iterable[str] = (),
+    force: bool = False,
+    limit: int = LimitsSection().skill_bytes,
+) -> list[Installed]:
+    """Install the skills SOURCE[@REF] holds (or the ones named) into to/<name>/ and pin them in the lock."""
+    to = to.resolve()
+    if to.exists() and not to.is_dir():
+        raise Conflict(f"--to {to}: a file, not a folder to install skills into")
+    lock = Lock(to)
+    with fetch(spec, kb_root, names) as candidates:
+        for candidate in candidates:  # every one checked before any is written
+            problem = too_big(candidate.folder, limit)
+            if problem:
+                raise BadInput(f"{candidate.name}: {problem}")
+            _check_replaceable(lock, to / candidate.name, candidate.name, force)
+        to.mkdir(parents=True, exist_ok=True)
+        done = [_place(lock, candidate, to) for candidate in candidates]
+    lock.save()
+    return done
+
+
+def _check_replaceable(lock: Lock, target: Path, name: str, force: bool) -> None:
+    if force or not target.exists():
+        return
+    entry = lock.skills.get(name)
+    if entry is None:
+        raise Conflict(f"{target} exists and kb did not install it (no entry in {LOCK_FILE}); --force replaces it")
+    if folder_digest(target) != entry.sha256:
+        raise Conflict(f"{target} was changed since kb installed it; --force replaces it (and the change)")
+
+
+def _place(lock: Lock, candidate: Candidate, to: Path) -> Installed:
+    target = to / candidate.name
+    digest = folder_digest(candidate.folder)
+    origin = candidate.origin
+    locked = Locked(**{**origin.__dict__, "sha256": digest})
+    before = lock.skills.get(candidate.name)
+    if target.is_dir() and folder_digest(target) == digest:
+        change = "unchanged"
+    else:
+        change = "updated" if target.exists() else "added"
+        staging = Path(tempfile.mkdtemp(prefix=f".{candidate.name}.", dir=to))
+        try:
+            shutil.copytree(candidate.folder, staging / candidate.name)
+            if target.exists() or target.is_symlink():
+                target.rename(staging / "old")  # removed with the staging folder
+            (staging / candidate.name).rename(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    if change == "unchanged" and before is not None and before.to_json() != locked.to_json():
+        change = "updated"  # the same files from another source or commit: the pin moves
+    lock.skills[candidate.name] = locked
+    return Installed(name=candidate.name, path=target, change=change, locked=locked, before=before)
+
+
+def verify(to: Path) -> list[Checked]:
+    """Each locked skill against its folder, and any skill folder the lock does not name."""
+    to = to.resolve()
+    lock = Lock(to)
+    out = []
+    for name, entry in lock.skills.items():
+        target = to / name
+        if not target.is_dir():
+            out.append(Checked(name, target, "missing", entry.sha256))
+            continue
+        actual = folder_digest(target)
+        out.append(Checked(name, target, "ok" if actual == entry.sha256 else "modified", entry.sha256, actual))
+    for folder in skill_folders(to):
+        if folder.name not in lock.skills:
+            out.append(Checked(folder.name, folder, "unlocked"))
+    return out
+
+
+def update(to: Path, names: Iterable[str] = (), kb_root: Path | None = None, force: bool = False) -> list[Installed]:
+    """Fetch each locked skill (or the ones named) again from its source, git ones at the newest ref,
+    and install what changed; a folder changed by hand stops the update unless force."""
+    to = to.resolve()
+    lock = Lock(to)
+    wanted = list(names) or list(lock.skills)
+    unknown = [n for n in wanted if n not in lock.skills]
+    if unknown:
+        raise BadInput(f"{', '.join(unknown)}: not installed in {to} (see {LOCK_FILE})")
+    done: list[Installed] = []
+    for name in wanted:
+        entry = lock.skills[name]
+        spec, only = _respec(entry, to, kb_root)
+        done += install(spec, to, _kb_of(entry, kb_root), only, force)
+    return done
+
+
+def _kb_of(entry: Locked, kb_root: Path | None) -> Path | None:
+    return Path(entry.source) if entry.kind == "kb" else kb_root
+
+
+def _respec(entry: Locked, to: Path, kb_root: Path | None) -> tuple[str, list[str]]:
+    """The SOURCE[@REF] and skill names that fetch this entry again, at the newest ref for git."""
+    if entry.kind == "kb":
+        return f"kb:{entry.name}", []
+    if entry.kind != "git":
+        return entry.source, ([entry.name] if entry.kind == "folder" and entry.subdir else [])
+    ref = entry.ref
+    if ref is not None:
+        with tempfile.TemporaryDirectory(prefix="kb-skill-") as scratch:
+            _git("clone", "--quiet", "--bare", "--", entry.source, scratch + "/repo")
+            ref = newest_ref(Path(scratch) / "repo", ref)
+    spec = entry.source + (f"@{ref}" if ref else "")
+    return spec, [entry.subdir.rsplit("/", 1)[-1]] if entry.subdir else []
+
+
+def remove(to: Path, names: Iterable[str], force: bool = False) -> list[Path]:
+    """Delete installed skills and their lock entries; one changed since it was installed stays unless force."""
+    to = to.resolve()
+    lock = Lock(to)
+    wanted = list(names)
+    for name in wanted:  # every one checked before any is removed
+        if name not in lock.skills:
+            raise BadInput(f"{name}: not installed in {to} (see {LOCK_FILE})")
+        target = to / name
+        if target.is_dir() and not force and folder_digest(target) != lock.skills[name].sha256:
+            raise Conflict(f"{target} was changed since kb installed it; --force removes it (and the change)")
+    removed = []
+    for name in wanted:
+        target = to / name
+        if target.is_dir():
+            shutil.rmtree(target)
+            removed.append(target)
+        del lock.skills[name]
+    lock.save()
+    return removed

@@ -1,0 +1,230 @@
+"""What every `kb` command shares: the application and its groups, the options many commands take,
+and the helpers that open the knowledge base and print. The commands are kbtool/surfaces/cli.py
+(cards, search, gates, skills in the knowledge base) and cli_install.py (skills and kb itself put
+into agents).
+
+Every library error becomes one line on stderr and the error's exit code (2 bad input, 1 a failed
+check); nothing prints a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from ..model.errors import BadInput, KbError
+from ..model.vocabulary import STATUSES, words
+from ..store.locate import resolve_root
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+    from ..model.records import StoredCard
+
+
+class KbGroup(TyperGroup):
+    """Maps library errors to one-line messages and exit codes, for every subcommand."""
+
+    def invoke(self, ctx: Any) -> Any:  # a typer.Context; typed as the base class's click Context allows
+        try:
+            return super().invoke(ctx)
+        except KbError as exc:
+            typer.echo(f"kb: error: {exc}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise  # usage errors and exits: typer prints and exits as usual
+        except Exception as exc:  # a bug in kb: say so in one line, keep the traceback for KB_DEBUG
+            if os.environ.get("KB_DEBUG"):
+                raise
+            typer.echo(f"kb: internal error: {type(exc).__name__}: {exc} (set KB_DEBUG=1 for the traceback)", err=True)
+            raise typer.Exit(1) from None
+
+
+def make_app(help_text: str) -> typer.Typer:
+    return typer.Typer(
+        cls=KbGroup,
+        help=help_text,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+        no_args_is_help=True,
+        add_completion=False,
+    )
+
+
+app = make_app("kb: a git-backed knowledge base of contracts, constraints, findings and gates.")
+schema_app = make_app("JSON Schemas of the card kinds.")
+app.add_typer(schema_app, name="schema")
+gate_app = make_app("Immutable acceptance checks: lock, run, verify.")
+app.add_typer(gate_app, name="gate")
+skill_app = make_app("The skill registry: Agent Skills (skills/<name>/SKILL.md) kept in the knowledge base.")
+app.add_typer(skill_app, name="skill")
+
+# Options shared by many commands, declared once.
+KbPath = Annotated[
+    Path | None,
+    typer.Option(
+        "--kb",
+        help="The knowledge base (default: $KB_DIR, else the nearest folder above with kb.toml).",
+        show_default=False,
+    ),
+]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print JSON (stable field names) instead of text.")]
+AllowSecret = Annotated[
+    bool,
+    typer.Option(
+        "--allow-secret",
+        help="Write text that looks like a credential (a key, a token, a private key) anyway: you say it is not one.",
+    ),
+]
+Fields = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--field",
+        "-f",
+        help="KEY=VALUE; dotted keys for nested fields (check.threshold=12), repeat a key for a list.",
+        show_default=False,
+    ),
+]
+Tags = Annotated[list[str] | None, typer.Option("--tag", "-t", help="A tag (repeatable).", show_default=False)]
+Where = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--where",
+        "-w",
+        help="FIELD=VALUE filter on any card field, e.g. applies_to.hardware=B200 (repeatable).",
+        show_default=False,
+    ),
+]
+CardRef = Annotated[str, typer.Argument(metavar="ID", help="A card id, or a unique prefix of one.")]
+Status = Annotated[
+    str | None,
+    typer.Option("--status", help=f"{words(STATUSES)}.", show_default=False),
+]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"kb {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _global_options(
+    kb: Annotated[
+        Path | None,
+        typer.Option(
+            "--kb",
+            help="The knowledge base for any command (default: $KB_DIR, else the nearest folder above with kb.toml).",
+            show_default=False,
+        ),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", help="Print kb's version and exit.", is_eager=True, callback=_print_version)
+    ] = False,
+) -> None:
+    # One invocation, one value: reset on every run so nothing leaks between runs in a process.
+    _invocation["kb"] = kb
+
+
+_invocation: dict[str, Path | None] = {"kb": None}
+
+
+def root_of(path: Path | None) -> Path:
+    return resolve_root(path if path is not None else _invocation["kb"])
+
+
+def open_kb(path: Path | None, allow_secret: bool = False) -> KnowledgeBase:
+    """The command's --kb, else the one given before the command (`kb --kb PATH list`)."""
+    # imported here, not at the top: `kb search` answered by the daemon never needs pydantic or git
+    from ..kb import KnowledgeBase
+
+    base = KnowledgeBase.open(root_of(path))
+    base.allow_secrets = allow_secret
+    return base
+
+
+def current_agent() -> str | None:
+    """The agent running this command, if its environment names one (kbtool.loop.review); imported here
+    because the review rules load the card models, which `kb search` through the daemon never needs."""
+    from ..loop.review import agent_from_env
+
+    return agent_from_env()
+
+
+def show_notices(base: KnowledgeBase) -> None:
+    for notice in base.notices:
+        typer.echo(f"kb: note: {notice}", err=True)
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on a terminal; nothing when stderr is a pipe or a file."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    state: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        bar = state.get("bar")
+        if bar is None:
+            bar = state["bar"] = typer.progressbar(length=total, label=label, file=sys.stderr)
+            bar.__enter__()
+        bar.update(done - bar.pos)
+
+    try:
+        yield update
+    finally:
+        if "bar" in state:
+            state["bar"].__exit__(None, None, None)
+
+
+def committed(commit: str | None) -> str:
+    return f" (commit {commit[:10]})" if commit else " (nothing to commit)"
+
+
+def print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+def read_text_arg(path: Path) -> str:
+    """A file given on the command line ('-' is stdin), refused clearly when unreadable."""
+    if str(path) == "-":
+        return sys.stdin.read()
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read ({exc})") from None
+
+
+def body_from(body: str | None, body_file: Path | None) -> str | None:
+    if body is not None and body_file is not None:
+        raise BadInput("give --body or --body-file, not both")
+    return read_text_arg(body_file) if body_file is not None else body
+
+
+def print_written(stored: StoredCard, as_json: bool) -> None:
+    """What a write prints: the id, or with --json the whole card."""
+    if as_json:
+        print_json(stored.to_dict())
+    else:
+        typer.echo(stored.id)
+
+
+def print_rows(rows: list[list[str]]) -> None:
+    """[id, kind, status, title] rows as aligned columns."""
+    if not rows:
+        return
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for r in rows:
+        typer.echo(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}")
