@@ -32,11 +32,14 @@ lint: install
 	$(VENV)/bin/ruff format --check $(LINTED)
 	$(VENV)/bin/mypy
 	$(VENV)/bin/cog --check $(GENERATED)
+	$(PY) -c "from kbtool.surfaces.docs import refresh_kb_skill; assert refresh_kb_skill('skills/kb/SKILL.md', check=True), 'run make docs'"
 
-# the tables README.md and the kb skill show, made from the vocabulary and the card models (kbtool/surfaces/docs.py)
-GENERATED := README.md skills/kb/SKILL.md
+# the tables README.md (through cog) and the kb skill show, made from the vocabulary and the card models
+# (kbtool/surfaces/docs.py)
+GENERATED := README.md
 docs: install
 	$(VENV)/bin/cog -r $(GENERATED)
+	$(PY) -c "from kbtool.surfaces.docs import refresh_kb_skill; refresh_kb_skill('skills/kb/SKILL.md')"
 
 bench: install
 	$(PY) bench/bench_store.py

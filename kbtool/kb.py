@@ -1129,13 +1129,14 @@ class KnowledgeBase:
             )
         return self.skill(name)
 
-    def import_skills(self, path: str | os.PathLike[str]) -> SkillImport:
+    def import_skills(self, path: str | os.PathLike[str], trust: bool = False) -> SkillImport:
         """Copy a skill folder (or every skill folder in a folder) into skills/, valid ones in one commit;
-        the invalid ones are returned with every violation, and nothing of theirs is written."""
+        the invalid ones (and those the security scan finds high-severity issues in, unless trust) are
+        returned with every violation, and nothing of theirs is written."""
         from .skills.registry import plan_import
 
         with self.store.lock():
-            writes, added, updated, rejected = plan_import(self.root, Path(path), self.config.limits.skill_bytes)
+            writes, added, updated, rejected = plan_import(self.root, Path(path), self.config.limits.skill_bytes, trust)
             commit = None
             if writes:
                 names = ", ".join(added + updated)

@@ -12,7 +12,7 @@ from conftest import REPO_ROOT
 from kbtool.model.vocabulary import KINDS, LINT_CLASSES
 from kbtool.surfaces import docs
 
-GENERATED = ["README.md", "skills/kb/SKILL.md"]
+GENERATED = ["README.md"]
 
 
 def test_the_generated_tables_are_current():
@@ -20,6 +20,17 @@ def test_the_generated_tables_are_current():
         [sys.executable, "-m", "cogapp", "--check", *GENERATED], cwd=REPO_ROOT, capture_output=True, text=True
     )
     assert out.returncode == 0, f"run `make docs`: {out.stdout}{out.stderr}"
+    assert docs.refresh_kb_skill(str(REPO_ROOT / "skills" / "kb" / "SKILL.md"), check=True), "run `make docs`"
+
+
+def test_the_kb_skill_table_is_made_anew_in_place(tmp_path):
+    skill = tmp_path / "SKILL.md"
+    stale = "intro\n\n| kind | what it holds | how you use it |\n|---|---|---|\n| contract | old | old |\n\nafter\n"
+    skill.write_text(stale)
+    assert docs.refresh_kb_skill(str(skill), check=True) is False and skill.read_text() == stale
+    assert docs.refresh_kb_skill(str(skill)) is False
+    assert skill.read_text() == f"intro\n\n{docs.agent_kinds_table()}\n\nafter\n"
+    assert docs.refresh_kb_skill(str(skill)) is True
 
 
 def test_every_kind_and_lint_class_is_in_the_tables():
@@ -51,3 +62,4 @@ def test_search_does_not_index_the_generator_code():
     skill = load_skill(REPO_ROOT / "skills" / "kb", "skills/kb")
     text = "\n".join(c.text for c in chunk_skill(skill.name, skill.description, skill.body))
     assert "| contract |" in text and "cog.outl" not in text and "[[[cog" not in text
+    assert "<!--" not in (REPO_ROOT / "skills" / "kb" / "SKILL.md").read_text()  # nothing hidden from its reader

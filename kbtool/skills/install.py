@@ -25,10 +25,12 @@ from ..store.repository import SKILLS_DIR
 from .bundled import KB_SKILL, kb_skill_folder
 from .lock import IGNORED, LOCK_FILE, Lock, Locked, folder_digest
 from .registry import too_big
+from .scan import ScanFinding, refusal, scan_skill
 from .spec import SKILL_FILE, load_skill, skill_folders
 
 DEFAULT_TO = Path(".agents") / "skills"  # the project folder the Agent Skills clients share (Codex, Cursor, ...)
 BUNDLED = f"kbtool:{KB_SKILL}"  # the kb skill that ships inside kbtool
+TRUST_HINT = "read every finding with `kb skill scan`; --trust installs it anyway"
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""}  # never wait for a password
 
 
@@ -48,6 +50,7 @@ class Installed:
     change: str  # added, updated, unchanged
     locked: Locked
     before: Locked | None = None  # the lock entry it replaced
+    findings: tuple[ScanFinding, ...] = ()  # the security scan's, below high (high ones refuse the install)
 
     def moved(self) -> str:
         """How the pin moved, when it did: ' (was v1 @ ed05482caf3a)'."""
@@ -251,20 +254,27 @@ def install(
     names: Iterable[str] = (),
     force: bool = False,
     limit: int = LimitsSection().skill_bytes,
+    trust: bool = False,
 ) -> list[Installed]:
-    """Install the skills SOURCE[@REF] holds (or the ones named) into to/<name>/ and pin them in the lock."""
+    """Install the skills SOURCE[@REF] holds (or the ones named) into to/<name>/ and pin them in the lock.
+    A skill the security scan finds high-severity issues in is refused unless trust."""
     to = to.resolve()
     if to.exists() and not to.is_dir():
         raise Conflict(f"--to {to}: a file, not a folder to install skills into")
     lock = Lock(to)
     with fetch(spec, kb_root, names) as candidates:
+        scans = {}
         for candidate in candidates:  # every one checked before any is written
             problem = too_big(candidate.folder, limit)
             if problem:
                 raise BadInput(f"{candidate.name}: {problem}")
+            scans[candidate.name] = scan_skill(candidate.folder)
+            refused = refusal(candidate.name, scans[candidate.name], TRUST_HINT)
+            if refused and not trust:
+                raise BadInput(refused)
             _check_replaceable(lock, to / candidate.name, candidate.name, force)
         to.mkdir(parents=True, exist_ok=True)
-        done = [_place(lock, candidate, to) for candidate in candidates]
+        done = [_place(lock, candidate, to, scans[candidate.name]) for candidate in candidates]
     lock.save()
     return done
 
@@ -279,7 +289,7 @@ def _check_replaceable(lock: Lock, target: Path, name: str, force: bool) -> None
         raise Conflict(f"{target} was changed since kb installed it; --force replaces it (and the change)")
 
 
-def _place(lock: Lock, candidate: Candidate, to: Path) -> Installed:
+def _place(lock: Lock, candidate: Candidate, to: Path, findings: list[ScanFinding]) -> Installed:
     target = to / candidate.name
     digest = folder_digest(candidate.folder)
     origin = candidate.origin
@@ -300,7 +310,9 @@ def _place(lock: Lock, candidate: Candidate, to: Path) -> Installed:
     if change == "unchanged" and before is not None and before.to_json() != locked.to_json():
         change = "updated"  # the same files from another source or commit: the pin moves
     lock.skills[candidate.name] = locked
-    return Installed(name=candidate.name, path=target, change=change, locked=locked, before=before)
+    return Installed(
+        name=candidate.name, path=target, change=change, locked=locked, before=before, findings=tuple(findings)
+    )
 
 
 def verify(to: Path) -> list[Checked]:
@@ -321,7 +333,9 @@ def verify(to: Path) -> list[Checked]:
     return out
 
 
-def update(to: Path, names: Iterable[str] = (), kb_root: Path | None = None, force: bool = False) -> list[Installed]:
+def update(
+    to: Path, names: Iterable[str] = (), kb_root: Path | None = None, force: bool = False, trust: bool = False
+) -> list[Installed]:
     """Fetch each locked skill (or the ones named) again from its source, git ones at the newest ref,
     and install what changed; a folder changed by hand stops the update unless force."""
     to = to.resolve()
@@ -334,7 +348,7 @@ def update(to: Path, names: Iterable[str] = (), kb_root: Path | None = None, for
     for name in wanted:
         entry = lock.skills[name]
         spec, only = _respec(entry, to, kb_root)
-        done += install(spec, to, _kb_of(entry, kb_root), only, force)
+        done += install(spec, to, _kb_of(entry, kb_root), only, force, trust=trust)
     return done
 
 

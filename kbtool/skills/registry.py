@@ -21,6 +21,7 @@ from ..model.errors import BadInput, Conflict
 from ..model.fields import Filter, values_at
 from ..model.records import StoredCard
 from ..store.repository import SKILLS_DIR, Executable
+from .scan import at_least, refusal, scan_files, scan_skill
 from .spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, load_skill, name_violations, render_skill
 
 PACK_KINDS = ("gate", "constraint", "finding", "failure-mode")
@@ -108,10 +109,11 @@ def skill_sources(path: Path) -> list[Path]:
 
 
 def plan_import(
-    root: Path, path: Path, max_bytes: int
+    root: Path, path: Path, max_bytes: int, trust: bool = False
 ) -> tuple[dict[str, bytes | None], list[str], list[str], list[Rejected]]:
     """(writes, added, updated, rejected) of importing path; unchanged skills appear in neither list.
-    A skill whose files hold more than max_bytes is rejected before any is read."""
+    A skill whose files hold more than max_bytes is rejected before any is read; one the security scan
+    finds high-severity issues in, unless trust."""
     writes: dict[str, bytes | None] = {}
     added: list[str] = []
     updated: list[str] = []
@@ -125,6 +127,11 @@ def plan_import(
         size_problem = too_big(folder, max_bytes)
         if size_problem:
             rejected.append(Rejected(str(folder), [size_problem]))
+            continue
+        high = at_least(scan_skill(folder), "high")
+        if high and not trust:
+            hint = "security scan (read it with `kb skill scan`; --trust imports it anyway): "
+            rejected.append(Rejected(str(folder), [hint + f.text() for f in high]))
             continue
         changes = replace_folder(root, skill.name, folder_files(folder))
         if changes:
@@ -234,6 +241,15 @@ def render_pack(
         raise InvalidSkill(f"skill {name}", problems)
     files = {SKILL_FILE: render_skill(skill)}
     files.update({f"references/{c.id}.md": markdown.render(c.card, c.body) for c in cards})
+    # a card can carry what a skill must not (a gate's `curl ... | sh`, a hidden instruction): an agent
+    # loading the pack would follow it, so the pack is refused and the card named
+    refused = refusal(
+        f"pack {name}",
+        scan_files({rel: text.encode() for rel, text in files.items()}),
+        "fix or retire that card (references/ID.md is card ID), then pack again",
+    )
+    if refused:
+        raise BadInput(refused)
     return files
 
 

@@ -855,11 +855,15 @@ def skill_validate(
 @skill_app.command("import")
 def skill_import(
     path: Annotated[Path, typer.Argument(help="A skill folder, or a folder of skill folders.")],
+    trust: Annotated[
+        bool, typer.Option("--trust", help="Import despite high-severity findings of the security scan: you read them.")
+    ] = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Copy valid skills into skills/ in one commit; report each invalid one with its reasons (exit 1 if any)."""
-    summary = open_kb(kb).import_skills(path)
+    """Copy valid skills into skills/ in one commit; report each invalid one with its reasons (exit 1 if any).
+    Each is scanned first (see `kb skill scan`)."""
+    summary = open_kb(kb).import_skills(path, trust)
     if as_json:
         print_json(summary.to_json())
     else:

@@ -25,6 +25,9 @@ To = Annotated[
 Force = Annotated[
     bool, typer.Option("--force", help="Replace or remove a skill folder changed since it was installed.")
 ]
+Trust = Annotated[
+    bool, typer.Option("--trust", help="Install despite high-severity findings of the security scan: you read them.")
+]
 KbSpecs = Annotated[
     list[str] | None,
     typer.Option(
@@ -50,6 +53,8 @@ def _print_installed(done: list[Installed], as_json: bool) -> None:
         print_json([{"name": d.name, "path": str(d.path), "change": d.change, **d.locked.to_json()} for d in done])
         return
     for d in done:
+        for finding in d.findings:
+            typer.echo(f"kb: note: scan: {d.name}: {finding.text()}", err=True)
         pin = f" @ {d.locked.commit[:12]}" if d.locked.commit else ""
         ref = f"@{d.locked.ref}" if d.locked.ref else ""
         typer.echo(f"{d.change:<9} {d.path} ({d.locked.source}{ref}{pin}, {d.locked.sha256[:19]}…){d.moved()}")
@@ -71,12 +76,14 @@ def skill_install(
         typer.Option("--skill", help="Only this skill of a source holding several (repeatable).", show_default=False),
     ] = None,
     force: Force = False,
+    trust: Trust = False,
     as_json: JsonOut = False,
 ) -> None:
-    """Install skills into an agent's skills folder and pin each (source, ref, commit, SHA-256) in its lock file."""
+    """Install skills into an agent's skills folder and pin each (source, ref, commit, SHA-256) in its lock file;
+    each is scanned first (see `kb skill scan`)."""
     from ..skills.install import install
 
-    _print_installed(install(source, to, _optional_root(), skill or [], force), as_json)
+    _print_installed(install(source, to, _optional_root(), skill or [], force, trust=trust), as_json)
 
 
 @skill_app.command("verify")
@@ -114,12 +121,13 @@ def skill_update(
     ] = None,
     to: To = Path(".agents/skills"),
     force: Force = False,
+    trust: Trust = False,
     as_json: JsonOut = False,
 ) -> None:
     """Fetch installed skills again (git ones at the newest commit of their branch, or newest tag) and re-pin."""
     from ..skills.install import update
 
-    _print_installed(update(to, names or [], _optional_root(), force), as_json)
+    _print_installed(update(to, names or [], _optional_root(), force, trust), as_json)
 
 
 @skill_app.command("remove")
@@ -133,6 +141,42 @@ def skill_remove(
 
     for path in remove(to, names, force):
         typer.echo(f"removed   {path}")
+
+
+@skill_app.command("scan")
+def skill_scan(
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH ...", help="Skill folders, or folders of them.")],
+    fail_on: Annotated[
+        str, typer.Option("--fail-on", help="Exit 1 on a finding of this severity or above: low, medium, high.")
+    ] = "medium",
+    as_json: JsonOut = False,
+) -> None:
+    """Look for what could turn an agent against its user: hidden text, downloads piped into a shell, files or
+    the environment sent to a URL, links out of the folder, unmentioned executables, allowed-tools too wide."""
+    from ..skills.registry import skill_sources
+    from ..skills.scan import SEVERITIES, at_least, scan_skill
+
+    if fail_on not in SEVERITIES:
+        raise BadInput(f"--fail-on {fail_on}: give {', '.join(SEVERITIES)}")
+    report = {str(folder): scan_skill(folder) for path in paths for folder in skill_sources(path)}
+    failing = [f for found in report.values() for f in at_least(found, fail_on)]
+    if as_json:
+        print_json(
+            {
+                "ok": not failing,
+                "fail_on": fail_on,
+                "skills": [{"path": p, "findings": [f.to_json() for f in found]} for p, found in report.items()],
+            }
+        )
+    else:
+        for path, found in report.items():
+            typer.echo(f"{path}: {'clean' if not found else f'{len(found)} finding(s)'}")
+            for finding in found:
+                typer.echo(f"  {finding.text()}")
+        total = sum(len(found) for found in report.values())
+        typer.echo(f"{len(report)} skill(s), {total} finding(s), {len(failing)} at {fail_on} or above")
+    if failing:
+        raise typer.Exit(1)
 
 
 def _clients(claude: bool, codex: bool, cursor: bool, agents: bool) -> list[str]:

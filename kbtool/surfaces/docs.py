@@ -99,6 +99,29 @@ def agent_kinds_table() -> str:
     return "\n".join(rows)
 
 
+KB_SKILL_TABLE = "| kind | what it holds | how you use it |"
+
+
+def refresh_kb_skill(path: str, check: bool = False) -> bool:
+    """Make the kinds table in the kb skill (from its header row to the next blank line) anew; with
+    check, write nothing. True when the file was already current. Not cog, as README.md is: the kb
+    skill is what agents load, and generator code in an HTML comment is text hidden from its reader
+    (`kb skill scan` flags it)."""
+    from pathlib import Path
+
+    file = Path(path)
+    text = file.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    if KB_SKILL_TABLE not in lines:
+        raise ValueError(f"{path}: no kinds table (a line {KB_SKILL_TABLE!r}) to refresh")
+    start = lines.index(KB_SKILL_TABLE)
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    current = "\n".join([*lines[:start], *agent_kinds_table().split("\n"), *lines[end:]])
+    if current != text and not check:
+        file.write_text(current, encoding="utf-8")
+    return current == text
+
+
 COMMON = ("id", "kind", "title", "status", "tags", "applies_to", "provenance", "links", "source", "schema_version")
 
 
