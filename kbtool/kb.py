@@ -1161,7 +1161,8 @@ class KnowledgeBase:
     ) -> Skill:
         """A knowledge-pack skill: SKILL.md summarising the confirmed findings, constraints, failure-modes
         and gates that match the filters, with each card under references/; one commit."""
-        from .skills.registry import check_pack_name, pack_cards, render_pack, replace_folder
+        from .skills.pack import check_pack_name, pack_cards, render_pack, specific_ids
+        from .skills.registry import replace_folder
 
         where = list(where)
         if not where:
@@ -1184,7 +1185,8 @@ class KnowledgeBase:
                     f"no confirmed finding, constraint, failure-mode or gate matches {scope}; nothing written"
                     + ("" if general else " (--general adds the cards that do not set those fields)")
                 )
-            files = render_pack(name, scope, cards, self.config.kb.name, description, date.today())
+            specific = specific_ids(cards, filters)
+            files = render_pack(name, scope, cards, self.config.kb.name, description, date.today(), specific)
             writes = replace_folder(self.root, name, {rel: text.encode() for rel, text in files.items()})
             if writes:
                 self.store.write(

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 import kbtool
 from conftest import REPO_ROOT, commit_count, tree_state
+from kbtool.model.records import StoredCard
+from kbtool.model.validation import validate_card
+from kbtool.skills.pack import BODY_TOKENS, PACK_HEADINGS, estimate_tokens, render_pack
 from kbtool.skills.registry import folder_files
 from kbtool.skills.spec import check_skill, frontmatter_violations, load_skill, skill_folders
 
@@ -233,7 +238,9 @@ def test_pack_summarises_the_matching_cards_with_them_under_references(kb, cli):
     assert check_skill(folder) == []
     skill = load_skill(folder)
     assert skill.metadata["kb-pack"] == "applies_to.hardware=H100" and skill.metadata["kb-cards"] == "2"
-    assert sorted(p.name for p in (folder / "references").iterdir()) == sorted([f"{gate.id}.md", f"{finding.id}.md"])
+    assert sorted(p.name for p in (folder / "references").iterdir()) == sorted(
+        [f"{gate.id}.md", f"{finding.id}.md", "INDEX.md"]
+    )
     assert "gsm8k_delta <= 0.5" in skill.body and "decode_tps 1120 tok/s vs 1000" in skill.body
     assert (folder / "references" / f"{gate.id}.md").read_text() == (kb.root / gate.path).read_text()
 
@@ -257,6 +264,63 @@ def test_pack_summarises_the_matching_cards_with_them_under_references(kb, cli):
         out = cli("skill", "pack", *args)
         assert out.exit_code == 2 and words in out.stderr, (args, out.stderr)
     assert tree_state(kb.root) == state
+
+
+def _stored(kind: str, index: int, **fields) -> StoredCard:
+    data = {"id": f"{kind}-{index:04d}", "kind": kind, "title": f"{kind} number {index}", **fields}
+    return StoredCard(card=validate_card(data, "test"), body=f"Body of {kind} {index}.", path=f"kb/{kind}/x.md")
+
+
+JSON_RULE = json.dumps(
+    {"hard_rule": "read every dimension from config.json", "config_keys": ["hidden_size", "head_dim"]}
+)
+CHECK = {"command": "python3 gate.py", "metric": "tpot", "op": "<", "threshold": 12}
+
+
+def test_a_pack_of_a_large_knowledge_base_stays_within_the_token_guidance():
+    """1,020 cards, half the rules JSON as imported blueprints write them: SKILL.md keeps under the
+    specification's ~5,000 tokens, each kind has its lines, and the rest is counted and indexed."""
+    cards = [_stored("gate", i, status="confirmed", check=CHECK) for i in range(20)]
+    for i in range(600):
+        rule = JSON_RULE if i % 2 else f"Rule {i}: keep the KV cache in FP8."
+        cards.append(_stored("constraint", i, status="confirmed", rule=rule, severity="must" if i < 300 else "should"))
+    evidence = [{"metric": "decode_tps", "value": 1120.0, "unit": "tok/s", "baseline": 1000.0}]
+    cards += [
+        _stored("finding", i, status="confirmed", claim=f"Decode ran {i} tok/s faster.", evidence=evidence)
+        for i in range(300)
+    ]
+    cards += [
+        _stored("failure-mode", i, status="confirmed", symptom="garbage after warm-up", fix="pad batches")
+        for i in range(100)
+    ]
+    files = render_pack("big-pack", "applies_to.hardware=B200", cards, "team", None, date(2026, 12, 4))
+    body = files["SKILL.md"].split("---\n", 2)[2]
+    assert estimate_tokens(body) <= BODY_TOKENS
+    for kind, heading in PACK_HEADINGS.items():
+        section = body.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
+        shown = section.count("\n- [")
+        total = sum(1 for c in cards if c.card.kind == kind)
+        more = re.search(r"…and (\d+) more", section)
+        assert shown >= 1 and shown + (int(more.group(1)) if more else 0) == total, (kind, shown, total)
+    assert '"hard_rule"' not in body  # JSON rules read as text
+    assert "hard rule: read every dimension from config.json; config keys: hidden_size, head_dim" in body
+    assert files["references/INDEX.md"].count("\n- [") == len(cards)
+    assert len([f for f in files if f.startswith("references/") and f != "references/INDEX.md"]) == len(cards)
+    expected = "Rule, as text:\n\n- hard rule: read every dimension from config.json\n- config keys:\n  - hidden_size"
+    assert expected in files["references/constraint-0001.md"]
+
+
+def test_the_starter_b200_pack_keeps_its_gates_and_its_own_findings_first(starter_clone):
+    kb = starter_clone
+    packed = kb.pack_skill("b200-pack", ["applies_to.hardware=B200"], general=True)
+    text = (kb.root / packed.path / "SKILL.md").read_text()
+    body = text.split("---\n", 2)[2]
+    assert estimate_tokens(body) <= BODY_TOKENS and len(text) < 14_000  # 20.9 KB before packs had a budget
+    confirmed = [c for c in kb.cards() if c.card.status == "confirmed"]
+    gates = [c.id for c in confirmed if c.card.kind == "gate"]
+    b200 = [c.id for c in confirmed if c.card.kind == "finding" and "B200" in str(c.card.applies_to.hardware)]
+    assert gates and b200
+    assert all(f"references/{i}.md" in body for i in gates + b200)  # specific to B200: never crowded out
 
 
 def test_skills_are_searchable_with_the_description_weighing_most(kb, monkeypatch, tmp_path):

@@ -26,7 +26,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     "store": [{"config", "files", "locate"}, {"repository"}, {"history"}],
-    "skills": [{"spec"}, {"bundled", "lock"}, {"scan"}, {"registry"}, {"install"}],
+    "skills": [{"spec"}, {"bundled", "lock"}, {"scan"}, {"pack", "registry"}, {"install"}],
     "clients": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [

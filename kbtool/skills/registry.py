@@ -11,26 +11,14 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any
 
-from ..model import markdown
-from ..model.cards import INACTIVE_STATUSES, Constraint, FailureMode, Finding, Gate
 from ..model.errors import BadInput, Conflict
-from ..model.fields import Filter, values_at
-from ..model.records import StoredCard
 from ..store.repository import SKILLS_DIR, Executable
-from .scan import at_least, refusal, scan_files, scan_skill
-from .spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, load_skill, name_violations, render_skill
+from .scan import at_least, scan_skill
+from .spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, load_skill, render_skill
 
-PACK_KINDS = ("gate", "constraint", "finding", "failure-mode")
-PACK_HEADINGS = {
-    "gate": "Gates: meet them, never edit them",
-    "constraint": "Constraints",
-    "finding": "Confirmed findings",
-    "failure-mode": "Failure modes: symptom, check, fix",
-}
 NEW_BODY = """# {title}
 
 ## When to use
@@ -180,108 +168,3 @@ def export(skill_folder: Path, name: str, to: Path) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
-
-
-# --- knowledge packs ------------------------------------------------------------------------
-
-
-def pack_cards(cards: list[StoredCard], filters: list[Filter], general: bool) -> list[StoredCard]:
-    """Confirmed findings and the active constraints, failure-modes and gates that match every
-    filter (with general, a card that does not set a filtered field counts as matching it)."""
-    out = []
-    for stored in cards:
-        card = stored.card
-        if card.kind not in PACK_KINDS or card.status in INACTIVE_STATUSES or card.status == "draft":
-            continue
-        if card.kind == "finding" and card.status != "confirmed":
-            continue
-        data = card.model_dump(mode="json")
-        if all(f.matches(data) or (general and _unset(data, f.path)) for f in filters):
-            out.append(stored)
-    order = {k: i for i, k in enumerate(PACK_KINDS)}
-    return sorted(out, key=lambda s: (order[s.card.kind], s.card.title.casefold()))
-
-
-def _unset(data: dict[str, Any], path: tuple[str, ...]) -> bool:
-    return all(v is None or v == "" or v == [] for v in values_at(data, path))
-
-
-def render_pack(
-    name: str, scope: str, cards: list[StoredCard], kb_name: str, description: str | None, today: date
-) -> dict[str, str]:
-    """SKILL.md and references/<id>.md for each card, by path inside the skill folder."""
-    counts = {k: sum(1 for c in cards if c.card.kind == k) for k in PACK_KINDS}
-    summary = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items() if n)
-    description = description or (
-        f"What the {kb_name} knowledge base knows for {scope}: {summary}. "
-        f"Use when starting or reviewing work on {scope}."
-    )
-    lines = [
-        f"# Knowledge pack: {scope}",
-        "",
-        f"Made by `kb skill pack` from the `{kb_name}` knowledge base on {today.isoformat()}: every confirmed "
-        f"finding and every active constraint, failure-mode and gate for {scope}. Each card is in full under "
-        "`references/`; the knowledge base itself stays the source of truth.",
-        "",
-        "Before an experiment: meet the gates, respect the constraints, check the failure modes. "
-        "After it: record what you measured with `kb add-finding`.",
-        "",
-    ]
-    for kind in PACK_KINDS:
-        group = [c for c in cards if c.card.kind == kind]
-        if not group:
-            continue
-        lines += [f"## {PACK_HEADINGS[kind]}", ""]
-        lines += [f"- [{c.card.title}](references/{c.id}.md): {_gist(c)}" for c in group]
-        lines.append("")
-    metadata = {"kb-pack": scope, "kb-source": kb_name, "kb-generated": today.isoformat(), "kb-cards": str(len(cards))}
-    skill = Skill(name=name, description=description, body="\n".join(lines), path="", metadata=metadata)
-    problems = frontmatter_violations(skill.frontmatter(), name)
-    if problems:
-        raise InvalidSkill(f"skill {name}", problems)
-    files = {SKILL_FILE: render_skill(skill)}
-    files.update({f"references/{c.id}.md": markdown.render(c.card, c.body) for c in cards})
-    # a card can carry what a skill must not (a gate's `curl ... | sh`, a hidden instruction): an agent
-    # loading the pack would follow it, so the pack is refused and the card named
-    refused = refusal(
-        f"pack {name}",
-        scan_files({rel: text.encode() for rel, text in files.items()}),
-        "fix or retire that card (references/ID.md is card ID), then pack again",
-    )
-    if refused:
-        raise BadInput(refused)
-    return files
-
-
-def _gist(stored: StoredCard) -> str:
-    card = stored.card
-    if isinstance(card, Gate):
-        check = card.check
-        unit = f" {check.unit}" if check.unit else ""
-        return f"`{check.metric} {check.op} {check.threshold:g}{unit}`, run by `{check.command}`"
-    if isinstance(card, Constraint):
-        return f"({card.severity}) {card.rule}"
-    if isinstance(card, FailureMode):
-        return "; ".join(
-            p
-            for p in (
-                card.symptom,
-                f"check: {card.check}" if card.check else "",
-                f"fix: {card.fix}" if card.fix else "",
-            )
-            if p
-        )
-    if not isinstance(card, Finding):  # packs hold findings, constraints, failure modes and gates
-        return card.title
-    numbers = [
-        f"{e.metric} {e.value:g}{(' ' + e.unit) if e.unit else ''}"
-        + (f" vs {e.baseline:g}" if e.baseline is not None else "")
-        for e in card.evidence[:4]
-    ]
-    return card.claim + (f" ({'; '.join(numbers)})" if numbers else "")
-
-
-def check_pack_name(name: str) -> None:
-    problems = name_violations(name)
-    if problems:
-        raise InvalidSkill(f"skill {name!r}", problems)
