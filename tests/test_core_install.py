@@ -131,6 +131,13 @@ def test_a_core_install_from_pypi_dependencies_used_on_another_folder(tmp_path):
         run("search", "decode", "--mode", "vector", code=2)
         serve = run("serve", code=2)
         assert "kb serve needs the MCP SDK" in serve.stderr
+        project = tmp_path / "engine"
+        project.mkdir()
+        refused = run("--kb", str(clone), "agent", "install", "--claude", cwd=project, code=2)
+        assert "pip install 'kbtool[mcp]'" in refused.stderr and not any(project.iterdir())
+        run("--kb", str(clone), "agent", "install", "--agents", cwd=project)  # the kb skill alone
+        assert (project / ".agents" / "skills" / "kb" / "SKILL.md").is_file()
+        assert "0 finding(s)" in run("skill", "scan", str(project / ".agents" / "skills"), cwd=project).stdout
         mine = tmp_path / "my-kb"
         run("init", str(mine), cwd=tmp_path)
         run("add-finding", "--title", "TPOT 0.56 ms", "-m", "tpot=0.56ms", cwd=mine)

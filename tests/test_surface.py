@@ -146,3 +146,12 @@ def test_python_dash_m_works():
         [sys.executable, "-m", "kbtool", "--kb", str(REPO_ROOT), "lint"], capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0, out.stderr
+
+
+def test_every_package_of_kbtool_is_in_the_wheel():
+    """A package left out of pyproject's list works from a checkout and fails in every install."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    on_disk = {"kbtool"} | {f"kbtool.{p.parent.name}" for p in (REPO_ROOT / "kbtool").glob("*/__init__.py")}
+    assert on_disk <= listed, f"add to pyproject.toml [tool.setuptools] packages: {sorted(on_disk - listed)}"

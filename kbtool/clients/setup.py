@@ -40,6 +40,15 @@ class Change:
         return f"{self.what:<9} {self.path}: {self.detail}"
 
 
+def _mcp_installed() -> bool:
+    from importlib.util import find_spec
+
+    try:
+        return find_spec("mcp") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def kb_command() -> list[str]:
     """This kb, by absolute path: the `kb` script beside the running Python (a venv's bin/), else
     the interpreter running kbtool as a module."""
@@ -91,6 +100,11 @@ def install_into(
     anything is written."""
     named = served(kb_specs)
     chosen = targets(clients, scope, project, home)
+    if any(t.config is not None for t in chosen) and not _mcp_installed():
+        raise BadInput(
+            "the MCP entry would run `kb serve`, which needs the MCP SDK (not in this install): "
+            "pip install 'kbtool[mcp]', or --agents for the kb skill alone; nothing was written"
+        )
     runs = kb_command()
     entry: dict[str, Any] = {"command": runs[0], "args": [*runs[1:], *serve_args(named, read_only)]}
     default_root = named[0][1]
