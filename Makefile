@@ -47,6 +47,7 @@ bench: install
 	$(PY) bench/bench_first_search.py
 	$(PY) bench/bench_reads.py
 	$(PY) bench/bench_mcp.py
+	$(PY) bench/bench_skills.py
 	$(PY) bench/bench_embedding_backends.py
 	$(PY) bench/bench_quality.py --split test
 	$(PY) bench/bench_reliability.py --kills 60

@@ -93,6 +93,13 @@ SUSPICIOUS_COMMENT = re.compile(
     re.I,
 )
 FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+# cheap gates before the per-character and per-pattern work, which only lines holding one of these need
+HIDDEN = re.compile("[" + "".join(sorted(BIDI_CONTROLS | ZERO_WIDTH | DIRECTION_MARKS)) + "\U000e0000-\U000e007f]")
+RISKY_WORDS = re.compile(
+    r"curl|wget|fetch|iwr|irm|invoke-|\bnc\b|ncat|netcat|scp|rsync|ftp|requests\.|httpx\.|axios|https?://|"
+    r"\benv\b|printenv|environ|process\.env|\beval\b|\bsource\b",
+    re.I,
+)
 HTML_COMMENT = re.compile(r"<!--(.*?)-->", re.S)
 
 
@@ -195,8 +202,12 @@ def _executable(path: Path, rel: str, skill_text: str) -> list[ScanFinding]:
 
 
 def _invisible(text: str, rel: str) -> list[ScanFinding]:
-    out = []
+    out: list[ScanFinding] = []
+    if not HIDDEN.search(text):
+        return out
     for number, line in enumerate(text.splitlines(), 1):
+        if not HIDDEN.search(line):
+            continue
         for index, char in enumerate(line):
             if number == 1 and index == 0 and char == "\ufeff":
                 continue  # a byte-order mark opening the file
@@ -250,8 +261,12 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
 
 
 def _pipes_and_exfiltration(text: str, rel: str) -> list[ScanFinding]:
-    out = []
+    out: list[ScanFinding] = []
+    if not RISKY_WORDS.search(text):
+        return out
     for number, line in _logical_lines(text):
+        if not RISKY_WORDS.search(line):
+            continue
         if any(p.search(line) for p in PIPE_TO_SHELL):
             message = "pipes a download into a shell or interpreter: whatever the server sends then runs"
             out.append(ScanFinding("high", "pipe-to-shell", rel, number, message))
