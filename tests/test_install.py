@@ -333,6 +333,12 @@ def test_a_claude_code_plugin_of_the_knowledge_base(kb, env, tmp_path):
     assert {p.name for p in (plugin / "skills").iterdir() if p.is_dir()} == {"kb", "tune-moe"}
     again = kb_run(env, "--kb", str(kb.root), "agent", "plugin", str(plugin), cwd=tmp_path)
     assert all(line.startswith("unchanged") for line in again.stdout.splitlines()), again.stdout
+    git(kb.root, "rm", "-rq", "skills/tune-moe")
+    git(kb.root, "commit", "-qm", "the skill is gone")
+    later = kb_run(env, "--kb", str(kb.root), "agent", "plugin", str(plugin), cwd=tmp_path)
+    assert (
+        f"removed   {plugin / 'skills' / 'tune-moe'}" in later.stdout and not (plugin / "skills" / "tune-moe").exists()
+    )
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     one_line_refusal(

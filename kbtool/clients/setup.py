@@ -222,9 +222,13 @@ def write_plugin(
     skills = folder / SKILLS_DIR
     valid = [f for f in skill_folders(root / SKILLS_DIR) if f.name != KB_SKILL and not check_skill(f)]
     sources = [kb_skill_source(root), *(f"kb:{f.name}" for f in valid)]
+    kept = set()
     for source in sources:
         for done in install(source, skills, root, force=True):
             changes.append(Change(done.change, done.path, f"skill {done.name}"))
+            kept.add(done.name)
+    gone = sorted(set(Lock(skills).skills) - kept)  # skills the knowledge base no longer has
+    changes += [Change("removed", path, f"skill {path.name}") for path in remove(skills, gone, force=True)]
     return changes
 
 
