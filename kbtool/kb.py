@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     from .search.index import Index, RefreshStats
     from .search.pipeline import Searcher
     from .skills.spec import Skill
+    from .store.sync import SyncResult
 
 MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
 
@@ -1128,6 +1129,16 @@ class KnowledgeBase:
                 {f"skills/{name}/SKILL.md": text}, f"kb skill new {name}\n\nkb-op: skill-new\nkb-skill: {name}\n"
             )
         return self.skill(name)
+
+    def sync(self, remote: str = "origin") -> SyncResult:
+        """Fetch from remote, integrate (cards both sides changed merge field by field), push; a
+        conflict raises SyncConflict and leaves this knowledge base as it was (kbtool.store.sync)."""
+        from .store.sync import sync
+
+        result = sync(self.store, remote)
+        if result.changed:
+            self._refresh_lexical()
+        return result
 
     def import_skills(self, path: str | os.PathLike[str], trust: bool = False) -> SkillImport:
         """Copy a skill folder (or every skill folder in a folder) into skills/, valid ones in one commit;

@@ -25,7 +25,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"records"},
         {"contracts"},
     ],
-    "store": [{"config", "files", "locate"}, {"repository"}, {"history"}],
+    "store": [{"config", "files", "locate", "merge"}, {"repository"}, {"history", "sync"}],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan"}, {"pack", "registry"}, {"install"}],
     "clients": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
@@ -46,7 +46,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"docs", "mcp", "mcp_prompts", "mcp_tools", "mcp_transports", "operations"},
         {"client"},
         {"cli_base"},
-        {"cli_install"},
+        {"cli_install", "cli_reuse"},
         {"cli", "daemon"},
     ],
     "entry": [{"__init__", "__main__"}],

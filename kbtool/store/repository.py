@@ -161,7 +161,7 @@ class Store:
                 raise StoreError(
                     f"{self.root}: not a git repository; a knowledge base lives in one (kb init)"
                 ) from None
-            self._repo.git.update_environment(**_identity_env(self._repo))
+            self._repo.git.update_environment(**identity_env(self._repo))
         return self._repo
 
     @classmethod
@@ -379,7 +379,7 @@ def _replace(path: Path, content: str | bytes | None) -> None:
         raise
 
 
-def _identity_env(repo: git.Repo) -> dict[str, str]:
+def identity_env(repo: git.Repo) -> dict[str, str]:
     """Commits need an author; where git has none configured, kb signs as itself."""
     reader = repo.config_reader()
     env: dict[str, str] = {}

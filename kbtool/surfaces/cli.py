@@ -984,7 +984,7 @@ def schema_export(
         typer.echo(str(path))
 
 
-from . import cli_install  # noqa: E402, F401  (registers `kb skill install ...` and `kb agent ...`)
+from . import cli_install, cli_reuse  # noqa: E402, F401  (they register their commands on the app)
 
 
 def main() -> None:

@@ -1,0 +1,150 @@
+"""`kb sync` between clones of a bare repository, as two machines (or two agents) would run it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import kbtool
+from conftest import git, tree_state
+
+KB = [sys.executable, "-m", "kbtool"]
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+
+
+def kb_run(env, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*KB, "--kb", str(root), *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def clone(remote: Path, where: Path, who: str) -> kbtool.KnowledgeBase:
+    subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True)
+    git(where, "config", "user.name", who)
+    git(where, "config", "user.email", f"{who}@example.invalid")
+    return kbtool.open(where)
+
+
+@pytest.fixture
+def remote_and_clones(tmp_path) -> tuple[Path, kbtool.KnowledgeBase, kbtool.KnowledgeBase]:
+    origin = kbtool.init(tmp_path / "origin-work", name="team")
+    origin.add_finding(
+        "FP8 KV cache speeds decode on H100",
+        metrics={"decode_tps": (1120.0, "tok/s")},
+        baselines={"decode_tps": (1000.0, "tok/s")},
+        applies_to=["hardware=H100"],
+        tags=["kv-cache"],
+    )
+    bare = tmp_path / "team.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(origin.root), str(bare)], check=True)
+    return bare, clone(bare, tmp_path / "alice", "alice"), clone(bare, tmp_path / "bob", "bob")
+
+
+def finding_id(kb: kbtool.KnowledgeBase) -> str:
+    return next(c.id for c in kb.cards() if c.card.kind == "finding")
+
+
+def test_cards_added_on_both_sides_both_survive(remote_and_clones, env):
+    _, alice, bob = remote_and_clones
+    a = alice.add("gap", "Does NVFP4 hold accuracy on GSM8K?", values={"priority": "high"})
+    b = bob.add("failure-mode", "CUDA graph capture with dynamic shapes", values={"symptom": "garbage after warm-up"})
+    first = kb_run(env, alice.root, "sync")
+    assert first.returncode == 0 and first.stdout.startswith("received 0 commit(s), sent 1"), first.stderr
+    second = kb_run(env, bob.root, "sync", "--json")
+    assert second.returncode == 0, second.stderr
+    report = json.loads(second.stdout)
+    assert report["received"] == 1 and report["sent"] == 2  # bob's card and the merge commit
+    assert kb_run(env, alice.root, "sync").returncode == 0
+    for side in (alice, bob):
+        ids = {c.id for c in kbtool.open(side.root).cards()}
+        assert {a.id, b.id} <= ids
+    assert kb_run(env, alice.root, "sync").stdout.startswith("up to date with origin/")
+    # the index follows: the card that came from the other side is found
+    hits = json.loads(kb_run(env, alice.root, "search", "CUDA graph capture dynamic shapes", "--json").stdout)["hits"]
+    assert hits[0]["id"] == b.id
+
+
+def test_a_card_both_sides_edited_merges_field_by_field(remote_and_clones, env):
+    _, alice, bob = remote_and_clones
+    fid = finding_id(alice)
+    alice.edit(fid, fields=["tags=kv-cache", "tags=fp8"])
+    alice.edit(fid, fields=["evidence.1.metric=ttft", "evidence.1.value=28", "evidence.1.unit=ms"])
+    assert kb_run(env, alice.root, "sync").returncode == 0
+    bob.edit(fid, fields=["tags=kv-cache", "tags=h100"])
+    bob.edit(fid, fields=["applies_to.model=Qwen3-8B"])
+    out = kb_run(env, bob.root, "sync", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["merged"] == [f"kb/finding/{fid}.md"]
+    card = kbtool.open(bob.root).get(fid).card
+    assert card.tags == ["kv-cache", "h100", "fp8"]  # both sides' tags
+    assert [e.metric for e in card.evidence] == ["decode_tps", "ttft"]  # alice's evidence kept
+    assert card.applies_to.model == "Qwen3-8B"  # bob's field kept
+    assert git(bob.root, "log", "-1", "--format=%B").strip().endswith("kb-op: sync")
+
+
+def test_status_follows_the_later_change(remote_and_clones, env):
+    _, alice, bob = remote_and_clones
+    fid = finding_id(alice)
+    bob.edit(fid, fields=["tags=kv-cache", "tags=bob"])
+    bob.confirm(fid, reviewer="bob")  # bob's verdict, made (as its commit says) before alice's
+    old = {**env, "GIT_COMMITTER_DATE": "2026-01-01T00:00:00"}
+    subprocess.run(["git", "commit", "--amend", "--no-edit", "--quiet"], cwd=bob.root, env=old, check=True)
+    alice.refute(fid, "the baseline ran without CUDA graphs", reviewer="alice")
+    assert kb_run(env, alice.root, "sync").returncode == 0
+    assert kb_run(env, bob.root, "sync").returncode == 0
+    card = kbtool.open(bob.root).get(fid).card
+    assert card.status == "refuted" and card.provenance.reviewed_by == "alice" and "bob" in card.tags
+
+
+def test_a_conflicting_edit_stops_the_sync_and_changes_nothing(remote_and_clones, env):
+    bare, alice, bob = remote_and_clones
+    fid = finding_id(alice)
+    alice.edit(fid, fields=["claim=FP8 KV cache gives +12% decode tok/s on H100"])
+    assert kb_run(env, alice.root, "sync").returncode == 0
+    bob.edit(fid, fields=["claim=FP8 KV cache gives +9% decode tok/s on H100 at batch 64"])
+    before, remote_head = tree_state(bob.root), git(bare, "rev-parse", "HEAD")
+    out = kb_run(env, bob.root, "sync")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"kb/finding/{fid}.md: claim: here" in out.stderr and "+9%" in out.stderr and "+12%" in out.stderr
+    assert "this knowledge base is as it was" in out.stderr and "Traceback" not in out.stderr
+    assert tree_state(bob.root) == before and git(bare, "rev-parse", "HEAD") == remote_head
+    assert len(git(bob.root, "worktree", "list").splitlines()) == 1  # the merge's worktree is gone
+    # settled here, the next sync goes through
+    bob.edit(fid, fields=["claim=FP8 KV cache gives +12% decode tok/s on H100"])
+    assert kb_run(env, bob.root, "sync").returncode == 0
+
+
+def test_gate_locks_are_never_merged(remote_and_clones, env):
+    _, alice, bob = remote_and_clones
+    for side, metric in ((alice, "ttft"), (bob, "tpot")):
+        gate = side.add(
+            "gate",
+            f"{metric} under target",
+            status="confirmed",
+            values={"check": {"command": "python3 check.py", "metric": metric, "op": "<", "threshold": 12}},
+        )
+        side.lock_gates([gate.id])
+    assert kb_run(env, alice.root, "sync").returncode == 0
+    before = tree_state(bob.root)
+    out = kb_run(env, bob.root, "sync")
+    assert out.returncode == 1 and "kb.lock: gate locks" in out.stderr, out.stderr
+    assert tree_state(bob.root) == before
+
+
+def test_bad_syncs_are_refused_in_one_line(remote_and_clones, env):
+    _, alice, _ = remote_and_clones
+    out = kb_run(env, alice.root, "sync", "upstream")
+    assert out.returncode == 2 and "no remote 'upstream' (this knowledge base has: origin)" in out.stderr
+    card = next(alice.root.glob("kb/finding/*.md"))
+    card.write_text(card.read_text() + "\nA note typed by hand.\n")
+    before = tree_state(alice.root)
+    out = kb_run(env, alice.root, "sync")
+    assert out.returncode == 2 and "uncommitted changes" in out.stderr and out.stderr.count("\n") == 1
+    assert tree_state(alice.root) == before
