@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -448,6 +448,53 @@ class KnowledgeBase:
                 commit = self.store.write(writes, message)
         return ImportSummary(
             collection=collection, added=added, updated=updated, unchanged=unchanged, retired=retired, commit=commit
+        )
+
+    def export_cards(self, fmt: str = "jsonl") -> Iterator[str]:
+        """Every card as a line of JSON (kbtool.loop.exchange), in path order."""
+        from .loop.exchange import FORMATS, export_lines
+
+        if fmt not in FORMATS:
+            raise BadInput(f"--format {fmt}: kb exports {', '.join(FORMATS)}")
+        return export_lines(self.cards())
+
+    def import_cards(self, path: str | os.PathLike[str]) -> ImportSummary:
+        """Cards from a JSON Lines export, in one commit: new ones added, changed ones updated (never a
+        locked gate), the rest left as they are; a bad line refuses the whole file."""
+        from .loop.exchange import read_lines
+
+        source = Path(path)
+        try:
+            text = source.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"{path}: cannot read ({exc})") from None
+        records = read_lines(text, source.name, self.config.limits.import_bytes)
+        with self.store.lock():
+            existing = {s.id: s for s in self.cards()}
+            locked = self.gate_locks()
+            writes: dict[str, str] = {}
+            added = updated = unchanged = 0
+            for card, body in records:
+                rel = self.store.relative(self.store.card_path(card.kind, card.id))
+                text_of = self._render(card, body, f"{source.name}: {card.id}")
+                old = existing.get(card.id)
+                if old is not None and old.path != rel:
+                    raise Conflict(f"{source.name}: card {card.id!r} is a {card.kind} there, {old.path} here")
+                if old is not None and markdown.render(old.card, old.body) == text_of:
+                    unchanged += 1
+                    continue
+                if old is not None and card.kind == "gate" and card.id in locked:
+                    raise Conflict(f"{source.name}: gate {card.id!r} differs from the locked one here; nothing written")
+                writes[rel] = text_of
+                added, updated = (added, updated + 1) if old else (added + 1, updated)
+            commit = None
+            if writes:
+                message = f"kb import {source.name}: {added} added, {updated} updated\n\nkb-op: import\n"
+                commit = self.store.write(writes, message)
+        if writes:
+            self._refresh_lexical()
+        return ImportSummary(
+            collection=source.name, added=added, updated=updated, unchanged=unchanged, retired=0, commit=commit
         )
 
     def _check_editable(self, stored: StoredCard) -> None:

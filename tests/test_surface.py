@@ -38,7 +38,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"pipeline"},
     ],
     "loop": [
-        {"evidence", "gates", "importer", "provenance", "review", "secrets"},
+        {"evidence", "exchange", "gates", "importer", "provenance", "review", "secrets"},
         {"curation", "finding_input", "formats"},
     ],
     "facade": [{"kb"}],

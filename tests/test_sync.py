@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import kbtool
+import kbtool.model.markdown
 from conftest import git, tree_state
 
 KB = [sys.executable, "-m", "kbtool"]
@@ -148,3 +149,65 @@ def test_bad_syncs_are_refused_in_one_line(remote_and_clones, env):
     out = kb_run(env, alice.root, "sync")
     assert out.returncode == 2 and "uncommitted changes" in out.stderr and out.stderr.count("\n") == 1
     assert tree_state(alice.root) == before
+
+
+def test_two_clones_adding_and_syncing_at_once_lose_nothing(remote_and_clones, env):
+    """Two agents on two machines: each adds a finding and syncs, five rounds, both at the same time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, alice, bob = remote_and_clones
+
+    def work(side: kbtool.KnowledgeBase, who: str) -> list[int]:
+        codes = []
+        for i in range(5):
+            added = kb_run(env, side.root, "add-finding", "--title", f"{who} run {i}", "-m", f"tpot={i + 1}ms")
+            assert added.returncode == 0, added.stderr
+            codes.append(kb_run(env, side.root, "sync").returncode)
+        return codes
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(work, (alice, bob), ("alice", "bob")))
+    assert all(code in (0, 1) for codes in results for code in codes), results  # 1: overtaken, try again later
+    for _ in range(2):
+        for side in (alice, bob):
+            assert kb_run(env, side.root, "sync").returncode == 0
+    titles = [sorted(c.card.title for c in kbtool.open(side.root).cards()) for side in (alice, bob)]
+    assert titles[0] == titles[1] and sum("run" in t for t in titles[0]) == 10
+
+
+def test_the_starter_kb_round_trips_through_jsonl(starter_clone, env, tmp_path):
+    """export, import into an empty knowledge base, export again: the same cards, byte for byte."""
+    out = tmp_path / "starter.jsonl"
+    exported = kb_run(env, starter_clone.root, "export", "--format", "jsonl", "--out", str(out))
+    assert exported.returncode == 0, exported.stderr
+    lines = out.read_text().splitlines()
+    assert len(lines) == len(starter_clone.cards())
+    fresh = kbtool.init(tmp_path / "fresh", name="fresh")
+    imported = kb_run(env, fresh.root, "import", str(out), "--json", "--allow-secret")
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout)["added"] == len(lines)
+    again = kb_run(env, fresh.root, "export", "--format", "jsonl")
+    assert again.stdout.splitlines() == lines
+    for stored in starter_clone.cards():
+        copy = fresh.root / stored.path
+        assert copy.read_text() == kbtool.model.markdown.render(stored.card, stored.body), stored.path
+    repeat = kb_run(env, fresh.root, "import", str(out), "--json", "--allow-secret")
+    assert json.loads(repeat.stdout)["unchanged"] == len(lines) and json.loads(repeat.stdout)["commit"] is None
+
+
+def test_a_bad_export_file_is_refused_whole(kb, env, tmp_path):
+    good = {"card": {"id": "a-gap", "kind": "gap", "title": "A gap?", "question": "Why?"}, "body": "why"}
+    cases = {
+        "not JSON": ([json.dumps(good), "{nope"], "bad.jsonl:2: not JSON"),
+        "unknown kind": ([json.dumps({"card": {**good["card"], "kind": "memo"}})], "bad.jsonl:1: kind"),
+        "twice": ([json.dumps(good), json.dumps(good)], "card 'a-gap' again (first on line 1)"),
+        "extra key": ([json.dumps({**good, "path": "x"})], "unknown key 'path'"),
+    }
+    before = tree_state(kb.root)
+    for name, (lines, words) in cases.items():
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text("\n".join(lines) + "\n")
+        out = kb_run(env, kb.root, "import", str(bad))
+        assert out.returncode == 2 and words in out.stderr and out.stderr.count("\n") == 1, (name, out.stderr)
+        assert tree_state(kb.root) == before, name
+    assert kb_run(env, kb.root, "export", "--format", "csv").returncode == 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -86,7 +87,9 @@ def model_for(kind: str) -> type[CardBase]:
         raise UnknownKind(f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}") from None
 
 
-def validate_card(data: Any, origin: str) -> CardBase:
+def validate_card(data: Any, origin: str, from_json: bool = False) -> CardBase:
+    """The card the frontmatter mapping describes, or InvalidCard naming every problem. from_json: the
+    mapping came from JSON, where dates are strings (strict validation reads them from JSON text)."""
     if not isinstance(data, dict):
         raise InvalidCard(f"{origin}: frontmatter is not a mapping of fields")
     kind = data.get("kind")
@@ -95,6 +98,8 @@ def validate_card(data: Any, origin: str) -> CardBase:
     if not isinstance(kind, str) or kind not in MODELS:
         raise InvalidCard(f"{origin}: kind: {kind!r} is not one of {', '.join(KINDS)}")
     try:
+        if from_json:
+            return MODELS[kind].model_validate_json(json.dumps(data), strict=True)
         return MODELS[kind].model_validate(data, strict=True)
     except ValidationError as exc:
         raise InvalidCard(format_validation_error(exc, origin)) from None

@@ -699,14 +699,20 @@ def index_cmd(
 @app.command("import")
 def import_cmd(
     path: Annotated[
-        Path, typer.Argument(help="A folder of markdown, one markdown file, or a MetaInfer inference_blueprint.json.")
+        Path,
+        typer.Argument(
+            help="A folder of markdown, one markdown file, a MetaInfer inference_blueprint.json, or cards "
+            "exported by `kb export --format jsonl` (FILE.jsonl)."
+        ),
     ],
     kb: KbPath = None,
     allow_secret: AllowSecret = False,
     as_json: JsonOut = False,
 ) -> None:
-    """Import documents as cards in one commit; importing again updates instead of duplicating."""
-    summary = open_kb(kb, allow_secret).import_path(path)
+    """Import documents as cards in one commit; importing again updates instead of duplicating. A .jsonl
+    file is a card export: its cards are added or updated as they are."""
+    base = open_kb(kb, allow_secret)
+    summary = base.import_cards(path) if path.suffix == ".jsonl" else base.import_path(path)
     if as_json:
         print_json(summary.to_json())
     else:

@@ -1,8 +1,9 @@
-"""`kb sync`: knowledge reused across machines and projects. The work is the KnowledgeBase facade's
+"""`kb sync`, `kb export`: knowledge reused across machines and projects. The work is the KnowledgeBase facade's
 (kbtool.store.sync underneath)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -33,3 +34,23 @@ def sync(
         )
     else:
         typer.echo(result.line())
+
+
+@app.command()
+def export(
+    fmt: Annotated[str, typer.Option("--format", help="jsonl: one card a line, {card, body}.")] = "jsonl",
+    out: Annotated[Path | None, typer.Option("--out", help="The file to write (default: stdout).")] = None,
+    kb: KbPath = None,
+) -> None:
+    """Every card as JSON Lines, lossless: `kb import FILE.jsonl` reads it back (into this or another
+    knowledge base) to the same cards."""
+    lines = open_kb(kb).export_cards(fmt)
+    if out is None:
+        for line in lines:
+            typer.echo(line)
+        return
+    text = "".join(f"{line}\n" for line in lines)  # whole before the file is touched: a bad card leaves none
+    staging = out.with_name(f".{out.name}.partial")
+    staging.write_text(text, encoding="utf-8")
+    staging.replace(out)
+    typer.echo(f"{text.count(chr(10))} cards written to {out}", err=True)

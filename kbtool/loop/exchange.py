@@ -1,0 +1,64 @@
+"""Cards as JSON Lines, for `kb export --format jsonl` and `kb import FILE.jsonl`: one card a line,
+`{"card": {frontmatter fields}, "body": "markdown"}`, in path order. Lossless both ways: a card
+read back renders to the very text it was exported from (dates travel as ISO strings and are read
+back as dates)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from datetime import date, datetime
+from typing import Any
+
+from ..model import markdown
+from ..model.cards import CardBase
+from ..model.errors import BadInput, KbError
+from ..model.records import StoredCard
+from ..model.validation import validate_card
+
+FORMATS = ("jsonl",)
+
+
+def _iso(value: Any) -> str:
+    if isinstance(value, (date, datetime)):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def export_lines(cards: Iterable[StoredCard]) -> Iterator[str]:
+    for stored in sorted(cards, key=lambda c: c.path):
+        record = {"card": markdown.card_data(stored.card), "body": stored.body}
+        yield json.dumps(record, ensure_ascii=False, default=_iso)
+
+
+def read_lines(text: str, origin: str, max_bytes: int) -> list[tuple[CardBase, str]]:
+    """Every card of a JSON Lines export, each checked; BadInput names the first bad line (nothing is kept)."""
+    if len(text.encode()) > max_bytes:
+        raise BadInput(f"{origin}: over the import limit of {max_bytes:,} bytes (kb.toml [limits] import_bytes)")
+    out: list[tuple[CardBase, str]] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        where = f"{origin}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{where}: not JSON ({exc.msg})") from None
+        if not isinstance(record, dict) or not isinstance(record.get("card"), dict):
+            raise BadInput(f'{where}: expected {{"card": {{...}}, "body": "..."}}')
+        extra = set(record) - {"card", "body"}
+        if extra:
+            raise BadInput(f"{where}: unknown key {sorted(extra)[0]!r}; a line holds card and body")
+        body = record.get("body", "")
+        if not isinstance(body, str):
+            raise BadInput(f"{where}: body is not text")
+        try:
+            card = validate_card(record["card"], where, from_json=True)
+        except KbError as exc:
+            raise BadInput(str(exc)) from None
+        if card.id in seen:
+            raise BadInput(f"{where}: card {card.id!r} again (first on line {seen[card.id]})")
+        seen[card.id] = number
+        out.append((card, body))
+    return out
