@@ -91,6 +91,7 @@ class KnowledgeBase:
         self._vectors_building: threading.Thread | None = None  # see warm_in_background
         self._policy: Policy | None = None
         self._preparing_queries: threading.Thread | None = None
+        self._sources: builtins.list[tuple[str, KnowledgeBase]] | None = None
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, embedder: Embedder | None = None) -> KnowledgeBase:
@@ -156,6 +157,59 @@ class KnowledgeBase:
         shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
         raise AmbiguousId(f"{ref!r} matches {len(matches)} cards ({shown}); give more of the id")
 
+    # --- sources: the knowledge bases this one reads from (kb.toml [[sources]]) ------------
+
+    def source_bases(self) -> builtins.list[tuple[str, KnowledgeBase]]:
+        """Each source that is there to read, opened once; one that is not (a git source never
+        updated, a folder gone) is left out with a notice saying how to get it."""
+        if self._sources is None:
+            from .store.sources import source_root
+
+            self._sources = []
+            for source in self.config.sources:
+                where = source_root(self.root, self.store.state_dir, source)
+                try:
+                    self._sources.append((source.name, KnowledgeBase(resolve_root(where))))
+                except KbError as exc:
+                    hint = "run `kb sources update`" if source.url else "check its path in kb.toml"
+                    self.note(f"source {source.name} left out ({exc}); {hint}")
+        return self._sources
+
+    def update_sources(self) -> builtins.list[tuple[str, str]]:
+        """`kb sources update`: each git source fetched and moved to its ref; (name, commit) of each."""
+        from .store.sources import update
+
+        done = [(source.name, update(self.root, self.store.state_dir, source)) for source in self.config.sources]
+        self._sources = None
+        return done
+
+    def owner_of(self, ref: str) -> tuple[KnowledgeBase, str]:
+        """(the knowledge base a reference reads from, the id there): a source's for SOURCE:ID, else
+        (self, ref). For reading: writes go through get(), which knows this knowledge base only."""
+        name, sep, rest = ref.partition(":")
+        if not sep:
+            return self, ref
+        for known, base in self.source_bases():
+            if known == name:
+                return base, rest
+        named = ", ".join(s.name for s in self.config.sources) or "none"
+        raise CardNotFound(f"no source {name!r} to read {ref!r} from (kb.toml [[sources]]: {named})")
+
+    def summaries_everywhere(
+        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+    ) -> builtins.list[CardSummary]:
+        """summaries() here, then each source's, their ids as SOURCE:ID and their data with kb: SOURCE."""
+        found = self.summaries(kind, status, tags, where)
+        for name, base in self.source_bases():
+            found += [_from_source(name, s) for s in base.summaries(kind, status, tags, where)]
+        return found
+
+    def gaps_everywhere(self) -> builtins.list[CardSummary]:
+        """The open gaps here and in every source, high priority first."""
+        order = {"high": 0, "medium": 1, "low": 2}
+        found = self.gaps() + [_from_source(name, g) for name, base in self.source_bases() for g in base.gaps()]
+        return sorted(found, key=lambda g: order[g.get("priority", default="medium")])
+
     def get(self, ref: str) -> StoredCard:
         return self.load_file(self.resolve_id(ref))
 
@@ -167,6 +221,9 @@ class KnowledgeBase:
         exact = self.store.card_file(ref)
         if exact is not None:
             return self.load_file(exact)
+        if ":" in ref:
+            base, rest = self.owner_of(ref)
+            return base.card_or_skill(rest)
         if ref and "/" not in ref and (self.skills_dir / ref / SKILL_FILE).is_file():
             return self.skill(ref)
         try:
@@ -1054,7 +1111,24 @@ class KnowledgeBase:
         if semantic and self._searcher.embedder is None:
             self._searcher.embedder = self.embedder
         self.index.refresh_if_stale(self._searcher.embedder if semantic else None)
-        return self._searcher.search(request)
+        result = self._searcher.search(request)
+        if not request.sources or not self.config.sources:
+            return result
+        return self._with_sources(request, result)
+
+    def _with_sources(self, request: SearchRequest, own: SearchResult) -> SearchResult:
+        """The same search in every source, each hit labelled (kb, SOURCE:ID), all ranked by score."""
+        hits = [h.model_copy(update={"kb": self.config.kb.name}) for h in own.hits]
+        for name, base in self.source_bases():
+            same_model = base.config.index.embedding_model == self.config.index.embedding_model
+            if base._embedder is None and same_model and self._searcher is not None:
+                base._embedder = self._searcher.embedder  # one model for all (None when this search used none)
+            found = base.run_search(request.model_copy(update={"sources": False}))
+            hits += [h.model_copy(update={"id": f"{name}:{h.id}", "kb": name}) for h in found.hits]
+            for notice in base.notices:
+                self.note(f"source {name}: {notice}")
+        hits.sort(key=lambda h: -h.score)
+        return SearchResult(query=own.query, hits=hits[: request.k])
 
     def related(self, ref: str, k: int = 5, depth: int = 1) -> Related:
         """A card's (or a skill's) neighbourhood: the cards it links to, the cards linking to it, the k
@@ -1316,6 +1390,13 @@ def _lead_fields(card: CardBase) -> builtins.list[Any]:
     """The field that says what a card is about, beyond its title (a claim, a symptom, a question)."""
     value = getattr(card, card.lead) if card.lead else None
     return [value] if value else []
+
+
+def _from_source(name: str, summary: CardSummary) -> CardSummary:
+    """A source's card as this knowledge base lists it: SOURCE:ID, and kb: SOURCE in its data."""
+    return CardSummary(
+        f"{name}:{summary.id}", summary.kind, summary.title, summary.status, summary.path, {**summary.data, "kb": name}
+    )
 
 
 def _check_status(status: str) -> str:

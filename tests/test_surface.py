@@ -25,7 +25,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"records"},
         {"contracts"},
     ],
-    "store": [{"config", "files", "locate", "merge"}, {"repository"}, {"history", "sync"}],
+    "store": [{"config", "files", "locate", "merge"}, {"repository", "sources"}, {"history", "sync"}],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan"}, {"pack", "registry"}, {"install"}],
     "clients": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)

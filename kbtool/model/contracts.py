@@ -121,6 +121,7 @@ class SearchRequest(Contract):
     where: Strings = Field((), description="field=value conditions, all must match (applies_to.hardware=B200)")
     mode: Mode = Field(MODES[0], description=f"ranking: {words(MODES)}")
     explain: bool = Field(False, strict=True, description="each hit's rank and score in each leg")
+    sources: bool = Field(True, strict=True, description="also search the knowledge bases kb.toml names as [[sources]]")
 
     @field_validator("k", mode="before")
     @classmethod
@@ -164,6 +165,11 @@ class HitSource(Contract):
 
 class SearchHit(CardBrief):
     score: float = Field(description="the fused score; higher ranks first")
+    kb: str | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="the knowledge base it comes from, when this one has sources (a source's ids read SOURCE:ID)",
+    )
     path: str = Field(description="the card's file, relative to the knowledge base")
     source: HitSource | None = None
     snippet: str = Field(description="the best-matching passage, cut around the query's words")
@@ -183,6 +189,7 @@ class SearchPage(Contract):
     class Hit(CardBrief):
         score: float
         snippet: str
+        kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its knowledge base")
 
     query: str
     hits: list[Hit]
@@ -206,6 +213,7 @@ class Page(Contract):
 
 class ListedCard(CardBrief):
     path: str
+    kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its source, if not this one")
 
 
 class CardPage(Page):
@@ -218,6 +226,7 @@ class OpenGap(Contract):
     question: str
     priority: Literal["high", "medium", "low"]
     status: StatusName
+    kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its source, if not this one")
 
 
 class OpenGaps(Page):

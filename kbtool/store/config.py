@@ -6,7 +6,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..model.errors import InvalidCard, NotAKnowledgeBase
 from ..model.validation import format_validation_error
@@ -60,12 +60,31 @@ class CurationSection(_Section):
     )
 
 
+class SourceSection(_Section):
+    """A knowledge base this one reads from (search, list and gaps cover it; writes never go there):
+    a folder, or a git repository `kb sources update` keeps a copy of."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,39}$", description="how hits from it are labelled: NAME:ID")
+    path: str | None = Field(None, description="a folder, absolute or relative to this knowledge base")
+    url: str | None = Field(None, description="a git repository (URL or path); its copy lives in .kb/sources/NAME")
+    ref: str | None = Field(None, description="the branch, tag or commit of url to read (default: its HEAD)")
+
+    @model_validator(mode="after")
+    def _one_place(self) -> SourceSection:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("give path or url, one of them")
+        if self.ref is not None and self.url is None:
+            raise ValueError("ref goes with url")
+        return self
+
+
 class Config(_Section):
     kb: KbSection = KbSection()
     index: IndexSection = IndexSection()
     search: SearchSection = SearchSection()
     limits: LimitsSection = LimitsSection()
     curation: CurationSection = CurationSection()
+    sources: list[SourceSection] = []
     # a kind (or "*" for every kind) -> JSON Schema files its cards must also satisfy (kbtool/model/policy.py)
     schema_: dict[str, list[str]] = Field(default={}, alias="schema")
 
@@ -79,9 +98,14 @@ def load_config(root: Path) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise InvalidCard(f"{CONFIG_FILE}: malformed TOML: {exc}") from None
     try:
-        return Config.model_validate(data)
+        config = Config.model_validate(data)
     except ValidationError as exc:
         raise InvalidCard(format_validation_error(exc, CONFIG_FILE)) from None
+    names = [s.name for s in config.sources]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InvalidCard(f"{CONFIG_FILE}: [[sources]] name {twice[0]!r} is given twice")
+    return config
 
 
 def default_config_text(name: str) -> str:

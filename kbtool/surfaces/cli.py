@@ -23,6 +23,7 @@ from .cli_base import (
     Fields,
     JsonOut,
     KbPath,
+    NoSources,
     Status,
     Tags,
     Where,
@@ -103,8 +104,8 @@ def show(
     path and body)."""
     from ..skills.spec import render_skill
 
-    base = open_kb(kb)
-    found = base.card_or_skill(card_id)
+    base, ref = open_kb(kb).owner_of(card_id)  # SOURCE:ID reads a source's card
+    found = base.card_or_skill(ref)
     if as_json:
         print_json(found.to_dict())
     elif not hasattr(found, "card"):  # a skill
@@ -119,13 +120,15 @@ def list_cards(
     status: Status = None,
     tag: Tags = None,
     where: Where = None,
+    no_sources: NoSources = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """List cards (id, kind, status, title), filtered by kind, status, tags and any field."""
+    """List cards (id, kind, status, title), filtered by kind, status, tags and any field; a source's
+    cards (kb.toml [[sources]]) as SOURCE:ID after this knowledge base's own."""
     from .client import run_operation
 
-    query = {"kind": kind, "status": status, "tags": tag or [], "where": where or []}
+    query = {"kind": kind, "status": status, "tags": tag or [], "where": where or [], "sources": not no_sources}
     if as_json:
         typer.echo(run_operation(root_of(kb), "list", {**query, "json_text": True}))
     else:
@@ -381,11 +384,11 @@ def supersede(
 
 
 @app.command()
-def gaps(kb: KbPath = None, as_json: JsonOut = False) -> None:
-    """Open gaps (questions worth an experiment), high priority first."""
+def gaps(no_sources: NoSources = False, kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Open gaps (questions worth an experiment), high priority first, the sources' among them."""
     from .client import run_operation
 
-    open_gaps = run_operation(root_of(kb), "gaps")
+    open_gaps = run_operation(root_of(kb), "gaps", {"sources": not no_sources})
     if as_json:
         print_json(open_gaps)
         return
@@ -590,6 +593,7 @@ def search(
     where: Where = None,
     mode: Annotated[str, typer.Option(help=f"{words(MODES)}.")] = MODES[0],
     explain: Annotated[bool, typer.Option(help="Show each leg's rank and score per hit.")] = False,
+    no_sources: NoSources = False,
     batch: Annotated[
         Path | None, typer.Option(help='One query per line (text, or JSON {"q": ...}); one JSON result per line.')
     ] = None,
@@ -609,6 +613,7 @@ def search(
         "where": where or [],
         "mode": mode,
         "explain": explain,
+        "sources": not no_sources,
     }
     if batch is not None:
         requests = [

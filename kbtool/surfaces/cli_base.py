@@ -102,6 +102,9 @@ Where = Annotated[
         show_default=False,
     ),
 ]
+NoSources = Annotated[
+    bool, typer.Option("--no-sources", help="This knowledge base alone, not the ones kb.toml names as sources.")
+]
 CardRef = Annotated[str, typer.Argument(metavar="ID", help="A card id, or a unique prefix of one.")]
 Status = Annotated[
     str | None,

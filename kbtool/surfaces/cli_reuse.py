@@ -8,7 +8,10 @@ from typing import Annotated
 
 import typer
 
-from .cli_base import JsonOut, KbPath, app, open_kb, print_json
+from .cli_base import JsonOut, KbPath, app, make_app, open_kb, print_json, show_notices
+
+sources_app = make_app("The knowledge bases this one reads from (kb.toml [[sources]]), which search and list cover.")
+app.add_typer(sources_app, name="sources")
 
 
 @app.command()
@@ -54,3 +57,41 @@ def export(
     staging.write_text(text, encoding="utf-8")
     staging.replace(out)
     typer.echo(f"{text.count(chr(10))} cards written to {out}", err=True)
+
+
+@sources_app.command("update")
+def sources_update(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Fetch each git source and move its copy (.kb/sources/NAME) to its ref; check each folder source."""
+    done = open_kb(kb).update_sources()
+    if as_json:
+        print_json([{"name": name, "commit": commit} for name, commit in done])
+    else:
+        for name, commit in done:
+            typer.echo(f"{name}: {commit[:12] if commit else 'a folder outside git'}")
+        if not done:
+            typer.echo("no sources in kb.toml (add a [[sources]] table with name and path or url)", err=True)
+
+
+@sources_app.command("list")
+def sources_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Each source: its name, where it is read from, and how many cards it holds (or why it is left out)."""
+    base = open_kb(kb)
+    opened = dict(base.source_bases())
+    rows = []
+    for source in base.config.sources:
+        found = opened.get(source.name)
+        rows.append(
+            {
+                "name": source.name,
+                "from": source.path or f"{source.url}" + (f"@{source.ref}" if source.ref else ""),
+                "root": str(found.root) if found else None,
+                "cards": len(found.summaries()) if found else None,
+            }
+        )
+    if as_json:
+        print_json(rows)
+        return
+    for row in rows:
+        held = f"{row['cards']} cards" if row["cards"] is not None else "not there: kb sources update"
+        typer.echo(f"{row['name']}: {row['from']} ({held})")
+    show_notices(base)

@@ -123,6 +123,7 @@ class KbTools:
                 status=hit.status,
                 score=hit.score,
                 snippet=_one_line(hit.snippet, SNIPPET_CHARS),
+                kb=hit.kb,
             )
             line = f"{hit.id} [{hit.kind}, {hit.status}] {hit.title} — {short.snippet}"
             if spent + len(line) > room:
@@ -173,9 +174,9 @@ class KbTools:
         limit: int,
         offset: int,
     ) -> CallToolResult:
-        found = self.kb.summaries(kind=kind, status=status, tags=tags or (), where=_where(filters))
+        found = self.kb.summaries_everywhere(kind=kind, status=status, tags=tags or (), where=_where(filters))
         page, cut = Paged.of(found, offset, limit)
-        cards = [ListedCard(**brief(c), path=c.path) for c in page.items]
+        cards = [ListedCard(**brief(c), path=c.path, kb=c.get("kb")) for c in page.items]
         lines = [f"{c.id} [{c.kind}, {c.status}] {c.title}" for c in cards] or ["no cards match"]
         return _result(page.text(lines, "cards", "list"), CardPage(cards=cards, **cut))
 
@@ -187,8 +188,9 @@ class KbTools:
                 question=g.get("question", default=g.title),
                 priority=g.get("priority", default="medium"),
                 status=g.status,
+                kb=g.get("kb"),
             )
-            for g in self.kb.gaps()
+            for g in self.kb.gaps_everywhere()
         ]
         page, cut = Paged.of(open_gaps, offset, limit)
         lines = [f"{g.id} [{g.priority}] {g.question}" for g in page.items] or ["no open gaps"]

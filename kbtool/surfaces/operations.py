@@ -3,6 +3,7 @@ reads in the calling process when no daemon is running: one definition for both 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..model.errors import BadInput
@@ -13,17 +14,23 @@ OPERATIONS = ("list", "gaps", "stats")
 def run(kb: Any, op: str, args: dict[str, Any]) -> Any:
     """The JSON answer of one operation on a KnowledgeBase."""
     if op == "list":
-        unknown = set(args) - {"kind", "status", "tags", "where", "brief", "json_text"}
+        unknown = set(args) - {"kind", "status", "tags", "where", "brief", "json_text", "sources"}
         if unknown:
             raise BadInput(f"list: unknown option(s) {', '.join(sorted(unknown))}")
         query = (args.get("kind"), args.get("status"), _strings(args, "tags"), _strings(args, "where"))
-        if args.get("json_text"):  # what `kb list --json` prints, made where the cached cards are
+        everywhere = bool(args.get("sources")) and bool(kb.config.sources)
+        if args.get("json_text") and not everywhere:  # what `kb list --json` prints, made where the cached cards are
             return kb.summaries_json(*query)
-        found = kb.summaries(*query)
+        found = kb.summaries_everywhere(*query) if everywhere else kb.summaries(*query)
+        if args.get("json_text"):
+            return json.dumps([s.to_dict() for s in found], ensure_ascii=False, indent=1)
         # brief: the rows a listing prints, [id, kind, status, title]; a tenth of the JSON at 1k cards
         return [[s.id, s.kind, s.status, s.title] for s in found] if args.get("brief") else [s.to_dict() for s in found]
     if op == "gaps":
-        return [g.to_dict() for g in kb.gaps()]
+        unknown = set(args) - {"sources"}
+        if unknown:
+            raise BadInput(f"gaps: unknown option(s) {', '.join(sorted(unknown))}")
+        return [g.to_dict() for g in (kb.gaps_everywhere() if args.get("sources") else kb.gaps())]
     if op == "stats":
         return kb.stats().to_json()
     raise BadInput(f"unknown operation {op!r} (one of search, {', '.join(OPERATIONS)})")

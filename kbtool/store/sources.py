@@ -1,0 +1,59 @@
+"""Where a knowledge base's sources (kb.toml [[sources]]) are on disk, and `kb sources update`: a
+folder is read where it is; a git repository is cloned into .kb/sources/NAME and moved to its ref
+(a branch's newest commit, a tag, a commit) on each update. The copies are kb's, never edited."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import git
+
+from ..model.errors import BadInput
+from .config import SourceSection
+
+GIT_ENV = {"GIT_TERMINAL_PROMPT": "0"}  # a source needing a password fails at once instead of waiting
+
+
+def source_root(root: Path, state_dir: Path, source: SourceSection) -> Path:
+    if source.path is not None:
+        return (root / Path(source.path).expanduser()).resolve()
+    return state_dir / "sources" / source.name
+
+
+def update(root: Path, state_dir: Path, source: SourceSection) -> str:
+    """Bring a git source's copy to its ref (clone on first use); a folder source is only checked.
+    Returns the commit the source now reads (or '' for a folder outside git)."""
+    where = source_root(root, state_dir, source)
+    if source.url is None:
+        if not where.is_dir():
+            raise BadInput(f"source {source.name}: {where} is not a folder")
+        try:
+            return git.Repo(where).head.commit.hexsha
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
+            return ""
+    url = str((root / source.url).resolve()) if (root / source.url).is_dir() else source.url
+    env = {**os.environ, **GIT_ENV}
+    try:
+        if not (where / ".git").is_dir():
+            shutil.rmtree(where, ignore_errors=True)
+            where.parent.mkdir(parents=True, exist_ok=True)
+            git.Repo.clone_from(url, where, env=env, no_checkout=True)
+        repo = git.Repo(where)
+        repo.git.update_environment(**GIT_ENV)
+        repo.git.fetch("--quiet", "--tags", "--force", "origin")
+        ref = source.ref or repo.git.rev_parse("--abbrev-ref", "origin/HEAD").removeprefix("origin/")
+        for candidate in (f"origin/{ref}", f"refs/tags/{ref}", ref):
+            try:
+                commit = repo.git.rev_parse("--verify", "--quiet", f"{candidate}^{{commit}}")
+                break
+            except git.GitCommandError:
+                continue
+        else:
+            raise BadInput(f"source {source.name}: no branch, tag or commit {ref!r} in {source.url}")
+        repo.git.checkout("--quiet", "--force", "--detach", commit)
+        return commit
+    except git.GitCommandError as exc:
+        last = (str(exc.stderr or exc).strip().splitlines() or ["failed"])[-1].strip().strip("'")
+        raise BadInput(f"source {source.name}: git {exc.command[1] if len(exc.command) > 1 else ''}: {last}") from None

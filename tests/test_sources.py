@@ -1,0 +1,144 @@
+"""A project knowledge base that reads a team knowledge base (kb.toml [[sources]]): search, list,
+gaps, show and MCP cover it, every hit says where it comes from, and writes stay in the project."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+import kbtool
+from conftest import commit_count, git, tree_state
+
+KB = [sys.executable, "-m", "kbtool"]
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+
+
+def kb_run(env, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*KB, "--kb", str(root), *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def add_source(project: kbtool.KnowledgeBase, text: str) -> None:
+    config = project.root / "kb.toml"
+    config.write_text(config.read_text() + "\n" + text)
+    git(project.root, "commit", "-qam", "read the team's knowledge base")
+
+
+@pytest.fixture
+def team(tmp_path) -> kbtool.KnowledgeBase:
+    team = kbtool.init(tmp_path / "team", name="team")
+    team.add(
+        "constraint",
+        "No accuracy loss against the BF16 oracle",
+        status="confirmed",
+        values={"rule": "GSM8K accuracy within 0.5 points of BF16 for any optimisation"},
+    )
+    team.add("gap", "Does an FP8 KV cache hold long-context accuracy?", values={"priority": "high"})
+    return team
+
+
+@pytest.fixture
+def project(tmp_path, team) -> kbtool.KnowledgeBase:
+    project = kbtool.init(tmp_path / "sammie", name="sammie")
+    project.add("gap", "Is SAM 3.1 mask decoding bound by memory bandwidth on H100?", values={"priority": "medium"})
+    add_source(project, '[[sources]]\nname = "team"\npath = "../team"\n')
+    return project
+
+
+def test_search_list_gaps_and_show_cover_the_source(project, team, env):
+    rule_id = next(c.id for c in team.cards() if c.card.kind == "constraint")
+    hits = json.loads(kb_run(env, project.root, "search", "BF16 oracle accuracy", "--json").stdout)["hits"]
+    assert hits[0]["id"] == f"team:{rule_id}" and hits[0]["kb"] == "team"
+    own = json.loads(kb_run(env, project.root, "search", "SAM mask decoding", "--json").stdout)["hits"]
+    assert own[0]["kb"] == "sammie" and ":" not in own[0]["id"]
+    alone = json.loads(kb_run(env, project.root, "search", "BF16 oracle accuracy", "--no-sources", "--json").stdout)
+    assert all("kb" not in h and ":" not in h["id"] for h in alone["hits"])
+
+    listed = json.loads(kb_run(env, project.root, "list", "--json").stdout)
+    assert {c["id"] for c in listed if c.get("kb") == "team"} == {f"team:{c.id}" for c in team.cards()}
+    rows = kb_run(env, project.root, "list", "--kind", "constraint").stdout
+    assert f"team:{rule_id}" in rows
+    assert "team:" not in kb_run(env, project.root, "list", "--no-sources").stdout
+
+    gaps = kb_run(env, project.root, "gaps").stdout.splitlines()
+    assert gaps[0].startswith("high") and "team:" in gaps[0] and len(gaps) == 2  # by priority across both
+
+    shown = kb_run(env, project.root, "show", f"team:{rule_id}")
+    assert shown.returncode == 0 and "GSM8K accuracy within 0.5 points" in shown.stdout
+
+
+def test_writes_stay_in_the_project(project, team, env):
+    rule_id = next(c.id for c in team.cards() if c.card.kind == "constraint")
+    team_state = tree_state(team.root)
+    assert (
+        kb_run(env, project.root, "add-finding", "--title", "Mask decode 3.1 ms", "-m", "latency=3.1ms").returncode == 0
+    )
+    for args in (("edit", f"team:{rule_id}", "--title", "x"), ("confirm", f"team:{rule_id}")):
+        out = kb_run(env, project.root, *args)
+        assert out.returncode == 2 and "no card" in out.stderr, out.stderr
+    assert tree_state(team.root) == team_state
+
+
+def test_a_git_source_is_read_once_updated_and_moves_with_its_branch(tmp_path, team, env):
+    bare = tmp_path / "team.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(team.root), str(bare)], check=True)
+    project = kbtool.init(tmp_path / "vibeqwen", name="vibeqwen")
+    add_source(project, f'[[sources]]\nname = "team"\nurl = "{bare}"\n')
+    before = kb_run(env, project.root, "search", "BF16 oracle", "--json")
+    assert before.returncode == 0 and "source team left out" in before.stderr and "kb sources update" in before.stderr
+    updated = kb_run(env, project.root, "sources", "update")
+    assert updated.returncode == 0 and updated.stdout.startswith("team: "), updated.stderr
+    assert (project.root / ".kb" / "sources" / "team" / "kb.toml").is_file()
+    hits = json.loads(kb_run(env, project.root, "search", "BF16 oracle", "--json").stdout)["hits"]
+    assert hits and hits[0]["kb"] == "team"
+    # the team records a finding and pushes it; the project sees it after the next update
+    team.add("failure-mode", "CUDA graph capture with dynamic shapes", values={"symptom": "garbage after warm-up"})
+    git(team.root, "push", "-q", str(bare), "HEAD")
+    assert "team:cuda-graph" not in kb_run(env, project.root, "list").stdout
+    kb_run(env, project.root, "sources", "update")
+    assert "team:cuda-graph-capture-with-dynamic-shapes" in kb_run(env, project.root, "list").stdout
+    listed = json.loads(kb_run(env, project.root, "sources", "list", "--json").stdout)
+    assert listed == [{"name": "team", "from": str(bare), "root": listed[0]["root"], "cards": 3}]
+    assert commit_count(project.root) == 2  # init and kb.toml: the source's copy is not committed here
+
+
+def test_mcp_search_and_get_reach_the_source(project, team, env):
+    rule_id = next(c.id for c in team.cards() if c.card.kind == "constraint")
+
+    async def go():
+        params = StdioServerParameters(command=KB[0], args=[*KB[1:], "--kb", str(project.root), "serve"], env=env)
+        async with Client(params, read_timeout_seconds=60) as client:
+            hits = (await client.call_tool("search", {"query": "BF16 oracle accuracy"})).structured_content["hits"]
+            assert hits[0]["id"] == f"team:{rule_id}" and hits[0]["kb"] == "team"
+            got = await client.call_tool("get", {"id": f"team:{rule_id}"})
+            assert not got.is_error and "GSM8K" in got.content[0].text
+            gaps = (await client.call_tool("gaps", {})).structured_content["gaps"]
+            assert [g.get("kb") for g in gaps] == ["team", None]
+
+    asyncio.run(go())
+
+
+def test_bad_sources_are_refused_in_one_line(tmp_path, env):
+    base = kbtool.init(tmp_path / "p", name="p")
+    for text, words in (
+        ('[[sources]]\nname = "team"\npath = "../t"\nurl = "../t.git"\n', "give path or url"),
+        ('[[sources]]\nname = "team"\npath = "../t"\n[[sources]]\nname = "team"\npath = "../u"\n', "given twice"),
+        ('[[sources]]\nname = "Team One"\npath = "../t"\n', "sources[0].name"),
+    ):
+        config = base.root / "kb.toml"
+        original = config.read_text()
+        config.write_text(original + "\n" + text)
+        out = kb_run(env, base.root, "list")
+        assert out.returncode == 2 and words in out.stderr and out.stderr.count("\n") == 1, out.stderr
+        config.write_text(original)
