@@ -142,3 +142,68 @@ def test_bad_sources_are_refused_in_one_line(tmp_path, env):
         out = kb_run(env, base.root, "list")
         assert out.returncode == 2 and words in out.stderr and out.stderr.count("\n") == 1, out.stderr
         config.write_text(original)
+
+
+def test_cards_copied_from_another_knowledge_base_update_and_report_drift(project, team, env):
+    gate = team.add(
+        "gate",
+        "GSM8K within 0.5 points of BF16",
+        status="confirmed",
+        values={"check": {"command": "python3 eval.py", "metric": "delta", "op": ">=", "threshold": -0.5}},
+    )
+    rule = next(c for c in team.cards() if c.card.kind == "constraint")
+    team.edit(rule.id, fields=[f"links.related={gate.id}"])
+    out = kb_run(env, project.root, "import", "--from-kb", str(team.root), "--kind", "constraint", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["added"] == 1
+    copy = kbtool.open(project.root).get(rule.id).card
+    head = git(team.root, "rev-parse", "HEAD").strip()
+    assert (copy.provenance.origin.kb, copy.provenance.origin.id, copy.provenance.origin.commit) == (
+        str(team.root),
+        rule.id,
+        head,
+    )
+    assert copy.links.related == []  # the gate was not copied: no broken link
+    assert "ok" in kb_run(env, project.root, "lint", "--skip", "duplicates").stdout
+    again = json.loads(
+        kb_run(env, project.root, "import", "--from-kb", str(team.root), "--kind", "constraint", "--json").stdout
+    )
+    assert again["unchanged"] == 1 and again["commit"] is None
+
+    team.edit(rule.id, fields=["rule=GSM8K accuracy within 0.3 points of BF16 for any optimisation"])
+    linted = kb_run(env, project.root, "lint", "--skip", "duplicates")
+    assert f"warning: [drift] a copy of {rule.id} from {team.root}, which changed there" in linted.stdout, linted.stdout
+    assert linted.returncode == 0  # a warning: lint still passes
+    updated = json.loads(
+        kb_run(env, project.root, "import", "--from-kb", str(team.root), "--kind", "constraint", "--json").stdout
+    )
+    assert updated["updated"] == 1
+    assert "0.3 points" in kbtool.open(project.root).get(rule.id).card.rule
+    assert "[drift]" not in kb_run(env, project.root, "lint", "--skip", "duplicates").stdout
+
+
+def test_a_copy_never_overwrites_a_card_of_the_projects_own(project, team, env, tmp_path):
+    rule = next(c for c in team.cards() if c.card.kind == "constraint")
+    project.add("constraint", rule.card.title, values={"rule": "our own rule"})
+    before = tree_state(project.root)
+    out = kb_run(env, project.root, "import", "--from-kb", str(team.root))
+    assert out.returncode == 2 and "it is not a copy from" in out.stderr and out.stderr.count("\n") == 1
+    assert tree_state(project.root) == before
+    for args, words in (
+        (["--from-kb", str(tmp_path / "nowhere")], "not a knowledge base"),
+        (["--from-kb", str(team.root), "--kind", "memo"], "unknown kind"),
+        (["--from-kb", str(team.root), str(team.root)], "one of them"),
+    ):
+        out = kb_run(env, project.root, "import", *args)
+        assert out.returncode == 2 and words in out.stderr, out.stderr
+    assert tree_state(project.root) == before
+
+
+def test_copies_from_a_git_repository(tmp_path, team, env):
+    bare = tmp_path / "team.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(team.root), str(bare)], check=True)
+    project = kbtool.init(tmp_path / "other", name="other")
+    out = kb_run(env, project.root, "import", "--from-kb", str(bare), "--where", "kind=gap", "--json")
+    assert out.returncode == 0, out.stderr
+    gap = next(c for c in kbtool.open(project.root).cards() if c.card.kind == "gap")
+    assert gap.card.provenance.origin.kb == str(bare)

@@ -41,7 +41,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"evidence", "exchange", "gates", "importer", "provenance", "review", "secrets"},
         {"curation", "finding_input", "formats"},
     ],
-    "facade": [{"kb"}],
+    "facade": [{"kb"}, {"reuse"}],
     "surfaces": [
         {"docs", "mcp", "mcp_prompts", "mcp_tools", "mcp_transports", "operations"},
         {"client"},
@@ -62,7 +62,7 @@ def place(package: str, module: str) -> tuple[int, int]:
 
 def source_files() -> list[tuple[str, str, Path]]:
     """(package, module, path) of every module of kbtool, the migrations included."""
-    top = {"kb": "facade", "__init__": "entry", "__main__": "entry"}
+    top = {"kb": "facade", "reuse": "facade", "__init__": "entry", "__main__": "entry"}
     files = [(top[p.stem], p.stem, p) for p in (REPO_ROOT / "kbtool").glob("*.py")]
     files += [(p.parent.name, p.stem, p) for p in (REPO_ROOT / "kbtool").glob("*/*.py") if p.stem != "__init__"]
     files += [("migrations", p.stem, p) for p in (REPO_ROOT / "migrations").glob("*.py") if p.stem != "__init__"]
@@ -77,8 +77,8 @@ def imported(package: str, node: ast.ImportFrom) -> list[tuple[str, str]]:
     if node.module is None and node.level == 2:  # from .. import __version__: the package's own constant
         return []
     parts = (node.module or "").split(".")  # from ..model.cards / from .model.cards (at the top)
-    if parts[0] == "kb":
-        return [("facade", "kb")]
+    if parts[0] in ("kb", "reuse"):
+        return [("facade", parts[0])]
     return [(parts[0], parts[1])] if len(parts) > 1 else [(parts[0], a.name) for a in node.names]
 
 

@@ -58,6 +58,15 @@ class AppliesTo(Model):
     engine: Scope | None = None
 
 
+class Origin(Model):
+    """Where a card copied by `kb import --from-kb` came from, so a repeated import updates it and
+    `kb lint` can tell when the original changed since."""
+
+    kb: str = Field(description="the knowledge base it was copied from: a folder or a git URL")
+    id: CardId
+    commit: str = Field(description="that knowledge base's commit when the card was copied")
+
+
 class Provenance(Model):
     project: str | None = None
     author: str | None = None
@@ -73,6 +82,7 @@ class Provenance(Model):
     commit: str | None = Field(default=None, description="the commit of the source or experiment repository")
     license: str | None = None
     attribution: str | None = None
+    origin: Origin | None = Field(default=None, description="set by kb import --from-kb: the card this is a copy of")
 
 
 class Links(Model):

@@ -29,6 +29,7 @@ LINT_CLASSES = (
     "duplicates",
     "skills",
     "secrets",
+    "drift",
 )
 DIRECTIONS = ("higher", "lower")  # which way a metric is better
 PRIORITIES = ("high", "medium", "low")  # of a gap

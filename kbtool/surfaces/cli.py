@@ -704,20 +704,43 @@ def index_cmd(
 @app.command("import")
 def import_cmd(
     path: Annotated[
-        Path,
+        Path | None,
         typer.Argument(
             help="A folder of markdown, one markdown file, a MetaInfer inference_blueprint.json, or cards "
-            "exported by `kb export --format jsonl` (FILE.jsonl)."
+            "exported by `kb export --format jsonl` (FILE.jsonl).",
+            show_default=False,
         ),
-    ],
+    ] = None,
+    from_kb: Annotated[
+        str | None,
+        typer.Option(
+            "--from-kb",
+            metavar="PATH_OR_GIT_URL",
+            help="Copy another knowledge base's cards instead, each recording where it came from.",
+            show_default=False,
+        ),
+    ] = None,
+    kind: Annotated[str | None, typer.Option(help="With --from-kb: only this kind.")] = None,
+    where: Where = None,
     kb: KbPath = None,
     allow_secret: AllowSecret = False,
     as_json: JsonOut = False,
 ) -> None:
     """Import documents as cards in one commit; importing again updates instead of duplicating. A .jsonl
-    file is a card export: its cards are added or updated as they are."""
+    file is a card export: its cards are added or updated as they are. --from-kb copies another
+    knowledge base's cards (of --kind, matching --where); importing again updates the copies, and
+    `kb lint` says when an original changed since."""
+    if (path is None) == (from_kb is None):
+        raise BadInput("give a PATH to import or --from-kb LOCATION (one of them)")
+    if path is not None and (kind or where):
+        raise BadInput("--kind and --where go with --from-kb")
     base = open_kb(kb, allow_secret)
-    summary = base.import_cards(path) if path.suffix == ".jsonl" else base.import_path(path)
+    if path is None:
+        summary = base.import_from_kb(str(from_kb), kind, where or [])
+    elif path.suffix == ".jsonl":
+        summary = base.import_cards(path)
+    else:
+        summary = base.import_path(path)
     if as_json:
         print_json(summary.to_json())
     else:

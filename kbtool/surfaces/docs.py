@@ -27,6 +27,7 @@ LINT_CHECKS = {
     "duplicates": "embedding similarity above `curation.duplicate_similarity`",
     "skills": "specification violations; discoverability warnings",
     "secrets": "text that looks like a credential, by detect-secrets' rules",
+    "drift": "copies from another knowledge base whose original changed since (kb import --from-kb)",
 }
 
 
