@@ -507,15 +507,6 @@ class KnowledgeBase:
             collection=collection, added=added, updated=updated, unchanged=unchanged, retired=retired, commit=commit
         )
 
-    def import_from_kb(self, location: str, kind: str | None = None, where: Iterable[str] = ()) -> ImportSummary:
-        """Copy another knowledge base's cards here with where they came from (kbtool.reuse)."""
-        from . import reuse
-
-        summary = reuse.import_from_kb(self, location, kind, where)
-        if summary.commit:
-            self._refresh_lexical()
-        return summary
-
     def export_cards(self, fmt: str = "jsonl") -> Iterator[str]:
         """Every card as a line of JSON (kbtool.loop.exchange), in path order."""
         from .loop.exchange import FORMATS, export_lines
@@ -1384,9 +1375,8 @@ class KnowledgeBase:
         if "secrets" not in skip:
             problems += curation.secret_problems(cards, self.root)
         if "drift" not in skip:
-            from . import reuse
-
-            problems += reuse.drift(cards, reuse.origin_checkouts(self, cards))
+            checkouts = curation.origin_checkouts(self.root, self.store.state_dir, self.config.sources, cards)
+            problems += curation.drift(cards, checkouts)
         if "skills" not in skip:
             skill_vectors = {}
             if "duplicates" not in skip and self.skills_dir.is_dir():

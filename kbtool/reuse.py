@@ -1,6 +1,6 @@
 """Knowledge carried from one knowledge base into another: `kb import --from-kb` (cards copied with
-where they came from, so importing again updates them), the drift check `kb lint` runs on such
-copies, and `kb new-project` (a project knowledge base started from a team's).
+where they came from, so importing again updates them; `kb lint`'s drift check, in
+kbtool.loop.curation, says when an original changed since).
 
 A copy records provenance.origin: the origin's location (a folder or a git URL), the card's id
 there and the origin's commit at the copy. A copy is updated only by importing again from the
@@ -9,7 +9,6 @@ same origin; a card of the same id that is not such a copy is never overwritten.
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,10 +19,9 @@ import git
 from .model import markdown
 from .model.contracts import ImportSummary
 from .model.errors import BadInput, Conflict, KbError
-from .model.records import Problem, StoredCard
+from .model.records import StoredCard
 from .model.validation import validate_card
 from .store.locate import find_root
-from .store.repository import CARDS_DIR
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -101,6 +99,8 @@ def import_from_kb(
                     f"kb-op: import\nkb-origin: {recorded}@{commit}\n"
                 )
                 sha = target.store.write(writes, message)
+    if sha:
+        target.refresh_index(semantic=False)  # the copies are in the keyword leg at once; vectors follow
     return ImportSummary(collection=recorded, added=added, updated=updated, unchanged=unchanged, retired=0, commit=sha)
 
 
@@ -120,46 +120,3 @@ def _copy_text(target: KnowledgeBase, stored: StoredCard, recorded: str, commit:
         del data["links"]
     card = validate_card(data, f"{recorded}: {stored.path}")
     return target._render(card, stored.body, f"{recorded}: {stored.path}")
-
-
-def origin_checkouts(target: KnowledgeBase, cards: list[StoredCard]) -> dict[str, Path]:
-    """For each origin the copies name, a git repository to read its history from: the origin's own
-    folder (or bare repository) when it is on this machine, else this knowledge base's copy of it
-    when kb.toml names it as a source."""
-    from .store.sources import source_root
-
-    out: dict[str, Path] = {}
-    for location in {c.card.provenance.origin.kb for c in cards if c.card.provenance.origin is not None}:
-        if Path(location).is_dir():
-            out[location] = Path(location)
-            continue
-        for source in target.config.sources:
-            if location in (source.url, source.path):
-                out[location] = source_root(target.root, target.store.state_dir, source)
-    return out
-
-
-def drift(cards: list[StoredCard], checkouts: dict[str, Path]) -> list[Problem]:
-    """Copies whose original changed (or went) since they were copied, for each origin there is a git
-    checkout of (the origin's own folder, or this knowledge base's copy of it as a source)."""
-    out = []
-    for stored in cards:
-        origin = stored.card.provenance.origin
-        checkout = checkouts.get(origin.kb) if origin is not None else None
-        if origin is None or checkout is None:
-            continue
-        rel = f"{CARDS_DIR}/{stored.card.kind}/{origin.id}.md"
-        log = subprocess.run(
-            ["git", "-C", str(checkout), "log", "--format=%h %as", f"{origin.commit}..HEAD", "--", rel],
-            capture_output=True,
-            text=True,
-        )
-        if log.returncode != 0 or not log.stdout.strip():
-            continue  # unchanged there, or the copy's commit is not in that checkout
-        newest = log.stdout.split("\n", 1)[0]
-        there = subprocess.run(["git", "-C", str(checkout), "cat-file", "-e", f"HEAD:{rel}"], capture_output=True)
-        gone = there.returncode != 0
-        what = "was deleted there" if gone else f"changed there since the copy (latest {newest})"
-        message = f"a copy of {origin.id} from {origin.kb}, which {what}: kb import --from-kb {origin.kb} to take it"
-        out.append(Problem(stored.path, "drift", message, stored.id, severity="warning"))
-    return out

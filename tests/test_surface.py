@@ -76,6 +76,8 @@ def imported(package: str, node: ast.ImportFrom) -> list[tuple[str, str]]:
         return [(package, node.module.split(".")[0])] if node.module else [(package, a.name) for a in node.names]
     if node.module is None and node.level == 2:  # from .. import __version__: the package's own constant
         return []
+    if top_level and node.module is None:  # from . import reuse (at the top)
+        return [("facade", a.name) for a in node.names]
     parts = (node.module or "").split(".")  # from ..model.cards / from .model.cards (at the top)
     if parts[0] in ("kb", "reuse"):
         return [("facade", parts[0])]

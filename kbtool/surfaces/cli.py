@@ -736,7 +736,9 @@ def import_cmd(
         raise BadInput("--kind and --where go with --from-kb")
     base = open_kb(kb, allow_secret)
     if path is None:
-        summary = base.import_from_kb(str(from_kb), kind, where or [])
+        from ..reuse import import_from_kb
+
+        summary = import_from_kb(base, str(from_kb), kind, where or [])
     elif path.suffix == ".jsonl":
         summary = base.import_cards(path)
     else:
