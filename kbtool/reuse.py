@@ -9,8 +9,12 @@ same origin; a card of the same id that is not such a copy is never overwritten.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +23,7 @@ import git
 from .model import markdown
 from .model.contracts import ImportSummary
 from .model.errors import BadInput, Conflict, KbError
-from .model.records import StoredCard
+from .model.records import CardSummary, StoredCard
 from .model.validation import validate_card
 from .store.locate import find_root
 
@@ -60,15 +64,27 @@ def open_origin(location: str, scratch: Path) -> tuple[KnowledgeBase, str, str]:
 
 
 def import_from_kb(
-    target: KnowledgeBase, location: str, kind: str | None = None, where: Iterable[str] = ()
+    target: KnowledgeBase,
+    location: str,
+    kind: str | None = None,
+    where: Iterable[str] = (),
+    applicable: bool = False,
 ) -> ImportSummary:
-    """Copy the origin's cards (of kind, matching where) into target in one commit. Links to cards
+    """Copy the origin's cards (of kind, matching where) into target in one commit. applicable: instead
+    the knowledge that applies to the scope where names, as a pack takes it (confirmed findings and
+    active constraints, failure modes and gates that match it or hold anywhere). Links to cards
     neither copied nor already here are left out (kb lint would call them broken)."""
     with tempfile.TemporaryDirectory(prefix="kb-origin-") as scratch:
         origin, recorded, commit = open_origin(location, Path(scratch))
         if origin.root == target.root:
             raise BadInput(f"{location}: this very knowledge base")
-        chosen = origin.list(kind=kind, where=list(where))
+        if applicable:
+            from .model.fields import parse_filters
+            from .skills.pack import pack_cards
+
+            chosen = pack_cards(origin.cards(), parse_filters(list(where)), general=True)
+        else:
+            chosen = origin.list(kind=kind, where=list(where))
         if not chosen:
             raise BadInput(f"{location}: no card matches; nothing written")
         with target.store.lock():
@@ -120,3 +136,92 @@ def _copy_text(target: KnowledgeBase, stored: StoredCard, recorded: str, commit:
         del data["links"]
     card = validate_card(data, f"{recorded}: {stored.path}")
     return target._render(card, stored.body, f"{recorded}: {stored.path}")
+
+
+@dataclass
+class NewProject:
+    root: Path
+    source: str  # the name the origin is read by, as a source
+    copied: dict[str, int]  # cards copied, by kind
+    locked: list[str]  # the gates locked here
+    open_gaps: list[CardSummary]  # the open questions, here and in the source, that apply
+    pack: str | None  # the knowledge pack's skill folder, relative to root
+
+    def lines(self) -> list[str]:
+        copied = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(self.copied.items()))
+        out = [
+            f"created {self.root} reading {self.source} as a source",
+            f"copied {copied or 'nothing'}; locked {len(self.locked)} gate(s)",
+        ]
+        if self.pack:
+            out.append(f"knowledge pack: {self.pack}/SKILL.md")
+        for gap in self.open_gaps:
+            question = gap.get("question", default=gap.title)
+            out.append(f"open gap [{gap.get('priority', default='medium')}] {gap.id}: {question}")
+        return out
+
+
+def new_project(
+    name: str, location: str, where: Iterable[str], directory: Path | None = None, source_name: str | None = None
+) -> NewProject:
+    """A project knowledge base started from a team's: it reads the team's as a source, holds copies
+    of what applies to its scope (constraints, failure modes, gates, confirmed findings), its gates
+    locked, and a knowledge pack for the scope; the open gaps that apply are listed."""
+    from .kb import KnowledgeBase
+    from .model.fields import parse_filters
+
+    where = list(where)
+    if not where:
+        raise BadInput("say what the project is about: --where FIELD=VALUE (e.g. applies_to.hardware=H100)")
+    filters = parse_filters(where)
+    root = (directory or Path(name)).expanduser().resolve()
+    if root.exists() and any(root.iterdir()):
+        raise BadInput(f"{root}: not empty; a new project starts in a new folder")
+    with tempfile.TemporaryDirectory(prefix="kb-origin-") as scratch:
+        origin, recorded, _ = open_origin(location, Path(scratch))  # checked before anything is created
+        label = source_name or _source_label(origin.config.kb.name)
+    created = not root.exists()
+    try:
+        project = KnowledgeBase.init(root, name)
+        if Path(recorded).is_dir() and not _is_bare(recorded):  # a folder beside it: read in place, by a relative path
+            where_from = f"path = {json.dumps(os.path.relpath(recorded, root))}"
+        else:
+            where_from = f"url = {json.dumps(recorded)}"
+        settings = (root / "kb.toml").read_text(encoding="utf-8") + (
+            "\n# the knowledge base this project started from (kb new-project); search, list and gaps read it\n"
+            f"[[sources]]\nname = {json.dumps(label)}\n{where_from}\n"
+        )
+        message = f"kb new-project {name}: read {label} as a source\n\nkb-op: init\n"
+        project.store.write({"kb.toml": settings}, message)
+        project = KnowledgeBase.open(root)  # with the source in its settings
+        if project.config.sources[0].url:
+            project.update_sources()
+        summary = import_from_kb(project, location, where=where, applicable=True)
+        cards = project.cards()
+        copied: dict[str, int] = {}
+        for stored in cards:
+            copied[stored.card.kind] = copied.get(stored.card.kind, 0) + 1
+        locked, _ = project.lock_gates()
+        pack_name = _source_label(f"{name}-pack")
+        pack = project.pack_skill(pack_name, where, general=True).path if summary.added else None
+        applies = [g for g in project.gaps_everywhere() if _applies(g.data, filters)]
+        return NewProject(root, label, copied, locked, applies, pack)
+    except BaseException:
+        if created:
+            shutil.rmtree(root, ignore_errors=True)  # all or nothing: no half-made project is left
+        raise
+
+
+def _applies(data: dict, filters: list) -> bool:
+    from .model.fields import values_at
+
+    return all(f.matches(data) or not values_at(data, f.path) for f in filters)
+
+
+def _source_label(text: str) -> str:
+    out = "".join(c.lower() if c.isalnum() else "-" for c in text)
+    return "-".join(p for p in out.split("-") if p)[:40] or "team"
+
+
+def _is_bare(location: str) -> bool:
+    return not (Path(location) / "kb.toml").is_file()

@@ -207,3 +207,76 @@ def test_copies_from_a_git_repository(tmp_path, team, env):
     assert out.returncode == 0, out.stderr
     gap = next(c for c in kbtool.open(project.root).cards() if c.card.kind == "gap")
     assert gap.card.provenance.origin.kb == str(bare)
+
+
+def test_a_new_h100_project_starts_from_the_starter_kb(starter_clone, env, tmp_path):
+    """The Sammie path in one command: the starter's knowledge seeds an H100 project."""
+    team = starter_clone
+    out = subprocess.run(
+        [*KB, "new-project", "sammie", "--from", str(team.root), "--where", "applies_to.hardware=H100", "--json"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    made = json.loads(out.stdout)
+    root = tmp_path / "sammie"
+    assert made["root"] == str(root) and made["source"] == "kb-starter"
+    project = kbtool.open(root)
+    assert [s.path for s in project.config.sources] == [os.path.relpath(team.root, root)]
+
+    b200_findings = {c.id for c in team.cards() if c.card.kind == "finding" and c.card.applies_to.hardware == "B200"}
+    copies = project.cards()
+    assert b200_findings and not b200_findings & {c.id for c in copies}  # none of the B200-only findings
+    assert all(c.card.provenance.origin.kb == str(team.root) for c in copies)
+    general_rules = {
+        c.id
+        for c in team.cards()
+        if c.card.kind == "constraint" and c.card.status == "confirmed" and not c.card.applies_to.hardware
+    }
+    assert general_rules <= {c.id for c in copies}  # every general constraint came along
+
+    gates = [c.id for c in copies if c.card.kind == "gate"]
+    assert gates and sorted(made["locked"]) == sorted(gates)
+    assert kb_run(env, root, "gate", "verify").returncode == 0
+
+    pack = (root / made["pack"] / "SKILL.md").read_text()
+    assert all((root / made["pack"] / "references" / f"{r}.md").is_file() for r in general_rules)
+    assert "B200" not in pack
+    assert any(g["priority"] == "high" and "H100" in g["question"] for g in made["open_gaps"])
+    # what stayed behind is still found, through the source, and said to be the team's
+    hits = json.loads(kb_run(env, root, "search", "NVFP4 MoE decode B200", "--json").stdout)["hits"]
+    assert any(h["kb"] == "kb-starter" for h in hits)
+
+
+def test_a_new_project_is_all_or_nothing(team, env, tmp_path):
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "notes.txt").write_text("mine")
+    for args, words, folder in (
+        (["p1", "--from", str(team.root)], "--where", tmp_path / "p1"),
+        (
+            ["p2", "--from", str(tmp_path / "nowhere"), "--where", "applies_to.hardware=H100"],
+            "not a knowledge base",
+            tmp_path / "p2",
+        ),
+        (
+            ["p3", "--from", str(team.root), "--where", "applies_to.hardware=H100", "--dir", str(busy)],
+            "not empty",
+            busy,
+        ),
+        (
+            ["p4", "--from", str(team.root), "--where", "applies_to.hardware=TPU", "--where", "kind=gate"],
+            "no card matches",
+            tmp_path / "p4",
+        ),
+    ):
+        out = subprocess.run(
+            [*KB, "new-project", *args], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode == 2 and words in out.stderr and out.stderr.count("\n") == 1, (args, out.stderr)
+        if folder != busy:
+            assert not folder.exists(), args
+    assert sorted(p.name for p in busy.iterdir()) == ["notes.txt"]

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .cli_base import JsonOut, KbPath, app, make_app, open_kb, print_json, show_notices
+from .cli_base import JsonOut, KbPath, Where, app, make_app, open_kb, print_json, show_notices
 
 sources_app = make_app("The knowledge bases this one reads from (kb.toml [[sources]]), which search and list cover.")
 app.add_typer(sources_app, name="sources")
@@ -95,3 +95,38 @@ def sources_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
         held = f"{row['cards']} cards" if row["cards"] is not None else "not there: kb sources update"
         typer.echo(f"{row['name']}: {row['from']} ({held})")
     show_notices(base)
+
+
+@app.command("new-project")
+def new_project(
+    name: Annotated[str, typer.Argument(help="The project's name (and its folder, unless --dir).")],
+    from_kb: Annotated[
+        str, typer.Option("--from", metavar="PATH_OR_GIT_URL", help="The knowledge base it starts from.")
+    ],
+    where: Where = None,
+    directory: Annotated[Path | None, typer.Option("--dir", help="Where to create it (default: ./NAME).")] = None,
+    source_name: Annotated[
+        str | None, typer.Option("--source-name", help="What the project calls the origin (default: its name).")
+    ] = None,
+    as_json: JsonOut = False,
+) -> None:
+    """A project knowledge base started from a team's: the team's read as a source, what applies to
+    --where copied (constraints, failure modes, gates, confirmed findings), the gates locked, a
+    knowledge pack made, and the open gaps that apply listed."""
+    from ..reuse import new_project as start
+
+    made = start(name, from_kb, where or [], directory, source_name)
+    if as_json:
+        print_json(
+            {
+                "root": str(made.root),
+                "source": made.source,
+                "copied": made.copied,
+                "locked": made.locked,
+                "pack": made.pack,
+                "open_gaps": [g.to_dict() for g in made.open_gaps],
+            }
+        )
+    else:
+        for line in made.lines():
+            typer.echo(line)
