@@ -104,14 +104,18 @@ class DaemonUnavailable(Exception):
 
 def _ask(root: Path, message: dict[str, Any], restarted: bool = False, start: bool = True) -> dict[str, Any]:
     message = {**message, "protocol": PROTOCOL, "build": build_id(root), "root": str(root)}
-    sock = _connect(root) if start else _try_connect(socket_path(root))
+    sock, started = _connect(root) if start else (_try_connect(socket_path(root)), None)
     if sock is None:
         raise DaemonUnavailable("no search daemon is running")
     try:
         sock.settimeout(ANSWER_TIMEOUT_S)
         sock.sendall(json.dumps(message, ensure_ascii=False).encode() + b"\n")
         reply = _read_line(sock)
-    except OSError as exc:
+    except (OSError, DaemonUnavailable) as exc:
+        # a daemon started just now binds its socket before it reads kb.toml: one that then fails
+        # takes the connection down with it, and says why in its log
+        if started is not None and _exited(started):
+            raise DaemonUnavailable(f"the search daemon exited at start ({_last_log_line(root)})") from None
         raise DaemonUnavailable(f"the search daemon did not answer: {exc}") from None
     finally:
         sock.close()
@@ -154,18 +158,33 @@ def _try_connect(path: Path) -> socket.socket | None:
         return None
 
 
-def _connect(root: Path) -> socket.socket:
+def _exited(daemon: subprocess.Popen[bytes], wait_s: float = 5.0) -> bool:
+    try:
+        daemon.wait(timeout=wait_s)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _last_log_line(root: Path) -> str:
+    log = state_dir(root) / "daemon.log"
+    lines = log.read_text(encoding="utf-8", errors="replace").strip().splitlines() if log.exists() else []
+    return lines[-1] if lines else "no log"
+
+
+def _connect(root: Path) -> tuple[socket.socket, subprocess.Popen[bytes] | None]:
+    """A connection to the daemon, and the daemon process when this call started it."""
     path = socket_path(root)
     sock = _try_connect(path)
     if sock is not None:
-        return sock
+        return sock, None
     from filelock import FileLock
 
     state = state_dir(root)
     with FileLock(str(state / "daemon-start.lock"), timeout=START_TIMEOUT_S):
         sock = _try_connect(path)  # another client may have started it while we waited
         if sock is not None:
-            return sock
+            return sock, None
         if path.exists() and not path.is_socket():  # not ours to remove: say so, and search in-process
             raise DaemonUnavailable(f"{path} is not a socket; remove it to let kb start its search daemon")
         path.unlink(missing_ok=True)  # a socket file left by a daemon that died
@@ -182,10 +201,9 @@ def _connect(root: Path) -> socket.socket:
         while time.monotonic() < deadline:
             sock = _try_connect(path)
             if sock is not None:
-                return sock
+                return sock, daemon
             if daemon.poll() is not None:  # it could not start (a malformed kb.toml): say so now, not in 60 s
-                lines = (state / "daemon.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()
-                raise DaemonUnavailable(f"the search daemon exited at start ({lines[-1] if lines else 'no log'})")
+                raise DaemonUnavailable(f"the search daemon exited at start ({_last_log_line(root)})")
             time.sleep(0.02)
     raise DaemonUnavailable(
         f"no search daemon answered at {path} within {START_TIMEOUT_S:.0f} s; see {state / 'daemon.log'}"
