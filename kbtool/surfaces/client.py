@@ -116,6 +116,8 @@ def _ask(root: Path, message: dict[str, Any], restarted: bool = False, start: bo
         # takes the connection down with it, and says why in its log
         if started is not None and _exited(started):
             raise DaemonUnavailable(f"the search daemon exited at start ({_last_log_line(root)})") from None
+        if isinstance(exc, DaemonUnavailable):
+            raise
         raise DaemonUnavailable(f"the search daemon did not answer: {exc}") from None
     finally:
         sock.close()
