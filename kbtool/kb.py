@@ -92,6 +92,7 @@ class KnowledgeBase:
         self._policy: Policy | None = None
         self._preparing_queries: threading.Thread | None = None
         self._sources: builtins.list[tuple[str, KnowledgeBase]] | None = None
+        self._environment: dict[str, str] | None = None  # this machine's, read once (nvidia-smi is slow)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, embedder: Embedder | None = None) -> KnowledgeBase:
@@ -1063,8 +1064,11 @@ class KnowledgeBase:
         where: Iterable[str] = (),
         mode: str = "hybrid",
         explain: bool = False,
+        sources: bool = True,
+        env: bool = False,
     ) -> SearchResult:
-        """Hybrid search: the cards (and skills) that match, best first (see kbtool.search.pipeline)."""
+        """Hybrid search: the cards (and skills) that match, best first (see kbtool.search.pipeline);
+        the sources' too (sources), findings from elsewhere flagged (env)."""
         request = SearchRequest.parse(
             {
                 "query": query,
@@ -1075,6 +1079,8 @@ class KnowledgeBase:
                 "where": list(where),
                 "mode": mode,
                 "explain": explain,
+                "sources": sources,
+                "env": env,
             }
         )
         return self.run_search(request)
@@ -1112,9 +1118,45 @@ class KnowledgeBase:
             self._searcher.embedder = self.embedder
         self.index.refresh_if_stale(self._searcher.embedder if semantic else None)
         result = self._searcher.search(request)
-        if not request.sources or not self.config.sources:
-            return result
-        return self._with_sources(request, result)
+        if request.sources and self.config.sources:
+            result = self._with_sources(request, result)
+        if request.env:
+            target = self.project_environment()
+            for i, hit in enumerate(result.hits):
+                why = self.may_not_apply(hit.id, target)
+                if why:
+                    result.hits[i] = hit.model_copy(update={"may_not_apply": why})
+        return result
+
+    def project_environment(self) -> dict[str, str]:
+        """Where this project runs: kb.toml [environment] over what this machine reports (package
+        versions, GPU, driver)."""
+        from .loop.provenance import environment
+
+        if self._environment is None:
+            self._environment = environment()
+        return {**self._environment, **self.config.environment}
+
+    def may_not_apply(self, ref: str, target: dict[str, str] | None = None) -> builtins.list[str]:
+        """Why a finding (here, or a source's as SOURCE:ID) may not hold in the target environment."""
+        from .loop.environment import reasons
+
+        base, rest = self.owner_of(ref)
+        summary = base.index.by_id(rest)
+        return reasons(summary.to_dict(), target or self.project_environment()) if summary else []
+
+    def environment_problems(self) -> builtins.list[Problem]:
+        """`kb lint --env`: a warning for each finding measured elsewhere than this project runs."""
+        from .loop.environment import reasons
+
+        target = self.project_environment()
+        out = []
+        for summary in self.summaries(kind="finding"):
+            why = reasons(summary.to_dict(), target)
+            if why:
+                message = f"may not apply here: {'; '.join(why)}"
+                out.append(Problem(summary.path, "env", message, summary.id, severity="warning"))
+        return out
 
     def _with_sources(self, request: SearchRequest, own: SearchResult) -> SearchResult:
         """The same search in every source, each hit labelled (kb, SOURCE:ID), all ranked by score."""
@@ -1330,9 +1372,10 @@ class KnowledgeBase:
 
     # --- checking --------------------------------------------------------------
 
-    def lint_report(self, skip: Iterable[str] = ()) -> LintReport:
-        """`lint` as its surfaces show it: the problems, how many are errors, and whether it passes."""
-        return LintReport.of(self.lint(skip))
+    def lint_report(self, skip: Iterable[str] = (), env: bool = False) -> LintReport:
+        """`lint` as its surfaces show it: the problems, how many are errors, and whether it passes;
+        with env, also the findings that may not apply where this project runs (warnings)."""
+        return LintReport.of(self.lint(skip) + (self.environment_problems() if env else []))
 
     def lint(self, skip: Iterable[str] = ()) -> builtins.list[Problem]:
         """Every curation check (see kbtool.loop.curation) except the classes in skip."""

@@ -38,7 +38,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"pipeline"},
     ],
     "loop": [
-        {"evidence", "exchange", "gates", "importer", "provenance", "review", "secrets"},
+        {"environment", "evidence", "exchange", "gates", "importer", "provenance", "review", "secrets"},
         {"curation", "finding_input", "formats"},
     ],
     "facade": [{"kb"}, {"reuse"}],

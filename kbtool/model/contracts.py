@@ -122,6 +122,11 @@ class SearchRequest(Contract):
     mode: Mode = Field(MODES[0], description=f"ranking: {words(MODES)}")
     explain: bool = Field(False, strict=True, description="each hit's rank and score in each leg")
     sources: bool = Field(True, strict=True, description="also search the knowledge bases kb.toml names as [[sources]]")
+    env: bool = Field(
+        False,
+        strict=True,
+        description="flag findings measured on another GPU, engine or driver version than this project's",
+    )
 
     @field_validator("k", mode="before")
     @classmethod
@@ -173,6 +178,11 @@ class SearchHit(CardBrief):
     path: str = Field(description="the card's file, relative to the knowledge base")
     source: HitSource | None = None
     snippet: str = Field(description="the best-matching passage, cut around the query's words")
+    may_not_apply: list[str] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="with env: why this finding may not hold here (another GPU, engine or driver version)",
+    )
     # the legs that ran, each {"rank", "score", "normalized"} or null when the card is not in it, with the
     # fusion's "weights", "demoted" and the best chunk's "chunk_heading"; left out unless asked for
     explain: dict[str, Any] | None = Field(None, exclude_if=lambda value: value is None)
@@ -190,6 +200,9 @@ class SearchPage(Contract):
         score: float
         snippet: str
         kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its knowledge base")
+        may_not_apply: list[str] | None = Field(
+            None, exclude_if=lambda value: value is None, description="with env: why it may not hold here"
+        )
 
     query: str
     hits: list[Hit]

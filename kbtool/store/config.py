@@ -85,6 +85,9 @@ class Config(_Section):
     limits: LimitsSection = LimitsSection()
     curation: CurationSection = CurationSection()
     sources: list[SourceSection] = []
+    # where this project runs, over what the machine reports (gpu = "H100", vllm = "0.11.0", driver = "550.54"):
+    # `kb lint --env` and `kb search --env` flag findings measured elsewhere
+    environment: dict[str, str] = {}
     # a kind (or "*" for every kind) -> JSON Schema files its cards must also satisfy (kbtool/model/policy.py)
     schema_: dict[str, list[str]] = Field(default={}, alias="schema")
 

@@ -215,13 +215,19 @@ def lint(
             show_default=False,
         ),
     ] = None,
+    env: Annotated[
+        bool,
+        typer.Option(
+            "--env", help="Also warn of findings measured on another GPU, engine or driver version than this project's."
+        ),
+    ] = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Check the knowledge base: schema, links, gate locks, stale findings, contradictions, duplicates,
     skills. Exit 1 on any error (warnings do not fail)."""
     base = open_kb(kb)
-    report = base.lint_report(skip=skip or [])
+    report = base.lint_report(skip=skip or [], env=env)
     show_notices(base)
     if as_json:
         print_json(report.to_json())
@@ -593,6 +599,9 @@ def search(
     where: Where = None,
     mode: Annotated[str, typer.Option(help=f"{words(MODES)}.")] = MODES[0],
     explain: Annotated[bool, typer.Option(help="Show each leg's rank and score per hit.")] = False,
+    env: Annotated[
+        bool, typer.Option("--env", help="Flag findings measured on another GPU, engine or driver version.")
+    ] = False,
     no_sources: NoSources = False,
     batch: Annotated[
         Path | None, typer.Option(help='One query per line (text, or JSON {"q": ...}); one JSON result per line.')
@@ -614,6 +623,7 @@ def search(
         "mode": mode,
         "explain": explain,
         "sources": not no_sources,
+        "env": env,
     }
     if batch is not None:
         requests = [
@@ -655,6 +665,8 @@ def print_hits(result: dict[str, Any], explain: bool) -> None:
         if hit.get("source"):
             typer.echo(f"    from {source_line(hit['source'])}")
         typer.echo(f"    {hit['snippet']}")
+        if hit.get("may_not_apply"):
+            typer.echo(f"    may not apply here: {'; '.join(hit['may_not_apply'])}")
         if explain:
             legs = ", ".join(
                 f"{name} {_leg_rank(v)}" for name, v in hit["explain"].items() if name in ("bm25", "vector")

@@ -206,13 +206,14 @@ def build_server(
         mode: Annotated[Literal[MODES], Field(description=SEARCH["mode"].description)] = MODES[0],  # type: ignore[valid-type]
         budget: Budget = DEFAULT_BUDGET,
         offset: Annotated[int, Field(ge=0, le=900, description="skip this many hits (for the next ones)")] = 0,
+        env: Annotated[bool, Field(description=SEARCH["env"].description)] = False,
         kb: KbChoice = None,
     ) -> Annotated[CallToolResult, SearchPage]:
         """Search the knowledge base (keywords and meaning, fused): the cards and skills that apply, best
         first, each with id, kind, title, status, score and a one-line snippet. Superseded and refuted
         cards rank last. `get` a hit's id (a card or a skill) for the whole of it. When the budget
         cuts the answer, the text ends by saying how many hits it shows of how many."""
-        return await shelf.call(kb, KbTools.search, query, k, kind, status, tags, filters, mode, budget, offset)
+        return await shelf.call(kb, KbTools.search, query, k, kind, status, tags, filters, mode, budget, offset, env)
 
     @server.tool(annotations=READS)
     async def get(

@@ -104,11 +104,14 @@ class KbTools:
         mode: str,
         budget: int,
         offset: int,
+        env: bool = False,
     ) -> CallToolResult:
         if budget < 200:
             raise BadInput("budget must be at least 200 characters")
         where = _where(filters)
-        result = self.kb.search(query, k=k + offset, kind=kind, status=status, tags=tags or (), where=where, mode=mode)
+        result = self.kb.search(
+            query, k=k + offset, kind=kind, status=status, tags=tags or (), where=where, mode=mode, env=env
+        )
         found = result.hits[offset:]
         # room for the line that says the answer was cut, so the whole text stays within the budget
         room = budget - len(_cut_notice(len(found), len(found), budget)) - 1
@@ -124,8 +127,11 @@ class KbTools:
                 score=hit.score,
                 snippet=_one_line(hit.snippet, SNIPPET_CHARS),
                 kb=hit.kb,
+                may_not_apply=hit.may_not_apply,
             )
             line = f"{hit.id} [{hit.kind}, {hit.status}] {hit.title} — {short.snippet}"
+            if hit.may_not_apply:
+                line += f" (may not apply here: {'; '.join(hit.may_not_apply)})"
             if spent + len(line) > room:
                 if hits:
                     break
