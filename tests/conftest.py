@@ -83,3 +83,17 @@ def starter_clone(tmp_path: Path) -> kbtool.KnowledgeBase:
     kb = kbtool.open(root, embedder=HashingEmbedder())
     kb.refresh_index()
     return kb
+
+
+KB_COMMAND = [sys.executable, "-m", "kbtool"]
+
+
+@pytest.fixture
+def fast_env() -> dict[str, str]:
+    """The environment of a kb subprocess that needs no model and no daemon."""
+    return {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+
+
+def run_kb(env: dict[str, str], root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`kb --kb ROOT ARGS...` as a user runs it, in a subprocess."""
+    return subprocess.run([*KB_COMMAND, "--kb", str(root), *args], env=env, capture_output=True, text=True, timeout=120)

@@ -8,25 +8,23 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import kbtool
-from conftest import commit_count, git, tree_state
+from conftest import commit_count, git, run_kb, tree_state
 
 KB = [sys.executable, "-m", "kbtool"]
 
 
 @pytest.fixture
-def env() -> dict[str, str]:
-    return {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+def env(fast_env) -> dict[str, str]:
+    return fast_env
 
 
-def kb_run(env, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*KB, "--kb", str(root), *args], env=env, capture_output=True, text=True, timeout=120)
+kb_run = run_kb
 
 
 def add_source(project: kbtool.KnowledgeBase, text: str) -> None:
@@ -125,6 +123,9 @@ def test_mcp_search_and_get_reach_the_source(project, team, env):
             assert not got.is_error and "GSM8K" in got.content[0].text
             gaps = (await client.call_tool("gaps", {})).structured_content["gaps"]
             assert [g.get("kb") for g in gaps] == ["team", None]
+            own_gap = next(g["id"] for g in gaps if g.get("kb") is None)
+            similar = (await client.call_tool("related", {"id": own_gap})).structured_content["similar"]
+            assert similar and all(s["id"].startswith("team:") for s in similar)  # the source's cards, labelled
 
     asyncio.run(go())
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,18 +11,17 @@ import pytest
 
 import kbtool
 import kbtool.model.markdown
-from conftest import git, tree_state
+from conftest import git, run_kb, tree_state
 
 KB = [sys.executable, "-m", "kbtool"]
 
 
 @pytest.fixture
-def env() -> dict[str, str]:
-    return {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+def env(fast_env) -> dict[str, str]:
+    return fast_env
 
 
-def kb_run(env, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*KB, "--kb", str(root), *args], env=env, capture_output=True, text=True, timeout=120)
+kb_run = run_kb
 
 
 def clone(remote: Path, where: Path, who: str) -> kbtool.KnowledgeBase:
