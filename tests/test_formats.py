@@ -1,5 +1,6 @@
-"""Benchmark-format readers behind one protocol (kbtool/loop/formats.py): chosen by file ending, named in
-the help from the same list, and a new reader is one entry in READERS."""
+"""Benchmark-format readers behind one protocol (kbtool/loop/formats.py): chosen by what a file holds
+(its ending narrows the choice), named in the help from the same list, and a new reader is one entry
+in READERS."""
 
 from __future__ import annotations
 
@@ -16,17 +17,42 @@ from kbtool.model.errors import BadInput
 AIPERF = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"
 
 
+DATA = REPO_ROOT / "tests" / "data"
+
+
 @pytest.mark.parametrize(
-    ("name", "reader"), [("run.json", "aiperf"), ("results.tsv", "results-tsv"), ("RESULTS.TXT", "results-tsv")]
+    ("sample", "reader"),
+    [
+        ("aiperf/profile_export_aiperf.json", "aiperf"),
+        ("sglang/llama_3_3_70b_online_output.jsonl", "vllm-sglang"),
+        ("lm-eval/results_2024-10-05T23-16-55.982162.json", "lm-eval"),
+        ("lm-eval/results_2025-08-17T08-36-22.283186.json", "lm-eval"),
+        ("guidellm/benchmark-results.yaml", "guidellm"),
+        ("guidellm/Qwen_Qwen3-4B-Thinking-2507_tp4_quant-fp8_benchmarks.json", "guidellm"),
+    ],
 )
-def test_the_reader_is_chosen_by_the_file_ending(name, reader):
-    assert formats.reader_for(Path(name)).name == reader
+def test_the_reader_is_chosen_by_what_the_file_holds(sample, reader):
+    assert formats.reader_for(DATA / sample).name == reader
+
+
+@pytest.mark.parametrize("name", ["results.tsv", "RESULTS.TXT"])
+def test_a_tsv_goes_to_the_results_reader(name, tmp_path):
+    path = tmp_path / name
+    path.write_text("commit\tmetric\tmemory\tstatus\tdescription\nabc\t1.5\t\tkeep\tbase\n")
+    assert formats.reader_for(path).name == "results-tsv"
+
+
+def test_json_no_reader_recognises_is_refused_naming_the_candidates(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text('{"metric": "tpot"}')
+    with pytest.raises(BadInput, match=r"other.json: not a format kb recognises among those ending .json \(AIPerf"):
+        formats.reader_for(path)
 
 
 def test_an_export_no_reader_reads_is_refused_in_one_line(cli, kb, tmp_path):
     export = tmp_path / "bench.csv"
     export.write_text("metric,value\ntpot,0.5\n")
-    with pytest.raises(BadInput, match=r"not a benchmark export kb reads \(aiperf \(\.json\); results-tsv"):
+    with pytest.raises(BadInput, match=r"not a benchmark export kb reads \(aiperf \(\.json\); vllm-sglang"):
         formats.reader_for(export)
     before = tree_state(kb.root)
     result = cli("add-finding", "--title", "From a CSV", "--from", str(export))
@@ -47,6 +73,9 @@ class JsonLines:
     name: str = "jsonl"
     description: str = "one JSON object a line"
     suffixes: tuple[str, ...] = (".jsonl",)
+
+    def matches(self, path: Path, text: str) -> bool:
+        return all("metric" in json.loads(line) for line in text.splitlines() if line.strip())
 
     def read(self, path: Path, metric_name: str) -> dict:
         text, digest = formats.read_artifact(path)

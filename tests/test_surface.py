@@ -39,7 +39,8 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     ],
     "loop": [
         {"environment", "evidence", "exchange", "gates", "importer", "provenance", "review", "secrets"},
-        {"curation", "finding_input", "formats"},
+        {"curation", "exports", "finding_input"},
+        {"formats"},
     ],
     "facade": [{"kb"}, {"reuse"}],
     "surfaces": [

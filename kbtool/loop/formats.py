@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..model.errors import BadInput
+from . import exports
 from .evidence import STATISTICS, guess_direction, number, read_artifact, value_with_unit
 
 
@@ -44,6 +45,10 @@ class Reader(Protocol):
 
     def read(self, path: Path, metric_name: str) -> dict[str, Any]: ...
 
+    def matches(self, path: Path, text: str) -> bool:
+        """Whether the file (its path and text) is in this format."""
+        ...
+
 
 @dataclass(frozen=True)
 class FunctionReader:
@@ -51,6 +56,10 @@ class FunctionReader:
     description: str
     suffixes: tuple[str, ...]
     parse: Callable[[Path, str], dict[str, Any]]
+    recognise: Callable[[Path, str], bool]
+
+    def matches(self, path: Path, text: str) -> bool:
+        return self.recognise(path, text)
 
     def read(self, path: Path, metric_name: str) -> dict[str, Any]:
         return self.parse(path, metric_name)
@@ -180,27 +189,100 @@ def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]
     return {"evidence": evidence, "applies_to": {}, "conditions": {}}
 
 
+def _json_of(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _first_json_line(text: str) -> Any:
+    line = next((line for line in text.splitlines() if line.strip()), "")
+    return _json_of(line)
+
+
+def _is_aiperf(path: Path, text: str) -> bool:
+    data = _json_of(text) if path.suffix.lower() == ".json" else None
+    return isinstance(data, dict) and ("aiperf_version" in data or "input_config" in data)
+
+
+def _is_guidellm(path: Path, text: str) -> bool:
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return "benchmarks:" in text and "requests_per_second" in text
+    return path.suffix.lower() == ".json" and exports.is_guidellm(_json_of(text))
+
+
 READERS: tuple[Reader, ...] = (
-    FunctionReader("aiperf", "AIPerf profile_export_aiperf.json", (".json",), lambda path, _: parse_aiperf(path)),
+    FunctionReader(
+        "aiperf",
+        "AIPerf profile_export_aiperf.json",
+        (".json",),
+        lambda path, _: parse_aiperf(path),
+        _is_aiperf,
+    ),
+    FunctionReader(
+        "vllm-sglang",
+        "vLLM bench serve --save-result JSON or SGLang bench_serving JSONL",
+        (".json", ".jsonl"),
+        lambda path, _: exports.parse_serving(path),
+        lambda path, text: exports.is_serving_run(
+            _json_of(text) if _json_of(text) is not None else _first_json_line(text)
+        ),
+    ),
+    FunctionReader(
+        "lm-eval",
+        "lm-evaluation-harness results_*.json",
+        (".json",),
+        lambda path, _: exports.parse_lm_eval(path),
+        lambda path, text: path.suffix.lower() == ".json" and exports.is_lm_eval(_json_of(text)),
+    ),
+    FunctionReader(
+        "guidellm",
+        "a GuideLLM report (JSON or YAML)",
+        (".json", ".yaml", ".yml"),
+        lambda path, _: exports.parse_guidellm(path),
+        _is_guidellm,
+    ),
+    FunctionReader(
+        "mlperf",
+        "MLPerf LoadGen mlperf_log_summary.txt",
+        (".txt",),
+        lambda path, _: exports.parse_mlperf(path),
+        lambda path, text: "MLPerf Results Summary" in text[:2000],
+    ),
     FunctionReader(
         "results-tsv",
         "a results TSV (commit, metric, memory, status, description)",
         (".tsv", ".txt"),
         parse_results_tsv,
+        lambda path, text: path.suffix.lower() in (".tsv", ".txt"),
     ),
 )
 
 
 def described() -> str:
-    """'AIPerf profile_export_aiperf.json or a results TSV (...)': the formats, as help texts name them."""
+    """'AIPerf profile_export_aiperf.json, ... or a results TSV (...)': the formats, as help texts name them."""
     names = [r.description for r in READERS]
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def reader_for(path: Path) -> Reader:
-    """The reader for a file, by its ending."""
-    for reader in READERS:
-        if path.suffix.lower() in reader.suffixes:
+    """The reader for a file, by what it holds (several formats are JSON); its ending narrows the choice."""
+    candidates = [r for r in READERS if path.suffix.lower() in r.suffixes]
+    if not candidates:
+        known = "; ".join(f"{r.name} ({', '.join(r.suffixes)})" for r in READERS)
+        raise BadInput(f"{path}: not a benchmark export kb reads ({known})")
+    text, _ = read_artifact(path)
+    if path.suffix.lower() == ".json":
+        try:
+            json.loads(text)
+        except ValueError as exc:
+            lines = [line for line in text.splitlines() if line.strip()]
+            if not (len(lines) > 1 and all(_json_of(line) is not None for line in lines)):  # not JSON Lines either
+                where = f" at line {exc.lineno} ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else ""
+                raise BadInput(f"{path}: not valid JSON: it breaks{where}; is the export cut short?") from None
+    for reader in candidates:
+        if reader.matches(path, text):
             return reader
-    known = "; ".join(f"{r.name} ({', '.join(r.suffixes)})" for r in READERS)
-    raise BadInput(f"{path}: not a benchmark export kb reads ({known})")
+    names = ", ".join(r.description for r in candidates)
+    raise BadInput(f"{path}: not a format kb recognises among those ending {path.suffix} ({names})")

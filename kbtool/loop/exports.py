@@ -1,0 +1,422 @@
+"""Readers of the benchmark and evaluation exports the field writes, beside AIPerf's
+(kbtool/loop/formats.py holds the registry that picks one by what a file holds):
+
+- lm-evaluation-harness `results_*.json`: every task's metric under each filter, with its
+  standard error, the task's n-shot and version and the number of samples; the top-level tasks and
+  groups only when a group's subtasks are listed (a group's score stands for them);
+- GuideLLM reports (JSON, or the YAML it also writes): for each benchmark, every latency and
+  throughput metric's successful requests: mean, median, std, min, max, percentiles, count;
+- vLLM `vllm bench serve --save-result` JSON and SGLang `bench_serving` JSONL (one line per run):
+  throughputs and the mean, median, std and percentiles of TTFT, TPOT, ITL and end-to-end latency;
+- MLPerf Inference LoadGen `mlperf_log_summary.txt`: the scenario's result, whether it is VALID,
+  and every metric line with its unit.
+
+Each returns {"evidence": [...], "applies_to": {...}, "conditions": {...}}; every evidence entry
+keeps the artifact's path and sha256, and a metric the tool marks higher- or lower-is-better has
+that direction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from ..model.errors import BadInput
+from .evidence import guess_direction, number, read_artifact
+
+
+def _artifact(path: Path, digest: str) -> dict[str, str]:
+    return {"path": str(path), "sha256": digest}
+
+
+def _load_json(path: Path, what: str) -> tuple[Any, str]:
+    text, digest = read_artifact(path)
+    try:
+        return json.loads(text), digest
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{path}: not a valid {what}: JSON breaks at line {exc.lineno} ({exc.msg})") from None
+
+
+def _entry(metric: str, value: float, unit: str | None, **extra: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"metric": metric, "value": value, **({"unit": unit} if unit else {})}
+    entry.update({k: v for k, v in extra.items() if v not in (None, {}, [])})
+    if "direction" not in entry and (direction := guess_direction(metric, unit)):
+        entry["direction"] = direction
+    return entry
+
+
+# --- lm-evaluation-harness --------------------------------------------------------------------
+
+
+def is_lm_eval(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("results"), dict) and "n-shot" in data
+
+
+def parse_lm_eval(path: Path) -> dict[str, Any]:
+    data, digest = _load_json(path, "lm-evaluation-harness results file")
+    if not is_lm_eval(data):
+        raise BadInput(f"{path}: not an lm-evaluation-harness results file (no results and n-shot)")
+    results: dict[str, Any] = data["results"]
+    nested = {t for subtasks in (data.get("group_subtasks") or {}).values() for t in subtasks or []}
+    shots, versions = data.get("n-shot") or {}, data.get("versions") or {}
+    higher, samples = data.get("higher_is_better") or {}, data.get("n-samples") or {}
+    config = data.get("config") or {}
+    environment = {
+        k: str(data[key])
+        for k, key in (("lm_eval", "lm_eval_version"), ("transformers", "transformers_version"))
+        if data.get(key)
+    }
+    artifact = _artifact(path, digest)
+    evidence = []
+    for task, scores in results.items():
+        if task in nested or not isinstance(scores, dict):
+            continue
+        for key, value in scores.items():
+            metric, sep, filt = key.partition(",")
+            if not sep or metric.endswith("_stderr") or not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue  # the alias, and "N/A" scores of a group without its own
+            stderr = scores.get(f"{metric}_stderr,{filt}")
+            wants = (higher.get(task) or {}).get(metric)
+            count = (samples.get(task) or {}).get("effective")
+            conditions = {
+                k: v
+                for k, v in (("n_shot", shots.get(task)), ("task_version", versions.get(task)), ("filter", filt))
+                if v is not None and v != "none"
+            }
+            evidence.append(
+                _entry(
+                    f"{task}/{metric}" + (f"/{filt}" if filt != "none" else ""),
+                    number(value, f"{path}: {task}.{key}"),
+                    None,
+                    stats={"stderr": number(stderr, f"{path}: {task}.{metric}_stderr")}
+                    if isinstance(stderr, (int, float)) and not isinstance(stderr, bool)
+                    else None,
+                    samples=int(count) if isinstance(count, int) else None,
+                    direction=None if wants is None else "higher" if wants else "lower",
+                    conditions=conditions,
+                    environment=environment,
+                    artifact=artifact,
+                )
+            )
+    if not evidence:
+        raise BadInput(f"{path}: an lm-evaluation-harness results file with no numeric score")
+    model = _model_name(config, data)
+    run = {k: str(config[k]) for k in ("model", "batch_size", "limit") if config.get(k) is not None}
+    return {"evidence": evidence, "applies_to": {"model": model} if model else {}, "conditions": run}
+
+
+def _model_name(config: dict[str, Any], data: dict[str, Any]) -> str | None:
+    args = str(config.get("model_args") or "")
+    found = re.search(r"(?:^|,)\s*(?:pretrained|model)=([^,]+)", args)
+    name = found.group(1) if found else data.get("model_name")
+    return str(name) if name else None
+
+
+# --- GuideLLM --------------------------------------------------------------------------------
+
+GUIDELLM_UNITS = {
+    "requests_per_second": "req/s",
+    "request_concurrency": None,
+    "request_latency": "s",
+    "time_to_first_token_ms": "ms",
+    "time_per_output_token_ms": "ms",
+    "inter_token_latency_ms": "ms",
+    "prompt_tokens_per_second": "tok/s",
+    "output_tokens_per_second": "tok/s",
+    "tokens_per_second": "tok/s",
+    "prompt_token_count": "tokens",
+    "output_token_count": "tokens",
+}
+
+
+def is_guidellm(data: Any) -> bool:
+    benchmarks = data.get("benchmarks") if isinstance(data, dict) else None
+    return (
+        isinstance(benchmarks, list)
+        and bool(benchmarks)
+        and all(isinstance(b, dict) and isinstance(b.get("metrics"), dict) for b in benchmarks)
+        and any("requests_per_second" in b["metrics"] for b in benchmarks)
+    )
+
+
+def parse_guidellm(path: Path) -> dict[str, Any]:
+    text, digest = read_artifact(path)
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise BadInput(f"{path}: not a valid GuideLLM report: {str(exc).splitlines()[0]}") from None
+    else:
+        data, _ = _load_json(path, "GuideLLM report")
+    if not is_guidellm(data):
+        raise BadInput(f"{path}: not a GuideLLM report (no benchmarks with metrics)")
+    artifact = _artifact(path, digest)
+    evidence = []
+    for index, bench in enumerate(data["benchmarks"]):
+        conditions = _guidellm_conditions(bench, index)
+        totals = bench["metrics"].get("request_totals") or {}
+        for name, unit in GUIDELLM_UNITS.items():
+            block = (bench["metrics"].get(name) or {}).get("successful")
+            if not isinstance(block, dict) or (block.get("count") == 0 and block.get("mean") in (None, 0)):
+                continue  # a metric this benchmark did not measure
+            where = f"{path}: benchmarks[{index}].metrics.{name}.successful"
+            stats = {
+                key: number(block[source], f"{where}.{source}")
+                for key, source in (("p50", "median"), ("std", "std_dev"), ("min", "min"), ("max", "max"))
+                if isinstance(block.get(source), (int, float))
+            }
+            for label, value in (block.get("percentiles") or {}).items():
+                # GuideLLM's p01 and p05 are the 1st and 5th percentiles (p001 and p999 are 0.1 and 99.9)
+                name_as_kb = f"p{int(label[1:])}" if re.fullmatch(r"p\d\d", label) else None
+                if name_as_kb and isinstance(value, (int, float)) and name_as_kb not in stats:
+                    stats[name_as_kb] = number(value, f"{where}.percentiles.{label}")
+            count = block.get("count")
+            evidence.append(
+                _entry(
+                    name.removesuffix("_ms"),
+                    number(block["mean"], f"{where}.mean"),
+                    unit,
+                    stats={"avg": number(block["mean"], f"{where}.mean"), **stats},
+                    samples=int(count) if isinstance(count, (int, float)) else None,
+                    conditions={
+                        **conditions,
+                        **({"errored": totals["errored"]} if isinstance(totals.get("errored"), int) else {}),
+                    },
+                    artifact=artifact,
+                )
+            )
+    if not evidence:
+        raise BadInput(f"{path}: a GuideLLM report with no successful-request metrics")
+    args = data.get("args") if isinstance(data.get("args"), dict) else {}
+    model = args.get("model") or _nested(data["benchmarks"][0], "worker", "backend_model")
+    environment = _nested(data, "metadata", "guidellm_version")
+    if environment:
+        for ev in evidence:
+            ev["environment"] = {"guidellm": str(environment)}
+    return {"evidence": evidence, "applies_to": {"model": str(model)} if model else {}, "conditions": {}}
+
+
+def _nested(data: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
+def _guidellm_conditions(bench: dict[str, Any], index: int) -> dict[str, Any]:
+    """The benchmark's load: its strategy (synchronous, concurrent, constant, ...) and its rate or streams."""
+    strategy = _nested(bench, "config", "strategy") or _nested(bench, "args", "strategy") or {}
+    out: dict[str, Any] = {"benchmark": index}
+    if isinstance(strategy, dict):
+        kind = strategy.get("type_") or strategy.get("type")
+        if isinstance(kind, str):
+            out["strategy"] = kind
+        for key in ("max_concurrency", "streams", "rate"):
+            if isinstance(strategy.get(key), (int, float)) and not isinstance(strategy.get(key), bool):
+                out["concurrency" if key in ("max_concurrency", "streams") else key] = strategy[key]
+    return out
+
+
+# --- vLLM and SGLang serving benchmarks -------------------------------------------------------
+
+LATENCY_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_([a-z0-9_]+?)_ms$")
+THROUGHPUTS = {
+    "request_throughput": "req/s",
+    "input_throughput": "tok/s",
+    "output_throughput": "tok/s",
+    "total_token_throughput": "tok/s",  # vLLM's name
+    "total_throughput": "tok/s",  # SGLang's
+    "max_output_tokens_per_s": "tok/s",
+}
+SERVING_CONDITIONS = (
+    "backend",
+    "dataset_name",
+    "request_rate",
+    "max_concurrency",
+    "num_prompts",
+    "random_input_len",
+    "random_output_len",
+    "sharegpt_output_len",
+    "burstiness",
+)
+
+
+def is_serving_run(data: Any) -> bool:
+    """A vLLM `bench serve --save-result` result or one line of SGLang's bench_serving output."""
+    return (
+        isinstance(data, dict)
+        and "completed" in data
+        and ("output_throughput" in data or "request_throughput" in data)
+        and any(LATENCY_KEY.match(k) for k in data)
+    )
+
+
+def json_runs(path: Path, text: str) -> list[Any]:
+    """One JSON document, or JSON Lines (SGLang's output, vLLM's --append-result): the runs it holds."""
+    if path.suffix.lower() != ".jsonl":
+        try:
+            return [json.loads(text)]
+        except json.JSONDecodeError:
+            if len([line for line in text.splitlines() if line.strip()]) < 2:
+                raise BadInput(f"{path}: not valid JSON") from None
+    runs = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                runs.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise BadInput(f"{path}:{n}: not JSON ({exc.msg})") from None
+    return runs
+
+
+def parse_serving(path: Path) -> dict[str, Any]:
+    """A vLLM result JSON (one run) or SGLang JSONL (one run a line)."""
+    text, digest = read_artifact(path)
+    runs = json_runs(path, text)
+    if not runs or not all(is_serving_run(r) for r in runs):
+        raise BadInput(f"{path}: not a vLLM or SGLang serving benchmark result (completed, throughput, *_ms)")
+    artifact = _artifact(path, digest)
+    evidence: list[dict[str, Any]] = []
+    for index, run in enumerate(runs):
+        where = f"{path}" + (f":{index + 1}" if len(runs) > 1 else "")
+        conditions = {
+            k: run[k] if not isinstance(run[k], float) or math.isfinite(run[k]) else str(run[k])  # rate inf
+            for k in SERVING_CONDITIONS
+            if isinstance(run.get(k), (int, float, str)) and not isinstance(run.get(k), bool)
+        }
+        if len(runs) > 1:
+            conditions["run"] = index + 1
+        completed = run.get("completed")
+        samples = int(completed) if isinstance(completed, int) and completed >= 0 else None
+        latencies: dict[str, dict[str, float]] = {}
+        for key, value in run.items():
+            found = LATENCY_KEY.match(key)
+            if found and isinstance(value, (int, float)) and not isinstance(value, bool):
+                stat, metric = found.groups()
+                stat = {"mean": "avg", "median": "p50"}.get(stat, stat.replace(".", "_") if "." in stat else stat)
+                latencies.setdefault(metric, {})[stat] = number(value, f"{where}: {key}")
+        for metric, stats in latencies.items():
+            value = stats.get("avg", stats.get("p50"))
+            if value is None:
+                continue
+            evidence.append(
+                _entry(metric, value, "ms", stats=stats, samples=samples, conditions=conditions, artifact=artifact)
+            )
+        for key, unit in THROUGHPUTS.items():
+            if isinstance(run.get(key), (int, float)) and not isinstance(run.get(key), bool):
+                evidence.append(
+                    _entry(
+                        key,
+                        number(run[key], f"{where}: {key}"),
+                        unit,
+                        samples=samples,
+                        conditions=conditions,
+                        artifact=artifact,
+                    )
+                )
+        failed = run.get("failed")
+        if isinstance(completed, int) and isinstance(failed, int):
+            evidence.append(
+                _entry(
+                    "failed_requests",
+                    float(failed),
+                    "requests",
+                    conditions=conditions,
+                    artifact=artifact,
+                    direction="lower",
+                )
+            )
+    models = {str(r.get("model_id") or r.get("model")) for r in runs if r.get("model_id") or r.get("model")}
+    applies = {"model": models.pop()} if len(models) == 1 else {}
+    engines = {str(r["backend"]) for r in runs if isinstance(r.get("backend"), str)}
+    if len(engines) == 1:
+        applies["engine"] = engines.pop()
+    return {"evidence": evidence, "applies_to": applies, "conditions": {}}
+
+
+# --- MLPerf Inference LoadGen -----------------------------------------------------------------
+
+MLPERF_LINE = re.compile(r"^\s*([A-Za-z][^:]*?)\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
+MLPERF_STAT = re.compile(
+    r"^(?:(?P<which>min|max|mean)\s+)?(?:(?P<pct>\d+(?:\.\d+)?) percentile\s+)?"
+    r"(?P<what>.*?)\s*\((?P<unit>ns|us|ms|s)\)$",
+    re.I,
+)
+MLPERF_PARAMETERS = ("target_qps", "target_latency (ns)", "max_async_queries", "min_query_count", "samples_per_query")
+
+
+def parse_mlperf(path: Path) -> dict[str, Any]:
+    """A LoadGen summary: the header (SUT, scenario, mode, result and why), each latency family as one
+    metric with its min, mean, max and percentiles, each rate as a metric, a few test parameters."""
+    text, digest = read_artifact(path)
+    if "MLPerf Results Summary" not in text:
+        raise BadInput(f"{path}: not an MLPerf LoadGen summary (no 'MLPerf Results Summary')")
+    head, _, parameters = text.partition("Test Parameters Used")
+    conditions: dict[str, Any] = {}
+    for label, key in (("SUT name", "sut"), ("Scenario", "scenario"), ("Mode", "mode"), ("Result is", "result")):
+        found = re.search(rf"^{label}\s*:\s*(.+?)\s*$", head, re.M)
+        if found:
+            conditions[key] = found.group(1)
+    if "result" not in conditions:
+        raise BadInput(f"{path}: an MLPerf summary without 'Result is : VALID|INVALID'")
+    failed = re.findall(r"^\s*(.+? satisfied)\s*:\s*No\s*$", head, re.M)
+    if failed:
+        conditions["unsatisfied"] = ", ".join(failed)
+    for line in parameters.splitlines():
+        found = MLPERF_LINE.match(line)
+        if found and found.group(1).strip() in MLPERF_PARAMETERS:
+            name = found.group(1).strip().replace(" (ns)", "_ns")
+            conditions[name] = number(float(found.group(2)), f"{path}: {name}")
+    artifact = _artifact(path, digest)
+    families: dict[tuple[str, str], dict[str, float]] = {}
+    rates: list[tuple[str, float, str | None]] = []
+    for line in head.splitlines():
+        found = MLPERF_LINE.match(line)
+        if not found:
+            continue
+        label, value = found.group(1).strip(), number(float(found.group(2)), f"{path}: {found.group(1).strip()}")
+        stat = MLPERF_STAT.match(label)
+        if stat:
+            what = re.sub(r"\s+", "_", stat.group("what").strip().lower()) or "latency"
+            key = (
+                {"min": "min", "max": "max", "mean": "avg"}[stat.group("which").lower()]
+                if stat.group("which")
+                else f"p{_percentile(stat.group('pct'))}"
+                if stat.group("pct")
+                else "value"
+            )
+            families.setdefault((what, stat.group("unit").lower()), {})[key] = value
+        else:
+            rates.append((re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_"), value, _rate_unit(label)))
+    evidence = []
+    for (what, unit), stats in families.items():
+        headline = stats.get("avg", stats.get("p50", stats.get("value", stats.get("p90"))))
+        if headline is None:
+            continue
+        stats.pop("value", None)
+        evidence.append(_entry(what, headline, unit, stats=stats, conditions=conditions, artifact=artifact))
+    for name, rate, rate_unit in rates:
+        evidence.append(_entry(name, rate, rate_unit, conditions=conditions, artifact=artifact))
+    if not evidence:
+        raise BadInput(f"{path}: an MLPerf summary with no metric line")
+    return {"evidence": evidence, "applies_to": {}, "conditions": {}}
+
+
+def _percentile(text: str) -> str:
+    """'50.00' -> '50', '99.90' -> '99_9': kb's statistic names."""
+    value = float(text)
+    return str(int(value)) if value == int(value) else f"{value:g}".replace(".", "_")
+
+
+def _rate_unit(label: str) -> str | None:
+    lowered = label.lower()
+    for word, unit in (("tokens per second", "tok/s"), ("samples per second", "samples/s"), ("qps", "queries/s")):
+        if word in lowered:
+            return unit
+    return None
