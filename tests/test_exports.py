@@ -200,3 +200,38 @@ def test_a_vllm_result_names_its_model_engine_and_load(cli, kb):
     result = cli("add-finding", "--title", "GLM-4.7 on 8 B200 at concurrency 100", "--from", str(VLLM), "--json")
     assert result.exit_code == 0, result.stderr
     assert {e["metric"] for e in json.loads(result.stdout)["evidence"]} == {e["metric"] for e in parsed["evidence"]}
+
+
+AIPERF_RECORDS = DATA / "aiperf" / "profile_export.jsonl"
+AIPERF_SUMMARY = DATA / "aiperf" / "profile_export_aiperf.json"
+
+
+def test_aiperf_records_agree_with_aiperfs_own_summary_of_the_same_run():
+    """The per-request reader's statistics, computed by kb, against the aggregate AIPerf wrote itself."""
+    summary = json.loads(AIPERF_SUMMARY.read_text())
+    parsed = exports.parse_aiperf_records(AIPERF_RECORDS)
+    compared = 0
+    for ev in parsed["evidence"]:
+        theirs = summary.get(ev["metric"])
+        if not isinstance(theirs, dict) or "avg" not in theirs:
+            continue
+        for stat in ("avg", "min", "max", "p50", "p90", "p95", "p99", "count"):
+            assert ev["stats"][stat] == pytest.approx(theirs[stat], rel=1e-12), (ev["metric"], stat)
+        n = ev["samples"]
+        # AIPerf's std is the population's; kb keeps the sample's (n - 1), which intervals need
+        assert ev["stats"]["std"] * ((n - 1) / n) ** 0.5 == pytest.approx(theirs["std"], rel=1e-9, abs=1e-12)
+        assert ev["unit"] == theirs["unit"]
+        compared += 1
+    assert compared >= 20
+
+
+def test_aiperf_records_carry_a_bootstrap_interval_of_the_mean():
+    first = by_metric(exports.parse_aiperf_records(AIPERF_RECORDS))["time_to_first_token"][0]
+    stats = first["stats"]
+    assert stats["min"] < stats["ci95_low"] < stats["avg"] < stats["ci95_high"] < stats["max"]
+    # a normal-theory interval of the mean is close: the bootstrap agrees with it on 30 requests
+    half = 1.96 * stats["std"] / first["samples"] ** 0.5
+    assert stats["ci95_low"] == pytest.approx(stats["avg"] - half, rel=0.02)
+    again = by_metric(exports.parse_aiperf_records(AIPERF_RECORDS))["time_to_first_token"][0]
+    assert again["stats"] == stats  # a fixed seed: the same records, the same interval
+    assert formats.reader_for(AIPERF_RECORDS).name == "aiperf-records"

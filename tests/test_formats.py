@@ -52,7 +52,7 @@ def test_json_no_reader_recognises_is_refused_naming_the_candidates(tmp_path):
 def test_an_export_no_reader_reads_is_refused_in_one_line(cli, kb, tmp_path):
     export = tmp_path / "bench.csv"
     export.write_text("metric,value\ntpot,0.5\n")
-    with pytest.raises(BadInput, match=r"not a benchmark export kb reads \(aiperf \(\.json\); vllm-sglang"):
+    with pytest.raises(BadInput, match=r"not a benchmark export kb reads \(aiperf \(\.json\); aiperf-records"):
         formats.reader_for(export)
     before = tree_state(kb.root)
     result = cli("add-finding", "--title", "From a CSV", "--from", str(export))

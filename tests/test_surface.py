@@ -38,7 +38,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"pipeline"},
     ],
     "loop": [
-        {"environment", "evidence", "exchange", "gates", "importer", "provenance", "review", "secrets"},
+        {"environment", "evidence", "exchange", "gates", "importer", "provenance", "review", "secrets", "statistics"},
         {"curation", "exports", "finding_input"},
         {"formats"},
     ],

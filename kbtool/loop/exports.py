@@ -420,3 +420,65 @@ def _rate_unit(label: str) -> str | None:
         if word in lowered:
             return unit
     return None
+
+
+# --- AIPerf per-request records -----------------------------------------------------------------
+
+
+def is_aiperf_records(first: Any) -> bool:
+    """A line of AIPerf's profile_export.jsonl: a request's metadata and its metrics."""
+    return (
+        isinstance(first, dict)
+        and isinstance(first.get("metadata"), dict)
+        and isinstance(first.get("metrics"), dict)
+        and "request_start_ns" in first["metadata"]
+    )
+
+
+def parse_aiperf_records(path: Path) -> dict[str, Any]:
+    """AIPerf's per-request records: each metric every request has as a number, summarised over the
+    profiling requests (cancelled ones left out), with a bootstrap 95% interval of its mean."""
+    from .statistics import bootstrap_mean_interval, describe
+
+    text, digest = read_artifact(path)
+    records = json_runs(path, text)
+    if not records or not all(is_aiperf_records(r) for r in records):
+        raise BadInput(f"{path}: not AIPerf per-request records (metadata and metrics on each line)")
+    kept = [
+        r
+        for r in records
+        if r["metadata"].get("benchmark_phase", "profiling") == "profiling" and not r["metadata"].get("was_cancelled")
+    ]
+    if not kept:
+        raise BadInput(f"{path}: no completed profiling request among the records")
+    columns: dict[str, list[float]] = {}
+    units: dict[str, str | None] = {}
+    for n, record in enumerate(kept, 1):
+        for name, entry in record["metrics"].items():
+            value = entry.get("value") if isinstance(entry, dict) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue  # a list (inter-chunk latencies) or a missing value
+            columns.setdefault(name, []).append(number(value, f"{path}: request {n} {name}"))
+            units[name] = entry.get("unit") if isinstance(entry.get("unit"), str) else None
+    artifact = _artifact(path, digest)
+    evidence = []
+    for name, values in columns.items():
+        if len(values) != len(kept):
+            continue  # measured for some requests only: a mean over those would mislead
+        stats = describe(values)
+        low, high = bootstrap_mean_interval(values)
+        stats.update({"ci95_low": low, "ci95_high": high})
+        evidence.append(
+            _entry(
+                name,
+                stats["avg"],
+                units[name],
+                stats=stats,
+                samples=len(values),
+                conditions={"records": "per-request", "requests": len(kept)},
+                artifact=artifact,
+            )
+        )
+    if not evidence:
+        raise BadInput(f"{path}: the records hold no metric every request has")
+    return {"evidence": evidence, "applies_to": {}, "conditions": {}}

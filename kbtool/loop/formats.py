@@ -221,8 +221,15 @@ READERS: tuple[Reader, ...] = (
         _is_aiperf,
     ),
     FunctionReader(
+        "aiperf-records",
+        "AIPerf profile_export.jsonl of each request",
+        (".jsonl",),
+        lambda path, _: exports.parse_aiperf_records(path),
+        lambda path, text: exports.is_aiperf_records(_first_json_line(text)),
+    ),
+    FunctionReader(
         "vllm-sglang",
-        "vLLM bench serve --save-result JSON or SGLang bench_serving JSONL",
+        "a vLLM bench serve result JSON or SGLang bench_serving JSONL",
         (".json", ".jsonl"),
         lambda path, _: exports.parse_serving(path),
         lambda path, text: exports.is_serving_run(
