@@ -577,7 +577,8 @@ class KnowledgeBase:
         project: str | None = None,
         closes: str | None = None,
         tags: Iterable[str] = (),
-        artifact: Path | None = None,
+        artifact: Path | Iterable[Path] | None = None,
+        baseline_artifacts: Iterable[Path] = (),
         metric_name: str = "metric",
         repo: Path | None = None,
         body: str = "",
@@ -600,12 +601,37 @@ class KnowledgeBase:
             status = agent_status(status, "tentative")
         evidence = evidence_from_metrics(metrics or {}, baselines or {}, direction, command, conditions)
         scope = parse_assignments([f"applies_to.{a}" for a in applies_to], model_for("finding")).get("applies_to", {})
-        if artifact is not None:
-            parsed = reader_for(artifact).read(artifact, metric_name)
-            for ev in parsed["evidence"]:
-                ev["artifact"] = {**ev["artifact"], "path": portable_path(artifact, repo)}
-            evidence += parsed["evidence"]
-            scope = {**parsed["applies_to"], **scope}
+        runs = [artifact] if isinstance(artifact, Path) else list(artifact or [])
+        baselines_given = list(baseline_artifacts)
+        verdicts: builtins.list[str] = []
+        if baselines_given and not runs:
+            raise BadInput("--baseline-from needs the candidate's runs too: --from FILE (repeat it for each run)")
+        if runs:
+            from .loop.repeats import combine_runs, judge
+
+            def read_runs(paths: builtins.list[Path]) -> tuple[builtins.list[dict[str, Any]], dict[str, Any]]:
+                parsed_runs = []
+                for path in paths:
+                    parsed = reader_for(path).read(path, metric_name)
+                    for ev in parsed["evidence"]:
+                        ev["artifact"] = {**ev["artifact"], "path": portable_path(path, repo)}
+                    parsed_runs.append(parsed)
+                return combine_runs([p["evidence"] for p in parsed_runs]), parsed_runs[0]["applies_to"]
+
+            measured, found_scope = read_runs(runs)
+            if baselines_given:
+                baseline_evidence, _ = read_runs(baselines_given)
+                verdicts = judge(measured, baseline_evidence)
+            evidence += measured
+            scope = {**found_scope, **scope}
+            # a finding shows something only when some change's interval is clear of zero
+            if verdicts and all(line.endswith(": no clear change") for line in verdicts):
+                if status == "confirmed":
+                    self.note("no change's 95% interval is clear of zero: recorded as tentative, not confirmed")
+                status = "tentative" if status in (None, "confirmed") else status
+            if verdicts:
+                heading = f"## Against the baseline: {len(runs)} run(s) against {len(baselines_given)}"
+                body = (body + "\n\n" if body else "") + heading + "\n\n" + "\n".join(verdicts) + "\n"
         data: dict[str, Any] = {
             "kind": "finding",
             "title": title,

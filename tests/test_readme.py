@@ -27,6 +27,9 @@ from conftest import REPO_ROOT
 AIPERF_EXPORT = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"
 # blocks by their first line: what the test sets up before running one, or why it does not run it
 NOT_RUN = {
+    'kb add-finding --title "FP8 KV cache: decode throughput" \\': (
+        "a user's own six run exports; tests/test_repeats.py runs it on copies of a real vLLM result"
+    ),
     'make demo   # creates .venv/, installs kb (CPU torch pinned first), runs kb search "NVFP4 MoE decode" on the starter KB': "the set-up itself: .ci/run runs `make test` (this test among them) and `make demo` on a clean clone",
 }
 # files a user has at that point: the export of their own AIPerf run (a real one, from a mock server)

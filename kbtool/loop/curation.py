@@ -295,9 +295,17 @@ def secret_problems(cards: list[StoredCard], root: Path) -> list[Problem]:
 
 
 def improved(ev: dict[str, Any]) -> bool | None:
-    """Whether this evidence says the change helped (value better than baseline), if it says."""
+    """Whether this evidence says the change helped (value better than baseline), if it says. With an
+    interval of the change (repeated runs), only an interval clear of zero says: one that crosses it
+    says nothing, so two such findings never contradict each other."""
     if ev.get("baseline") is None or ev.get("direction") is None or ev["value"] == ev["baseline"]:
         return None
+    stats = ev.get("stats") or {}
+    if "change_ci95_low" in stats and "change_ci95_high" in stats:
+        low, high = stats["change_ci95_low"], stats["change_ci95_high"]
+        if low <= 0 <= high:
+            return None
+        return (low > 0) == (ev["direction"] == "higher")
     return (ev["value"] > ev["baseline"]) == (ev["direction"] == "higher")
 
 

@@ -204,7 +204,9 @@ class Evidence(Model):
             raise ValueError(f"stats.std: {self.stats['std']:g} is negative; a standard deviation is not")
         if self.unit is None or not _NEVER_NEGATIVE_UNIT.search(self.unit.strip()):
             return self
-        numbers = {"value": self.value, "baseline": self.baseline, **{f"stats.{k}": v for k, v in self.stats.items()}}
+        # a change (candidate minus baseline, and its interval) may be negative; the measures themselves not
+        measured = {f"stats.{k}": v for k, v in self.stats.items() if not k.startswith("change_")}
+        numbers = {"value": self.value, "baseline": self.baseline, **measured}
         for where, number in numbers.items():
             if number is not None and number < 0:
                 raise ValueError(f"{where}: {number:g} {self.unit} is negative; a duration, rate, size or count is not")

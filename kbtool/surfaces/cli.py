@@ -276,8 +276,22 @@ def add_finding(
     closes: Annotated[str | None, typer.Option(help="The id of a gap this finding answers; links both.")] = None,
     tag: Tags = None,
     from_file: Annotated[
-        Path | None,
-        typer.Option("--from", help=f"A benchmark export: {formats.described()}."),
+        list[Path] | None,
+        typer.Option(
+            "--from",
+            help=f"A benchmark export: {formats.described()}. Repeat it for several runs of one configuration: "
+            "each metric then gets n, mean, std and a 95% interval.",
+            show_default=False,
+        ),
+    ] = None,
+    baseline_from: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--baseline-from",
+            help="An export of the baseline (repeatable, a run each): each metric's change gets a 95% interval and a "
+            "verdict (better, worse, no clear change); a finding none of whose changes is clear stays tentative.",
+            show_default=False,
+        ),
     ] = None,
     metric_name: Annotated[
         str, typer.Option(help="The metric a results TSV measures (its 'metric' column).")
@@ -318,7 +332,14 @@ def add_finding(
 
     base = open_kb(kb, allow_secret)
     if json_input:
-        flags = {"--title": title, "--claim": claim, "--metric": metric, "--baseline": baseline, "--from": from_file}
+        flags = {
+            "--title": title,
+            "--claim": claim,
+            "--metric": metric,
+            "--baseline": baseline,
+            "--from": from_file,
+            "--baseline-from": baseline_from,
+        }
         given = [flag for flag, value in {**flags, "--body": body}.items() if value]
         if given:
             raise BadInput(
@@ -338,7 +359,8 @@ def add_finding(
             "project": project,
             "closes": closes,
             "tags": tag or [],
-            "artifact": from_file,
+            "artifact": from_file or None,
+            "baseline_artifacts": baseline_from or [],
             "metric_name": metric_name,
             "repo": repo,
             "body": body or "",

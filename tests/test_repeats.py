@@ -1,0 +1,98 @@
+"""Verdicts that survive noise (kbtool/loop/repeats.py): runs give a mean with a 95% interval, a change
+against the baseline's runs gets its own interval, and one crossing zero leaves a finding tentative."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from conftest import REPO_ROOT
+from kbtool.loop import curation, repeats
+
+VLLM = REPO_ROOT / "tests" / "data" / "vllm" / "run_1_TP8_DP1_CTX1024_C100_P100_O128.json"
+
+
+def run(value: float, metric: str = "output_throughput", unit: str = "tok/s") -> list[dict]:
+    return [{"metric": metric, "value": value, "unit": unit, "direction": "higher", "conditions": {"rate": 4}}]
+
+
+def test_runs_give_a_mean_with_a_t_interval():
+    [combined] = repeats.combine_runs([run(100.0), run(104.0), run(96.0)])
+    mean, std = 100.0, 4.0  # the three values' mean and sample standard deviation
+    half = 4.303 * std / math.sqrt(3)  # Student's t, 2 degrees of freedom
+    assert combined["value"] == mean and combined["stats"]["std"] == pytest.approx(std)
+    assert combined["stats"]["ci95_low"] == pytest.approx(mean - half)
+    assert combined["stats"]["ci95_high"] == pytest.approx(mean + half)
+    assert combined["conditions"] == {"rate": 4, "runs": 3}
+    assert repeats.t95(2) == 4.303 and repeats.t95(200) == repeats.Z95
+
+
+def test_the_change_gets_a_welch_interval_and_a_verdict():
+    candidate = repeats.combine_runs([run(120.0), run(124.0), run(116.0)])
+    baseline = repeats.combine_runs([run(100.0), run(101.0), run(99.0)])
+    lines = repeats.judge(candidate, baseline)
+    ev = candidate[0]
+    se = math.sqrt(4.0**2 / 3 + 1.0**2 / 3)
+    df = se**4 / ((4.0**2 / 3) ** 2 / 2 + (1.0**2 / 3) ** 2 / 2)  # Welch-Satterthwaite: 2.24
+    half = repeats.t95(df) * se
+    assert ev["baseline"] == 100.0
+    assert ev["stats"]["change_ci95_low"] == pytest.approx(20.0 - half)
+    assert ev["stats"]["change_ci95_high"] == pytest.approx(20.0 + half)
+    assert ev["conditions"]["verdict"] == "better" and lines[0].endswith(": better")
+    assert repeats.verdict(-3.0, 5.0, "higher") == "no clear change"
+    assert repeats.verdict(-9.0, -1.0, "higher") == "worse" and repeats.verdict(-9.0, -1.0, "lower") == "better"
+
+
+def test_contradictions_compare_intervals_not_single_values():
+    crossing = {
+        "value": 103.0,
+        "baseline": 100.0,
+        "direction": "higher",
+        "stats": {"change_ci95_low": -2.0, "change_ci95_high": 8.0},
+    }
+    clear = {**crossing, "stats": {"change_ci95_low": 1.0, "change_ci95_high": 5.0}}
+    assert curation.improved(crossing) is None  # says nothing: cannot contradict anything
+    assert curation.improved(clear) is True
+    assert curation.improved({k: v for k, v in crossing.items() if k != "stats"}) is True  # one value: as before
+
+
+def vllm_runs(tmp_path, name: str, throughputs: list[float]) -> list[str]:
+    """Copies of a real vLLM result, each with another output throughput: a configuration's runs."""
+    raw = json.loads(VLLM.read_text())
+    paths = []
+    for i, value in enumerate(throughputs):
+        path = tmp_path / f"{name}-{i}.json"
+        path.write_text(json.dumps({**raw, "output_throughput": value}))
+        paths.append(str(path))
+    return paths
+
+
+def add_finding(cli, title: str, candidate: list[str], baseline: list[str]) -> dict:
+    args = ["add-finding", "--title", title, "--json"]
+    args += [a for p in candidate for a in ("--from", p)] + [a for p in baseline for a in ("--baseline-from", p)]
+    result = cli(*args)
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_overlapping_runs_give_a_tentative_finding_and_separated_ones_a_confirmed_one(cli, tmp_path):
+    baseline = vllm_runs(tmp_path, "base", [5000.0, 5150.0, 4900.0])
+    overlapping = add_finding(cli, "Maybe faster", vllm_runs(tmp_path, "a", [5100.0, 4950.0, 5250.0]), baseline)
+    assert overlapping["status"] == "tentative"
+    ev = next(e for e in overlapping["evidence"] if e["metric"] == "output_throughput")
+    assert ev["conditions"]["verdict"] == "no clear change" and ev["conditions"]["runs"] == 3
+    assert ev["stats"]["change_ci95_low"] < 0 < ev["stats"]["change_ci95_high"]
+    assert "output_throughput: " in overlapping["body"] and "no clear change" in overlapping["body"]
+
+    separated = add_finding(cli, "Clearly faster", vllm_runs(tmp_path, "b", [6000.0, 6050.0, 5980.0]), baseline)
+    assert separated["status"] == "confirmed"
+    ev = next(e for e in separated["evidence"] if e["metric"] == "output_throughput")
+    assert ev["conditions"]["verdict"] == "better" and ev["stats"]["change_ci95_low"] > 0
+    assert ev["baseline"] == pytest.approx((5000.0 + 5150.0 + 4900.0) / 3)
+
+
+def test_a_baseline_without_runs_of_the_candidate_is_refused(cli, tmp_path):
+    result = cli("add-finding", "--title", "x", "--baseline-from", str(VLLM))
+    assert result.exit_code == 2 and "--from FILE" in result.stderr
