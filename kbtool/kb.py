@@ -22,6 +22,8 @@ from .model import markdown
 from .model.cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, Gap, Gate, fallback_id, is_valid_id, slugify
 from .model.contracts import (
     Change,
+    Compared,
+    Comparison,
     FindingAdded,
     FindingInput,
     GateRunResult,
@@ -507,6 +509,42 @@ class KnowledgeBase:
         return ImportSummary(
             collection=collection, added=added, updated=updated, unchanged=unchanged, retired=retired, commit=commit
         )
+
+    def compare(self, candidate: str, baseline: str, metric_name: str = "metric") -> Comparison:
+        """`kb compare`: each metric both sides measured, with intervals and a verdict (kbtool.loop.repeats).
+        A side is an export, a folder of exports (one run each), or a finding's id."""
+        from .loop.repeats import compare
+
+        rows = compare(self._runs_of(candidate, metric_name), self._runs_of(baseline, metric_name))
+        if not rows:
+            raise BadInput(f"{candidate} and {baseline} share no metric (the same name, unit and conditions)")
+        return Comparison(candidate=candidate, baseline=baseline, metrics=[Compared(**row) for row in rows])
+
+    def _runs_of(self, ref: str, metric_name: str) -> builtins.list[builtins.list[dict[str, Any]]]:
+        from .loop.formats import reader_for
+
+        path = Path(ref)
+        if path.is_dir():
+            runs = []
+            for file in sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")):
+                try:
+                    reader = reader_for(file)
+                except BadInput:
+                    continue  # a log or a note beside the exports
+                runs.append(reader.read(file, metric_name)["evidence"])
+            if not runs:
+                raise BadInput(f"{ref}: no benchmark export kb reads in this folder")
+            return runs
+        if path.is_file():
+            return [reader_for(path).read(path, metric_name)["evidence"]]
+        base, rest = self.owner_of(ref)
+        found = base.card_or_skill(rest)
+        if not isinstance(found, StoredCard) or found.card.kind != "finding":
+            raise BadInput(f"{ref}: not an export, a folder of them, or a finding")
+        evidence = found.to_dict().get("evidence") or []
+        if not evidence:
+            raise BadInput(f"{ref}: a finding with no evidence to compare")
+        return [evidence]
 
     def export_cards(self, fmt: str = "jsonl") -> Iterator[str]:
         """Every card as a line of JSON (kbtool.loop.exchange), in path order."""

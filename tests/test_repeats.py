@@ -96,3 +96,41 @@ def test_overlapping_runs_give_a_tentative_finding_and_separated_ones_a_confirme
 def test_a_baseline_without_runs_of_the_candidate_is_refused(cli, tmp_path):
     result = cli("add-finding", "--title", "x", "--baseline-from", str(VLLM))
     assert result.exit_code == 2 and "--from FILE" in result.stderr
+
+
+def test_kb_compare_two_folders_of_runs_and_two_findings(cli, tmp_path):
+    for side, values in (("candidate", [6000.0, 6050.0, 5980.0]), ("baseline", [5000.0, 5150.0, 4900.0])):
+        folder = tmp_path / side
+        folder.mkdir()
+        for path in vllm_runs(folder, "run", values):
+            assert path.startswith(str(folder))
+        (folder / "notes.txt").write_text("the server was warmed up first\n")  # not an export: passed over
+    result = cli("compare", str(tmp_path / "candidate"), str(tmp_path / "baseline"), "--json")
+    assert result.exit_code == 0, result.stderr
+    rows = {r["metric"]: r for r in json.loads(result.stdout)["metrics"]}
+    out = rows["output_throughput"]
+    assert (out["candidate_runs"], out["baseline_runs"]) == (3, 3) and out["verdict"] == "better"
+    assert out["change"] == pytest.approx(6010.0 - 5016.666666666667)
+    assert out["change_low"] > 0 and out["candidate_low"] < 6010.0 < out["candidate_high"]
+    assert rows["ttft"]["verdict"] == "no clear change"  # the same in every run of both sides
+    text = cli("compare", str(tmp_path / "candidate"), str(tmp_path / "baseline")).stdout
+    assert "output_throughput: 6010 [" in text and ": better" in text
+
+    # two findings, each from its runs: compared by id
+    ids = []
+    for side in ("candidate", "baseline"):
+        runs = sorted(str(p) for p in (tmp_path / side).glob("*.json"))
+        ids.append(add_finding(cli, f"{side} throughput", runs, [])["id"])
+    by_id = {r["metric"]: r for r in json.loads(cli("compare", *ids, "--json").stdout)["metrics"]}
+    assert by_id["output_throughput"]["verdict"] == "better"
+    assert by_id["output_throughput"]["change"] == pytest.approx(out["change"])
+
+
+def test_kb_compare_refuses_what_it_cannot_read(cli, tmp_path):
+    (tmp_path / "empty").mkdir()
+    for args, words in (
+        ([str(tmp_path / "nowhere"), str(VLLM)], "no card or skill"),
+        ([str(tmp_path / "empty"), str(VLLM)], "no benchmark export kb reads in this folder"),
+    ):
+        result = cli("compare", *args)
+        assert result.exit_code == 2 and words in result.stderr and result.stderr.count("\n") == 1, result.stderr

@@ -47,7 +47,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"docs", "mcp", "mcp_prompts", "mcp_tools", "mcp_transports", "operations"},
         {"client"},
         {"cli_base"},
-        {"cli_install", "cli_reuse"},
+        {"cli_evidence", "cli_install", "cli_reuse"},
         {"cli", "daemon"},
     ],
     "entry": [{"__init__", "__main__"}],

@@ -262,7 +262,10 @@ READERS: tuple[Reader, ...] = (
         "a results TSV (commit, metric, memory, status, description)",
         (".tsv", ".txt"),
         parse_results_tsv,
-        lambda path, text: path.suffix.lower() in (".tsv", ".txt"),
+        # a .tsv is one by its name; a .txt only with the header (notes and logs end in .txt too)
+        lambda path, text: (
+            path.suffix.lower() == ".tsv" or set(TSV_COLUMNS) <= {h.strip() for h in text.split("\n", 1)[0].split("\t")}
+        ),
     ),
 )
 

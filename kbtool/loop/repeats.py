@@ -32,7 +32,8 @@ def t95(df: float) -> float:
 
 def _key(ev: dict[str, Any]) -> tuple[str, str | None, str]:
     """Runs pair by metric, unit and the conditions that are not about the run itself."""
-    conditions = {k: v for k, v in (ev.get("conditions") or {}).items() if k not in ("run", "records", "requests")}
+    skip = ("run", "runs", "records", "requests", "verdict")  # about the runs and their judging, not the load
+    conditions = {k: v for k, v in (ev.get("conditions") or {}).items() if k not in skip}
     return ev["metric"], ev.get("unit"), repr(sorted(conditions.items()))
 
 
@@ -138,3 +139,43 @@ def judge(candidates: list[dict[str, Any]], baselines: list[dict[str, Any]]) -> 
             f"[{low:+.4g}, {high:+.4g}]{unit}: {said}"
         )
     return lines
+
+
+def compare(
+    candidate_runs: Sequence[list[dict[str, Any]]], baseline_runs: Sequence[list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Each metric both sides measured: means, intervals, the change, its interval and the verdict
+    (`kb compare`). Without an interval on a side (one run, no per-request records), the verdict
+    says so instead of guessing."""
+    candidates, baselines = combine_runs(candidate_runs), combine_runs(baseline_runs)
+    judge(candidates, baselines)
+    by_key = {_key(b): b for b in baselines}
+    rows = []
+    for ev in candidates:
+        base = by_key.get(_key(ev))
+        if base is None:
+            continue
+        stats, base_stats = ev.get("stats") or {}, base.get("stats") or {}
+        change = ev["value"] - base["value"]
+        rows.append(
+            {
+                "metric": ev["metric"],
+                "unit": ev.get("unit"),
+                "direction": ev.get("direction"),
+                "candidate": ev["value"],
+                "candidate_low": stats.get("ci95_low"),
+                "candidate_high": stats.get("ci95_high"),
+                "candidate_runs": int((ev.get("conditions") or {}).get("runs", 1)),
+                "baseline": base["value"],
+                "baseline_low": base_stats.get("ci95_low"),
+                "baseline_high": base_stats.get("ci95_high"),
+                "baseline_runs": int((base.get("conditions") or {}).get("runs", 1)),
+                "change": change,
+                "change_pct": change / base["value"] if base["value"] else None,
+                "change_low": stats.get("change_ci95_low"),
+                "change_high": stats.get("change_ci95_high"),
+                "verdict": (ev.get("conditions") or {}).get("verdict")
+                or "no interval: one run a side, no per-request records",
+            }
+        )
+    return rows

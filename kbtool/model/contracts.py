@@ -556,3 +556,31 @@ class CardAdded(Contract):
 
 def relations(found: dict[str, list[str]]) -> FindingRelations:
     return FindingRelations(duplicates=found["duplicates"], contradictions=found["contradictions"])
+
+
+class Compared(Contract):
+    """One metric of `kb compare`: the candidate's and the baseline's means with their 95% intervals,
+    the change and its interval, and the verdict the interval gives."""
+
+    metric: str
+    unit: str | None = None
+    direction: str | None = None
+    candidate: float
+    candidate_low: float | None = None
+    candidate_high: float | None = None
+    candidate_runs: int
+    baseline: float
+    baseline_low: float | None = None
+    baseline_high: float | None = None
+    baseline_runs: int
+    change: float = Field(description="candidate - baseline")
+    change_pct: float | None = Field(None, description="the change as a fraction of the baseline")
+    change_low: float | None = None
+    change_high: float | None = None
+    verdict: str = Field(description="better, worse, no clear change, or changed (which way is better unknown)")
+
+
+class Comparison(Contract):
+    candidate: str
+    baseline: str
+    metrics: list[Compared]
