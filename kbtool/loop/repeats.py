@@ -12,7 +12,7 @@ crosses zero is no clear change, and a finding none of whose changes is clear st
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 # two-sided 95% critical values of Student's t, by degrees of freedom (1-30); above, the normal's 1.96
@@ -115,15 +115,22 @@ def verdict(low: float, high: float, direction: str | None) -> str:
     return "better" if up == (direction == "higher") else "worse"
 
 
+def pairs(
+    candidates: list[dict[str, Any]], baselines: list[dict[str, Any]]
+) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
+    """(candidate entry, baseline entry) of each metric both sides measured under the same load."""
+    by_key = {_key(b): b for b in baselines}
+    for ev in candidates:
+        base = by_key.get(_key(ev))
+        if base is not None:
+            yield ev, base
+
+
 def judge(candidates: list[dict[str, Any]], baselines: list[dict[str, Any]]) -> list[str]:
     """Set each candidate entry's baseline (the baseline runs' mean), its change's interval and verdict
     (in stats and conditions); the lines a card body says them in."""
-    by_key = {_key(b): b for b in baselines}
     lines = []
-    for ev in candidates:
-        base = by_key.get(_key(ev))
-        if base is None:
-            continue
+    for ev, base in pairs(candidates, baselines):
         ev["baseline"] = base["value"]
         interval = change_interval(ev, base)
         if interval is None:
@@ -149,12 +156,8 @@ def compare(
     says so instead of guessing."""
     candidates, baselines = combine_runs(candidate_runs), combine_runs(baseline_runs)
     judge(candidates, baselines)
-    by_key = {_key(b): b for b in baselines}
     rows = []
-    for ev in candidates:
-        base = by_key.get(_key(ev))
-        if base is None:
-            continue
+    for ev, base in pairs(candidates, baselines):
         stats, base_stats = ev.get("stats") or {}, base.get("stats") or {}
         change = ev["value"] - base["value"]
         rows.append(
