@@ -1233,6 +1233,7 @@ class KnowledgeBase:
             hits += [h.model_copy(update={"id": f"{name}:{h.id}", "kb": name}) for h in found.hits]
             for notice in base.notices:
                 self.note(f"source {name}: {notice}")
+            base.notices.clear()  # said once, with this search; the next one says only what is new
         hits.sort(key=lambda h: -h.score)
         return SearchResult(query=own.query, hits=hits[: request.k])
 
