@@ -235,3 +235,31 @@ def test_aiperf_records_carry_a_bootstrap_interval_of_the_mean():
     again = by_metric(exports.parse_aiperf_records(AIPERF_RECORDS))["time_to_first_token"][0]
     assert again["stats"] == stats  # a fixed seed: the same records, the same interval
     assert formats.reader_for(AIPERF_RECORDS).name == "aiperf-records"
+
+
+MLPERF = sorted((DATA / "mlperf").glob("*-mlperf_log_summary.txt"))
+
+
+@pytest.mark.parametrize("path", MLPERF, ids=lambda p: p.name.split("-mlperf")[0])
+def test_every_number_of_an_mlperf_summary_is_kept(path):
+    """Each `label : number` line above Test Parameters, read here by a plain split, is in the evidence."""
+    text = path.read_text()
+    head = text.split("Test Parameters Used")[0]
+    parsed = exports.parse_mlperf(path)
+    kept = [ev["value"] for ev in parsed["evidence"]] + [
+        v for ev in parsed["evidence"] for v in ev.get("stats", {}).values()
+    ]
+    lines = [line.rsplit(":", 1) for line in head.splitlines() if ":" in line]
+    numbers = [float(value) for _, value in lines if re.fullmatch(r"\s*-?\d+(\.\d+)?\s*", value)]
+    assert numbers and all(n in kept for n in numbers), [n for n in numbers if n not in kept]
+    result = re.search(r"Result is : (\w+)", text).group(1)
+    assert all(ev["conditions"]["result"] == result for ev in parsed["evidence"])
+    assert formats.reader_for(path).name == "mlperf"
+
+
+def test_an_invalid_mlperf_run_says_why():
+    invalid = next(p for p in MLPERF if "llama3.1" in p.name)
+    ttft = by_metric(exports.parse_mlperf(invalid))["first_token_latency"][0]
+    assert ttft["conditions"]["result"] == "INVALID"
+    assert ttft["conditions"]["unsatisfied"] == "Performance constraints satisfied, Early stopping satisfied"
+    assert ttft["unit"] == "ns" and ttft["stats"]["p99_9"] == 97923062578.0 and ttft["value"] == 50385872554.0

@@ -8,8 +8,8 @@
   throughput metric's successful requests: mean, median, std, min, max, percentiles, count;
 - vLLM `vllm bench serve --save-result` JSON and SGLang `bench_serving` JSONL (one line per run):
   throughputs and the mean, median, std and percentiles of TTFT, TPOT, ITL and end-to-end latency;
-- AIPerf's per-request records (`profile_export.jsonl`): each metric summarised by kb, with a
-  bootstrap 95% interval of its mean.
+- MLPerf Inference LoadGen `mlperf_log_summary.txt`: the scenario's result, whether it is VALID,
+  and every metric line with its unit.
 
 Each returns {"evidence": [...], "applies_to": {...}, "conditions": {...}}; every evidence entry
 keeps the artifact's path and sha256, and a metric the tool marks higher- or lower-is-better has
@@ -338,6 +338,90 @@ def parse_serving(path: Path) -> dict[str, Any]:
     if len(engines) == 1:
         applies["engine"] = engines.pop()
     return {"evidence": evidence, "applies_to": applies, "conditions": {}}
+
+
+# --- MLPerf Inference LoadGen -----------------------------------------------------------------
+
+MLPERF_LINE = re.compile(r"^\s*(?:\*\s*)?([A-Za-z0-9][^:]*?)\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
+MLPERF_STAT = re.compile(
+    r"^(?:(?P<which>min|max|mean)\s+)?(?:(?P<pct>\d+(?:\.\d+)?)(?:th)? percentile\s+)?"
+    r"(?P<what>.*?)\s*\((?P<unit>ns|us|ms|s)\)$",
+    re.I,
+)
+MLPERF_PARAMETERS = ("target_qps", "target_latency (ns)", "max_async_queries", "min_query_count", "samples_per_query")
+
+
+def parse_mlperf(path: Path) -> dict[str, Any]:
+    """A LoadGen summary: the header (SUT, scenario, mode, result and why), each latency family as one
+    metric with its min, mean, max and percentiles, each rate as a metric, a few test parameters."""
+    text, digest = read_artifact(path)
+    if "MLPerf Results Summary" not in text:
+        raise BadInput(f"{path}: not an MLPerf LoadGen summary (no 'MLPerf Results Summary')")
+    head, _, parameters = text.partition("Test Parameters Used")
+    conditions: dict[str, Any] = {}
+    for label, key in (("SUT name", "sut"), ("Scenario", "scenario"), ("Mode", "mode"), ("Result is", "result")):
+        found = re.search(rf"^{label}\s*:\s*(.+?)\s*$", head, re.M)
+        if found:
+            conditions[key] = found.group(1)
+    if "result" not in conditions:
+        raise BadInput(f"{path}: an MLPerf summary without 'Result is : VALID|INVALID'")
+    failed = re.findall(r"^\s*(.+? satisfied)\s*:\s*No\s*$", head, re.M | re.I)
+    if failed:
+        conditions["unsatisfied"] = ", ".join(failed)
+    for line in parameters.splitlines():
+        found = MLPERF_LINE.match(line)
+        if found and found.group(1).strip() in MLPERF_PARAMETERS:
+            name = found.group(1).strip().replace(" (ns)", "_ns")
+            conditions[name] = number(float(found.group(2)), f"{path}: {name}")
+    artifact = _artifact(path, digest)
+    families: dict[tuple[str, str], dict[str, float]] = {}
+    rates: list[tuple[str, float, str | None]] = []
+    for line in head.splitlines():
+        found = MLPERF_LINE.match(line)
+        if not found:
+            continue
+        label, value = found.group(1).strip(), number(float(found.group(2)), f"{path}: {found.group(1).strip()}")
+        stat = MLPERF_STAT.match(label)
+        if stat:
+            what = re.sub(r"\s+", "_", stat.group("what").strip().lower()) or "latency"
+            key = (
+                {"min": "min", "max": "max", "mean": "avg"}[stat.group("which").lower()]
+                if stat.group("which")
+                else f"p{_percentile(stat.group('pct'))}"
+                if stat.group("pct")
+                else "value"
+            )
+            families.setdefault((what, stat.group("unit").lower()), {})[key] = value
+        else:
+            name = re.sub(r"[^a-z0-9]+", "_", label.lower()).strip("_")
+            if all(name != seen for seen, _, _ in rates):  # LoadGen prints some twice (Completed tokens per second)
+                rates.append((name, value, _rate_unit(label)))
+    evidence = []
+    for (what, unit), stats in families.items():
+        headline = stats.get("avg", stats.get("p50", stats.get("value", stats.get("p90"))))
+        if headline is None:
+            continue
+        stats.pop("value", None)
+        evidence.append(_entry(what, headline, unit, stats=stats, conditions=conditions, artifact=artifact))
+    for name, rate, rate_unit in rates:
+        evidence.append(_entry(name, rate, rate_unit, conditions=conditions, artifact=artifact))
+    if not evidence:
+        raise BadInput(f"{path}: an MLPerf summary with no metric line")
+    return {"evidence": evidence, "applies_to": {}, "conditions": {}}
+
+
+def _percentile(text: str) -> str:
+    """'50.00' -> '50', '99.90' -> '99_9': kb's statistic names."""
+    value = float(text)
+    return str(int(value)) if value == int(value) else f"{value:g}".replace(".", "_")
+
+
+def _rate_unit(label: str) -> str | None:
+    lowered = label.lower()
+    for word, unit in (("tokens per second", "tok/s"), ("samples per second", "samples/s"), ("qps", "queries/s")):
+        if word in lowered:
+            return unit
+    return None
 
 
 # --- AIPerf per-request records -----------------------------------------------------------------

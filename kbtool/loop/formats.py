@@ -251,6 +251,13 @@ READERS: tuple[Reader, ...] = (
         _is_guidellm,
     ),
     FunctionReader(
+        "mlperf",
+        "MLPerf LoadGen mlperf_log_summary.txt",
+        (".txt",),
+        lambda path, _: exports.parse_mlperf(path),
+        lambda path, text: "MLPerf Results Summary" in text[:2000],
+    ),
+    FunctionReader(
         "results-tsv",
         "a results TSV (commit, metric, memory, status, description)",
         (".tsv", ".txt"),
