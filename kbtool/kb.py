@@ -521,26 +521,18 @@ class KnowledgeBase:
         return Comparison(candidate=candidate, baseline=baseline, metrics=[Compared(**row) for row in rows])
 
     def _runs_of(self, ref: str, metric_name: str) -> builtins.list[builtins.list[dict[str, Any]]]:
-        from .loop.formats import reader_for
+        from .loop.runs import invalid_runs, runs_in
 
         path = Path(ref)
-        if path.is_dir():
-            runs = []
-            for file in sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")):
-                try:
-                    reader = reader_for(file)
-                except BadInput:
-                    continue  # a log or a note beside the exports
-                runs.append(reader.read(file, metric_name)["evidence"])
-            if not runs:
-                raise BadInput(f"{ref}: no benchmark export kb reads in this folder")
-            return runs
-        if path.is_file():
-            return [reader_for(path).read(path, metric_name)["evidence"]]
+        if path.exists():
+            runs = runs_in(path, metric_name)
+            for why in invalid_runs(runs):
+                self.note(f"an invalid run is compared: {why}")
+            return [run["evidence"] for run in runs]
         base, rest = self.owner_of(ref)
         found = base.card_or_skill(rest)
         if not isinstance(found, StoredCard) or found.card.kind != "finding":
-            raise BadInput(f"{ref}: not an export, a folder of them, or a finding")
+            raise BadInput(f"{ref}: not an export, a folder of runs, or a finding")
         evidence = found.to_dict().get("evidence") or []
         if not evidence:
             raise BadInput(f"{ref}: a finding with no evidence to compare")
@@ -632,7 +624,6 @@ class KnowledgeBase:
         An agent's finding is tentative until reviewed (kbtool.loop.review)."""
         from .loop.curation import related_findings
         from .loop.finding_input import evidence_from_metrics
-        from .loop.formats import reader_for
         from .loop.provenance import environment, portable_path, repo_state, require_repository
 
         if agent is not None:
@@ -646,14 +637,21 @@ class KnowledgeBase:
             raise BadInput("--baseline-from needs the candidate's runs too: --from FILE (repeat it for each run)")
         if runs:
             from .loop.repeats import combine_runs, judge
+            from .loop.runs import invalid_runs, read_run
+
+            invalid: builtins.list[str] = []
 
             def read_runs(paths: builtins.list[Path]) -> tuple[builtins.list[dict[str, Any]], dict[str, Any]]:
                 parsed_runs = []
                 for path in paths:
-                    parsed = reader_for(path).read(path, metric_name)
+                    parsed = read_run(path, metric_name)
+                    where = portable_path(path, repo)
                     for ev in parsed["evidence"]:
-                        ev["artifact"] = {**ev["artifact"], "path": portable_path(path, repo)}
+                        # an artifact folder's evidence names the export in it that was read
+                        read = f"{where}/{Path(ev['artifact']['path']).name}" if path.is_dir() else where
+                        ev["artifact"] = {**ev["artifact"], "path": read}
                     parsed_runs.append(parsed)
+                invalid.extend(invalid_runs(parsed_runs))
                 return combine_runs([p["evidence"] for p in parsed_runs]), parsed_runs[0]["applies_to"]
 
             measured, found_scope = read_runs(runs)
@@ -662,11 +660,16 @@ class KnowledgeBase:
                 verdicts = judge(measured, baseline_evidence)
             evidence += measured
             scope = {**found_scope, **scope}
-            # a finding shows something only when some change's interval is clear of zero
-            if verdicts and all(line.endswith(": no clear change") for line in verdicts):
+            # a finding shows something only when some change's interval is clear of zero, from valid runs
+            unclear = bool(verdicts) and all(line.endswith(": no clear change") for line in verdicts)
+            if unclear or invalid:
+                why = "a run is invalid" if invalid else "no change's 95% interval is clear of zero"
                 if status == "confirmed":
-                    self.note("no change's 95% interval is clear of zero: recorded as tentative, not confirmed")
+                    self.note(f"{why}: recorded as tentative, not confirmed")
                 status = "tentative" if status in (None, "confirmed") else status
+            if invalid:
+                lines = "\n".join(f"- {why}" for why in invalid)
+                body = (body + "\n\n" if body else "") + "## Invalid runs\n\n" + lines + "\n"
             if verdicts:
                 heading = f"## Against the baseline: {len(runs)} run(s) against {len(baselines_given)}"
                 body = (body + "\n\n" if body else "") + heading + "\n\n" + "\n".join(verdicts) + "\n"

@@ -134,3 +134,32 @@ def test_kb_compare_refuses_what_it_cannot_read(cli, tmp_path):
     ):
         result = cli("compare", *args)
         assert result.exit_code == 2 and words in result.stderr and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_an_aiperf_artifact_folder_is_one_run_with_its_records_interval(cli, tmp_path):
+    folder = tmp_path / "artifacts" / "run-c1"
+    folder.mkdir(parents=True)
+    aiperf = REPO_ROOT / "tests" / "data" / "aiperf"
+    for name in ("profile_export_aiperf.json", "profile_export.jsonl"):
+        (folder / name).write_bytes((aiperf / name).read_bytes())
+    (folder / "logs.txt").write_text("aiperf.log would be here\n")
+    finding = add_finding(cli, "TTFT at concurrency 1", [str(folder)], [])
+    ttft = next(e for e in finding["evidence"] if e["metric"] == "time_to_first_token")
+    aggregate = json.loads((aiperf / "profile_export_aiperf.json").read_text())["time_to_first_token"]
+    assert ttft["value"] == aggregate["avg"] and ttft["stats"]["p99"] == aggregate["p99"]
+    assert ttft["stats"]["ci95_low"] < aggregate["avg"] < ttft["stats"]["ci95_high"]  # from the records
+    assert ttft["conditions"]["records"] == "per-request" and ttft["conditions"]["concurrency"] == 1
+    assert ttft["artifact"]["path"].endswith("run-c1/profile_export_aiperf.json")
+
+    result = cli("add-finding", "--title", "x", "--from", str(tmp_path / "artifacts"))
+    assert result.exit_code == 2 and "a folder, not a run" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_a_run_its_tool_calls_invalid_leaves_the_finding_tentative(cli):
+    invalid = REPO_ROOT / "tests" / "data" / "mlperf" / "llama3.1-8b-Server-mlperf_log_summary.txt"
+    finding = add_finding(cli, "llama3.1-8b Server", [str(invalid)], [])
+    assert finding["status"] == "tentative"
+    assert "## Invalid runs" in finding["body"]
+    assert "LoadGen says the result is INVALID (Performance constraints satisfied: No" in finding["body"]
+    valid = REPO_ROOT / "tests" / "data" / "mlperf" / "llama2-70b-99-Server-mlperf_log_summary.txt"
+    assert add_finding(cli, "llama2-70b Server", [str(valid)], [])["status"] == "confirmed"

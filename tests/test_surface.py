@@ -41,6 +41,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"environment", "evidence", "exchange", "gates", "importer", "provenance", "review", "secrets", "statistics"},
         {"curation", "exports", "finding_input", "repeats"},
         {"formats"},
+        {"runs"},
     ],
     "facade": [{"kb"}, {"reuse"}],
     "surfaces": [

@@ -407,7 +407,11 @@ def parse_mlperf(path: Path) -> dict[str, Any]:
         evidence.append(_entry(name, rate, rate_unit, conditions=conditions, artifact=artifact))
     if not evidence:
         raise BadInput(f"{path}: an MLPerf summary with no metric line")
-    return {"evidence": evidence, "applies_to": {}, "conditions": {}}
+    parsed: dict[str, Any] = {"evidence": evidence, "applies_to": {}, "conditions": {}}
+    if conditions["result"].upper() != "VALID":
+        why = f" ({', '.join(f'{c}: No' for c in failed)})" if failed else ""
+        parsed["invalid"] = f"{path}: LoadGen says the result is {conditions['result']}{why}"
+    return parsed
 
 
 def _percentile(text: str) -> str:

@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from typing import Any
 
@@ -136,7 +137,8 @@ def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRunResult:
         stderr=subprocess.PIPE,
         text=True,
         errors="replace",
-        env={**os.environ, "KB_ROOT": kb_root},
+        # KB_PYTHON: the interpreter kbtool runs in, so a gate's script can import it (gates/compare.py)
+        env={**os.environ, "KB_ROOT": kb_root, "KB_PYTHON": sys.executable},
         start_new_session=True,
     )
     try:

@@ -7,6 +7,7 @@ records gave (the bootstrap's). Against the baseline's runs, the change of the m
 95% interval (Welch's, for two groups of runs; from the two intervals' standard errors when a
 side has one run): a change whose interval excludes zero is better or worse, one whose interval
 crosses zero is no clear change, and a finding none of whose changes is clear stays tentative.
+A score with a standard error (lm-evaluation-harness's) is judged the same way, as normal.
 """
 
 from __future__ import annotations
@@ -77,10 +78,12 @@ def combine_runs(runs: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
 
 def _standard_error(ev: dict[str, Any]) -> tuple[float, float] | None:
-    """(standard error of the mean, degrees of freedom) from an entry's interval."""
+    """(standard error of the mean, degrees of freedom) from an entry's interval, or from the standard
+    error its tool reported (lm-evaluation-harness's `_stderr`, taken as normal)."""
     stats = ev.get("stats") or {}
     if "ci95_low" not in stats or "ci95_high" not in stats:
-        return None
+        stderr = stats.get("stderr")
+        return (float(stderr), math.inf) if isinstance(stderr, (int, float)) and stderr >= 0 else None
     runs = int((ev.get("conditions") or {}).get("runs", 0))
     df = runs - 1 if runs >= 2 else math.inf  # one run: its per-request bootstrap, as good as normal
     crit = t95(df) if runs >= 2 else Z95
