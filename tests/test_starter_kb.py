@@ -18,6 +18,8 @@ from kbtool.model.cards import KINDS
 from kbtool.skills.spec import check_skill, skill_folders
 
 AIPERF = REPO_ROOT.parent / "shared" / "corpus" / "aiperf" / "concurrency1"
+LM_EVAL = REPO_ROOT / "tests" / "data" / "lm-eval" / "results_2025-08-17T08-36-22.283186.json"
+KEY = "exact_match,strict-match"
 PROCEDURES = {
     "verify-accuracy-bf16-oracle",
     "profile-single-stream-decode",
@@ -79,10 +81,16 @@ def test_the_performance_and_accuracy_gates_run_on_real_exports(tmp_path, monkey
 
     accuracy = clone / "runs" / "accuracy"
     accuracy.mkdir(parents=True)
-    score = lambda v: json.dumps({"results": {"gsm8k": {"exact_match,strict-match": v}}})  # noqa: E731
+    real = json.loads(LM_EVAL.read_text())  # a real harness results file, its GSM8K score set per side
+
+    def score(value: float) -> str:
+        return json.dumps({**real, "results": {**real["results"], "gsm8k": {**real["results"]["gsm8k"], KEY: value}}})
+
     (accuracy / "oracle.json").write_text(score(0.79))
     (accuracy / "candidate.json").write_text(score(0.80))
-    assert base.run_gate("gate-accuracy-vs-bf16-oracle").passed
+    passed = base.run_gate("gate-accuracy-vs-bf16-oracle")
+    assert passed.passed and passed.value == pytest.approx(0.01)
+    assert json.loads(passed.stdout)["delta_low"] < 0.01 < json.loads(passed.stdout)["delta_high"]
     (accuracy / "candidate.json").write_text(score(0.78))
     assert not base.run_gate("gate-accuracy-vs-bf16-oracle").passed
     (accuracy / "candidate.json").unlink()
@@ -100,7 +108,7 @@ def test_the_performance_and_accuracy_gates_run_on_real_exports(tmp_path, monkey
         capture_output=True,
         text=True,
     )
-    assert missing.returncode == 2 and "cannot read" in missing.stderr
+    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
     assert not base.run_gate("gate-accuracy-vs-bf16-oracle").passed
 
 
