@@ -26,9 +26,13 @@ MAX_ARTIFACT_BYTES = 256 << 20  # AIPerf's profile export of a long run is a few
 # statistics AIPerf reports per metric; "avg" is the value, the rest go to stats
 STATISTICS = ("avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std", "count", "sum")
 LOWER_IS_BETTER = re.compile(
-    r"latency|ttft|tpot|itl|time_to|duration|_ms$|error|memory|mem|bpb|loss|overhead|blocked|waiting"
+    r"latency|ttft|tpot|itl|time_to|duration|_ms$|error|memory|mem|vram|bpb|loss|rmse|perplexity|ppl|overhead|"
+    r"blocked|waiting"
 )
-HIGHER_IS_BETTER = re.compile(r"throughput|tok/s|tokens/s|images/s|req/s|requests/sec|accuracy|acc|score|goodput")
+HIGHER_IS_BETTER = re.compile(
+    r"throughput|tok/s|tokens/s|tok_s|tok_per_s|tokens_per_s|images/s|req/s|requests/sec|tflops|speedup|accuracy|acc|"
+    r"score|goodput"
+)
 
 
 def value_with_unit(text: str, flag: str) -> tuple[float, str | None]:

@@ -10,14 +10,13 @@ evidence entry carrying the artifact's path and sha256:
 - aiperf: AIPerf profile exports (`profile_export_aiperf.json`): every metric entry, with its unit
   and every statistic it has, plus the model, endpoint, concurrency, request count and command
   the run recorded,
-- results-tsv: autoresearch-style results (commit, metric, memory, status, description): one
-  finding whose evidence is every kept row, so one experiment session is one finding.
+- results-tsv: autoresearch-style results (a commit, metric columns, status, description; see
+  kbtool.loop.results_tsv): one finding whose evidence is every kept row, so one experiment
+  session is one finding.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,7 +25,8 @@ from typing import Any, Protocol
 
 from ..model.errors import BadInput
 from . import exports
-from .evidence import STATISTICS, guess_direction, number, read_artifact, value_with_unit
+from .evidence import STATISTICS, guess_direction, number, read_artifact
+from .results_tsv import looks_like_results, parse_results_tsv
 
 
 class Reader(Protocol):
@@ -148,47 +148,6 @@ def _aiperf_conditions(config: dict[str, Any], data: dict[str, Any]) -> dict[str
     return out
 
 
-TSV_COLUMNS = ("commit", "metric", "memory", "status", "description")
-
-
-def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]:
-    """Autoresearch-style results: every row whose status is 'keep' becomes one evidence entry."""
-    text, digest = read_artifact(path)
-    rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
-    for n, row in enumerate(rows, 2):
-        if None in row:  # csv puts the fields past the header's under None
-            raise BadInput(f"{path}: line {n} has more fields than the header ({len(row) - 1 + len(row[None])})")
-    header = [h.strip() for h in (rows[0].keys() if rows else text.split("\n", 1)[0].split("\t"))]
-    missing = [c for c in TSV_COLUMNS if c not in header]
-    if missing:
-        raise BadInput(
-            f"{path}: a results TSV needs the columns {', '.join(TSV_COLUMNS)} (missing {', '.join(missing)})"
-        )
-    evidence = []
-    for n, row in enumerate(rows, 2):
-        if (row.get("status") or "").strip().lower() != "keep":
-            continue
-        value, unit = value_with_unit(row.get("metric") or "", f"{path}:{n} metric")
-        conditions: dict[str, Any] = {"commit": (row.get("commit") or "").strip()}
-        if (row.get("memory") or "").strip():
-            conditions["memory_gb"] = value_with_unit(row["memory"], f"{path}:{n} memory")[0]
-        if (row.get("description") or "").strip():
-            conditions["description"] = row["description"].strip()
-        evidence.append(
-            {
-                "metric": metric_name,
-                "value": value,
-                **({"unit": unit} if unit else {}),
-                "conditions": conditions,
-                "artifact": {"path": str(path), "sha256": digest},
-                **({"direction": d} if (d := guess_direction(metric_name, unit)) else {}),
-            }
-        )
-    if not evidence:
-        raise BadInput(f"{path}: no row has status 'keep'; nothing was measured to record")
-    return {"evidence": evidence, "applies_to": {}, "conditions": {}}
-
-
 def _json_of(text: str) -> Any:
     try:
         return json.loads(text)
@@ -259,13 +218,11 @@ READERS: tuple[Reader, ...] = (
     ),
     FunctionReader(
         "results-tsv",
-        "a results TSV (commit, metric, memory, status, description)",
+        "an autoresearch-style results TSV (a commit, metric columns, status, description)",
         (".tsv", ".txt"),
         parse_results_tsv,
-        # a .tsv is one by its name; a .txt only with the header (notes and logs end in .txt too)
-        lambda path, text: (
-            path.suffix.lower() == ".tsv" or set(TSV_COLUMNS) <= {h.strip() for h in text.split("\n", 1)[0].split("\t")}
-        ),
+        # a .tsv is one by its name; a .txt only with a status column in its header (notes and logs end in .txt too)
+        lambda path, text: path.suffix.lower() == ".tsv" or looks_like_results(path, text),
     ),
 )
 

@@ -294,7 +294,7 @@ def add_finding(
         ),
     ] = None,
     metric_name: Annotated[
-        str, typer.Option(help="The metric a results TSV measures (its 'metric' column).")
+        str, typer.Option(help="The metric of a results TSV: the column to read (default: its first of numbers).")
     ] = "metric",
     repo: Annotated[
         Path | None,
