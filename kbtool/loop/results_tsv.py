@@ -97,7 +97,8 @@ def read_session(path: Path, metric_name: str = "metric") -> Session:
                 continue
             # a column of numbers as numbers; one with text in it ("~1890") as the text written
             number = _cell(path, n, header[i], cells[i])[0] if i in numeric else None
-            others["memory_gb" if lowered[i] == "memory" else header[i]] = cells[i].strip() if number is None else number
+            key = "memory_gb" if lowered[i] == "memory" else header[i]
+            others[key] = cells[i].strip() if number is None else number
         experiments.append(
             Experiment(
                 row=n,
