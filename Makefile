@@ -12,7 +12,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e '.[semantic,mcp,test,lint]'
+	$(PIP) install -q -c constraints.txt -e '.[semantic,mcp,plot,test,lint]'
 	touch $@
 
 demo: install

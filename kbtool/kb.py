@@ -32,6 +32,7 @@ from .model.contracts import (
     LintReport,
     LockCheck,
     Neighbour,
+    Plotted,
     RejectedSkill,
     Related,
     SearchRequest,
@@ -519,6 +520,63 @@ class KnowledgeBase:
         if not rows:
             raise BadInput(f"{candidate} and {baseline} share no metric (the same name, unit and conditions)")
         return Comparison(candidate=candidate, baseline=baseline, metrics=[Compared(**row) for row in rows])
+
+    def plot(
+        self,
+        metric: str,
+        out: str | os.PathLike[str],
+        where: Iterable[str] = (),
+        by: str | None = None,
+        title: str | None = None,
+    ) -> Plotted:
+        """`kb plot --metric`: the metric in every finding (of the --where scope) that measured it, as a
+        PNG or SVG (kbtool.loop.plots): a line per finding over the condition `by`, or a bar each."""
+        from .loop.plots import draw_findings, findings_series, output_format
+
+        path = Path(out)
+        fmt = output_format(path)
+        findings = self.summaries_everywhere(kind="finding", where=where)
+        series = findings_series((f.data for f in findings), metric, by)
+        if not series:
+            measured = sorted({e["metric"] for f in findings for e in f.data.get("evidence") or []})
+            scope = f" under {', '.join(where)}" if where else ""
+            condition = f" with the condition {by}" if by else ""
+            hint = (
+                f"; they measure {', '.join(measured[:12])}{' ...' if len(measured) > 12 else ''}" if measured else ""
+            )
+            raise BadInput(f"no finding{scope} measured {metric}{condition}{hint}")
+        units = sorted({s.unit for s in series if s.unit})
+        if len(units) > 1:
+            raise BadInput(f"the findings measure {metric} in {' and '.join(units)}: narrow them with --where")
+        draw_findings(series, metric, by, path, title)
+        points = sum(len(s.points) for s in series)
+        drawn = builtins.list(dict.fromkeys(s.finding for s in series))
+        return Plotted(path=str(path), format=fmt, metric=metric, findings=drawn, points=points)
+
+    def plot_session(
+        self,
+        results: str | os.PathLike[str],
+        out: str | os.PathLike[str],
+        metric_name: str = "metric",
+        title: str | None = None,
+    ) -> Plotted:
+        """`kb plot --session`: an experiment session's results TSV as its progress (kbtool.loop.plots)."""
+        from .loop.plots import draw_session, output_format
+        from .loop.results_tsv import read_session
+
+        path = Path(out)
+        fmt = output_format(path)
+        session = read_session(Path(results), metric_name)
+        counts = draw_session(session, path, title)
+        return Plotted(
+            path=str(path),
+            format=fmt,
+            metric=session.metric,
+            points=counts["drawn"],
+            experiments=counts["experiments"],
+            kept=counts["kept"],
+            left_off=counts["left_off"],
+        )
 
     def _runs_of(self, ref: str, metric_name: str) -> builtins.list[builtins.list[dict[str, Any]]]:
         from .loop.runs import invalid_runs, runs_in

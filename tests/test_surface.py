@@ -40,7 +40,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "loop": [
         {"environment", "evidence", "exchange", "gates", "importer", "provenance", "review", "secrets", "statistics"},
         {"curation", "exports", "finding_input", "repeats", "results_tsv"},
-        {"formats"},
+        {"formats", "plots"},
         {"runs"},
     ],
     "facade": [{"kb"}, {"reuse"}],

@@ -584,3 +584,16 @@ class Comparison(Contract):
     candidate: str
     baseline: str
     metrics: list[Compared]
+
+
+class Plotted(Contract):
+    """`kb plot`: the picture written and what is in it."""
+
+    path: str
+    format: str = Field(description="png or svg")
+    metric: str
+    findings: list[str] = Field(default_factory=list, description="the findings drawn (a plot across findings)")
+    points: int = Field(description="the values drawn")
+    experiments: int | None = Field(None, description="a session plot: the experiments in the TSV")
+    kept: int | None = Field(None, description="a session plot: the experiments kept")
+    left_off: int | None = Field(None, description="a session plot: experiments with no value (crashes)")
