@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 KB := $(VENV)/bin/kb
 
-.PHONY: install demo test test-fast lint docs bench schemas clean
+.PHONY: install browser demo test test-fast lint docs bench schemas clean
 
 install: $(VENV)/.installed
 
@@ -12,13 +12,20 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PIP) install -q -c constraints.txt torch==2.13.0
-	$(PIP) install -q -c constraints.txt -e '.[semantic,mcp,plot,test,lint]'
+	$(PIP) install -q -c constraints.txt -e '.[semantic,mcp,plot,ui,test,lint]'
 	touch $@
+
+# the web view's browser tests drive Debian's chromium through Playwright (nothing downloads a browser);
+# install it when it is missing and apt can (as root, as on CI); elsewhere those tests skip, and say so
+browser:
+	@test -x /usr/bin/chromium || ! command -v apt-get >/dev/null || [ "$$(id -u)" != 0 ] || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null || \
+		(apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null)
 
 demo: install
 	$(KB) --kb . search "NVFP4 MoE decode"
 
-test: install
+test: install browser
 	$(PY) -m pytest -q
 
 # the fast suite: everything but the real-model quality tests and the fresh-install tests

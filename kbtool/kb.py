@@ -284,13 +284,20 @@ class KnowledgeBase:
     def history(self, ref: str) -> builtins.list[Commit]:
         return self.store.history(self.store.relative(self.resolve_id(ref)))
 
-    def recent(self, since: str | None = None, kind: str | None = None) -> builtins.list[Change]:
+    def history_with_diffs(self, ref: str, limit: int = 10) -> builtins.list[tuple[Commit, str]]:
+        """The card's newest commits with what each changed in its file (the web view's history)."""
+        return self.store.history_with_diffs(self.store.relative(self.resolve_id(ref)), limit)
+
+    def recent(
+        self, since: str | None = None, kind: str | None = None, limit: int | None = None
+    ) -> builtins.list[Change]:
         """What changed, newest first: each commit with the cards and skills it added, modified or
         deleted ("what did the last agent learn?"). since: a date (2026-12-01), an age (7d, 12h, 2w)
-        or a commit (everything after it); kind: only changes to cards of this kind (or skills)."""
+        or a commit (everything after it); kind: only changes to cards of this kind (or skills);
+        limit: the newest that many commits."""
         from .store.history import recent_changes
 
-        return recent_changes(self.store, since, kind, {s.id: s.title for s in self.summaries()})
+        return recent_changes(self.store, since, kind, {s.id: s.title for s in self.summaries()}, limit)
 
     # --- writing ---------------------------------------------------------------
 
@@ -1035,7 +1042,15 @@ class KnowledgeBase:
 
     def review_queue(self) -> builtins.list[StoredCard]:
         """Agent-written cards nobody has confirmed or refuted yet, oldest first."""
-        waiting = [c for c in self.cards() if is_unreviewed(c.card) and c.card.status not in INACTIVE_STATUSES]
+        # the index narrows it to agents' unreviewed cards; only those files are read
+        named = [
+            s.id
+            for s in self.summaries()
+            if s.get("provenance", "agent")
+            and not s.get("provenance", "reviewed_by")
+            and s.status not in INACTIVE_STATUSES
+        ]
+        waiting = [c for c in (self.get(ref) for ref in named) if is_unreviewed(c.card)]
         return sorted(waiting, key=lambda c: (c.card.provenance.created or date.min, c.id))
 
     def confirm(
@@ -1362,7 +1377,8 @@ class KnowledgeBase:
     ) -> Related:
         linked = {ref, *(link.id for link in links_out), *(link.id for link in links_in)}
         semantic = self.semantic_embedder() is not None
-        hits = self.search(text, k=min(k + len(linked), 1000), mode="vector", explain=True).hits if semantic else []
+        wanted = min(k + len(linked), 1000)
+        hits = self.search(text, k=wanted, mode="vector", explain=True).hits if semantic and k else []
         # the cosine similarity of the best-matching chunk, not the fused rank score
         similar = [
             Similar(

@@ -44,11 +44,12 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"runs"},
     ],
     "facade": [{"kb"}, {"reuse"}],
+    "web": [{"access", "charts", "render"}, {"views"}, {"app", "site"}],
     "surfaces": [
         {"docs", "mcp", "mcp_prompts", "mcp_tools", "mcp_transports", "operations"},
         {"client"},
         {"cli_base"},
-        {"cli_evidence", "cli_install", "cli_reuse"},
+        {"cli_evidence", "cli_install", "cli_reuse", "cli_web"},
         {"cli", "daemon"},
     ],
     "entry": [{"__init__", "__main__"}],

@@ -51,13 +51,17 @@ def changed_card(status: str, path: str, titles: dict[str, str]) -> ChangedCard 
     return ChangedCard(id=card_id, kind=kind, change=change, title=titles.get(card_id))
 
 
-def recent_changes(store: Store, since: str | None, kind: str | None, titles: dict[str, str]) -> list[Change]:
-    """Each commit after `since` that changed a card (of `kind`, when given) or skill, newest first."""
+def recent_changes(
+    store: Store, since: str | None, kind: str | None, titles: dict[str, str], limit: int | None = None
+) -> list[Change]:
+    """Each commit after `since` that changed a card (of `kind`, when given) or skill, newest first (the
+    newest `limit` of them, when given)."""
     if kind is not None and kind not in SEARCH_KINDS:
         raise UnknownKind(f"kind {kind!r}: not one of {', '.join(SEARCH_KINDS)}")
     paths = [SKILLS_DIR if kind == "skill" else f"{CARDS_DIR}/{kind}"] if kind else [CARDS_DIR, SKILLS_DIR]
     out = []
-    for commit, files in store.changes(since_revisions(since, store), paths):
+    revisions = since_revisions(since, store) + ([f"--max-count={limit}"] if limit else [])
+    for commit, files in store.changes(revisions, paths):
         cards: dict[str, ChangedCard] = {}
         for status, path in files:
             card = changed_card(status, path, titles)

@@ -227,7 +227,7 @@ class Store:
         except (ValueError, KeyError, TypeError):
             journal.unlink(missing_ok=True)  # torn while it was being written: the write had not begun
             return []
-        if self._head() != head:  # the commit landed; only the journal was left
+        if self.head() != head:  # the commit landed; only the journal was left
             journal.unlink(missing_ok=True)
             return []
         (self.root / ".git" / "index.lock").unlink(missing_ok=True)  # the killed commit's, if it got that far
@@ -263,13 +263,13 @@ class Store:
     def _begin(self, before: Mapping[str, bytes | None], new_dirs: list[Path]) -> None:
         """Record the write about to happen, durably, before any file is touched."""
         data = {
-            "head": self._head(),
+            "head": self.head(),
             "files": {rel: (None if b is None else base64.b64encode(b).decode()) for rel, b in before.items()},
             "new_dirs": [self.relative(d) for d in new_dirs],
         }
         _replace(self.state_dir / JOURNAL, json.dumps(data))
 
-    def _head(self) -> str | None:
+    def head(self) -> str | None:
         try:
             return self.repo.head.commit.hexsha
         except ValueError:  # no commit yet (kb init's own write)
@@ -305,6 +305,20 @@ class Store:
                 sha, date, author, subject, message = record.split("\x1f")
                 commits.append(Commit(sha, date, author, subject, message.strip()))
         return commits
+
+    def history_with_diffs(self, rel: str, limit: int = 10) -> list[tuple[Commit, str]]:
+        """The newest `limit` commits of a file, each with its patch to that file: one git call."""
+        fmt = "%x1e%H%x1f%aI%x1f%an%x1f%s%x1f%B%x1d"
+        try:
+            out = self.repo.git.log("--follow", f"-{limit}", f"--format={fmt}", "-p", "--", rel)
+        except git.GitCommandError:
+            return []
+        found = []
+        for record in out.split("\x1e")[1:]:
+            head, _, patch = record.partition("\x1d")
+            sha, date, author, subject, message = head.split("\x1f")
+            found.append((Commit(sha, date, author, subject, message.strip()), patch.strip("\n")))
+        return found
 
     def changes(self, revisions: list[str], paths: Iterable[str]) -> list[tuple[Commit, list[tuple[str, str]]]]:
         """Commits (newest first) touching paths, each with its (status letter, path) pairs: A, M, D,

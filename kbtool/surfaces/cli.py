@@ -1054,7 +1054,7 @@ def schema_export(
         typer.echo(str(path))
 
 
-from . import cli_evidence, cli_install, cli_reuse  # noqa: E402, F401  (they register their commands on the app)
+from . import cli_evidence, cli_install, cli_reuse, cli_web  # noqa: E402, F401  (they register their commands on the app)
 
 
 def main() -> None:

@@ -5,9 +5,7 @@ loopback) and kb.toml's request limits (size, rate). The tools themselves are kb
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import json
-import socket
 import sys
 import time
 from typing import Any
@@ -15,6 +13,7 @@ from typing import Any
 from ..kb import KnowledgeBase
 from ..model.errors import BadInput
 from ..store.locate import named_root
+from ..web.access import is_loopback, listening_socket
 from .mcp import build_server
 
 
@@ -24,15 +23,6 @@ def parse_address(address: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise BadInput(f"--http {address!r}: expected HOST:PORT, e.g. 127.0.0.1:8765")
     return host, int(port)
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class BearerToken:
@@ -147,22 +137,11 @@ def serve_http(kb: KnowledgeBase | dict[str, KnowledgeBase], address: str, token
     app = RequestLimits(app, limits.request_bytes, limits.requests_per_minute)
     if token:
         app = BearerToken(app, token)
-    # bind here, not in uvicorn: a taken port is a one-line error, and port 0 can say which port it got
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(2048)  # listening now: a client that connects before uvicorn runs waits in the backlog
-    except OSError as exc:
-        sock.close()
-        raise BadInput(f"--http {address}: cannot listen there ({exc.strerror or exc})") from None
-    bound = sock.getsockname()[1]
+    sock, url = listening_socket(host, port, "--http")
     shelf.warm()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
     print(
-        f"kb: serving MCP at http://{shown}:{bound}/mcp" + (" (bearer token required)" if token else ""),
+        f"kb: serving MCP at {url}/mcp" + (" (bearer token required)" if token else ""),
         file=sys.stderr,
         flush=True,
     )

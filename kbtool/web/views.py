@@ -1,0 +1,198 @@
+"""What each page of the web view shows, read from a KnowledgeBase: plain data the templates lay out.
+The live server (kbtool.web.app) and the static site (kbtool.web.site) build the same pages from
+these; neither reads a card file or runs git itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from markdown_it import MarkdownIt
+
+from ..model.errors import KbError
+from ..model.records import StoredCard
+from .charts import evidence_svg
+
+if TYPE_CHECKING:
+    from ..kb import KnowledgeBase
+
+# CommonMark with raw HTML off: a card's body is text an agent wrote, never markup to run
+_MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")
+HEADLINE_FIELDS = ("id", "kind", "title", "status")
+RECENT_CHANGES = 25
+HISTORY_COMMITS = 10
+SEARCH_HITS = 20
+SIMILAR = 5
+
+
+def markdown_html(text: str) -> str:
+    return _MARKDOWN.render(text)
+
+
+@dataclass
+class Filters:
+    """The search form: the query and the same filters `kb search` takes."""
+
+    q: str = ""
+    kind: str = ""
+    status: str = ""
+    where: list[str] = field(default_factory=list)
+    mode: str = "hybrid"
+    explain: bool = False
+
+
+def home(kb: KnowledgeBase) -> dict[str, Any]:
+    stats = kb.stats()
+    changes = kb.recent(limit=RECENT_CHANGES)
+    return {
+        "stats": stats,
+        "changes": changes,
+        "waiting": len(kb.review_queue()),
+    }
+
+
+def search(kb: KnowledgeBase, filters: Filters) -> dict[str, Any]:
+    if not filters.q.strip():
+        return {"filters": filters, "hits": None}
+    result = kb.search(
+        filters.q,
+        k=SEARCH_HITS,
+        kind=filters.kind or None,
+        status=filters.status or None,
+        where=filters.where,
+        mode=filters.mode,
+        explain=filters.explain,
+    )
+    return {"filters": filters, "hits": result.hits}
+
+
+def _field_text(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100).strip()
+    return str(value)
+
+
+def _without_empty(value: Any) -> Any:
+    """links: {supersedes: [], related: [x]} -> {related: [x]}: empty lists say nothing on a page."""
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if v not in (None, "", [], {})}
+    return value
+
+
+def card(kb: KnowledgeBase, ref: str, similar: int = SIMILAR) -> dict[str, Any]:
+    """similar: how many cards near in meaning to list (each page embeds its card's text for them; the
+    static site, writing every page at once, leaves them out)."""
+    stored = kb.get(ref)
+    data = stored.to_dict(body=False)
+    evidence = data.get("evidence") or []
+    related = kb.related(stored.id, k=similar)
+    history = kb.history_with_diffs(stored.id, HISTORY_COMMITS)
+    shown = {k: _without_empty(v) for k, v in data.items() if k not in (*HEADLINE_FIELDS, "evidence", "path")}
+    fields = [(k, _field_text(v)) for k, v in shown.items() if v not in (None, "", [], {})]
+    return {
+        "card": stored,
+        "data": data,
+        "fields": fields,
+        "body_html": markdown_html(stored.body),
+        "evidence": evidence,
+        "chart": evidence_svg(evidence),
+        "related": related,
+        "history": history,
+        "unreviewed": _unreviewed(stored),
+    }
+
+
+def _unreviewed(stored: StoredCard) -> bool:
+    from ..loop.review import is_unreviewed
+
+    return is_unreviewed(stored.card)
+
+
+def review(kb: KnowledgeBase) -> dict[str, Any]:
+    return {"queue": kb.review_queue()}
+
+
+def gates(kb: KnowledgeBase) -> dict[str, Any]:
+    locks = kb.gate_locks()
+    problems = {p.id: p.message for p in kb.verify_gates().problems if p.id}
+    rows = []
+    for stored in (kb.get(s.id) for s in kb.summaries(kind="gate")):
+        runs = _gate_runs(kb, stored.id)
+        rows.append(
+            {
+                "card": stored,
+                "check": stored.to_dict(body=False).get("check") or {},
+                "locked": stored.id in locks,
+                "lock_problem": problems.get(stored.id),
+                "runs": runs[-5:][::-1],
+            }
+        )
+    return {"gates": rows}
+
+
+def _gate_runs(kb: KnowledgeBase, gate_id: str) -> list[dict[str, Any]]:
+    """The gate's recorded runs (runs/gates/ID.jsonl, appended by `kb gate run`), oldest first."""
+    path = kb.root / "runs" / "gates" / f"{gate_id}.jsonl"
+    if not path.is_file():
+        return []
+    runs = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a torn line: the others still show
+        if isinstance(record, dict):
+            runs.append(record)
+    return runs
+
+
+def gaps(kb: KnowledgeBase) -> dict[str, Any]:
+    board: dict[str, list[Any]] = {"high": [], "medium": [], "low": []}
+    for gap in kb.gaps():
+        board[gap.get("priority", default="medium")].append(gap)
+    return {"board": board}
+
+
+def lint(kb: KnowledgeBase) -> dict[str, Any]:
+    try:
+        report = kb.lint_report()
+    except KbError as exc:
+        return {"report": None, "error": str(exc)}
+    return {"report": report, "error": None}
+
+
+class LintCache:
+    """`kb lint` takes seconds at a thousand cards (it compares every finding with every other), so the
+    live server keeps its last report for as long as nothing changed: the same HEAD and no card file
+    touched since. It is worked out once in the background at start, and again after a change."""
+
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb = kb
+        self.key: tuple[str | None, int] | None = None
+        self.page: dict[str, Any] = {}
+        self.lock = threading.Lock()
+
+    def fingerprint(self) -> tuple[str | None, int]:
+        """HEAD and the newest change under kb/ (a card edited by hand, not yet committed)."""
+        newest = 0
+        for folder, _, files in os.walk(self.kb.root / "kb"):
+            for name in files:
+                newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
+        lock = self.kb.root / "kb.lock"
+        if lock.exists():
+            newest = max(newest, lock.stat().st_mtime_ns)
+        return self.kb.store.head(), newest
+
+    def get(self) -> dict[str, Any]:
+        with self.lock:
+            key = self.fingerprint()
+            if key != self.key:
+                self.page, self.key = lint(self.kb), key
+            return self.page
+
+    def warm(self) -> None:
+        threading.Thread(target=self.get, name="kb-lint", daemon=True).start()

@@ -1,0 +1,192 @@
+"""The web view (kbtool/web) over HTTP, as a browser talks to `kb ui` run for real: every page answers,
+the review actions are one commit each through the same code as the CLI, forms from elsewhere and
+hosts that are not loopback are refused, a token guards a server off loopback; and `kb site` writes
+the same pages as files whose links all resolve."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+
+import pytest
+
+pytest.importorskip("starlette")
+pytest.importorskip("jinja2")
+
+from web_server import csrf_of, request, running_ui
+
+import kbtool
+from conftest import commit_count, git, run_kb
+
+AGENT_FINDING = "agent-tpot-finding"
+
+
+@pytest.fixture
+def curated(starter_clone: kbtool.KnowledgeBase) -> kbtool.KnowledgeBase:
+    """The starter KB with one finding an agent wrote (waiting for review), measured against a baseline."""
+    starter_clone.add_finding(
+        "Agent TPOT finding",
+        metrics={"tpot": (0.56, "ms")},
+        baselines={"tpot": (0.71, "ms")},
+        applies_to=["hardware=B200"],
+        agent="claude-code",
+    )
+    return starter_clone
+
+
+def test_every_page_answers(curated, fast_env):
+    gate = "gate-ttft-vs-baseline-engine"
+    with running_ui(curated.root, fast_env) as url:
+        for path, words in (
+            ("", "Recent activity"),
+            ("search?q=NVFP4+MoE+decode&explain=1", "rank · score · normalized"),
+            ("search?q=decode&kind=finding&where=applies_to.hardware%3DB200", '<table class="hits">'),
+            ("cards/nvfp4-block-scaled-fp4-format", "NVIDIA&#39;s NVFP4 stores"),
+            (f"cards/{gate}", "locked"),
+            ("review", "Agent TPOT finding"),
+            ("gates", gate),
+            ("gaps", "high ("),
+            ("lint", "Lint"),
+            (f"cards/{AGENT_FINDING}/edit", '<textarea name="body"'),
+        ):
+            status, _, page = request(url + path)
+            assert status == 200 and words in page, (path, page[:400])
+        status, _, page = request(url + "cards/no-such-card")
+        assert status == 404 and "no-such-card" in page
+
+
+def test_a_finding_page_draws_its_evidence_against_the_baseline(curated, fast_env):
+    with running_ui(curated.root, fast_env) as url:
+        _, _, page = request(url + f"cards/{AGENT_FINDING}")
+    svg = re.search(r"<svg[^>]*class=\"evidence-chart\".*?</svg>", page, re.S)
+    assert svg, "no chart on the finding's page"
+    assert 'class="measured"' in svg.group(0) and 'class="baseline"' in svg.group(0)
+    assert "0.56 ms" in svg.group(0) and "baseline 0.71" in svg.group(0)
+
+
+def test_confirm_refute_and_edit_are_a_commit_each(curated, fast_env):
+    root = curated.root
+    with running_ui(root, fast_env) as url:
+        _, _, page = request(url + f"cards/{AGENT_FINDING}")
+        secret = csrf_of(page)
+        before = commit_count(root)
+
+        status, headers, _ = request(url + f"cards/{AGENT_FINDING}/confirm", {"csrf": secret})
+        assert status == 303 and commit_count(root) == before + 1
+        head = git(root, "rev-parse", "HEAD").strip()
+        assert headers["location"] == f"/cards/{AGENT_FINDING}?done=confirmed&commit={head}"
+        assert "kb-op: confirm" in git(root, "log", "-1", "--format=%B")
+        _, _, shown = request(url + headers["location"].lstrip("/"))
+        assert f"Confirmed: commit {head[:10]}" in shown and "s-confirmed" in shown
+
+        status, _, page = request(url + f"cards/{AGENT_FINDING}/refute", {"csrf": secret, "reason": " "})
+        assert status == 400 and "say why it is refuted" in page and commit_count(root) == before + 1
+
+        status, headers, _ = request(
+            url + f"cards/{AGENT_FINDING}/edit",
+            {"csrf": secret, "title": "Agent TPOT finding", "tags": "tpot decode", "body": "Measured twice.\r\n"},
+        )
+        assert status == 303 and "done=edited" in headers["location"] and commit_count(root) == before + 2
+        card = (root / "kb" / "finding" / f"{AGENT_FINDING}.md").read_text()
+        assert card.endswith("Measured twice.\n") and "- decode" in card
+
+        status, headers, _ = request(
+            url + f"cards/{AGENT_FINDING}/refute", {"csrf": secret, "reason": "the baseline was cold", "next": "review"}
+        )
+        assert status == 303 and headers["location"].startswith("/review?done=refuted")
+        assert "the baseline was cold" in git(root, "log", "-1", "--format=%B")
+
+
+def test_a_form_from_elsewhere_and_a_foreign_host_are_refused(curated, fast_env):
+    root = curated.root
+    with running_ui(root, fast_env) as url:
+        before = commit_count(root)
+        status, _, page = request(url + f"cards/{AGENT_FINDING}/confirm", {"csrf": "guessed"})
+        assert status == 403 and "CSRF" in page
+        status, _, page = request(url, headers={"Host": "attacker.example:80"})
+        assert status == 421
+        status, _, _ = request(url + "gates/../../etc/passwd")
+        assert status == 404
+        assert commit_count(root) == before
+
+
+def test_a_locked_gate_cannot_be_edited_from_the_page(curated, fast_env):
+    gate = "gate-ttft-vs-baseline-engine"
+    with running_ui(curated.root, fast_env) as url:
+        _, _, page = request(url + f"cards/{gate}/edit")
+        status, _, page = request(url + f"cards/{gate}/edit", {"csrf": csrf_of(page), "title": "x", "body": "y"})
+    assert status == 400 and "locked" in page
+    assert not git(curated.root, "status", "--porcelain").strip()
+
+
+def test_off_loopback_a_token_is_needed_and_kept_in_a_cookie(curated, fast_env):
+    result = run_kb(fast_env, curated.root, "ui", "--host", "0.0.0.0", "--port", "0")
+    assert result.returncode == 2 and "needs --token" in result.stderr and result.stderr.count("\n") == 1
+    with running_ui(curated.root, fast_env, "--host", "0.0.0.0", "--token", "s3cret-token") as url:
+        base = url.split("?")[0].replace("0.0.0.0", "127.0.0.1")
+        status, _, _ = request(base + "gates")
+        assert status == 401
+        status, headers, _ = request(base + "gates?token=wrong")
+        assert status == 401
+        status, headers, _ = request(base + "gates?token=s3cret-token&x=1")
+        assert status == 303 and headers["location"] == "/gates?x=1"
+        cookie = headers["set-cookie"].split(";")[0]
+        assert "HttpOnly" in headers["set-cookie"]
+        status, _, page = request(base + "gates", headers={"Cookie": cookie})
+        assert status == 200 and "Gates" in page
+
+
+class Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if name in ("href", "src") and value:
+                self.found.append(value)
+
+
+def test_kb_site_writes_the_pages_and_every_link_resolves(curated, fast_env, tmp_path):
+    out = tmp_path / "site"
+    result = run_kb(fast_env, curated.root, "site", str(out), "--json")
+    assert result.returncode == 0, result.stderr
+    cards = len(curated.cards())
+    assert f'"cards": {cards}' in result.stdout
+    pages = sorted(out.rglob("*.html"))
+    assert len(pages) == cards + 6
+    for page in pages:
+        parser = Links()
+        text = page.read_text()
+        parser.feed(text)
+        assert '<form method="post"' not in text  # no actions without a server
+        for link in parser.found:
+            if link.startswith(("http://", "https://", "mailto:", "#")):
+                continue
+            target = (page.parent / link.split("?")[0]).resolve()
+            assert target.is_file(), f"{page.relative_to(out)} links to {link}, which is not there"
+    index = (out / "static" / "search-index.js").read_text()
+    assert index.startswith("window.KB_INDEX = [") and AGENT_FINDING in index
+
+    # a second run replaces it; a folder with someone else's files is refused, untouched
+    (out / "cards" / "stale.html").write_text("old")
+    assert run_kb(fast_env, curated.root, "site", str(out)).returncode == 0
+    assert not (out / "cards" / "stale.html").exists()
+    other = tmp_path / "docs"
+    other.mkdir()
+    (other / "notes.md").write_text("mine")
+    refused = run_kb(fast_env, curated.root, "site", str(other))
+    assert refused.returncode == 2 and "other files in it" in refused.stderr
+    assert [p.name for p in other.iterdir()] == ["notes.md"]
+
+
+def test_without_the_ui_extra_the_refusal_says_what_to_install(fast_env, tmp_path, curated):
+    code = (
+        "import sys; sys.modules['jinja2'] = None; from kbtool.surfaces.cli import main; "
+        f"sys.argv = ['kb', '--kb', {str(curated.root)!r}, 'site', {str(tmp_path / 's')!r}]; main()"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=fast_env)
+    assert result.returncode == 2 and "pip install 'kbtool[ui]'" in result.stderr
+    assert not (tmp_path / "s").exists()
