@@ -190,3 +190,17 @@ def test_without_the_ui_extra_the_refusal_says_what_to_install(fast_env, tmp_pat
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=fast_env)
     assert result.returncode == 2 and "pip install 'kbtool[ui]'" in result.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_a_cards_markup_is_shown_as_text_never_run(curated, fast_env):
+    curated.add(
+        "reference",
+        "Notes with markup",
+        fields=["source.url=https://example.org/notes"],
+        body='<script>alert("x")</script>\n\n[a link](javascript:alert(1)) and <img src=x onerror=alert(2)>\n',
+    )
+    with running_ui(curated.root, fast_env) as url:
+        _, _, page = request(url + "cards/notes-with-markup")
+    body = page.split('<section class="body">', 1)[1].split("</section>", 1)[0]
+    assert "<script>" not in body and "&lt;script&gt;" in body
+    assert "<img" not in body and 'href="javascript:' not in body
