@@ -131,6 +131,12 @@ def test_a_core_install_from_pypi_dependencies_used_on_another_folder(tmp_path):
         run("search", "decode", "--mode", "vector", code=2)
         serve = run("serve", code=2)
         assert "kb serve needs the MCP SDK" in serve.stderr
+        session = clone / "tests" / "data" / "results-tsv" / "autoresearch-results.tsv"
+        plotted = run("plot", "--session", str(session), "--out", str(tmp_path / "p.png"), code=2)
+        assert "pip install 'kbtool[plot]'" in plotted.stderr and not (tmp_path / "p.png").exists()
+        for args in (("site", str(tmp_path / "site")), ("ui", "--port", "0")):
+            refused_web = run(*args, code=2)
+            assert "pip install 'kbtool[ui]'" in refused_web.stderr and not (tmp_path / "site").exists()
         project = tmp_path / "engine"
         project.mkdir()
         refused = run("--kb", str(clone), "agent", "install", "--claude", cwd=project, code=2)
