@@ -58,6 +58,7 @@ SKILL_INSTANCES = {
         0,
     ),
     "kb add-finding --json-input < finding.json": ("kb add-finding --json-input < finding.json", 0),
+    "kb compare CANDIDATE_DIR BASELINE_DIR": ("kb compare tests/data/aiperf tests/data/aiperf", 0),
     "kb confirm ID": ("kb confirm ttft-run-3", 0),
     'kb refute ID --reason "..."': ('kb refute ttft-run-1 --reason "superseded twice over"', 0),
     "kb gate run GATE --confirms ID": ("kb gate run gate-tpot-vs-baseline-engine --confirms ttft-run-3", 1),

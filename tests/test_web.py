@@ -204,3 +204,14 @@ def test_a_cards_markup_is_shown_as_text_never_run(curated, fast_env):
     body = page.split('<section class="body">', 1)[1].split("</section>", 1)[0]
     assert "<script>" not in body and "&lt;script&gt;" in body
     assert "<img" not in body and 'href="javascript:' not in body
+
+
+def test_the_gates_page_shows_the_last_runs(curated, fast_env):
+    gate = "gate-ttft-vs-baseline-engine"
+    result = curated.run_gate(gate)  # no runs/ in the clone: the command exits 2 and the gate fails
+    assert not result.passed
+    with running_ui(curated.root, fast_env) as url:
+        _, _, page = request(url + "gates")
+    section = page.split(f'href="/cards/{gate}"', 1)[1].split("</section>", 1)[0]
+    assert '<td class="fail">fail</td>' in section and "the command exited 2" in section
+    assert "Never run here" not in section
