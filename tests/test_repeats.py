@@ -163,3 +163,28 @@ def test_a_run_its_tool_calls_invalid_leaves_the_finding_tentative(cli):
     assert "LoadGen says the result is INVALID (Performance constraints satisfied: No" in finding["body"]
     valid = REPO_ROOT / "tests" / "data" / "mlperf" / "llama2-70b-99-Server-mlperf_log_summary.txt"
     assert add_finding(cli, "llama2-70b Server", [str(valid)], [])["status"] == "confirmed"
+
+
+def test_runs_pair_by_the_load_not_by_where_the_server_was_or_which_engine(cli, tmp_path):
+    """A baseline engine and a candidate are served at different addresses, often by different engines:
+    their runs still pair by what was asked of them (the load), not by the URL or the backend."""
+    aiperf = json.loads((REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json").read_text())
+    sides = {}
+    for side, url in (("candidate", "http://127.0.0.1:8001"), ("baseline", "http://127.0.0.1:8000")):
+        folder = tmp_path / side
+        folder.mkdir()
+        config = {**aiperf["input_config"], "endpoint": {**aiperf["input_config"]["endpoint"], "urls": [url]}}
+        (folder / "profile_export_aiperf.json").write_text(json.dumps({**aiperf, "input_config": config}))
+        sides[side] = str(folder)
+    result = cli("compare", sides["candidate"], sides["baseline"], "--json")
+    assert result.exit_code == 0, result.stderr
+    assert "output_token_throughput" in {r["metric"] for r in json.loads(result.stdout)["metrics"]}
+
+    raw = json.loads(VLLM.read_text())
+    engines = {}
+    for backend in ("vllm", "sglang"):
+        path = tmp_path / f"{backend}.json"
+        path.write_text(json.dumps({**raw, "backend": backend}))
+        engines[backend] = str(path)
+    result = cli("compare", engines["sglang"], engines["vllm"], "--json")
+    assert result.exit_code == 0, result.stderr

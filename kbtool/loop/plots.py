@@ -56,8 +56,8 @@ def output_format(out: Path) -> str:
     return suffix[1:]
 
 
-# conditions about the runs and their judging, not the load: they do not split a finding into lines
-NOT_LOAD = ("run", "runs", "records", "requests", "verdict")
+# conditions about the runs and their judging, not the load or the system: they do not split a finding into lines
+ABOUT_THE_RUN = ("run", "runs", "records", "requests", "verdict")
 
 
 def findings_series(findings: Iterable[dict[str, Any]], metric: str, by: str | None) -> list[Series]:
@@ -100,14 +100,14 @@ def findings_series(findings: Iterable[dict[str, Any]], metric: str, by: str | N
 
 def _varying(conditions: list[dict[str, Any]]) -> list[str]:
     """The load conditions that differ between a finding's entries: what tells its bars apart."""
-    keys = sorted({k for c in conditions for k in c if k not in NOT_LOAD})
+    keys = sorted({k for c in conditions for k in c if k not in ABOUT_THE_RUN})
     return [k for k in keys if len({repr(c.get(k)) for c in conditions}) > 1]
 
 
 def _splitting(conditions: list[dict[str, Any]], by: str) -> list[str]:
     """The load conditions that make separate lines: those that vary at one value of `by` (a sweep
     at two input lengths). One that follows `by` (a prompt count raised with the rate) does not."""
-    keys = sorted({k for c in conditions for k in c if k not in (*NOT_LOAD, by)})
+    keys = sorted({k for c in conditions for k in c if k not in (*ABOUT_THE_RUN, by)})
     at: dict[str, list[dict[str, Any]]] = {}
     for c in conditions:
         at.setdefault(repr(c.get(by)), []).append(c)

@@ -31,10 +31,18 @@ def t95(df: float) -> float:
     return T95[int(df) - 1] if df <= len(T95) else Z95
 
 
+# conditions that say which run it was, how it was judged, or which system answered, not what load it
+# was under: a candidate served at another address or by another engine than its baseline still pairs
+NOT_LOAD = (
+    "run", "runs", "records", "requests", "verdict",  # the runs and their judging
+    "endpoint", "backend", "sut",  # the system under test: where it listened, which engine it was
+    "result", "unsatisfied", "errored",  # what came out (MLPerf validity, GuideLLM's errored requests)
+)  # fmt: skip
+
+
 def _key(ev: dict[str, Any]) -> tuple[str, str | None, str]:
-    """Runs pair by metric, unit and the conditions that are not about the run itself."""
-    skip = ("run", "runs", "records", "requests", "verdict")  # about the runs and their judging, not the load
-    conditions = {k: v for k, v in (ev.get("conditions") or {}).items() if k not in skip}
+    """Runs pair by metric, unit and the conditions of the load."""
+    conditions = {k: v for k, v in (ev.get("conditions") or {}).items() if k not in NOT_LOAD}
     return ev["metric"], ev.get("unit"), repr(sorted(conditions.items()))
 
 
