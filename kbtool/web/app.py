@@ -50,7 +50,7 @@ def create_app(kb: KnowledgeBase, token: str | None = None, loopback: bool = Tru
     pages = Pages(kb.config.kb.name)
     csrf = secrets.token_urlsafe(24)
     lock = threading.Lock()
-    linted = views.LintCache(kb)
+    linted = views.LintCache(kb, lock)
     linted.warm()
 
     def page(template: str, name: str, status: int = 200, **context: Any) -> HTMLResponse:

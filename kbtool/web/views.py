@@ -170,11 +170,12 @@ class LintCache:
     live server keeps its last report for as long as nothing changed: the same HEAD and no card file
     touched since. It is worked out once in the background at start, and again after a change."""
 
-    def __init__(self, kb: KnowledgeBase) -> None:
-        self.kb = kb
+    def __init__(self, kb: KnowledgeBase, lock: threading.Lock) -> None:
+        """lock: the one every request takes to use the knowledge base (its index is not for two
+        threads at once); the background run takes it too."""
+        self.kb, self.lock = kb, lock
         self.key: tuple[str | None, int] | None = None
         self.page: dict[str, Any] = {}
-        self.lock = threading.Lock()
 
     def fingerprint(self) -> tuple[str | None, int]:
         """HEAD and the newest change under kb/ (a card edited by hand, not yet committed)."""
@@ -188,11 +189,15 @@ class LintCache:
         return self.kb.store.head(), newest
 
     def get(self) -> dict[str, Any]:
-        with self.lock:
-            key = self.fingerprint()
-            if key != self.key:
-                self.page, self.key = lint(self.kb), key
-            return self.page
+        """The report; the caller holds the lock."""
+        key = self.fingerprint()
+        if key != self.key:
+            self.page, self.key = lint(self.kb), key
+        return self.page
 
     def warm(self) -> None:
-        threading.Thread(target=self.get, name="kb-lint", daemon=True).start()
+        def run() -> None:
+            with self.lock:
+                self.get()
+
+        threading.Thread(target=run, name="kb-lint", daemon=True).start()
