@@ -41,6 +41,7 @@ def test_every_page_answers(curated, fast_env):
     with running_ui(curated.root, fast_env) as url:
         for path, words in (
             ("", "Recent activity"),
+            ("?since=7d", "<b>this week</b>"),
             ("search?q=NVFP4+MoE+decode&explain=1", "rank · score · normalized"),
             ("search?q=decode&kind=finding&where=applies_to.hardware%3DB200", '<table class="hits">'),
             ("cards/nvfp4-block-scaled-fp4-format", "NVIDIA&#39;s NVFP4 stores"),

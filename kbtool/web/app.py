@@ -71,7 +71,9 @@ def create_app(kb: KnowledgeBase, token: str | None = None, loopback: bool = Tru
         return run
 
     def home(request: Request) -> Response:
-        return page("home.html", "home", **views.home(kb))
+        return page(
+            "home.html", "home", flash=flash_of(request), **views.home(kb, request.query_params.get("since", ""))
+        )
 
     def search(request: Request) -> Response:
         q = request.query_params

@@ -45,14 +45,16 @@ class Filters:
     explain: bool = False
 
 
-def home(kb: KnowledgeBase) -> dict[str, Any]:
-    stats = kb.stats()
-    changes = kb.recent(limit=RECENT_CHANGES)
-    return {
-        "stats": stats,
-        "changes": changes,
-        "waiting": len(kb.review_queue()),
-    }
+# what the front page's activity can be narrowed to: "what changed this week?"
+PERIODS = {"": "latest", "1d": "today", "7d": "this week", "30d": "this month"}
+
+
+def home(kb: KnowledgeBase, since: str = "") -> dict[str, Any]:
+    """The counts, and the newest commits (all of them within `since`, one of PERIODS, up to 200)."""
+    since = since if since in PERIODS else ""
+    changes = kb.recent(since=since or None, limit=200 if since else RECENT_CHANGES)
+    waiting = len(kb.review_queue())
+    return {"stats": kb.stats(), "changes": changes, "waiting": waiting, "since": since, "periods": PERIODS}
 
 
 def search(kb: KnowledgeBase, filters: Filters) -> dict[str, Any]:
