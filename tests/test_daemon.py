@@ -84,6 +84,7 @@ def test_the_client_process_stays_light(kb, env):
         "yaml",
         "markdown_it",
         "kbtool.kb",
+        "kbtool.kb_core",
         "kbtool.search.index",
     }
     assert not heavy & loaded, heavy & loaded

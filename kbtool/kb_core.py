@@ -1,0 +1,695 @@
+"""The core of the KnowledgeBase facade: opening a knowledge base, reading and writing its cards (one commit
+each), its sources, its index and embedder, and the helpers every part of the facade shares. The rest
+of the facade builds on it, a layer a module: kb_review, kb_gates, kb_evidence, kb_search, kb_skills,
+then kb.KnowledgeBase."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Callable, Iterable, Iterator
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from .loop.review import agent_status, check_agent_fields
+from .model import markdown
+from .model.cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, Gap, Gate, fallback_id, is_valid_id, slugify
+from .model.contracts import Change, ImportSummary
+from .model.errors import (
+    AmbiguousId,
+    BadInput,
+    CardNotFound,
+    Conflict,
+    InvalidCard,
+    KbError,
+    SemanticUnavailable,
+    SkillNotFound,
+)
+from .model.fields import card_conditions, merge, parse_assignments, parse_filters
+from .model.records import CardSummary, StoredCard
+from .model.validation import model_for, validate_card
+from .model.vocabulary import STATE_DIR
+from .store.config import Config, load_config
+from .store.locate import resolve_root
+from .store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
+
+if TYPE_CHECKING:
+    import threading
+
+    # the class this one is the base of, for what a source opens (a whole knowledge base); typing only
+    from .kb import KnowledgeBase
+    from .model.policy import Policy
+    from .search.embeddings import Embedder
+    from .search.index import Index, RefreshStats
+    from .search.pipeline import Searcher
+    from .skills.spec import Skill
+
+MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
+
+
+class KnowledgeBaseCore:
+    """Open, read and write cards (one commit each), the sources, the index and the embedder."""
+
+    def __init__(self, root: Path, embedder: Embedder | None = None):
+        self.root = root.resolve()
+        self.config: Config = load_config(self.root)
+        self.store = Store(self.root)
+        self.store.recover_if_interrupted()  # a writer killed mid-write: undo it before anything is read
+        self.notices: builtins.list[str] = []  # things worth telling the user that are not errors (an index rebuilt)
+        if self.store.state_dir != self.root / STATE_DIR:
+            self.notices.append(f"a read-only knowledge base: its search index is kept in {self.store.state_dir}")
+        # a write whose text looks like a credential is refused unless a person says it is not one
+        # (the CLI's --allow-secret); nothing an agent calls over MCP can set it
+        self.allow_secrets = False
+        self._embedder = embedder
+        self._index: Index | None = None
+        self._searcher: Searcher | None = None
+        self._vectors_building: threading.Thread | None = None  # see warm_in_background
+        self._policy: Policy | None = None
+        self._preparing_queries: threading.Thread | None = None
+        self._sources: builtins.list[tuple[str, KnowledgeBase]] | None = None
+        self._environment: dict[str, str] | None = None  # this machine's, read once (nvidia-smi is slow)
+
+    def load_file(self, path: Path) -> StoredCard:
+        return StoredCard.read(path, self.root)
+
+    def cards(self) -> builtins.list[StoredCard]:
+        """Every card that parses; `lint()` reports the ones that do not."""
+        out = []
+        for path in self.store.card_files():
+            try:
+                out.append(self.load_file(path))
+            except InvalidCard:
+                continue
+        return out
+
+    def ids(self) -> dict[str, Path]:
+        return {p.stem: p for p in self.store.card_files()}
+
+    def resolve_id(self, ref: str) -> Path:
+        """The file of the card with this id, or with this unique id prefix."""
+        exact = self.store.card_file(ref)  # a few stat calls: the common case lists no folder
+        if exact is not None:
+            return exact
+        ids = self.ids()
+        if ref in ids:
+            return ids[ref]
+        matches = sorted(i for i in ids if i.startswith(ref)) if ref else []
+        if len(matches) == 1:
+            return ids[matches[0]]
+        if not matches:
+            raise CardNotFound(f"no card with id {ref!r}")
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise AmbiguousId(f"{ref!r} matches {len(matches)} cards ({shown}); give more of the id")
+
+    def source_bases(self) -> builtins.list[tuple[str, KnowledgeBase]]:
+        """Each source that is there to read, opened once; one that is not (a git source never
+        updated, a folder gone) is left out with a notice saying how to get it."""
+        if self._sources is None:
+            from .store.sources import source_root
+
+            self._sources = []
+            for source in self.config.sources:
+                where = source_root(self.root, self.store.state_dir, source)
+                try:
+                    opened = cast("KnowledgeBase", type(self)(resolve_root(where)))
+                    self._sources.append((source.name, opened))
+                except KbError as exc:
+                    hint = "run `kb sources update`" if source.url else "check its path in kb.toml"
+                    self.note(f"source {source.name} left out ({exc}); {hint}")
+        return self._sources
+
+    def update_sources(self) -> builtins.list[tuple[str, str]]:
+        """`kb sources update`: each git source fetched and moved to its ref; (name, commit) of each."""
+        from .store.sources import update
+
+        done = [(source.name, update(self.root, self.store.state_dir, source)) for source in self.config.sources]
+        self._sources = None
+        return done
+
+    def owner_of(self, ref: str) -> tuple[KnowledgeBase, str]:
+        """(the knowledge base a reference reads from, the id there): a source's for SOURCE:ID, else
+        (self, ref). For reading: writes go through get(), which knows this knowledge base only."""
+        name, sep, rest = ref.partition(":")
+        if not sep:
+            return cast("KnowledgeBase", self), ref
+        for known, base in self.source_bases():
+            if known == name:
+                return base, rest
+        named = ", ".join(s.name for s in self.config.sources) or "none"
+        raise CardNotFound(f"no source {name!r} to read {ref!r} from (kb.toml [[sources]]: {named})")
+
+    def summaries_everywhere(
+        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+    ) -> builtins.list[CardSummary]:
+        """summaries() here, then each source's, their ids as SOURCE:ID and their data with kb: SOURCE."""
+        found = self.summaries(kind, status, tags, where)
+        for name, base in self.source_bases():
+            found += [_from_source(name, s) for s in base.summaries(kind, status, tags, where)]
+        return found
+
+    def gaps_everywhere(self) -> builtins.list[CardSummary]:
+        """The open gaps here and in every source, high priority first."""
+        order = {"high": 0, "medium": 1, "low": 2}
+        found = self.gaps() + [_from_source(name, g) for name, base in self.source_bases() for g in base.gaps()]
+        return sorted(found, key=lambda g: order[g.get("priority", default="medium")])
+
+    def get(self, ref: str) -> StoredCard:
+        return self.load_file(self.resolve_id(ref))
+
+    def card_or_skill(self, ref: str) -> StoredCard | Skill:
+        """What a search hit's id names: a card (exact id), else a skill (exact name), else a card by
+        unique id prefix. Search returns both kinds, so whatever it returns can be opened."""
+        from .skills.spec import SKILL_FILE
+
+        exact = self.store.card_file(ref)
+        if exact is not None:
+            return self.load_file(exact)
+        if ":" in ref:
+            base, rest = self.owner_of(ref)
+            return base.card_or_skill(rest)
+        if ref and "/" not in ref and (self.skills_dir / ref / SKILL_FILE).is_file():
+            return self.skill(ref)
+        try:
+            return self.get(ref)
+        except CardNotFound:
+            raise CardNotFound(f"no card or skill with id {ref!r}") from None
+
+    def list(
+        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+    ) -> builtins.list[StoredCard]:
+        if kind is not None:
+            model_for(kind)
+        if status is not None:
+            _check_status(status)
+        filters = parse_filters(where)
+        wanted_tags = {t.casefold() for t in tags}
+        out = []
+        for stored in self.cards():
+            card = stored.card
+            if kind and card.kind != kind or status and card.status != status:
+                continue
+            if wanted_tags and not wanted_tags <= {t.casefold() for t in card.tags}:
+                continue
+            data = card.model_dump(mode="json")
+            if all(f.matches(data) for f in filters):
+                out.append(stored)
+        return out
+
+    def summaries(
+        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+    ) -> builtins.list[CardSummary]:
+        """What list() finds, read from the index instead of the card files (which it brings up to date
+        first, by file stat): the frontmatter of each card, fast at any size. list() still parses and
+        validates the files, for callers that need the models or the bodies."""
+        return self.index.summaries(self._matching(kind, status, tags, where))
+
+    def summaries_json(
+        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+    ) -> str:
+        """summaries() as the JSON text `kb list --json` prints: an array, one card a line."""
+        return self.index.summaries_json(self._matching(kind, status, tags, where))
+
+    def _matching(
+        self, kind: str | None, status: str | None, tags: Iterable[str], where: Iterable[str]
+    ) -> set[int] | None:
+        if kind is not None:
+            model_for(kind)
+        if status is not None:
+            _check_status(status)
+        conditions = card_conditions(kind, status, tags, parse_filters(where))
+        self.index.refresh_if_stale(None)
+        return self.index.matching(conditions)
+
+    def history(self, ref: str) -> builtins.list[Commit]:
+        return self.store.history(self.store.relative(self.resolve_id(ref)))
+
+    def history_with_diffs(self, ref: str, limit: int = 10) -> builtins.list[tuple[Commit, str]]:
+        """The card's newest commits with what each changed in its file (the web view's history)."""
+        return self.store.history_with_diffs(self.store.relative(self.resolve_id(ref)), limit)
+
+    def recent(
+        self, since: str | None = None, kind: str | None = None, limit: int | None = None
+    ) -> builtins.list[Change]:
+        """What changed, newest first: each commit with the cards and skills it added, modified or
+        deleted ("what did the last agent learn?"). since: a date (2026-12-01), an age (7d, 12h, 2w)
+        or a commit (everything after it); kind: only changes to cards of this kind (or skills);
+        limit: the newest that many commits."""
+        from .store.history import recent_changes
+
+        return recent_changes(self.store, since, kind, {s.id: s.title for s in self.summaries()}, limit)
+
+    def add(
+        self,
+        kind: str,
+        title: str,
+        fields: Iterable[str] = (),
+        tags: Iterable[str] = (),
+        body: str = "",
+        status: str | None = None,
+        values: dict[str, Any] | None = None,
+        agent: str | None = None,
+    ) -> StoredCard:
+        """A new card from a title, `key=value` fields and/or already-typed values.
+
+        agent: the agent writing it (see kbtool.loop.review): the card is a draft (or tentative) that
+        names the agent, and id, status, links and provenance are not the agent's to set."""
+        model = model_for(kind)
+        fields = list(fields)
+        data: dict[str, Any] = {"kind": kind, "title": title, "tags": list(tags)}
+        if agent is not None:
+            check_agent_fields(values or {}, fields, f"add {kind}")
+            status = agent_status(status, "draft")
+            if kind == "gate" and status != "draft":
+                raise BadInput(
+                    "an agent's gate is written as a draft: a person reviews its command before it is locked or run"
+                )
+            data["provenance"] = {"agent": agent}
+        if status is not None:
+            data["status"] = _check_status(status)
+        data = merge(data, values or {})
+        data = merge(data, parse_assignments(fields, model))
+        _fill_defaults(data)
+        return self._create(data, body, origin=f"new {kind}")
+
+    def add_from_text(self, kind: str, text: str, origin: str, agent: str | None = None) -> StoredCard:
+        """A new card from a whole card file (frontmatter + body)."""
+        model_for(kind)
+        data, body = markdown.load_frontmatter(text, origin)
+        if data.setdefault("kind", kind) != kind:
+            raise InvalidCard(f"{origin}: kind is {data['kind']!r} but the command adds a {kind}")
+        if agent is not None:
+            check_agent_fields(data, (), origin)
+            data.update(status=agent_status(None, "draft"), provenance={"agent": agent})
+        return self._create(data, body.lstrip("\n"), origin)
+
+    def _create(
+        self,
+        data: dict[str, Any],
+        body: str,
+        origin: str,
+        extra_writes: Callable[[CardBase], dict[str, str]] | None = None,
+    ) -> StoredCard:
+        data.setdefault("provenance", {})
+        data["provenance"].setdefault("created", date.today())
+        if "author" not in data["provenance"]:
+            data["provenance"]["author"] = author_name(self.store)
+        with self.store.lock():
+            ids = self.ids()
+            if "id" in data:
+                if not isinstance(data["id"], str) or not is_valid_id(data["id"]):
+                    raise InvalidCard(
+                        f"{origin}: id: {data['id']!r} is not a valid id (lowercase letters, digits, '.', '_', '-')"
+                    )
+                if data["id"] in ids:
+                    raise Conflict(
+                        f"a card with id {data['id']!r} already exists ({self.store.relative(ids[data['id']])})"
+                    )
+            else:
+                data["id"] = _unique_id(data, ids)
+            card = validate_card(_drop_none(data), origin)
+            path = self.store.card_path(card.kind, card.id)
+            rel = self.store.relative(path)
+            writes = {rel: self._render(card, body, origin), **(extra_writes(card) if extra_writes else {})}
+            self.store.write(writes, _message("add", card))
+        return StoredCard(card, markdown.normalize_body(body), rel)
+
+    @property
+    def policy(self) -> Policy:
+        """The knowledge base's own JSON Schemas for its cards (kb.toml [schema]; kbtool/model/policy.py)."""
+        if self._policy is None:
+            from .model.policy import Policy
+
+            self._policy = Policy.load(self.root, self.config.schema_)
+        return self._policy
+
+    def _render(self, card: CardBase, body: str, origin: str) -> str:
+        """A card's file text, once it also meets this knowledge base's own schemas: every write passes here.
+        Rewriting a card that sits in another kind's folder, or under another name, is refused: the
+        write would commit it where no listing of its kind looks."""
+        parts = origin.split("/")
+        if len(parts) == 3 and parts[0] == CARDS_DIR and parts[2].endswith(".md"):
+            if (parts[1], parts[2][:-3]) != (card.kind, card.id):
+                raise InvalidCard(
+                    f"{origin} holds {card.kind} {card.id!r}; move it to {CARDS_DIR}/{card.kind}/{card.id}.md first "
+                    "(kb lint reports it)"
+                )
+        self.policy.check(card, origin)
+        text = markdown.render(card, body)
+        limits = self.config.limits
+        if len(card.title) > limits.title_chars:
+            raise BadInput(
+                f"{origin}: the title has {len(card.title):,} characters, over the limit of {limits.title_chars:,} "
+                "(kb.toml [limits] title_chars); say the rest in the body"
+            )
+        too_big = limits.card_too_big(len(text.encode()))
+        if too_big:
+            raise BadInput(f"{origin}: {too_big}")
+        if not self.allow_secrets:
+            from .loop.secrets import find_secrets
+
+            found = find_secrets(text)
+            if found:
+                raise BadInput(
+                    f"{origin}: looks like a credential ({'; '.join(map(str, found))}); a card travels through git "
+                    "to every clone, so nothing was written. Remove it, or pass --allow-secret if it is not one"
+                )
+        return text
+
+    def edit(
+        self,
+        ref: str,
+        fields: Iterable[str] = (),
+        body: str | None = None,
+        title: str | None = None,
+        tags: Iterable[str] | None = None,
+        status: str | None = None,
+        values: dict[str, Any] | None = None,
+        agent: str | None = None,
+    ) -> StoredCard:
+        """Change a card, one commit (none when nothing changed). An agent edits text and scope, not
+        the fields review decides (status, links, provenance): see kbtool.loop.review."""
+        fields = list(fields)
+        if agent is not None:
+            check_agent_fields(
+                {**(values or {}), **({"status": status} if status is not None else {})}, fields, f"edit {ref}"
+            )
+        with self.store.lock():
+            current = self.get(ref)
+            self._check_editable(current)
+            data = current.card.model_dump(mode="python")
+            if title is not None:
+                data["title"] = title
+            if tags is not None:
+                data["tags"] = list(tags)
+            if status is not None:
+                data["status"] = _check_status(status)
+            data = merge(data, values or {})
+            data = merge(data, parse_assignments(fields, type(current.card)))
+            card = validate_card(_drop_none(data), current.path)
+            new_body = current.body if body is None else body
+            text = self._render(card, new_body, current.path)
+            if text == markdown.render(current.card, current.body):
+                return current
+            self.store.write({current.path: text}, _message("edit", card))
+        return StoredCard(card, markdown.normalize_body(new_body), current.path)
+
+    def import_path(self, path: str | os.PathLike[str]) -> ImportSummary:
+        """Import documents (see kbtool.loop.importer) in one commit; re-importing updates in place.
+
+        Cards an earlier import of the same collection made, whose source section is gone,
+        are retired rather than deleted, so links to them stay valid.
+        """
+        from .loop.importer import plan_import
+
+        source = Path(path).expanduser().resolve()
+        own = [self.root / CARDS_DIR, self.root / SKILLS_DIR]
+        if any(source == d or source.is_relative_to(d) or d.is_relative_to(source) for d in own):
+            raise BadInput(
+                f"{path}: holds this knowledge base's own cards or skills; kb import reads documents, and "
+                "importing the cards would copy every one as a reference"
+            )
+        collection, planned = plan_import(source, self.config.limits.import_bytes)
+        today, author = date.today(), author_name(self.store)
+        with self.store.lock():
+            existing = {s.id: s for s in self.cards()}
+            writes: dict[str, str] = {}
+            added = updated = unchanged = retired = 0
+            for plan in planned:
+                data = merge(plan.data, {})
+                old = existing.get(plan.id)
+                created = old.card.provenance.created if old and old.card.provenance.created else today
+                data["provenance"] = {**data.get("provenance", {}), "created": created, "author": author}
+                if old and old.card.provenance.author:
+                    data["provenance"]["author"] = old.card.provenance.author
+                origin = f"import {plan.data.get('source', {}).get('path', plan.id)}"
+                card = validate_card(_drop_none(data), origin)
+                text = self._render(card, plan.body, origin)
+                rel = self.store.relative(self.store.card_path(card.kind, card.id))
+                if old and old.path != rel:
+                    raise Conflict(f"import would write {rel} but card {card.id!r} already exists as {old.path}")
+                if old and markdown.render(old.card, old.body) == text:
+                    unchanged += 1
+                    continue
+                writes[rel] = text
+                added, updated = (added, updated + 1) if old else (added + 1, updated)
+            planned_ids = {p.id for p in planned}
+            for stored in existing.values():
+                card = stored.card
+                if (
+                    stored.id not in planned_ids
+                    and card.provenance.project == collection
+                    and "imported" in card.tags
+                    and card.source is not None
+                    and card.status != "retired"
+                ):
+                    writes[stored.path] = markdown.render(card.model_copy(update={"status": "retired"}), stored.body)
+                    retired += 1
+            commit = None
+            if writes:
+                message = (
+                    f"kb import {collection}: {added} added, {updated} updated, {retired} retired\n\n"
+                    f"kb-op: import\nkb-collection: {collection}\n"
+                )
+                commit = self.store.write(writes, message)
+        return ImportSummary(
+            collection=collection, added=added, updated=updated, unchanged=unchanged, retired=retired, commit=commit
+        )
+
+    def export_cards(self, fmt: str = "jsonl") -> Iterator[str]:
+        """Every card as a line of JSON (kbtool.loop.exchange), in path order."""
+        from .loop.exchange import FORMATS, export_lines
+
+        if fmt not in FORMATS:
+            raise BadInput(f"--format {fmt}: kb exports {', '.join(FORMATS)}")
+        return export_lines(self.cards())
+
+    def import_cards(self, path: str | os.PathLike[str]) -> ImportSummary:
+        """Cards from a JSON Lines export, in one commit: new ones added, changed ones updated (never a
+        locked gate), the rest left as they are; a bad line refuses the whole file."""
+        from .loop.exchange import read_lines
+
+        source = Path(path)
+        try:
+            text = source.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadInput(f"{path}: cannot read ({exc})") from None
+        records = read_lines(text, source.name, self.config.limits.import_bytes)
+        with self.store.lock():
+            existing = {s.id: s for s in self.cards()}
+            locked = self.gate_locks()
+            writes: dict[str, str] = {}
+            added = updated = unchanged = 0
+            for card, body in records:
+                rel = self.store.relative(self.store.card_path(card.kind, card.id))
+                text_of = self._render(card, body, f"{source.name}: {card.id}")
+                old = existing.get(card.id)
+                if old is not None and old.path != rel:
+                    raise Conflict(f"{source.name}: card {card.id!r} is a {card.kind} there, {old.path} here")
+                if old is not None and markdown.render(old.card, old.body) == text_of:
+                    unchanged += 1
+                    continue
+                if old is not None and card.kind == "gate" and card.id in locked:
+                    raise Conflict(f"{source.name}: gate {card.id!r} differs from the locked one here; nothing written")
+                writes[rel] = text_of
+                added, updated = (added, updated + 1) if old else (added + 1, updated)
+            commit = None
+            if writes:
+                message = f"kb import {source.name}: {added} added, {updated} updated\n\nkb-op: import\n"
+                commit = self.store.write(writes, message)
+        if writes:
+            self._refresh_lexical()
+        return ImportSummary(
+            collection=source.name, added=added, updated=updated, unchanged=unchanged, retired=0, commit=commit
+        )
+
+    def _check_editable(self, stored: StoredCard) -> None:
+        """A locked gate is immutable: the way to change it is a new gate that supersedes it."""
+        if stored.card.kind == "gate" and stored.id in self.gate_locks():
+            raise Conflict(
+                f"gate {stored.id!r} is locked in kb.lock and cannot be edited; add a new gate and "
+                f"`kb supersede {stored.id} NEW_GATE` instead"
+            )
+
+    def _refresh_lexical(self) -> None:
+        """Keep the keyword index current after a write; vectors follow at the next semantic search."""
+        try:
+            self.index.refresh(None)
+        except Exception as exc:
+            self.notices.append(f"the search index was not refreshed ({exc}); the next search refreshes it")
+
+    def gaps(self) -> builtins.list[CardSummary]:
+        """Open gaps (nothing closed them, not retired or superseded), high priority first, oldest first."""
+        order = {"high": 0, "medium": 1, "low": 2}
+        open_gaps = [
+            g for g in self.summaries(kind="gap") if not g.get("closed_by") and g.status not in INACTIVE_STATUSES
+        ]
+        # created is an ISO date string in the index: it sorts as the date does
+        return sorted(
+            open_gaps,
+            key=lambda g: (order[g.get("priority", default="medium")], g.get("provenance", "created") or "", g.id),
+        )
+
+    def gate_locks(self) -> dict[str, str]:
+        from .loop.gates import parse_lock
+
+        path = self.root / LOCK_FILE
+        return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from .search.embeddings import make_embedder
+
+            self._embedder = make_embedder(self.config.index.embedding_model)
+        return self._embedder
+
+    def semantic_embedder(self) -> Embedder | None:
+        """The embedder, or None (with a notice) on an install without the model: keyword search,
+        lint and everything else still work there."""
+        try:
+            return self.embedder
+        except SemanticUnavailable as exc:
+            self.note(f"{exc}; keyword (BM25) results only")
+            return None
+
+    def note(self, notice: str) -> None:
+        if notice not in self.notices:
+            self.notices.append(notice)
+
+    @property
+    def index(self) -> Index:
+        if self._index is None:
+            from .search.index import Index
+
+            self._index = Index(self.store, self.notices, self.config.limits)
+        return self._index
+
+    def refresh_index(
+        self, rebuild: bool = False, semantic: bool = True, progress: Callable[[int, int], None] | None = None
+    ) -> RefreshStats:
+        """Bring .kb/index.db up to date (or rebuild it); semantic=False skips embeddings."""
+        embedder = self.semantic_embedder() if semantic else None
+        if rebuild:
+            return self.index.rebuild(embedder, progress)
+        return self.index.refresh(embedder, progress)
+
+    def warm_in_background(self) -> None:
+        """For a long-lived process (the search daemon, kb serve): the keyword index now, the model and
+        the missing vectors on a background thread. Until they are ready a hybrid search answers from
+        the keyword leg, saying so, and a vector search waits: a fresh clone answers its first query in
+        about a second instead of after the whole knowledge base is embedded."""
+        import threading
+
+        from .search.index import Index
+
+        self.index.refresh(None)
+        self.index.read_postings_in_background()  # the BM25 leg from memory once read; FTS5 until then
+        embedder = self.semantic_embedder()
+        if embedder is None:
+            return
+        store, notices = self.store, self.notices
+
+        def build() -> None:
+            try:
+                Index(store).embed_missing(embedder)  # its own connection; writes a group at a time
+                embedder.embed_query("warm up")  # the model loads here even when no vector was missing
+            except Exception as exc:
+                notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")
+                return
+            # hybrid search is ready now; the faster query path (seconds to make, the first time) comes after
+            self._preparing_queries = threading.Thread(target=prepare, name="kb-queries", daemon=True)
+            self._preparing_queries.start()
+
+        def prepare() -> None:
+            try:
+                embedder.prepare_for_queries()
+            except Exception:
+                pass
+
+        self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
+        self._vectors_building.start()
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.root / SKILLS_DIR
+
+    def skills(self) -> builtins.list[Skill]:
+        """Every valid skill, by name; `lint()` names the invalid ones."""
+        from .skills.spec import InvalidSkill, load_skill, skill_folders
+
+        out = []
+        for folder in skill_folders(self.skills_dir):
+            try:
+                out.append(load_skill(folder, self.store.relative(folder)))
+            except InvalidSkill:
+                continue
+        return out
+
+    def skill(self, name: str) -> Skill:
+        from .skills.spec import SKILL_FILE, load_skill, name_violations
+
+        if name_violations(name) or not (self.skills_dir / name / SKILL_FILE).is_file():
+            known = ", ".join(s.name for s in self.skills()) or "none yet"
+            raise SkillNotFound(f"no skill named {name!r} (skills: {known})")
+        return load_skill(self.skills_dir / name, self.store.relative(self.skills_dir / name))
+
+
+def _lead_fields(card: CardBase) -> builtins.list[Any]:
+    """The field that says what a card is about, beyond its title (a claim, a symptom, a question)."""
+    value = getattr(card, card.lead) if card.lead else None
+    return [value] if value else []
+
+
+def _from_source(name: str, summary: CardSummary) -> CardSummary:
+    """A source's card as this knowledge base lists it: SOURCE:ID, and kb: SOURCE in its data."""
+    return CardSummary(
+        f"{name}:{summary.id}", summary.kind, summary.title, summary.status, summary.path, {**summary.data, "kb": name}
+    )
+
+
+def _check_status(status: str) -> str:
+    if status not in STATUSES:
+        raise InvalidCard(f"status: {status!r} is not one of {', '.join(STATUSES)}")
+    return status
+
+
+def _fill_defaults(data: dict[str, Any]) -> None:
+    """The one field a kind needs that its title already says (a gap's question, a finding's claim)."""
+    model = MODELS[data["kind"]]
+    if model.from_title and model.lead:
+        data.setdefault(model.lead, data["title"])
+
+
+def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: (_drop_none(v) if isinstance(v, dict) else v) for k, v in data.items() if v is not None}
+
+
+def _unique_id(data: dict[str, Any], taken: dict[str, Path]) -> str:
+    title = data.get("title")
+    kind = data.get("kind", "card")
+    base = slugify(title) if isinstance(title, str) else ""
+    if not base:
+        base = fallback_id(kind, str(title))
+    candidate, n = base, 2
+    while candidate in taken:
+        candidate, n = f"{base}-{n}", n + 1
+    return candidate
+
+
+def _message(op: str, card: CardBase) -> str:
+    """Structured commit messages: a subject for people, trailers for tools."""
+    return f"kb {op} {card.kind}: {card.title}\n\nkb-op: {op}\nkb-kind: {card.kind}\nkb-id: {card.id}\n"
+
+
+def _gate(stored: StoredCard) -> Gate:
+    if not isinstance(stored.card, Gate):
+        raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gate")
+    return stored.card
+
+
+def _gap(stored: StoredCard) -> Gap:
+    if not isinstance(stored.card, Gap):
+        raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gap")
+    return stored.card

@@ -1,0 +1,154 @@
+"""Gates (kbtool.loop.gates): immutable acceptance checks, locked by hash in kb.lock, run in the project they
+judge, each run recorded."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from .kb_core import _gate
+from .kb_review import Reviewing
+from .loop.review import is_unreviewed
+from .model.contracts import GateRunResult, LockCheck
+from .model.errors import BadInput, Conflict, InvalidCard
+from .store.repository import LOCK_FILE
+
+
+class Gating(Reviewing):
+    """Lock, verify and run gates."""
+
+    def lock_gates(self, refs: Iterable[str] = ()) -> tuple[builtins.list[str], dict[str, str]]:
+        """Record the hash of each given gate, or of every confirmed unlocked gate, in kb.lock (one commit).
+
+        Returns (the ids locked, {id: why it was skipped}). Without ids only confirmed gates are
+        locked: a draft may be an agent's proposal nobody has read, and locking it would make its
+        command the project's law. A gate an agent wrote is locked only after review."""
+        from .loop.gates import gate_hash, render_lock
+
+        with self.store.lock():
+            locks = self.gate_locks()
+            named = list(refs)
+            gates = [self.get(r) for r in named] if named else self.list(kind="gate")
+            newly: builtins.list[str] = []
+            skipped: dict[str, str] = {}
+            for stored in gates:
+                digest = gate_hash(_gate(stored), stored.body)
+                if stored.id in locks:
+                    if locks[stored.id] != digest:
+                        raise Conflict(
+                            f"gate {stored.id!r} changed since it was locked; restore it from git, or "
+                            f"supersede it with a new gate"
+                        )
+                    continue
+                if is_unreviewed(stored.card):
+                    if named:
+                        raise BadInput(
+                            f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has "
+                            f"reviewed it; read its command, then `kb confirm {stored.id}` before locking it"
+                        )
+                    skipped[stored.id] = f"written by {stored.card.provenance.agent}, not reviewed"
+                    continue
+                if not named and stored.card.status != "confirmed":
+                    skipped[stored.id] = f"{stored.card.status}, not confirmed"
+                    continue
+                locks[stored.id] = digest
+                newly.append(stored.id)
+            if newly:
+                self.store.write(
+                    {LOCK_FILE: render_lock(locks)}, f"kb gate lock: {', '.join(newly)}\n\nkb-op: gate-lock\n"
+                )
+        return newly, skipped
+
+    def verify_gates(self) -> LockCheck:
+        """Every locked gate against kb.lock: ok, how many are locked, and each mismatch."""
+        from .loop.curation import gate_lock_problems
+
+        locks = self.gate_locks()
+        problems = gate_lock_problems(self.store, locks)
+        return LockCheck(ok=not problems, locked=len(locks), problems=problems)
+
+    def run_gate(
+        self,
+        ref: str,
+        record: bool = True,
+        in_dir: str | os.PathLike[str] | None = None,
+        confirms: str | None = None,
+        before: Callable[[str, Path], None] | None = None,
+        require_lock: bool = False,
+    ) -> GateRunResult:
+        """Run a gate's command in in_dir (the project it judges; default the KB root) and compare.
+
+        Nothing runs when kb.lock cannot be read, or when the gate is locked and its file no longer
+        matches the lock (someone edited the command or the threshold by hand): the lock is what
+        makes a gate's verdict mean something. before(command, folder) is called just before the
+        command runs, so a caller can show what is about to run.
+
+        The run, with the judged repository's name, remote and commit, is appended to
+        runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
+        that finding in the same commit (its reviewer is recorded as gate:<id>)."""
+        from .loop.gates import gate_hash, run_gate
+        from .loop.provenance import repo_state
+
+        stored = self.get(ref)
+        gate = _gate(stored)
+        if is_unreviewed(gate):
+            raise BadInput(
+                f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has reviewed "
+                f"its command; read it, then `kb confirm {stored.id}` before running it"
+            )
+        if gate.status == "draft":  # text from a card runs only once a person has accepted it
+            raise BadInput(
+                f"gate {stored.id!r} is a draft, so nothing was run; read its command ({gate.check.command}), "
+                f"then `kb confirm {stored.id}` to run it (and `kb gate lock {stored.id}` to make it immutable)"
+            )
+        locked = self.gate_locks().get(stored.id)  # a kb.lock that does not parse stops here, one line
+        intact = locked is not None and locked == gate_hash(gate, stored.body)
+        if locked is not None and not intact:
+            raise Conflict(
+                f"gate {stored.id!r} has changed since it was locked in kb.lock, so nothing was run; restore it "
+                f"(git checkout -- {stored.path}) or add a new gate and `kb supersede {stored.id} NEW_GATE`"
+            )
+        if locked is None and require_lock:  # for callers who run no command a person has not locked
+            raise BadInput(
+                f"gate {stored.id!r} is not locked, so nothing was run; only a locked gate runs here (a person "
+                f"reads its command, then `kb gate lock {stored.id}`)"
+            )
+        if locked is None:
+            self.note(f"gate {stored.id} is not locked (`kb gate lock {stored.id}` makes its check immutable)")
+        target = self.get(confirms) if confirms else None
+        if target is not None:
+            if target.card.kind != "finding":
+                raise InvalidCard(f"--confirms {target.id}: a gate confirms findings, and this is a {target.card.kind}")
+            if not record:
+                raise BadInput("--confirms records its verdict; it cannot be combined with --no-record")
+            if not intact:
+                raise BadInput(f"--confirms: gate {stored.id!r} is not locked; only a locked gate confirms findings")
+        project = Path(in_dir).expanduser().resolve() if in_dir is not None else self.root
+        if not project.is_dir():
+            raise BadInput(f"--in {in_dir}: no such folder")
+        if before is not None:
+            before(gate.check.command, project)
+        result = run_gate(gate, cwd=str(project), kb_root=str(self.root))
+        if record:
+            rel = f"runs/gates/{stored.id}.jsonl"
+            judged = repo_state(project)
+            with self.store.lock():
+                path = self.root / rel
+                earlier = path.read_text(encoding="utf-8") if path.exists() else ""
+                line = (
+                    json.dumps({**result.record(), **({"repo": judged} if judged else {})}, ensure_ascii=False) + "\n"
+                )
+                writes = {rel: earlier + line}
+                verdict = "pass" if result.passed else "fail"
+                trailers = f"kb-op: gate-run\nkb-id: {stored.id}\n"
+                if target is not None and result.passed:
+                    current = self.get(target.id)  # as it stands now, under the lock
+                    writes[current.path] = self._render(
+                        self._reviewed(current, "confirmed", f"gate:{stored.id}"), current.body, current.path
+                    )
+                    trailers += f"kb-confirms: {target.id}\n"
+                self.store.write(writes, f"kb gate run {stored.id}: {verdict}\n\n{trailers}")
+        return result

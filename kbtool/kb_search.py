@@ -1,0 +1,212 @@
+"""Search (kbtool.search): hybrid search over this knowledge base and its sources, the environment a finding
+may not apply in, and a card's neighbourhood (related)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+
+from .kb_core import MAX_BEYOND, _lead_fields
+from .kb_evidence import ExperimentLoop
+from .model.contracts import Link, Neighbour, Related, SearchRequest, SearchResult, Similar
+from .model.errors import BadInput
+from .model.records import Problem, StoredCard
+
+
+class Searching(ExperimentLoop):
+    """Hybrid search, environment checks and a card's neighbourhood."""
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        kind: str | None = None,
+        status: str | None = None,
+        tags: Iterable[str] = (),
+        where: Iterable[str] = (),
+        mode: str = "hybrid",
+        explain: bool = False,
+        sources: bool = True,
+        env: bool = False,
+    ) -> SearchResult:
+        """Hybrid search: the cards (and skills) that match, best first (see kbtool.search.pipeline);
+        the sources' too (sources), findings from elsewhere flagged (env)."""
+        request = SearchRequest.parse(
+            {
+                "query": query,
+                "k": k,
+                "kind": kind,
+                "status": status,
+                "tags": list(tags),
+                "where": list(where),
+                "mode": mode,
+                "explain": explain,
+                "sources": sources,
+                "env": env,
+            }
+        )
+        return self.run_search(request)
+
+    def run_search(self, request: SearchRequest) -> SearchResult:
+        from .search.pipeline import Searcher
+
+        limit = self.config.limits.query_chars
+        if len(request.query) > limit:
+            raise BadInput(
+                f"the query has {len(request.query):,} characters, over the limit of {limit:,} "
+                "(kb.toml [limits] query_chars)"
+            )
+
+        if request.mode != "bm25" and self.semantic_embedder() is None:
+            if request.mode == "vector":
+                _ = self.embedder  # raises SemanticUnavailable: a vector-only search has no fallback
+            request = request.model_copy(update={"mode": "bm25"})
+        building = self._vectors_building
+        if request.mode != "bm25" and building is not None and building.is_alive():
+            if request.mode == "vector":
+                building.join()
+            else:
+                self.note(
+                    "the semantic leg is still being built (the model and the vectors load in the background); "
+                    "keyword (BM25) results only for now"
+                )
+                request = request.model_copy(update={"mode": "bm25"})
+        semantic = request.mode != "bm25"
+        if self._searcher is None:
+            from .search.rerankers import reranker_for
+
+            self._searcher = Searcher(self.index, None, reranker_for(self.config.search.reranker))
+        if semantic and self._searcher.embedder is None:
+            self._searcher.embedder = self.embedder
+        self.index.refresh_if_stale(self._searcher.embedder if semantic else None)
+        result = self._searcher.search(request)
+        if request.sources and self.config.sources:
+            result = self._with_sources(request, result)
+        if request.env:
+            target = self.project_environment()
+            for i, hit in enumerate(result.hits):
+                why = self.may_not_apply(hit.id, target)
+                if why:
+                    result.hits[i] = hit.model_copy(update={"may_not_apply": why})
+        return result
+
+    def project_environment(self) -> dict[str, str]:
+        """Where this project runs: kb.toml [environment] over what this machine reports (package
+        versions, GPU, driver)."""
+        from .loop.provenance import environment
+
+        if self._environment is None:
+            self._environment = environment()
+        return {**self._environment, **self.config.environment}
+
+    def may_not_apply(self, ref: str, target: dict[str, str] | None = None) -> builtins.list[str]:
+        """Why a finding (here, or a source's as SOURCE:ID) may not hold in the target environment."""
+        from .loop.environment import reasons
+
+        base, rest = self.owner_of(ref)
+        summary = base.index.by_id(rest)
+        return reasons(summary.to_dict(), target or self.project_environment()) if summary else []
+
+    def environment_problems(self) -> builtins.list[Problem]:
+        """`kb lint --env`: a warning for each finding measured elsewhere than this project runs."""
+        from .loop.environment import reasons
+
+        target = self.project_environment()
+        out = []
+        for summary in self.summaries(kind="finding"):
+            why = reasons(summary.to_dict(), target)
+            if why:
+                message = f"may not apply here: {'; '.join(why)}"
+                out.append(Problem(summary.path, "env", message, summary.id, severity="warning"))
+        return out
+
+    def _with_sources(self, request: SearchRequest, own: SearchResult) -> SearchResult:
+        """The same search in every source, each hit labelled (kb, SOURCE:ID), all ranked by score."""
+        hits = [h.model_copy(update={"kb": self.config.kb.name}) for h in own.hits]
+        for name, base in self.source_bases():
+            same_model = base.config.index.embedding_model == self.config.index.embedding_model
+            if base._embedder is None and same_model and self._searcher is not None:
+                base._embedder = self._searcher.embedder  # one model for all (None when this search used none)
+            found = base.run_search(request.model_copy(update={"sources": False}))
+            hits += [h.model_copy(update={"id": f"{name}:{h.id}", "kb": name}) for h in found.hits]
+            for notice in base.notices:
+                self.note(f"source {name}: {notice}")
+            base.notices.clear()  # said once, with this search; the next one says only what is new
+        hits.sort(key=lambda h: -h.score)
+        return SearchResult(query=own.query, hits=hits[: request.k])
+
+    def related(self, ref: str, k: int = 5, depth: int = 1) -> Related:
+        """A card's (or a skill's) neighbourhood: the cards it links to, the cards linking to it, the k
+        most similar others by meaning (a vector search on its title and lead text), and, with depth
+        2 or 3, the cards that many links away (`beyond`, at most MAX_BEYOND)."""
+        from .model.records import brief
+
+        if not 1 <= depth <= 3:
+            raise BadInput(f"depth {depth}: 1 (the links themselves), 2 or 3")
+        found = self.card_or_skill(ref)
+        if not isinstance(found, StoredCard):  # a skill: no links, only its neighbours by meaning
+            return self._similar_to(
+                found.name, found.name, f"{found.name} {found.description} {found.body[:600]}", [], [], k
+            )
+        self.index.refresh_if_stale(None)
+        links_out = [
+            Link(rel=rel, **(brief(known) if (known := self.index.by_id(target)) else {"id": target, "missing": True}))
+            for rel, targets in found.card.links.model_dump().items()
+            for target in targets
+        ]
+        links_in = [
+            Link(rel=rel, **brief(other)) for rel, other in self.index.links_to(found.id) if other.id != found.id
+        ]
+        text = " ".join([found.card.title, *(str(v) for v in _lead_fields(found.card)), found.body[:600]])
+        related = self._similar_to(found.id, found.card.title, text, links_out, links_in, k)
+        if depth > 1:
+            near = [link.id for link in [*links_out, *links_in] if not link.missing]
+            related = related.model_copy(update={"beyond": self._beyond(found.id, near, depth)})
+        return related
+
+    def _beyond(self, start: str, near: builtins.list[str], depth: int) -> builtins.list[Neighbour]:
+        """Breadth first over links both ways, from the cards one link away out to depth."""
+        from .model.records import brief
+
+        seen, frontier = {start, *near}, near
+        out: builtins.list[Neighbour] = []
+        for distance in range(2, depth + 1):
+            reached = []
+            for via in frontier:
+                card = self.index.by_id(via)
+                if card is None:
+                    continue
+                steps = [(f"{rel} ->", t) for rel, ts in (card.get("links") or {}).items() for t in ts]
+                steps += [(f"{rel} <-", other.id) for rel, other in self.index.links_to(via)]
+                for rel, target in steps:
+                    known = self.index.by_id(target) if target not in seen else None
+                    if known is None or len(out) >= MAX_BEYOND:
+                        continue
+                    seen.add(target)
+                    reached.append(target)
+                    out.append(Neighbour(depth=distance, via=via, rel=rel, **brief(known)))
+            frontier = reached
+        return out
+
+    def _similar_to(
+        self,
+        ref: str,
+        title: str,
+        text: str,
+        links_out: builtins.list[Link],
+        links_in: builtins.list[Link],
+        k: int,
+    ) -> Related:
+        linked = {ref, *(link.id for link in links_out), *(link.id for link in links_in)}
+        semantic = self.semantic_embedder() is not None
+        wanted = min(k + len(linked), 1000)
+        hits = self.search(text, k=wanted, mode="vector", explain=True).hits if semantic and k else []
+        # the cosine similarity of the best-matching chunk, not the fused rank score
+        similar = [
+            Similar(
+                id=h.id, kind=h.kind, title=h.title, status=h.status, similarity=round(h.explain["vector"]["score"], 4)
+            )
+            for h in hits
+            if h.id not in linked and h.explain and h.explain.get("vector")
+        ][:k]
+        return Related(id=ref, title=title, links_out=links_out, links_in=links_in, similar=similar)

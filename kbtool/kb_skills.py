@@ -1,0 +1,120 @@
+"""Skills in the Agent Skills format (kbtool.skills), and kb sync: a registry beside the cards."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Iterable
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .kb_search import Searching
+from .model.contracts import RejectedSkill, SkillImport
+from .model.errors import Conflict, InvalidField, KbError
+from .model.fields import parse_filters
+
+if TYPE_CHECKING:
+    from .skills.spec import Skill
+    from .store.sync import SyncResult
+
+
+class SkillRegistry(Searching):
+    """The skills registry and kb sync."""
+
+    def new_skill(
+        self,
+        name: str,
+        description: str,
+        license: str | None = None,
+        compatibility: str | None = None,
+        body: str | None = None,
+    ) -> Skill:
+        """skills/<name>/SKILL.md from a description (and a body, else a skeleton to fill in), one commit."""
+        from .skills.registry import new_skill_text
+
+        text = new_skill_text(name, description, license, compatibility, body)
+        with self.store.lock():
+            if (self.skills_dir / name).exists():
+                raise Conflict(f"skills/{name} already exists")
+            self.store.write(
+                {f"skills/{name}/SKILL.md": text}, f"kb skill new {name}\n\nkb-op: skill-new\nkb-skill: {name}\n"
+            )
+        return self.skill(name)
+
+    def sync(self, remote: str = "origin") -> SyncResult:
+        """Fetch from remote, integrate (cards both sides changed merge field by field), push; a
+        conflict raises SyncConflict and leaves this knowledge base as it was (kbtool.store.sync)."""
+        from .store.sync import sync
+
+        result = sync(self.store, remote)
+        if result.changed:
+            self._refresh_lexical()
+        return result
+
+    def import_skills(self, path: str | os.PathLike[str], trust: bool = False) -> SkillImport:
+        """Copy a skill folder (or every skill folder in a folder) into skills/, valid ones in one commit;
+        the invalid ones (and those the security scan finds high-severity issues in, unless trust) are
+        returned with every violation, and nothing of theirs is written."""
+        from .skills.registry import plan_import
+
+        with self.store.lock():
+            writes, added, updated, rejected = plan_import(self.root, Path(path), self.config.limits.skill_bytes, trust)
+            commit = None
+            if writes:
+                names = ", ".join(added + updated)
+                commit = self.store.write(writes, f"kb skill import: {names}\n\nfrom {path}\n\nkb-op: skill-import\n")
+        self._refresh_lexical()
+        return SkillImport(
+            added=added,
+            updated=updated,
+            commit=commit,
+            rejected=[RejectedSkill(path=r.path, violations=r.violations) for r in rejected],
+        )
+
+    def export_skills(self, names: Iterable[str], to: str | os.PathLike[str]) -> builtins.list[Path]:
+        """Copy skills to to/<name>/ (e.g. .claude/skills), replacing earlier exports of them."""
+        from .skills.registry import export
+
+        chosen = [self.skill(n) for n in names]  # every name checked before anything is copied
+        return [export(self.root / s.path, s.name, Path(to)) for s in chosen]
+
+    def pack_skill(
+        self, name: str, where: Iterable[str], general: bool = False, description: str | None = None
+    ) -> Skill:
+        """A knowledge-pack skill: SKILL.md summarising the confirmed findings, constraints, failure-modes
+        and gates that match the filters, with each card under references/; one commit."""
+        from .skills.pack import check_pack_name, pack_cards, render_pack, specific_ids
+        from .skills.registry import replace_folder
+
+        where = list(where)
+        if not where:
+            raise InvalidField("a pack needs at least one --where FIELD=VALUE (e.g. applies_to.hardware=H100)")
+        check_pack_name(name)
+        filters = parse_filters(where)
+        with self.store.lock():
+            existing = self.skills_dir / name
+            if existing.exists():
+                try:
+                    old = self.skill(name)
+                except KbError:
+                    old = None
+                if old is None or "kb-pack" not in old.metadata:
+                    raise Conflict(f"skills/{name} exists and is not a knowledge pack; choose another --name")
+            cards = pack_cards(self.cards(), filters, general)
+            scope = ", ".join(where)
+            if not cards:
+                raise InvalidField(
+                    f"no confirmed finding, constraint, failure-mode or gate matches {scope}; nothing written"
+                    + ("" if general else " (--general adds the cards that do not set those fields)")
+                )
+            specific = specific_ids(cards, filters)
+            files = render_pack(name, scope, cards, self.config.kb.name, description, date.today(), specific)
+            writes = replace_folder(self.root, name, {rel: text.encode() for rel, text in files.items()})
+            if writes:
+                self.store.write(
+                    writes,
+                    f"kb skill pack {name}: {len(cards)} cards for {scope}\n\nkb-op: skill-pack\nkb-skill: {name}\n",
+                )
+        self._refresh_lexical()
+        return self.skill(name)
