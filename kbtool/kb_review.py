@@ -6,7 +6,8 @@ from __future__ import annotations
 import builtins
 from datetime import date
 
-from .kb_core import KnowledgeBaseCore, _drop_none
+from .kb_core import _drop_none
+from .kb_imports import Importing
 from .loop.review import is_unreviewed
 from .model.cards import INACTIVE_STATUSES, CardBase
 from .model.errors import BadInput
@@ -15,7 +16,7 @@ from .model.validation import validate_card
 from .store.repository import author_name
 
 
-class Reviewing(KnowledgeBaseCore):
+class Reviewing(Importing):
     """The review queue, confirm and refute."""
 
     def review_queue(self) -> builtins.list[StoredCard]:

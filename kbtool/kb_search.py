@@ -6,11 +6,13 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable
 
-from .kb_core import MAX_BEYOND, _lead_fields
+from .kb_core import _lead_fields
 from .kb_evidence import ExperimentLoop
 from .model.contracts import Link, Neighbour, Related, SearchRequest, SearchResult, Similar
 from .model.errors import BadInput
 from .model.records import Problem, StoredCard
+
+MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
 
 
 class Searching(ExperimentLoop):

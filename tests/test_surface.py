@@ -46,6 +46,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     # the facade a layer a module: each class builds on the one below, KnowledgeBase on them all
     "facade": [
         {"kb_core"},
+        {"kb_imports"},
         {"kb_review"},
         {"kb_gates"},
         {"kb_evidence"},
