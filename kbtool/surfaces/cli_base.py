@@ -231,3 +231,16 @@ def print_rows(rows: list[list[str]]) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for r in rows:
         typer.echo(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}")
+
+
+def project_dir() -> Path:
+    """Where a gate runs when no --in is given: a gate judges a project, and a project is a repository,
+    so the top of the git repository around the working directory (as `make` or `pytest` would be run
+    from it), else the working directory itself."""
+    return git_top(Path.cwd()) or Path.cwd()
+
+
+def git_top(here: Path) -> Path | None:
+    """The top of the git repository holding here, if any (no git process: this runs on every add-finding)."""
+    here = here.resolve()
+    return next((folder for folder in (here, *here.parents) if (folder / ".git").exists()), None)

@@ -1,17 +1,36 @@
-"""Evidence as people read it: `kb compare`, two sets of runs (or two findings) side by side, each
+"""Evidence: `kb add-finding`, a finding from measured numbers or a benchmark's exports (KnowledgeBase.
+add_finding, kbtool.loop.formats reading them); and evidence as people read it: `kb compare`, two
+sets of runs (or two findings) side by side, each
 metric's change with its 95% interval and a verdict (KnowledgeBase.compare, kbtool.loop.repeats
 underneath); `kb plot`, a metric across findings or a session's progress as a picture
 (KnowledgeBase.plot and plot_session, kbtool.loop.plots underneath)."""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from ..loop import formats
 from ..model.errors import BadInput
-from .cli_base import JsonOut, KbPath, Where, app, open_kb, print_json
+from ..model.vocabulary import DIRECTIONS, words
+from .cli_base import (
+    AllowSecret,
+    JsonOut,
+    KbPath,
+    Status,
+    Tags,
+    Where,
+    app,
+    current_agent,
+    git_top,
+    open_kb,
+    print_json,
+    show_notices,
+)
 
 
 def _interval(low: float | None, high: float | None) -> str:
@@ -85,3 +104,156 @@ def plot(
         )
     else:
         typer.echo(f"wrote {result.path}: {result.metric}, {result.points} values from {', '.join(result.findings)}")
+
+
+@app.command("add-finding")
+def add_finding(
+    title: Annotated[str | None, typer.Option("--title", help="What was found, in one line.")] = None,
+    claim: Annotated[str | None, typer.Option(help="The claim, if longer than the title.")] = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric", "-m", help="NAME=VALUE[UNIT] measured, e.g. tpot=0.56ms (repeatable).", show_default=False
+        ),
+    ] = None,
+    baseline: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--baseline", help="NAME=VALUE[UNIT] of the baseline for a --metric (repeatable).", show_default=False
+        ),
+    ] = None,
+    direction: Annotated[
+        str | None,
+        typer.Option(help=f"{words(DIRECTIONS)}: which way is better (guessed from the metric's name when left out)."),
+    ] = None,
+    applies_to: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--applies-to",
+            "-a",
+            help="KEY=VALUE scope: model, arch, hardware, precision, phase, workload, engine (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    status: Status = None,
+    project: Annotated[str | None, typer.Option(help="The project that measured it.")] = None,
+    closes: Annotated[str | None, typer.Option(help="The id of a gap this finding answers; links both.")] = None,
+    tag: Tags = None,
+    from_file: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--from",
+            help=f"A benchmark export: {formats.described()}. Repeat it for several runs of one configuration: "
+            "each metric then gets n, mean, std and a 95% interval.",
+            show_default=False,
+        ),
+    ] = None,
+    baseline_from: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--baseline-from",
+            help="An export of the baseline (repeatable, a run each): each metric's change gets a 95% interval and a "
+            "verdict (better, worse, no clear change); a finding none of whose changes is clear stays tentative.",
+            show_default=False,
+        ),
+    ] = None,
+    metric_name: Annotated[
+        str, typer.Option(help="The metric of a results TSV: the column to read (default: its first of numbers).")
+    ] = "metric",
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            help="The experiment repository whose HEAD and dirty state to record (default: the working "
+            "directory, when it is one)."
+        ),
+    ] = None,
+    command: Annotated[
+        str | None, typer.Option(help="The command that measured the --metric values (kept with each).")
+    ] = None,
+    condition: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--condition",
+            "-c",
+            help="KEY=VALUE under which the --metric values were measured, e.g. concurrency=32 (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    json_input: Annotated[bool, typer.Option(help="Read the same fields as a JSON object on stdin.")] = False,
+    body: Annotated[str | None, typer.Option(help="Notes (markdown).")] = None,
+    strict: Annotated[
+        bool, typer.Option(help="Refuse (exit 1, nothing written) when likely duplicates or contradictions exist.")
+    ] = False,
+    kb: KbPath = None,
+    allow_secret: AllowSecret = False,
+    as_json: JsonOut = False,
+) -> None:
+    """Record an experiment's finding with measured evidence; one commit, the index updated.
+
+    Run by an agent (see `kb review`), the finding is tentative until a person confirms it."""
+    from ..loop.finding_input import finding_arguments, parse_conditions, parse_metric_flags
+    from ..model.contracts import FindingInput
+
+    base = open_kb(kb, allow_secret)
+    if json_input:
+        flags = {
+            "--title": title,
+            "--claim": claim,
+            "--metric": metric,
+            "--baseline": baseline,
+            "--from": from_file,
+            "--baseline-from": baseline_from,
+        }
+        given = [flag for flag, value in {**flags, "--body": body}.items() if value]
+        if given:
+            raise BadInput(
+                f"--json-input takes every field from stdin; {', '.join(given)} would be ignored, so drop it"
+            )
+        args = finding_arguments(FindingInput.parse(_json_stdin(), "--json-input"))
+        args["repo"] = args["repo"] or repo
+    else:
+        args = {
+            "title": title,
+            "claim": claim,
+            "metrics": parse_metric_flags(metric or [], "--metric"),
+            "baselines": parse_metric_flags(baseline or [], "--baseline"),
+            "direction": direction,
+            "applies_to": applies_to or [],
+            "status": status,
+            "project": project,
+            "closes": closes,
+            "tags": tag or [],
+            "artifact": from_file or None,
+            "baseline_artifacts": baseline_from or [],
+            "metric_name": metric_name,
+            "repo": repo,
+            "body": body or "",
+            "command": command,
+            "conditions": parse_conditions(condition or [], "--condition"),
+        }
+    if not args["title"]:
+        raise BadInput("a finding needs a --title")
+    if args["repo"] is None:
+        args["repo"] = git_top(Path.cwd())
+    stored, related = base.add_finding(**args, strict=strict, agent=current_agent())
+    for label in ("duplicates", "contradictions"):
+        if related[label]:
+            typer.echo(
+                f"kb: warning: likely {label[:-1] if label.endswith('s') else label}s of {stored.id}: "
+                f"{', '.join(related[label])}",
+                err=True,
+            )
+    show_notices(base)
+    if as_json:
+        print_json({**stored.to_dict(), "related": related})
+    else:
+        typer.echo(stored.id)
+
+
+def _json_stdin() -> Any:
+    try:
+        return json.loads(sys.stdin.read())
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"--json-input: stdin is not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise BadInput("--json-input: nested too deeply to be a finding") from None
