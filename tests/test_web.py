@@ -216,3 +216,28 @@ def test_the_gates_page_shows_the_last_runs(curated, fast_env):
     section = page.split(f'href="/cards/{gate}"', 1)[1].split("</section>", 1)[0]
     assert '<td class="fail">fail</td>' in section and "the command exited 2" in section
     assert "Never run here" not in section
+
+
+def test_a_sources_card_opens_read_only(tmp_path, fast_env):
+    """Search hits from a source (kb.toml [[sources]]) read SOURCE:ID; their page opens from the source,
+    without confirm, refute or edit (a write goes to this knowledge base only)."""
+    team = kbtool.init(tmp_path / "team", name="team")
+    team.add(
+        "constraint",
+        "No accuracy loss against the BF16 oracle",
+        status="confirmed",
+        values={"rule": "GSM8K within 0.5"},
+    )
+    project = kbtool.init(tmp_path / "sammie", name="sammie")
+    config = project.root / "kb.toml"
+    config.write_text(config.read_text() + '\n[[sources]]\nname = "team"\npath = "../team"\n')
+    git(project.root, "commit", "-qam", "read the team's knowledge base")
+    card = "team:no-accuracy-loss-against-the-bf16-oracle"
+    with running_ui(project.root, fast_env) as url:
+        _, _, found = request(url + "search?q=BF16+oracle+accuracy")
+        assert f'href="/cards/{card}"' in found
+        status, _, page = request(url + f"cards/{card}")
+        assert status == 200 and "No accuracy loss against the BF16 oracle" in page and "from team" in page
+        assert '<form method="post"' not in page and "/edit" not in page
+        status, _, _ = request(url + f"cards/{card}/confirm", {"csrf": "x"})
+        assert status == 403

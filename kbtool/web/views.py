@@ -88,11 +88,13 @@ def _without_empty(value: Any) -> Any:
 def card(kb: KnowledgeBase, ref: str, similar: int = SIMILAR) -> dict[str, Any]:
     """similar: how many cards near in meaning to list (each page embeds its card's text for them; the
     static site, writing every page at once, leaves them out)."""
-    stored = kb.get(ref)
+    base, own_ref = kb.owner_of(ref)  # SOURCE:ID opens in that source, read-only
+    source = ref.partition(":")[0] if base is not kb else None
+    stored = base.get(own_ref)
     data = stored.to_dict(body=False)
     evidence = data.get("evidence") or []
-    related = kb.related(stored.id, k=similar)
-    history = kb.history_with_diffs(stored.id, HISTORY_COMMITS)
+    related = base.related(stored.id, k=similar)
+    history = base.history_with_diffs(stored.id, HISTORY_COMMITS)
     shown = {k: _without_empty(v) for k, v in data.items() if k not in (*HEADLINE_FIELDS, "evidence", "path")}
     fields = [(k, _field_text(v)) for k, v in shown.items() if v not in (None, "", [], {})]
     return {
@@ -105,6 +107,8 @@ def card(kb: KnowledgeBase, ref: str, similar: int = SIMILAR) -> dict[str, Any]:
         "related": related,
         "history": history,
         "unreviewed": _unreviewed(stored),
+        "source": source,
+        "prefix": f"{source}:" if source else "",  # a source's links name its own cards
     }
 
 
