@@ -263,3 +263,45 @@ def test_an_invalid_mlperf_run_says_why():
     assert ttft["conditions"]["result"] == "INVALID"
     assert ttft["conditions"]["unsatisfied"] == "Performance constraints satisfied, Early stopping satisfied"
     assert ttft["unit"] == "ns" and ttft["stats"]["p99_9"] == 97923062578.0 and ttft["value"] == 50385872554.0
+
+
+DETAILED = [
+    DATA / "vllm" / "tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json",  # vllm bench serve --save-detailed
+    DATA / "sglang" / "tp8_dp1_Qwen3-8B_in1024_out128_p100_c100_38769a.jsonl",  # SGLang's per-request lists
+]
+
+
+@pytest.mark.parametrize("path", DETAILED, ids=["vllm", "sglang"])
+def test_per_request_lists_give_the_interval_of_the_mean(path, tmp_path):
+    from kbtool.loop.statistics import bootstrap_mean_interval, bootstrap_pooled_mean_interval
+
+    text = path.read_text()
+    run = json.loads(text) if path.suffix == ".json" else json.loads(text.splitlines()[0])
+    done = [i for i, error in enumerate(run["errors"]) if not error]
+    ttft = [run["ttfts"][i] * 1000 for i in done]
+    itl = [[x * 1000 for x in run["itls"][i]] for i in done if run["itls"][i]]  # one token: no gap to time
+    got = {ev["metric"]: ev for ev in exports.parse_serving(path)["evidence"]}
+    assert got["ttft"]["value"] == run["mean_ttft_ms"] == pytest.approx(sum(ttft) / len(ttft), rel=1e-12)
+    low, high = bootstrap_mean_interval(ttft)
+    assert (got["ttft"]["stats"]["ci95_low"], got["ttft"]["stats"]["ci95_high"]) == (low, high)
+    assert low < run["mean_ttft_ms"] < high and got["ttft"]["conditions"]["records"] == "per-request"
+    low, high = bootstrap_pooled_mean_interval([sum(x) for x in itl], [len(x) for x in itl])
+    assert (got["itl"]["stats"]["ci95_low"], got["itl"]["stats"]["ci95_high"]) == (low, high)
+    assert low <= run["mean_itl_ms"] <= high
+    assert "ci95_low" not in got["tpot"]["stats"]  # no per-request latencies to rebuild TPOT from
+
+    # lists that do not give the mean the run reports are not trusted for an interval
+    damaged = {**run, "ttfts": [run["ttfts"][0] * 2, *run["ttfts"][1:]]}
+    copy = tmp_path / "damaged.json"
+    copy.write_text(json.dumps(damaged))
+    again = {ev["metric"]: ev for ev in exports.parse_serving(copy)["evidence"]}
+    assert "ci95_low" not in again["ttft"]["stats"] and "records" not in again["ttft"]["conditions"]
+    assert "ci95_low" in again["itl"]["stats"]
+
+
+def test_a_single_detailed_run_against_a_baseline_gets_a_verdict(cli):
+    path = DETAILED[0]
+    result = cli("compare", str(path), str(path), "--json")
+    rows = {r["metric"]: r for r in json.loads(result.stdout)["metrics"]}
+    assert rows["ttft"]["verdict"] == "no clear change" and rows["ttft"]["change_low"] < 0 < rows["ttft"]["change_high"]
+    assert rows["output_throughput"]["verdict"].startswith("no interval")

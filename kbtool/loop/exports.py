@@ -301,12 +301,15 @@ def parse_serving(path: Path) -> dict[str, Any]:
                 stat, metric = found.groups()
                 stat = {"mean": "avg", "median": "p50"}.get(stat, stat.replace(".", "_") if "." in stat else stat)
                 latencies.setdefault(metric, {})[stat] = number(value, f"{where}: {key}")
+        intervals = _request_intervals(run, latencies)
         for metric, stats in latencies.items():
             value = stats.get("avg", stats.get("p50"))
             if value is None:
                 continue
+            stats = {**stats, **intervals.get(metric, {})}
+            measured = {**conditions, "records": "per-request"} if metric in intervals else conditions
             evidence.append(
-                _entry(metric, value, "ms", stats=stats, samples=samples, conditions=conditions, artifact=artifact)
+                _entry(metric, value, "ms", stats=stats, samples=samples, conditions=measured, artifact=artifact)
             )
         for key, unit in THROUGHPUTS.items():
             if isinstance(run.get(key), (int, float)) and not isinstance(run.get(key), bool):
@@ -338,6 +341,36 @@ def parse_serving(path: Path) -> dict[str, Any]:
     if len(engines) == 1:
         applies["engine"] = engines.pop()
     return {"evidence": evidence, "applies_to": applies, "conditions": {}}
+
+
+def _request_intervals(run: dict[str, Any], latencies: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+    """With the per-request lists (vLLM `--save-detailed`, SGLang's output): the bootstrap 95% interval of
+    the mean TTFT (per request) and ITL (pooled over tokens, resampling requests). Only where the
+    lists give the very mean the run reports: anything else means the lists are not what kb thinks."""
+    from .statistics import bootstrap_mean_interval, bootstrap_pooled_mean_interval
+
+    ttfts, itls, errors = run.get("ttfts"), run.get("itls"), run.get("errors")
+    if not (isinstance(ttfts, list) and isinstance(errors, list) and len(ttfts) == len(errors)):
+        return {}
+    done = [i for i, error in enumerate(errors) if not error]
+    out: dict[str, dict[str, float]] = {}
+    ttft = [ttfts[i] * 1000 for i in done if isinstance(ttfts[i], (int, float))]
+    reported = latencies.get("ttft", {}).get("avg")
+    if (
+        len(ttft) == len(done) > 1
+        and reported is not None
+        and math.isclose(sum(ttft) / len(ttft), reported, rel_tol=1e-9)
+    ):
+        low, high = bootstrap_mean_interval(ttft)
+        out["ttft"] = {"ci95_low": low, "ci95_high": high}
+    if isinstance(itls, list) and len(itls) == len(errors):
+        per = [[x * 1000 for x in itls[i]] for i in done if isinstance(itls[i], list)]
+        sums, counts = [sum(p) for p in per if p], [len(p) for p in per if p]
+        reported = latencies.get("itl", {}).get("avg")
+        if len(sums) > 1 and reported is not None and math.isclose(sum(sums) / sum(counts), reported, rel_tol=1e-9):
+            low, high = bootstrap_pooled_mean_interval(sums, counts)
+            out["itl"] = {"ci95_low": low, "ci95_high": high}
+    return out
 
 
 # --- MLPerf Inference LoadGen -----------------------------------------------------------------

@@ -1,6 +1,7 @@
 """How sure a number is: the statistics of per-request records, and a 95% confidence interval of
 their mean by the percentile bootstrap (resampled with a fixed seed, so the same records always give
-the same interval). Used by the readers of per-request exports (AIPerf's profile_export.jsonl)."""
+the same interval). Used by the readers of per-request exports (AIPerf's profile_export.jsonl, the
+per-request lists of vLLM's `--save-detailed` and SGLang's output)."""
 
 from __future__ import annotations
 
@@ -39,5 +40,24 @@ def bootstrap_mean_interval(
         return float(data[0]), float(data[0])
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     means = data[rng.integers(0, len(data), size=(resamples, len(data)))].mean(axis=1)
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return float(low), float(high)
+
+
+def bootstrap_pooled_mean_interval(
+    sums: Sequence[float], counts: Sequence[int], level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES
+) -> tuple[float, float]:
+    """The interval of a mean pooled over requests (each request's inter-token latencies: their sum and
+    how many), resampling whole requests: a request's tokens rise and fall together, so resampling
+    the tokens one by one would make the interval too narrow."""
+    import numpy as np
+
+    total, many = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+    if len(total) < 2:
+        mean = float(total.sum() / many.sum())
+        return mean, mean
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    picks = rng.integers(0, len(total), size=(resamples, len(total)))
+    means = total[picks].sum(axis=1) / many[picks].sum(axis=1)
     low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return float(low), float(high)
