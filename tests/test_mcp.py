@@ -35,6 +35,7 @@ OUTPUTS = {
     "log": contracts.CardLog,
     "recent": contracts.RecentChanges,
     "gate_verify": contracts.LockCheck,
+    "compare": contracts.Comparison,
     "kbs": contracts.ServedKbs,
     "add_finding": contracts.FindingAdded,
     "add_card": contracts.CardAdded,
@@ -42,7 +43,10 @@ OUTPUTS = {
     "set_status": contracts.StatusChange,
     "gate_run": contracts.GateRunResult,
 }
-READERS = {"search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify", "kbs"}
+READERS = {
+    *("search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify", "kbs"),
+    "compare",
+}
 ADDERS = {"add_finding", "add_card"}  # only add: not destructive
 CHANGERS = {"supersede", "set_status"}  # change what an existing card means: destructive
 WRITERS = {*ADDERS, *CHANGERS, "gate_run"}
@@ -770,5 +774,47 @@ def test_several_knowledge_bases_are_named_apart(seeded, env, tmp_path):
         async with serving(env, "--kb", str(seeded.root), "--kb", f"other={other.root}") as client:
             names = [k["name"] for k in (await call(client, "kbs")).structured_content["kbs"]]
             assert names == ["test-kb", "other"]
+
+    asyncio.run(go())
+
+
+def test_an_agent_compares_repeated_runs_and_records_them_with_their_verdicts(seeded, env, tmp_path):
+    """A single run is not a fact, over MCP too: `compare` judges folders of runs before anything is
+    written, and add_finding takes several exports a side (artifact and baseline_artifacts)."""
+    from test_repeats import vllm_runs
+
+    sides = {}
+    for side, values in (("candidate", [6000.0, 6050.0, 5980.0]), ("baseline", [5000.0, 5150.0, 4900.0])):
+        (tmp_path / side).mkdir()
+        sides[side] = vllm_runs(tmp_path / side, "run", values)
+
+    async def go():
+        async with stdio(seeded, env) as client:
+            compared = await call(
+                client, "compare", candidate=str(tmp_path / "candidate"), baseline=str(tmp_path / "baseline")
+            )
+            assert not compared.is_error, compared.content[0].text
+            rows = {r["metric"]: r for r in compared.structured_content["metrics"]}
+            assert rows["output_throughput"]["verdict"] == "better" and rows["output_throughput"]["candidate_runs"] == 3
+            assert "output_throughput: 6010" in compared.content[0].text
+
+            refused = await call(client, "compare", candidate=str(tmp_path / "nowhere"), baseline=sides["baseline"][0])
+            assert refused.is_error and refused.content[0].text.count("\n") == 0
+
+            commits = commit_count(seeded.root)
+            added = await call(
+                client,
+                "add_finding",
+                title="FP8 KV cache: output throughput",
+                artifact=sides["candidate"],
+                baseline_artifacts=sides["baseline"],
+            )
+            assert not added.is_error, added.content[0].text
+            assert commit_count(seeded.root) == commits + 1
+            stored = seeded.get(added.structured_content["id"])
+            ev = next(e for e in stored.card.evidence if e.metric == "output_throughput")
+            assert ev.conditions["verdict"] == "better" and ev.conditions["runs"] == 3
+            assert stored.card.status == "tentative"  # an agent's: a person reviews it
+            assert "Against the baseline: 3 run(s) against 3" in stored.body
 
     asyncio.run(go())

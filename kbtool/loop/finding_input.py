@@ -74,7 +74,10 @@ def finding_arguments(finding: FindingInput) -> dict[str, Any]:
         "project": finding.project,
         "closes": finding.closes,
         "tags": list(finding.tags),
-        "artifact": Path(finding.artifact) if finding.artifact else None,
+        "artifact": [Path(a) for a in ([finding.artifact] if isinstance(finding.artifact, str) else finding.artifact)]
+        if finding.artifact
+        else None,
+        "baseline_artifacts": [Path(a) for a in finding.baseline_from or []],
         "metric_name": finding.metric_name or "metric",
         "repo": Path(finding.repo) if finding.repo else None,
         "body": finding.body or "",

@@ -498,7 +498,12 @@ class FindingInput(Contract):
     project: str | None = None
     closes: str | None = None
     tags: Strings = ()
-    artifact: str | None = Field(None, alias="from", description="path of a benchmark export")
+    artifact: str | list[str] | None = Field(
+        None, alias="from", description="path of a benchmark export, or several: one per run of one configuration"
+    )
+    baseline_from: list[str] | None = Field(
+        None, description="the baseline's exports, one per run: each metric's change gets an interval and a verdict"
+    )
     body: str | None = None
     metric_name: str | None = None
     repo: str | None = None
@@ -578,6 +583,21 @@ class Compared(Contract):
     change_low: float | None = None
     change_high: float | None = None
     verdict: str = Field(description="better, worse, no clear change, or changed (which way is better unknown)")
+
+    def line(self) -> str:
+        """'output_throughput: 6010 [5920, 6100] vs 5016.67 [4704, 5329] tok/s; change +993.3 (+19.8%) [668.1,
+        1319]: better', as `kb compare` prints it and the MCP compare tool says it."""
+
+        def interval(low: float | None, high: float | None) -> str:
+            return f" [{low:.4g}, {high:.4g}]" if low is not None and high is not None else ""
+
+        unit = f" {self.unit}" if self.unit else ""
+        pct = f" ({self.change_pct:+.1%})" if self.change_pct is not None else ""
+        return (
+            f"{self.metric}: {self.candidate:.6g}{interval(self.candidate_low, self.candidate_high)} "
+            f"vs {self.baseline:.6g}{interval(self.baseline_low, self.baseline_high)}{unit}; "
+            f"change {self.change:+.4g}{pct}{interval(self.change_low, self.change_high)}: {self.verdict}"
+        )
 
 
 class Comparison(Contract):

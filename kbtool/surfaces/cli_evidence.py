@@ -33,10 +33,6 @@ from .cli_base import (
 )
 
 
-def _interval(low: float | None, high: float | None) -> str:
-    return f" [{low:.4g}, {high:.4g}]" if low is not None and high is not None else ""
-
-
 @app.command()
 def compare(
     candidate: Annotated[str, typer.Argument(help="An export, a folder of exports (a run each), or a finding id.")],
@@ -51,13 +47,7 @@ def compare(
         print_json(result.to_json())
         return
     for row in result.metrics:
-        unit = f" {row.unit}" if row.unit else ""
-        pct = f" ({row.change_pct:+.1%})" if row.change_pct is not None else ""
-        typer.echo(
-            f"{row.metric}: {row.candidate:.6g}{_interval(row.candidate_low, row.candidate_high)} "
-            f"vs {row.baseline:.6g}{_interval(row.baseline_low, row.baseline_high)}{unit}; "
-            f"change {row.change:+.4g}{pct}{_interval(row.change_low, row.change_high)}: {row.verdict}"
-        )
+        typer.echo(row.line())
 
 
 @app.command()

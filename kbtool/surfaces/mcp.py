@@ -28,6 +28,7 @@ from ..model.contracts import (
     CardAdded,
     CardLog,
     CardPage,
+    Comparison,
     Document,
     Documents,
     FindingAdded,
@@ -63,14 +64,15 @@ LINT_DESCRIPTION = (
 )
 DEFAULT_BUDGET = 6000  # characters of hit text a search answer may spend; agents pay for every one
 
-INSTRUCTIONS = """kb is the project's knowledge base of contracts, constraints, findings, failure-modes,
-gates, gaps and references, plus skills. Before an experiment, `search` for what applies (filter
-on applies_to.hardware, applies_to.model, kind) and `get` the cards you will rely on (any hit's
-id, skills included). Gates are immutable: meet them, never edit them. After a measured run,
-`add_finding` with the numbers, their statistics and baseline, and `closes` when it answers a
-gap; what you write lands tentative (or draft) until a person reviews it. `gaps` lists the open
-questions; `recent` what changed since the last session (what the last agent learned), `log` one
-card's history, `related` a card's neighbourhood. A new finding that replaces an older one:
+INSTRUCTIONS = """kb is the project's knowledge base of contracts, constraints, findings, failure-modes, gates, gaps
+and references, plus skills. Before an experiment, `search` for what applies (filter on
+applies_to.hardware, applies_to.model, kind) and `get` the cards you will rely on (any hit's id,
+skills included). Gates are immutable: meet them, never edit them. After measured runs, `compare`
+them with the baseline's (a verdict from the intervals, not from one run), then `add_finding` with
+the numbers, their statistics and baseline (or the exports, a list a side), and `closes` when it
+answers a gap; what you write lands tentative (or draft) until a person reviews it. `gaps` lists the
+open questions; `recent` what changed since the last session (what the last agent learned), `log`
+one card's history, `related` a card's neighbourhood. A new finding that replaces an older one:
 `supersede` it. A card you wrote that turned out wrong: `set_status` refuted. `gate_run` runs a
 locked gate; with `confirms`, a pass confirms your finding."""
 
@@ -351,8 +353,18 @@ def build_server(
                 Field(description='what the metrics were measured under, e.g. {"concurrency": 32, "isl": 1024}'),
             ] = None,
             artifact: Annotated[
-                str | None,
-                Field(description=f"path of a benchmark export on this machine: {formats.described()}"),
+                str | list[str] | None,
+                Field(
+                    description=f"path of a benchmark export on this machine ({formats.described()}), or of "
+                    "several: one per run of one configuration; each metric then gets n, mean, std and a 95% interval"
+                ),
+            ] = None,
+            baseline_artifacts: Annotated[
+                list[str] | None,
+                Field(
+                    description="the baseline's exports, one per run: each metric's change gets a 95% interval and "
+                    "a verdict (better, worse, no clear change)"
+                ),
             ] = None,
             body: Annotated[str | None, Field(description="notes, in markdown")] = None,
             kb: KbChoice = None,
@@ -374,6 +386,7 @@ def build_server(
                 "command": command,
                 "conditions": conditions,
                 "from": artifact,
+                "baseline_from": baseline_artifacts,
                 "body": body,
             }
             return await shelf.call(kb, KbTools.add_finding, data, agent_name(ctx))
@@ -398,6 +411,19 @@ def build_server(
             """Add a card of any kind, written as a draft for a person to review (one git commit); returns
             its id. A gate stays a draft, unlocked and not runnable, until a person confirms it."""
             return await shelf.call(kb, KbTools.add_card, kind, title, fields, tags, body, agent_name(ctx))
+
+    @server.tool(annotations=READS)
+    async def compare(
+        candidate: Annotated[
+            str, Field(description="an export, an AIPerf artifact folder, a folder of runs, or a finding's id")
+        ],
+        baseline: Annotated[str, Field(description="the same, for the baseline")],
+        kb: KbChoice = None,
+    ) -> Annotated[CallToolResult, Comparison]:
+        """Judge a change before recording it: each metric both sides measured, with the means' 95%
+        intervals, the change and its interval, and a verdict (better, worse, no clear change). Several
+        runs a side (a folder of them) give intervals; one run needs per-request records for one."""
+        return await shelf.call(kb, KbTools.compare, candidate, baseline)
 
     @server.tool(annotations=READS)
     async def gate_verify(kb: KbChoice = None) -> Annotated[CallToolResult, LockCheck]:

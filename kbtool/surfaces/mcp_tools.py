@@ -287,6 +287,10 @@ class KbTools:
         lines.append(verdict)
         return _result("\n".join(lines), check)
 
+    def compare(self, candidate: str, baseline: str) -> CallToolResult:
+        result = self.kb.compare(candidate, baseline)
+        return _result("\n".join(row.line() for row in result.metrics), result)
+
     # --- writing: every write is an agent's, so it lands for review (kbtool.loop.review) ----------
 
     def add_finding(self, data: dict[str, Any], agent: str) -> CallToolResult:
