@@ -241,3 +241,16 @@ def test_a_sources_card_opens_read_only(tmp_path, fast_env):
         assert '<form method="post"' not in page and "/edit" not in page
         status, _, _ = request(url + f"cards/{card}/confirm", {"csrf": "x"})
         assert status == 403
+
+
+def test_an_edit_that_changes_nothing_makes_no_commit_and_says_so(curated, fast_env):
+    with running_ui(curated.root, fast_env) as url:
+        _, _, page = request(url + f"cards/{AGENT_FINDING}/edit")
+        stored = curated.get(AGENT_FINDING)
+        before = commit_count(curated.root)
+        fields = {"csrf": csrf_of(page), "title": stored.card.title, "tags": " ".join(stored.card.tags)}
+        status, headers, _ = request(url + f"cards/{AGENT_FINDING}/edit", {**fields, "body": stored.body})
+        assert status == 303 and headers["location"] == f"/cards/{AGENT_FINDING}?done=unchanged&commit="
+        assert commit_count(curated.root) == before
+        _, _, shown = request(url + headers["location"].lstrip("/"))
+        assert "Nothing changed" in shown and "commit" not in shown.split('class="flash"', 1)[1].split("</p>", 1)[0]

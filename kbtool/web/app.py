@@ -114,11 +114,13 @@ def create_app(kb: KnowledgeBase, token: str | None = None, loopback: bool = Tru
             ref = request.path_params["id"]
 
             def run(request: Request) -> Response:
+                before = kb.store.head()
                 done = action(ref, fields)
-                history = kb.history(ref)
-                sha = history[0].sha if history else ""
+                after = kb.store.head()  # the action's own commit; none when nothing changed
+                if after == before:
+                    done, after = "unchanged", ""
                 target = "/review" if fields.get("next") == "review" else f"/cards/{quote(kb.get(ref).id)}"
-                return RedirectResponse(f"{target}?done={done}&commit={sha}", status_code=303)
+                return RedirectResponse(f"{target}?done={done}&commit={after or ''}", status_code=303)
 
             return await run_in_threadpool(guarded(run), request)
 
@@ -135,14 +137,13 @@ def create_app(kb: KnowledgeBase, token: str | None = None, loopback: bool = Tru
         return "refuted"
 
     def edit(ref: str, fields: dict[str, str]) -> str:
-        before = kb.history(ref)
         kb.edit(
             ref,
             title=fields.get("title") or None,
             tags=fields.get("tags", "").split(),
             body=fields.get("body", "").replace("\r\n", "\n"),
         )
-        return "edited" if kb.history(ref)[:1] != before[:1] else "unchanged"
+        return "edited"
 
     routes = [
         Route("/", guarded(home)),

@@ -15,6 +15,7 @@ from markdown_it import MarkdownIt
 
 from ..model.errors import KbError
 from ..model.records import StoredCard
+from ..store.repository import CARDS_DIR
 from .charts import evidence_svg
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ class LintCache:
     def fingerprint(self) -> tuple[str | None, int]:
         """HEAD and the newest change under kb/ (a card edited by hand, not yet committed)."""
         newest = 0
-        for folder, _, files in os.walk(self.kb.root / "kb"):
+        for folder, _, files in os.walk(self.kb.root / CARDS_DIR):
             for name in files:
                 newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
         lock = self.kb.root / "kb.lock"
