@@ -107,11 +107,10 @@ def _varying(conditions: list[dict[str, Any]]) -> list[str]:
 def _splitting(conditions: list[dict[str, Any]], by: str) -> list[str]:
     """The load conditions that make separate lines: those that vary at one value of `by` (a sweep
     at two input lengths). One that follows `by` (a prompt count raised with the rate) does not."""
-    keys = sorted({k for c in conditions for k in c if k not in (*ABOUT_THE_RUN, by)})
     at: dict[str, list[dict[str, Any]]] = {}
     for c in conditions:
         at.setdefault(repr(c.get(by)), []).append(c)
-    return [k for k in keys if any(len({repr(c.get(k)) for c in same}) > 1 for same in at.values())]
+    return sorted({k for same in at.values() for k in _varying(same)})
 
 
 def _order(x: Any) -> tuple[int, float, str]:
