@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("starlette")
 pytest.importorskip("jinja2")
 
+from test_sources import project, team  # noqa: F401  (fixtures: a project reading a team's knowledge base)
 from web_server import csrf_of, request, running_ui
 
 import kbtool
@@ -218,20 +219,9 @@ def test_the_gates_page_shows_the_last_runs(curated, fast_env):
     assert "Never run here" not in section
 
 
-def test_a_sources_card_opens_read_only(tmp_path, fast_env):
+def test_a_sources_card_opens_read_only(project, fast_env):  # noqa: F811  (test_sources' fixtures)
     """Search hits from a source (kb.toml [[sources]]) read SOURCE:ID; their page opens from the source,
     without confirm, refute or edit (a write goes to this knowledge base only)."""
-    team = kbtool.init(tmp_path / "team", name="team")
-    team.add(
-        "constraint",
-        "No accuracy loss against the BF16 oracle",
-        status="confirmed",
-        values={"rule": "GSM8K within 0.5"},
-    )
-    project = kbtool.init(tmp_path / "sammie", name="sammie")
-    config = project.root / "kb.toml"
-    config.write_text(config.read_text() + '\n[[sources]]\nname = "team"\npath = "../team"\n')
-    git(project.root, "commit", "-qam", "read the team's knowledge base")
     card = "team:no-accuracy-loss-against-the-bf16-oracle"
     with running_ui(project.root, fast_env) as url:
         _, _, found = request(url + "search?q=BF16+oracle+accuracy")
