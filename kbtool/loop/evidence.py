@@ -60,6 +60,15 @@ def value_with_unit(text: str, flag: str) -> tuple[float, str | None]:
     return value, unit or None
 
 
+def nested(data: Any, *keys: str) -> Any:
+    """data[k1][k2]... in parsed JSON, or None where a level is missing or not an object."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
 def guess_direction(metric: str, unit: str | None) -> str | None:
     text = f"{metric} {unit or ''}".lower()
     if HIGHER_IS_BETTER.search(text):

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.errors import BadInput
-from .evidence import guess_direction, number, read_artifact
+from .evidence import guess_direction, nested, number, read_artifact
 
 
 def _artifact(path: Path, digest: str) -> dict[str, str]:
@@ -193,25 +193,17 @@ def parse_guidellm(path: Path) -> dict[str, Any]:
     if not evidence:
         raise BadInput(f"{path}: a GuideLLM report with no successful-request metrics")
     args = data.get("args") if isinstance(data.get("args"), dict) else {}
-    model = args.get("model") or _nested(data["benchmarks"][0], "worker", "backend_model")
-    environment = _nested(data, "metadata", "guidellm_version")
+    model = args.get("model") or nested(data["benchmarks"][0], "worker", "backend_model")
+    environment = nested(data, "metadata", "guidellm_version")
     if environment:
         for ev in evidence:
             ev["environment"] = {"guidellm": str(environment)}
     return {"evidence": evidence, "applies_to": {"model": str(model)} if model else {}, "conditions": {}}
 
 
-def _nested(data: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
-
-
 def _guidellm_conditions(bench: dict[str, Any], index: int) -> dict[str, Any]:
     """The benchmark's load: its strategy (synchronous, concurrent, constant, ...) and its rate or streams."""
-    strategy = _nested(bench, "config", "strategy") or _nested(bench, "args", "strategy") or {}
+    strategy = nested(bench, "config", "strategy") or nested(bench, "args", "strategy") or {}
     out: dict[str, Any] = {"benchmark": index}
     if isinstance(strategy, dict):
         kind = strategy.get("type_") or strategy.get("type")

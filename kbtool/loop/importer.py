@@ -25,6 +25,7 @@ from ..model.errors import BadInput
 from ..model.markdown import sections
 from ..search.embeddings import has_cjk
 from ..store.files import links_in, points_outside
+from .evidence import nested
 
 BLUEPRINT_NAME = "inference_blueprint.json"
 MAX_ID = 110
@@ -164,16 +165,16 @@ def plan_blueprint(file: Path, collection: str) -> Iterator[PlannedCard]:
         provenance["attribution"] = (
             f"{METAINFER['attribution']}, blueprint {meta.get('name', '')} v{meta['version']}".strip()
         )
-    knowledge = _get(data, "model_layer", "architecture_knowledge_base") or {}
+    knowledge = nested(data, "model_layer", "architecture_knowledge_base") or {}
     common = {"status": "confirmed", "provenance": provenance}
 
-    for entry in _get(knowledge, "failure_mode_library", "entries") or []:
+    for entry in nested(knowledge, "failure_mode_library", "entries") or []:
         if not isinstance(entry, dict) or not entry.get("id"):
             continue
         fm_id = str(entry["id"])
         yield PlannedCard(_failure_mode(fm_id, entry, common, name), _refs_body(entry.get("source_refs") or []))
 
-    for i, rule in enumerate(_get(data, "runtime_acceptance_layer", "logic_constraints") or []):
+    for i, rule in enumerate(nested(data, "runtime_acceptance_layer", "logic_constraints") or []):
         heading = f"logic_constraints[{i}]"
         yield PlannedCard(
             {
@@ -277,11 +278,3 @@ def _title_from(text: str, fallback: str, limit: int = 90) -> str:
     if len(first) > limit:
         first = first[: limit - 1].rstrip() + "…"
     return first or fallback
-
-
-def _get(data: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(data, dict):
-            return None
-        data = data.get(key)
-    return data
