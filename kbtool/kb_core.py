@@ -420,7 +420,7 @@ class KnowledgeBaseCore:
         )
 
     def gate_locks(self) -> dict[str, str]:
-        from .loop.gates import parse_lock
+        from .loop.gate_lock import parse_lock
 
         path = self.root / LOCK_FILE
         return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)

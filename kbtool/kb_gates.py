@@ -26,7 +26,7 @@ class Gating(Reviewing):
         Returns (the ids locked, {id: why it was skipped}). Without ids only confirmed gates are
         locked: a draft may be an agent's proposal nobody has read, and locking it would make its
         command the project's law. A gate an agent wrote is locked only after review."""
-        from .loop.gates import gate_hash, render_lock
+        from .loop.gate_lock import gate_hash, render_lock
 
         with self.store.lock():
             locks = self.gate_locks()
@@ -79,17 +79,19 @@ class Gating(Reviewing):
         before: Callable[[str, Path], None] | None = None,
         require_lock: bool = False,
     ) -> GateRunResult:
-        """Run a gate's command in in_dir (the project it judges; default the KB root) and compare.
+        """Run a gate's check (its command, or the comparison kb runs itself) in in_dir (the project it
+        judges; default the KB root) and compare.
 
         Nothing runs when kb.lock cannot be read, or when the gate is locked and its file no longer
         matches the lock (someone edited the command or the threshold by hand): the lock is what
-        makes a gate's verdict mean something. before(command, folder) is called just before the
-        command runs, so a caller can show what is about to run.
+        makes a gate's verdict mean something. before(what, folder) is called just before the
+        check runs, so a caller can show what is about to run.
 
         The run, with the judged repository's name, remote and commit, is appended to
         runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
         that finding in the same commit (its reviewer is recorded as gate:<id>)."""
-        from .loop.gates import gate_hash, run_gate
+        from .loop.gate_lock import gate_hash
+        from .loop.gates import run_gate
         from .loop.provenance import repo_state
 
         stored = self.get(ref)
@@ -101,7 +103,7 @@ class Gating(Reviewing):
             )
         if gate.status == "draft":  # text from a card runs only once a person has accepted it
             raise BadInput(
-                f"gate {stored.id!r} is a draft, so nothing was run; read its command ({gate.check.command}), "
+                f"gate {stored.id!r} is a draft, so nothing was run; read its check ({gate.check.what()}), "
                 f"then `kb confirm {stored.id}` to run it (and `kb gate lock {stored.id}` to make it immutable)"
             )
         locked = self.gate_locks().get(stored.id)  # a kb.lock that does not parse stops here, one line
@@ -130,7 +132,7 @@ class Gating(Reviewing):
         if not project.is_dir():
             raise BadInput(f"--in {in_dir}: no such folder")
         if before is not None:
-            before(gate.check.command, project)
+            before(gate.check.what(), project)
         result = run_gate(gate, cwd=str(project), kb_root=str(self.root))
         if record:
             rel = f"runs/gates/{stored.id}.jsonl"

@@ -51,7 +51,10 @@ def test_a_kind_or_class_the_docs_do_not_cover_is_refused(monkeypatch):
 
 def test_fields_read_as_the_models_declare_them():
     assert docs.own_fields("constraint") == "rule (required), severity (must/should), rationale"
-    assert docs.own_fields("gate").startswith("check: {command, metric, op (</<=/>/>=/==), threshold")
+    assert docs.own_fields("gate").startswith(
+        "check: {command, compare: {candidate, baseline, metric, stat, direction (higher/lower)}, metric, "
+        "op (</<=/>/>=/==), threshold"
+    )
     assert "evidence[] (metric, value, unit, baseline, direction (higher/lower)" in docs.own_fields("finding")
 
 

@@ -1,6 +1,8 @@
-"""gates/compare.py, the starter gates' script, reads runs and judges them with the code `kb compare`
-runs (kbtool.loop.runs, kbtool.loop.repeats): the same means, intervals and verdicts, for AIPerf artifact
-folders, folders of repeated runs and lm-evaluation-harness scores; what it cannot measure fails (exit 2)."""
+"""A gate's comparison (kbtool.loop.gate_compare, run by kb for a check.compare, and by gates/compare.py
+for a command gate) reads runs and judges them with the code `kb compare` runs (kbtool.loop.runs,
+kbtool.loop.repeats): the same means, intervals and verdicts, for AIPerf artifact folders, folders of
+repeated runs, sweeps and lm-evaluation-harness scores. Over a sweep the least favourable load decides;
+what cannot be measured fails, saying why (the script: exit 2, one line)."""
 
 from __future__ import annotations
 
@@ -15,10 +17,13 @@ import pytest
 from test_repeats import vllm_runs
 
 from conftest import REPO_ROOT
+from kbtool.loop.gate_compare import judge
+from kbtool.model.cards import GateCheck
 
 COMPARE = REPO_ROOT / "gates" / "compare.py"
 DATA = REPO_ROOT / "tests" / "data"
 LM_EVAL = DATA / "lm-eval" / "results_2025-08-17T08-36-22.283186.json"
+VLLM_SWEEP = DATA / "vllm" / "results.json"  # one JSON object per request rate (its first six: a vLLM server)
 
 
 def compare(*args: str | Path, python: list[str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -99,3 +104,82 @@ def test_what_cannot_be_measured_exits_2_in_one_line(tmp_path):
     # a python that has no kbtool: said in one line, not a traceback
     bare = compare("aiperf", a, a, "time_to_first_token", python=[sys.executable, "-I", "-S"])
     assert bare.returncode == 2 and "KB_PYTHON" in bare.stderr and "Traceback" not in bare.stderr
+
+
+def check(measure: str = "speedup", op: str = ">=", threshold: float = 1.2, **compare: str) -> GateCheck:
+    """A gate's check: compare (its paths default to runs/candidate and runs/baseline), the measure judged."""
+    return GateCheck.model_validate(
+        {"compare": {"metric": "output_throughput", **compare}, "metric": measure, "op": op, "threshold": threshold}
+    )
+
+
+def sweep(path: Path, scale: dict[float | str, float]) -> None:
+    """The vLLM server's six request rates of the real sweep, output throughput scaled per rate."""
+    rows = [json.loads(line) for line in VLLM_SWEEP.read_text().splitlines()[:6]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "".join(
+            json.dumps({**r, "output_throughput": r["output_throughput"] * scale.get(r["request_rate"], 1.0)}) + "\n"
+            for r in rows
+        )
+    )
+
+
+def test_a_sweep_is_judged_by_its_least_favourable_load(tmp_path):
+    sweep(tmp_path / "runs" / "baseline" / "sweep.json", {})
+    faster = {1.0: 1.5, 10.0: 1.5, 20.0: 1.1, 30.0: 1.4, 35.0: 1.5, "inf": 1.3}
+    sweep(tmp_path / "runs" / "candidate" / "sweep.json", faster)
+    judged = judge(check(), tmp_path)
+    assert judged.value == pytest.approx(1.1)  # 20 req/s, not the 1.5 most rates reach
+    assert "request_rate=20" in judged.detail and "the least favourable of 6 loads" in judged.detail
+    out = json.loads(judged.output)
+    assert out["speedup"] == pytest.approx(1.1) and out["load"]["request_rate"] == 20.0
+    assert sorted(round(r["speedup"], 3) for r in out["loads"]) == [1.1, 1.3, 1.4, 1.5, 1.5, 1.5]
+    # a gate that caps a measure takes the largest instead
+    assert judge(check("change_pct", "<=", 0.6), tmp_path).value == pytest.approx(0.5)
+    # said the other way round (lower is better), the same runs are slower at every load
+    assert judge(check(direction="lower"), tmp_path).value == pytest.approx(1 / 1.5)
+
+
+def test_an_accuracy_check_judges_the_delta_with_its_interval(tmp_path):
+    real = json.loads(LM_EVAL.read_text())
+    key = "exact_match,strict-match"
+    for side, score in (("oracle", 0.79), ("candidate", 0.80)):
+        gsm8k = {**real["results"]["gsm8k"], key: score}
+        path = tmp_path / "runs" / "accuracy" / f"{side}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({**real, "results": {**real["results"], "gsm8k": gsm8k}}))
+    accuracy = {"metric": "gsm8k/exact_match/strict-match", "baseline": "runs/accuracy/oracle.json"}
+    judged = judge(check("delta", ">=", 0.0, candidate="runs/accuracy/candidate.json", **accuracy), tmp_path)
+    out = json.loads(judged.output)
+    assert judged.value == pytest.approx(0.01) and judged.detail.endswith(
+        f"0.8 vs 0.79 (higher is better): {out['verdict']}"
+    )
+    assert out["delta_low"] < 0.01 < out["delta_high"] and out["direction"] == "higher"
+    low = judge(check("delta_low", ">=", 0.0, candidate="runs/accuracy/candidate.json", **accuracy), tmp_path)
+    assert low.value == pytest.approx(out["delta_low"])
+
+
+def test_what_cannot_be_measured_fails_the_check_saying_why(tmp_path):
+    project = tmp_path / "project"
+    (project / "runs").mkdir(parents=True)
+    artifact_folder(project / "runs", "candidate")
+    artifact_folder(project / "runs", "baseline")
+    invalid = DATA / "mlperf" / "llama3.1-8b-Server-mlperf_log_summary.txt"
+    (project / "runs" / "mlperf").mkdir()
+    shutil.copy(invalid, project / "runs" / "mlperf" / invalid.name)
+    (project / "runs" / "c100").mkdir()
+    shutil.copy(DATA / "vllm" / "run_1_TP8_DP1_CTX1024_C100_P100_O128.json", project / "runs" / "c100")
+    (project / "runs" / "c1").mkdir()
+    shutil.copy(DATA / "vllm" / "tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json", project / "runs" / "c1")
+    for gate, words in (
+        (check(candidate="runs/nowhere"), "runs/nowhere: no such file or folder"),
+        (check(), "runs/candidate has no metric 'output_throughput'"),  # AIPerf calls it output_token_throughput
+        (check(metric="inter_token_latency", stat="p42"), "has no inter_token_latency.p42"),
+        (check(candidate="runs/mlperf", baseline="runs/mlperf", metric="latency"), "an invalid run cannot pass"),
+        (check(candidate="runs/c100", baseline="runs/c1", metric="ttft"), "share no load"),
+        (check("speedup_low", metric="time_to_first_token", stat="p50"), "no interval: it needs repeated runs"),
+    ):
+        judged = judge(gate, project)
+        assert judged.value is None and words in judged.detail, judged.detail
+        assert str(tmp_path) not in judged.detail  # the project's own paths: the line is recorded

@@ -38,10 +38,13 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"pipeline"},
     ],
     "loop": [
-        {"environment", "evidence", "exchange", "gates", "importer", "provenance", "review", "secrets", "statistics"},
+        {"environment", "evidence", "exchange", "importer", "load", "provenance", "review", "secrets", "statistics"},
+        {"gate_lock"},
         {"curation", "exports", "finding_input", "repeats", "results_tsv"},
         {"formats", "plots"},
         {"runs"},
+        {"gate_compare"},  # a gate's comparison reads runs as `kb compare` does
+        {"gates"},  # runs a gate: its command, or its comparison
     ],
     # the facade a layer a module: each class builds on the one below, KnowledgeBase on them all
     "facade": [

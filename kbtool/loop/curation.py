@@ -118,7 +118,7 @@ def superseded_links(cards: list[StoredCard]) -> list[Problem]:
 
 
 def gate_lock_problems(store: Store, locks: dict[str, str]) -> list[Problem]:
-    from .gates import gate_hash
+    from .gate_lock import gate_hash
 
     gates = {}
     for path in store.card_files():

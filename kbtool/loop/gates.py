@@ -1,15 +1,11 @@
-"""Gates: immutable acceptance checks. A gate's hash is recorded in kb.lock by `kb gate lock`;
-from then on the gate must not change (supersede it with a new gate instead), and `kb gate
-run` executes its command, reads the metric and compares it with the threshold.
-
-The hash covers everything that defines the check (id, title, check, scope, body) and
-leaves out what superseding a gate legitimately changes (status, links).
+"""Running a gate: `kb gate run` runs its check in the project it judges, a comparison kb runs itself
+(kbtool.loop.gate_compare) or a command in a shell, and compares the value with the threshold. What
+makes the verdict worth having, the lock, is kbtool.loop.gate_lock's.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import math
 import operator
@@ -19,42 +15,15 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from ..model.cards import Gate
 from ..model.contracts import GateRunResult
 from ..model.errors import BadInput
+from .gate_compare import judge
 
-LOCK_VERSION = 1
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq}
-
-
-def gate_hash(gate: Gate, body: str) -> str:
-    # the verdict of a review is, like status, about the gate and not part of the check
-    data = gate.model_dump(
-        mode="json",
-        exclude={"status": True, "links": True, "provenance": {"reviewed_by", "reviewed"}},
-        exclude_none=True,
-    )
-    canonical = json.dumps({"card": data, "body": body}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def parse_lock(text: str | None) -> dict[str, str]:
-    """kb.lock -> {gate id: sha256}."""
-    if not text:
-        return {}
-    try:
-        data = json.loads(text)
-        gates = data["gates"]
-        return {str(k): str(v["sha256"]) for k, v in gates.items()}
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
-        raise BadInput(f"kb.lock: not a valid lock file ({exc}); restore it from git") from None
-
-
-def render_lock(entries: dict[str, str]) -> str:
-    data = {"version": LOCK_VERSION, "gates": {k: {"sha256": v} for k, v in sorted(entries.items())}}
-    return json.dumps(data, indent=2) + "\n"
 
 
 def read_metric(stdout: str, metric: str, regex: str | None) -> float:
@@ -105,31 +74,21 @@ def _finite(value: float, metric: str) -> float:
 
 
 def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRunResult:
-    """Run the check in cwd (the project it judges); KB_ROOT tells the command where the KB's own
-    scripts live, so a shared KB's gate can call `"$KB_ROOT/gates/compare.py"` from any project."""
+    """Run the check in cwd (the project it judges) and compare its value with the threshold.
+
+    A compare check runs in this process (kbtool.loop.gate_compare). A command runs in a shell, with
+    KB_ROOT telling it where the KB's own scripts live, so a shared KB's gate can call
+    `"$KB_ROOT/gates/compare.py"` from any project."""
     check = gate.check
     start = time.perf_counter()
-
-    def verdict(value: float | None, exit_code: int | None, detail: str, out: str, err: str) -> GateRunResult:
-        passed = value is not None and OPS[check.op](value, check.threshold)
-        return GateRunResult(
-            gate=gate.id,
-            passed=passed,
-            value=value,
-            op=check.op,
-            threshold=check.threshold,
-            unit=check.unit,
-            exit_code=exit_code,
-            seconds=time.perf_counter() - start,
-            detail=detail,
-            stdout=out,
-            stderr=err,
-        )
+    if check.compare is not None:
+        judged = judge(check, Path(cwd))
+        return _result(gate, start, judged.value, None, judged.detail, judged.output, "")
 
     # its own session (so a timeout ends the whole process group, not just the shell), no stdin of
     # ours (a gate reads nothing from the person running it), and output decoded come what may
     proc = subprocess.Popen(
-        check.command,
+        str(check.command),
         shell=True,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
@@ -146,18 +105,37 @@ def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRunResult:
     except subprocess.TimeoutExpired:
         _end_group(proc)
         out, err = _leftover(proc)
-        return verdict(None, None, f"timed out after {check.timeout_s:g} s", out, err)
+        return _result(gate, start, None, None, f"timed out after {check.timeout_s:g} s", out, err)
     finally:
         if proc.poll() is None:  # Ctrl-C, or anything else, while it ran
             _end_group(proc)
     if proc.returncode != 0:
-        return verdict(None, proc.returncode, f"the command exited {proc.returncode}", out, err)
+        return _result(gate, start, None, proc.returncode, f"the command exited {proc.returncode}", out, err)
     try:
         value = read_metric(out, check.metric, check.regex)
     except ValueError as exc:
-        return verdict(None, 0, str(exc), out, err)
+        return _result(gate, start, None, 0, str(exc), out, err)
     seconds = time.perf_counter() - start
-    return verdict(value, 0, f"{check.metric} read in {seconds:.1f} s", out, err)
+    return _result(gate, start, value, 0, f"{check.metric} read in {seconds:.1f} s", out, err)
+
+
+def _result(
+    gate: Gate, start: float, value: float | None, exit_code: int | None, detail: str, out: str, err: str
+) -> GateRunResult:
+    check = gate.check
+    return GateRunResult(
+        gate=gate.id,
+        passed=value is not None and OPS[check.op](value, check.threshold),
+        value=value,
+        op=check.op,
+        threshold=check.threshold,
+        unit=check.unit,
+        exit_code=exit_code,
+        seconds=time.perf_counter() - start,
+        detail=detail,
+        stdout=out,
+        stderr=err,
+    )
 
 
 def _end_group(proc: subprocess.Popen[str]) -> None:

@@ -12,11 +12,12 @@ import hashlib
 import re
 import unicodedata
 from datetime import date
+from pathlib import PurePosixPath
 from typing import Annotated, ClassVar, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from .vocabulary import INACTIVE_STATUSES, KINDS, STATUSES, Status  # noqa: F401 - the names cards exports
+from .vocabulary import COMPARE_MEASURES, INACTIVE_STATUSES, KINDS, STATUSES, Status  # noqa: F401 - the names cards exports
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -250,14 +251,58 @@ class FailureMode(CardBase):
 Op = Literal["<", "<=", ">", ">=", "=="]
 
 
+def _in_project(path: str) -> str:
+    # the runs a gate judges are the project's: a path from elsewhere would judge what the record does not name
+    if PurePosixPath(path).is_absolute() or ".." in PurePosixPath(path).parts:
+        raise ValueError("must be a path inside the project the gate judges (relative, without ..)")
+    return path
+
+
+ProjectPath = Annotated[str, Field(min_length=1), AfterValidator(_in_project)]
+
+
+class GateCompare(Model):
+    """A comparison kb runs itself (kbtool.loop.gate_compare), with the code `kb compare` runs: no script
+    to lock, none to copy into a project."""
+
+    candidate: ProjectPath = Field(default="runs/candidate", description="the candidate's runs, in the judged project")
+    baseline: ProjectPath = Field(default="runs/baseline", description="the baseline's runs, in the judged project")
+    metric: NonEmpty = Field(description="as the exports name it; lm-evaluation-harness: TASK/METRIC[/FILTER]")
+    stat: NonEmpty = Field(default="avg", description="avg (the mean), or a statistic the exports give: p50, p99, ...")
+    direction: Literal["higher", "lower"] | None = Field(
+        default=None, description="which way is better (default: the metric's own, as kb guesses it)"
+    )
+
+
 class GateCheck(Model):
-    command: NonEmpty
-    metric: NonEmpty
+    command: NonEmpty | None = Field(default=None, description="a shell command, run in the project the gate judges")
+    compare: GateCompare | None = Field(default=None, description="instead of a command: a comparison kb runs")
+    metric: NonEmpty = Field(
+        description=f"the key the command prints, or what of the comparison is judged: {', '.join(COMPARE_MEASURES)}"
+    )
     op: Op
     threshold: float
     unit: str | None = None
     regex: str | None = Field(default=None, description="reads the metric from output; group 1 is the value")
     timeout_s: float = Field(default=600.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_check(self) -> GateCheck:
+        if (self.command is None) == (self.compare is None):
+            raise ValueError("give command or compare, one of them")
+        if self.compare is not None and self.metric not in COMPARE_MEASURES:
+            raise ValueError(f"with compare, metric is what of the comparison is judged: {', '.join(COMPARE_MEASURES)}")
+        if self.compare is not None and self.regex is not None:
+            raise ValueError("regex reads a command's output, and compare runs no command")
+        return self
+
+    def what(self) -> str:
+        """What the check runs, in a line: the command, or the comparison."""
+        if self.compare is None:
+            return str(self.command)
+        c = self.compare
+        way = f", {c.direction} is better" if c.direction else ""
+        return f"kb compares {c.candidate} with {c.baseline}: {c.metric} {c.stat}{way}"
 
 
 class Gate(CardBase):

