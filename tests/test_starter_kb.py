@@ -68,18 +68,23 @@ def test_the_skills_hold_to_the_specification():
 
 
 @pytest.mark.skipif(not AIPERF.is_dir(), reason="../shared/corpus/aiperf is not here")
-def test_the_performance_and_accuracy_gates_run_on_real_exports(tmp_path, monkeypatch):
+def test_the_performance_and_accuracy_gates_run_on_real_exports(tmp_path):
+    """The starter gates are comparisons kb runs itself (check.compare): no script in the knowledge base,
+    so none to edit, none to copy, and none missing in a project."""
     clone = tmp_path / "kb"
     subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True)
     git(clone, "config", "user.name", "test")
     git(clone, "config", "user.email", "test@example.invalid")
-    for side in ("candidate", "baseline"):
-        shutil.copytree(AIPERF, clone / "runs" / side)
     base = kbtool.open(clone)
-    same = base.run_gate("gate-output-throughput-vs-baseline-engine")
+    assert all(g.card.check.compare is not None for g in base.list(kind="gate"))
+    project = tmp_path / "project"
+    for side in ("candidate", "baseline"):
+        shutil.copytree(AIPERF, project / "runs" / side)
+    same = base.run_gate("gate-output-throughput-vs-baseline-engine", in_dir=project)
     assert same.value == pytest.approx(1.0) and not same.passed  # equal runs are not 20% better
+    assert json.loads(same.stdout)["metric"] == "output_token_throughput"
 
-    accuracy = clone / "runs" / "accuracy"
+    accuracy = project / "runs" / "accuracy"
     accuracy.mkdir(parents=True)
     real = json.loads(LM_EVAL.read_text())  # a real harness results file, its GSM8K score set per side
 
@@ -88,28 +93,14 @@ def test_the_performance_and_accuracy_gates_run_on_real_exports(tmp_path, monkey
 
     (accuracy / "oracle.json").write_text(score(0.79))
     (accuracy / "candidate.json").write_text(score(0.80))
-    passed = base.run_gate("gate-accuracy-vs-bf16-oracle")
+    passed = base.run_gate("gate-accuracy-vs-bf16-oracle", in_dir=project)
     assert passed.passed and passed.value == pytest.approx(0.01)
     assert json.loads(passed.stdout)["delta_low"] < 0.01 < json.loads(passed.stdout)["delta_high"]
     (accuracy / "candidate.json").write_text(score(0.78))
-    assert not base.run_gate("gate-accuracy-vs-bf16-oracle").passed
+    assert not base.run_gate("gate-accuracy-vs-bf16-oracle", in_dir=project).passed
     (accuracy / "candidate.json").unlink()
-    missing = subprocess.run(
-        [
-            sys.executable,
-            "gates/compare.py",
-            "lm-eval",
-            "runs/accuracy/candidate.json",
-            "runs/accuracy/oracle.json",
-            "gsm8k",
-            "exact_match,strict-match",
-        ],
-        cwd=clone,
-        capture_output=True,
-        text=True,
-    )
-    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
-    assert not base.run_gate("gate-accuracy-vs-bf16-oracle").passed
+    missing = base.run_gate("gate-accuracy-vs-bf16-oracle", in_dir=project)
+    assert not missing.passed and missing.detail == "runs/accuracy/candidate.json: no such file or folder"
 
 
 @pytest.mark.quality
@@ -158,8 +149,8 @@ def test_no_card_or_skill_cites_this_projects_own_issues_or_process():
 
 @pytest.mark.skipif(not AIPERF.is_dir(), reason="../shared/corpus/aiperf is not here")
 def test_a_gate_judges_a_project_kept_outside_the_knowledge_base(tmp_path):
-    """The runs live in the judged project, compare.py is found through $KB_ROOT, and the record
-    names the project's repository without its machine path."""
+    """The runs live in the judged project, kb compares them there, and the record names the project's
+    repository without its machine path."""
     clone = tmp_path / "kb"
     subprocess.run(["git", "clone", "--quiet", str(REPO_ROOT), str(clone)], check=True)
     git(clone, "config", "user.name", "test")
