@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
     # the class this one is the base of, for what a source opens (a whole knowledge base); typing only
     from .kb import KnowledgeBase
+    from .loop.gate_lock import GateLock
     from .model.policy import Policy
     from .search.embeddings import Embedder
     from .search.index import Index, RefreshStats
@@ -419,7 +420,8 @@ class KnowledgeBaseCore:
             key=lambda g: (order[g.get("priority", default="medium")], g.get("provenance", "created") or "", g.id),
         )
 
-    def gate_locks(self) -> dict[str, str]:
+    def gate_locks(self) -> dict[str, GateLock]:
+        """kb.lock: each locked gate's hash and the hashes of the files its command runs."""
         from .loop.gate_lock import parse_lock
 
         path = self.root / LOCK_FILE

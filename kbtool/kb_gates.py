@@ -1,5 +1,5 @@
-"""Gates (kbtool.loop.gates): immutable acceptance checks, locked by hash in kb.lock, run in the project they
-judge, each run recorded."""
+"""Gates (kbtool.loop.gate_lock, kbtool.loop.gates): immutable acceptance checks, locked by hash in kb.lock
+with the files their commands run, run in the project they judge, each run recorded."""
 
 from __future__ import annotations
 
@@ -21,12 +21,15 @@ class Gating(Reviewing):
     """Lock, verify and run gates."""
 
     def lock_gates(self, refs: Iterable[str] = ()) -> tuple[builtins.list[str], dict[str, str]]:
-        """Record the hash of each given gate, or of every confirmed unlocked gate, in kb.lock (one commit).
+        """Record the hash of each given gate, or of every confirmed unlocked gate, in kb.lock (one commit),
+        with the hash of each knowledge-base file its command runs ("$KB_ROOT/gates/compare.py").
 
         Returns (the ids locked, {id: why it was skipped}). Without ids only confirmed gates are
         locked: a draft may be an agent's proposal nobody has read, and locking it would make its
-        command the project's law. A gate an agent wrote is locked only after review."""
-        from .loop.gate_lock import gate_hash, render_lock
+        command the project's law. A gate an agent wrote is locked only after review. A gate whose
+        file is missing is refused, naming the file; a gate locked before kb locked files gets its
+        files locked when named."""
+        from .loop.gate_lock import file_problems, gate_hash, lock_entry, render_lock
 
         with self.store.lock():
             locks = self.gate_locks()
@@ -35,15 +38,23 @@ class Gating(Reviewing):
             newly: builtins.list[str] = []
             skipped: dict[str, str] = {}
             for stored in gates:
-                digest = gate_hash(_gate(stored), stored.body)
-                if stored.id in locks:
-                    if locks[stored.id] != digest:
+                gate = _gate(stored)
+                held = locks.get(stored.id)
+                if held is not None:
+                    if held.sha256 != gate_hash(gate, stored.body):
                         raise Conflict(
                             f"gate {stored.id!r} changed since it was locked; restore it from git, or "
                             f"supersede it with a new gate"
                         )
-                    continue
-                if is_unreviewed(stored.card):
+                    problems = file_problems(gate, held, self.root)
+                    if not problems:
+                        continue
+                    if held.files:  # a file it runs changed since: that is what the lock is for
+                        raise Conflict(problems[0][1])
+                    if not named:
+                        skipped[stored.id] = "locked before kb locked the files it runs; read them, then lock it by id"
+                        continue
+                elif is_unreviewed(stored.card):
                     if named:
                         raise BadInput(
                             f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has "
@@ -51,10 +62,10 @@ class Gating(Reviewing):
                         )
                     skipped[stored.id] = f"written by {stored.card.provenance.agent}, not reviewed"
                     continue
-                if not named and stored.card.status != "confirmed":
+                elif not named and stored.card.status != "confirmed":
                     skipped[stored.id] = f"{stored.card.status}, not confirmed"
                     continue
-                locks[stored.id] = digest
+                locks[stored.id] = lock_entry(gate, stored.body, self.root)
                 newly.append(stored.id)
             if newly:
                 self.store.write(
@@ -63,7 +74,8 @@ class Gating(Reviewing):
         return newly, skipped
 
     def verify_gates(self) -> LockCheck:
-        """Every locked gate against kb.lock: ok, how many are locked, and each mismatch."""
+        """Every locked gate, and each file its command runs, against kb.lock: ok, how many are locked, and
+        each mismatch."""
         from .loop.curation import gate_lock_problems
 
         locks = self.gate_locks()
@@ -82,15 +94,15 @@ class Gating(Reviewing):
         """Run a gate's check (its command, or the comparison kb runs itself) in in_dir (the project it
         judges; default the KB root) and compare.
 
-        Nothing runs when kb.lock cannot be read, or when the gate is locked and its file no longer
-        matches the lock (someone edited the command or the threshold by hand): the lock is what
-        makes a gate's verdict mean something. before(what, folder) is called just before the
-        check runs, so a caller can show what is about to run.
+        Nothing runs when kb.lock cannot be read, or when the gate is locked and its file, or a file
+        its command runs, no longer matches the lock (someone edited the command, the threshold or the
+        script by hand): the lock is what makes a gate's verdict mean something. before(what, folder)
+        is called just before the check runs, so a caller can show what is about to run.
 
         The run, with the judged repository's name, remote and commit, is appended to
         runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
         that finding in the same commit (its reviewer is recorded as gate:<id>)."""
-        from .loop.gate_lock import gate_hash
+        from .loop.gate_lock import file_problems, gate_hash
         from .loop.gates import run_gate
         from .loop.provenance import repo_state
 
@@ -107,12 +119,15 @@ class Gating(Reviewing):
                 f"then `kb confirm {stored.id}` to run it (and `kb gate lock {stored.id}` to make it immutable)"
             )
         locked = self.gate_locks().get(stored.id)  # a kb.lock that does not parse stops here, one line
-        intact = locked is not None and locked == gate_hash(gate, stored.body)
+        intact = locked is not None and locked.sha256 == gate_hash(gate, stored.body)
         if locked is not None and not intact:
             raise Conflict(
                 f"gate {stored.id!r} has changed since it was locked in kb.lock, so nothing was run; restore it "
                 f"(git checkout -- {stored.path}) or add a new gate and `kb supersede {stored.id} NEW_GATE`"
             )
+        changed = file_problems(gate, locked, self.root) if intact and locked is not None else []
+        if changed:
+            raise Conflict(f"nothing was run: {changed[0][1]}")
         if locked is None and require_lock:  # for callers who run no command a person has not locked
             raise BadInput(
                 f"gate {stored.id!r} is not locked, so nothing was run; only a locked gate runs here (a person "

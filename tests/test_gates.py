@@ -1,4 +1,5 @@
-"""`kb gate`: a comparison kb runs itself (check.compare, no script)."""
+"""`kb gate`: a comparison kb runs itself (check.compare, no script), and the lock that covers the files
+a command gate runs."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ from pathlib import Path
 import pytest
 
 import kbtool
-from conftest import REPO_ROOT, tree_state
+from conftest import REPO_ROOT, git, tree_state
 
 AIPERF = REPO_ROOT / "tests" / "data" / "aiperf"  # a real AIPerf artifact folder: aggregate and records
+SCRIPT = """import json, sys
+print(json.dumps({"tpot_ms": float(sys.argv[1])}))
+"""
+RUNS_SCRIPT = '"${KB_PYTHON:-python3}" "$KB_ROOT/gates/tpot.py" 9.5'
 
 
 @pytest.fixture(autouse=True)
@@ -35,6 +40,20 @@ def compare_gate(kb: kbtool.KnowledgeBase, threshold: float = 1.2, measure: str 
         "threshold": threshold,
     }
     return kb.add("gate", f"TTFT {measure} at least {threshold}", status="confirmed", values={"check": check}).id
+
+
+def script_gate(kb: kbtool.KnowledgeBase, command: str = RUNS_SCRIPT, title: str = "TPOT under 12 ms") -> str:
+    check = {"command": command, "metric": "tpot_ms", "op": "<=", "threshold": 12}
+    return kb.add("gate", title, status="confirmed", values={"check": check}).id
+
+
+def with_script(kb: kbtool.KnowledgeBase) -> Path:
+    script = kb.root / "gates" / "tpot.py"
+    script.parent.mkdir()
+    script.write_text(SCRIPT)
+    git(kb.root, "add", "gates")
+    git(kb.root, "commit", "-qm", "the gate's script")
+    return script
 
 
 # --- a comparison kb runs itself --------------------------------------------------------------
@@ -80,3 +99,75 @@ def test_a_check_is_a_command_or_a_comparison_said_in_one_line(cli, kb, check, w
     result = cli("add", "gate", "--title", "Two checks", *fields)
     assert result.exit_code == 2 and words in result.stderr and result.stderr.count("\n") == 1, result.stderr
     assert tree_state(kb.root) == before
+
+
+# --- the lock covers the files a command runs ---------------------------------------------------
+
+
+def test_an_edited_script_breaks_its_gates_lock_and_runs_nothing(cli, kb, tmp_path):
+    script = with_script(kb)
+    gate = script_gate(kb)
+    assert cli("gate", "lock", gate).exit_code == 0
+    entry = json.loads((kb.root / "kb.lock").read_text())["gates"][gate]
+    assert list(entry["files"]) == ["gates/tpot.py"] and len(entry["files"]["gates/tpot.py"]) == 64
+    assert cli("gate", "run", gate, "--in", str(tmp_path)).exit_code == 0
+
+    # an agent makes its own gate pass by editing the script the gate runs
+    script.write_text(SCRIPT.replace("float(sys.argv[1])", "1.0") + "open('ran', 'w')\n")
+    verify = cli("gate", "verify")
+    assert verify.exit_code == 1 and f"gates/tpot.py, which gate '{gate}' runs, changed since" in verify.stdout
+    before = tree_state(kb.root)
+    run = cli("gate", "run", gate, "--in", str(tmp_path))
+    assert run.exit_code == 2 and "nothing was run: gates/tpot.py" in run.stderr, run.output
+    assert not (tmp_path / "ran").exists() and tree_state(kb.root) == before
+    lint = json.loads(cli("lint", "--json", "--skip", "duplicates").stdout)["problems"]
+    assert [(p["path"], p["code"], p["id"]) for p in lint] == [("gates/tpot.py", "gate-lock", gate)]
+    assert cli("gate", "lock", gate).exit_code == 2  # a lock is not moved to what the file now says
+
+    script.unlink()
+    gone = cli("gate", "verify")
+    assert gone.exit_code == 1 and f"gates/tpot.py, which gate '{gate}' runs, is missing" in gone.stdout
+    git(kb.root, "checkout", "--", "gates/tpot.py")
+    assert cli("gate", "verify").exit_code == 0 and cli("gate", "run", gate, "--in", str(tmp_path)).exit_code == 0
+
+
+def test_a_named_folder_is_locked_file_by_file(cli, kb, tmp_path):
+    with_script(kb)
+    gate = script_gate(kb, '"${KB_PYTHON:-python3}" ${KB_ROOT}/gates/tpot.py 9.5 # and the rest of ${KB_ROOT}/gates/')
+    assert cli("gate", "lock", gate).exit_code == 0
+    assert cli("gate", "run", gate, "--in", str(tmp_path)).exit_code == 0
+    (kb.root / "gates" / "__pycache__").mkdir(exist_ok=True)
+    (kb.root / "gates" / "__pycache__" / "tpot.cpython-311.pyc").write_bytes(b"\0")  # what running leaves
+    assert cli("gate", "verify").exit_code == 0
+    (kb.root / "gates" / "helper.py").write_text("THRESHOLD = 100\n")
+    added = cli("gate", "verify")
+    assert added.exit_code == 1 and f"gates/helper.py is new in a folder gate '{gate}' runs" in added.stdout
+
+
+def test_a_gate_whose_file_is_missing_is_not_locked(cli, kb):
+    gate = script_gate(kb)  # gates/tpot.py was never added
+    before = tree_state(kb.root)
+    refused = cli("gate", "lock", gate)
+    assert (
+        refused.exit_code == 2 and "runs $KB_ROOT/gates/tpot.py, which is not in the knowledge base" in refused.stderr
+    )
+    assert tree_state(kb.root) == before
+    outside = script_gate(kb, '"${KB_PYTHON:-python3}" "$KB_ROOT/../elsewhere.py"', title="Outside")
+    assert "outside the knowledge base" in cli("gate", "lock", outside).stderr
+
+
+def test_a_lock_from_before_files_were_locked_is_completed_by_a_person(cli, kb, tmp_path):
+    with_script(kb)
+    gate = script_gate(kb)
+    assert cli("gate", "lock", gate).exit_code == 0
+    lock = json.loads((kb.root / "kb.lock").read_text())
+    del lock["gates"][gate]["files"]  # as kb wrote kb.lock before it locked files
+    (kb.root / "kb.lock").write_text(json.dumps(lock))
+    git(kb.root, "commit", "-qam", "an older kb's lock")
+    verify = cli("gate", "verify")
+    assert verify.exit_code == 1 and "kb.lock does not cover gates/tpot.py" in verify.stdout
+    assert cli("gate", "run", gate, "--in", str(tmp_path)).exit_code == 2
+    everything = cli("gate", "lock")  # not by a sweep of every gate: a person names the gate
+    assert f"skipped {gate}: locked before kb locked the files it runs" in everything.stderr
+    assert cli("gate", "lock", gate).stdout.strip() == f"locked {gate}"
+    assert cli("gate", "verify").exit_code == 0

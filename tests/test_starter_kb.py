@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 import kbtool
-from conftest import REPO_ROOT, git
+from conftest import REPO_ROOT, git, run_kb, tree_state
 from kbtool.model.cards import KINDS
 from kbtool.skills.spec import check_skill, skill_folders
 
@@ -101,6 +101,46 @@ def test_the_performance_and_accuracy_gates_run_on_real_exports(tmp_path):
     (accuracy / "candidate.json").unlink()
     missing = base.run_gate("gate-accuracy-vs-bf16-oracle", in_dir=project)
     assert not missing.passed and missing.detail == "runs/accuracy/candidate.json: no such file or folder"
+
+
+def test_an_edited_compare_script_is_caught_before_it_runs(starter_clone, tmp_path, fast_env):
+    """gates/compare.py stays for command gates that call it, and kb.lock locks it with each of them:
+    an agent that edits it to make its own gate pass is stopped, the file named and nothing run."""
+    clone = starter_clone.root
+    check = {
+        "command": '"${KB_PYTHON:-python3}" "$KB_ROOT/gates/compare.py" aiperf runs/candidate runs/baseline '
+        "time_to_first_token --lower-is-better",
+        "metric": "speedup",
+        "op": ">=",
+        "threshold": 1.2,
+    }
+    gate = starter_clone.add("gate", "TTFT by the script", status="confirmed", values={"check": check}).id
+    assert starter_clone.lock_gates([gate])[0] == [gate]
+    project = tmp_path / "project"
+    for side in ("candidate", "baseline"):
+        shutil.copytree(REPO_ROOT / "tests" / "data" / "aiperf", project / "runs" / side)
+    assert run_kb(fast_env, clone, "gate", "run", gate, "--in", str(project)).returncode == 1  # 1.0, not 1.2
+
+    script = clone / "gates" / "compare.py"
+    script.write_text(script.read_text().replace("def speedup(", "def _speedup(") + LIAR)
+    verify = run_kb(fast_env, clone, "gate", "verify")
+    assert verify.returncode == 1 and f"gates/compare.py, which gate '{gate}' runs, changed" in verify.stdout
+    assert "4 locked gates" not in verify.stdout + verify.stderr
+    before = tree_state(clone)
+    run = run_kb(fast_env, clone, "gate", "run", gate, "--in", str(project))
+    assert run.returncode == 2 and "nothing was run: gates/compare.py" in run.stderr, run.stderr
+    assert tree_state(clone) == before and not (project / "lied").exists()
+    # the starter gates run no script: they are not held up by it
+    assert run_kb(fast_env, clone, "gate", "run", "gate-ttft-vs-baseline-engine", "--in", str(project)).returncode == 1
+
+
+# a compare.py edited to make every gate pass (and to leave a mark when it runs)
+LIAR = """
+
+def speedup(args):
+    open("lied", "w").close()
+    return {"speedup": 99.0}
+"""
 
 
 @pytest.mark.quality

@@ -4,7 +4,8 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - schema: cards that do not parse or validate, id or folder mismatches, duplicate ids, stray files
 - links: links to cards that do not exist
 - superseded: a current card that still links to a superseded one as related
-- gates: a locked gate that no longer matches kb.lock (supersede it instead), locks of missing gates
+- gates: a locked gate, or a file its command runs, that no longer matches kb.lock (supersede it instead),
+  locks of missing gates
 - stale: confirmed or tentative findings older than curation.max_finding_age_days
 - contradictions: findings with the same metric and scope and opposite effects
 - duplicates: cards of one kind whose embeddings are nearly the same (from the search index)
@@ -29,6 +30,7 @@ from ..model.records import Problem, StoredCard
 from ..store.config import LimitsSection, SourceSection
 from ..store.repository import CARDS_DIR, Store
 from ..store.sources import source_root
+from .gate_lock import GateLock, file_problems, gate_hash
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -117,9 +119,9 @@ def superseded_links(cards: list[StoredCard]) -> list[Problem]:
     return out
 
 
-def gate_lock_problems(store: Store, locks: dict[str, str]) -> list[Problem]:
-    from .gate_lock import gate_hash
-
+def gate_lock_problems(store: Store, locks: dict[str, GateLock]) -> list[Problem]:
+    """`kb lint`'s gates check and `kb gate verify`: each locked gate whose card or files no longer
+    match kb.lock, and each lock whose gate is gone."""
     gates = {}
     for path in store.card_files():
         if path.parent.name == "gate":
@@ -129,7 +131,7 @@ def gate_lock_problems(store: Store, locks: dict[str, str]) -> list[Problem]:
                 continue  # the schema class reports it
             gates[stored.id] = stored
     out = []
-    for gate_id, digest in sorted(locks.items()):
+    for gate_id, lock in sorted(locks.items()):
         gate = gates.get(gate_id)
         if gate is None:
             out.append(
@@ -140,7 +142,7 @@ def gate_lock_problems(store: Store, locks: dict[str, str]) -> list[Problem]:
                     gate_id,
                 )
             )
-        elif not isinstance(gate.card, Gate) or gate_hash(gate.card, gate.body) != digest:
+        elif not isinstance(gate.card, Gate) or gate_hash(gate.card, gate.body) != lock.sha256:
             out.append(
                 Problem(
                     gate.path,
@@ -150,6 +152,8 @@ def gate_lock_problems(store: Store, locks: dict[str, str]) -> list[Problem]:
                     gate_id,
                 )
             )
+        else:
+            out += [Problem(f, "gate-lock", why, gate_id) for f, why in file_problems(gate.card, lock, store.root)]
     return out
 
 

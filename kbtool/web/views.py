@@ -183,11 +183,12 @@ class LintCache:
         """lock: the one every request takes to use the knowledge base (its index is not for two
         threads at once); the background run takes it too."""
         self.kb, self.lock = kb, lock
-        self.key: tuple[str | None, int] | None = None
+        self.key: tuple[str | None, int, tuple[int, ...]] | None = None
         self.page: dict[str, Any] = {}
 
-    def fingerprint(self) -> tuple[str | None, int]:
-        """HEAD and the newest change under kb/ (a card edited by hand, not yet committed)."""
+    def fingerprint(self) -> tuple[str | None, int, tuple[int, ...]]:
+        """HEAD, the newest change under kb/ (a card edited by hand, not yet committed) and kb.lock, and the
+        state of each file a locked gate runs (a script edited or deleted by hand breaks its gate's lock)."""
         newest = 0
         for folder, _, files in os.walk(self.kb.root / CARDS_DIR):
             for name in files:
@@ -195,7 +196,12 @@ class LintCache:
         lock = self.kb.root / "kb.lock"
         if lock.exists():
             newest = max(newest, lock.stat().st_mtime_ns)
-        return self.kb.store.head(), newest
+        try:
+            locked = sorted({f for entry in self.kb.gate_locks().values() for f in entry.files})
+        except KbError:
+            locked = []  # a kb.lock that does not parse: lint says so, and its mtime is in the key
+        runs = tuple(p.stat().st_mtime_ns if p.exists() else -1 for p in (self.kb.root / f for f in locked))
+        return self.kb.store.head(), newest, runs
 
     def get(self) -> dict[str, Any]:
         """The report; the caller holds the lock."""
