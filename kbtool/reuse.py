@@ -4,7 +4,9 @@ kbtool.loop.curation, says when an original changed since).
 
 A copy records provenance.origin: the origin's location (a folder or a git URL), the card's id
 there and the origin's commit at the copy. A copy is updated only by importing again from the
-same origin; a card of the same id that is not such a copy is never overwritten.
+same origin; a card of the same id that is not such a copy is never overwritten. A gate whose
+command runs a file of the origin ("$KB_ROOT/gates/check.py") brings that file along, to the same
+path and in the same commit: a gate copied without its script could never pass.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from typing import TYPE_CHECKING
 import git
 
 from .model import markdown
+from .model.cards import Gate
 from .model.contracts import ImportSummary
 from .model.errors import BadInput, Conflict, KbError
 from .model.records import CardSummary, StoredCard
 from .model.validation import validate_card
 from .store.locate import find_root
+from .store.repository import Executable
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -91,8 +95,8 @@ def import_from_kb(
             existing = {s.id: s for s in target.cards()}
             known = set(existing) | {c.id for c in chosen}
             locked = target.gate_locks()
-            writes: dict[str, str] = {}
-            added = updated = unchanged = 0
+            writes: dict[str, str | bytes] = {}
+            added = updated = unchanged = files = 0
             for stored in chosen:
                 text = _copy_text(target, stored, recorded, commit, known)
                 old = existing.get(stored.id)
@@ -108,16 +112,51 @@ def import_from_kb(
                     raise Conflict(f"{old.path}: a locked gate here; nothing written")
                 writes[target.store.relative(target.store.card_path(stored.card.kind, stored.id))] = text
                 added, updated = (added, updated + 1) if old else (added + 1, updated)
+                if isinstance(stored.card, Gate):
+                    runs = _files_a_gate_runs(origin, target, stored.card, recorded)
+                    writes.update(runs)
+                    files += len(runs)
             sha = None
             if writes:
+                carried = f", {files} file(s) their gates run" if files else ""
                 message = (
-                    f"kb import --from-kb {recorded}: {added} added, {updated} updated\n\n"
+                    f"kb import --from-kb {recorded}: {added} added, {updated} updated{carried}\n\n"
                     f"kb-op: import\nkb-origin: {recorded}@{commit}\n"
                 )
                 sha = target.store.write(writes, message)
     if sha:
         target.refresh_index(semantic=False)  # the copies are in the keyword leg at once; vectors follow
     return ImportSummary(collection=recorded, added=added, updated=updated, unchanged=unchanged, retired=0, commit=sha)
+
+
+def _files_a_gate_runs(origin: KnowledgeBase, target: KnowledgeBase, gate: Gate, recorded: str) -> dict[str, bytes]:
+    """The files of the origin a copied gate's command runs, to write at the same paths here (those here
+    already, the same, left as they are). Refused when one is missing there, or no longer what the
+    origin's kb.lock holds (its gate would not run there either), or here with other content."""
+    from .loop.gate_lock import file_problems, named_files
+
+    named = named_files(gate, origin.root)
+    absent = named.outside + named.missing
+    if absent:
+        raise BadInput(
+            f"{recorded}: gate {gate.id!r} runs $KB_ROOT/{absent[0]}, which that knowledge base does not hold"
+        )
+    lock = origin.gate_locks().get(gate.id)
+    changed = file_problems(gate, lock, origin.root) if lock is not None else []
+    if changed:
+        raise Conflict(f"{recorded}: {changed[0][1]}; nothing was copied")
+    out: dict[str, bytes] = {}
+    for rel in named.hashes:
+        source, here = origin.root / rel, target.root / rel
+        data = source.read_bytes()
+        if here.exists() and here.read_bytes() == data:
+            continue
+        if here.exists():
+            raise Conflict(
+                f"{rel}: here already, and not the file gate {gate.id!r} runs in {recorded}; nothing written"
+            )
+        out[rel] = Executable(data) if os.access(source, os.X_OK) else data
+    return out
 
 
 def _copied_from(stored: StoredCard, recorded: str) -> bool:

@@ -6,17 +6,21 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import kbtool
-from conftest import commit_count, git, run_kb, tree_state
+from conftest import REPO_ROOT, commit_count, git, run_kb, tree_state
 
 KB = [sys.executable, "-m", "kbtool"]
+AIPERF = REPO_ROOT / "tests" / "data" / "aiperf"  # a real AIPerf artifact folder
+RULE = "no-accuracy-loss-against-the-bf16-oracle"  # the team's constraint
 
 
 @pytest.fixture
@@ -250,6 +254,70 @@ def test_a_new_h100_project_starts_from_the_starter_kb(starter_clone, env, tmp_p
     # what stayed behind is still found, through the source, and said to be the team's
     hits = json.loads(kb_run(env, root, "search", "NVFP4 MoE decode B200", "--json").stdout)["hits"]
     assert any(h["kb"] == "kb-starter" for h in hits)
+
+
+def script_gate(team: kbtool.KnowledgeBase) -> tuple[str, Path]:
+    """A locked team gate that runs the team's own copy of gates/compare.py: (its id, the script)."""
+    script = team.root / "gates" / "compare.py"
+    script.parent.mkdir()
+    shutil.copy(REPO_ROOT / "gates" / "compare.py", script)
+    git(team.root, "add", "gates")
+    git(team.root, "commit", "-qm", "the script our gates run")
+    command = '"${KB_PYTHON:-python3}" "$KB_ROOT/gates/compare.py" aiperf runs/candidate runs/baseline '
+    command += "output_token_throughput"
+    check = {"command": command, "metric": "speedup", "op": ">=", "threshold": 1.2}
+    gate = team.add("gate", "Output throughput 20% above the baseline", status="confirmed", values={"check": check}).id
+    team.lock_gates([gate])
+    return gate, script
+
+
+def test_a_new_project_carries_the_script_its_gate_runs(team, env, tmp_path):
+    """A team gate that runs the team's own script: new-project copies the script with the gate (the same
+    path, the same commit) and locks both, so in the project the gate judges the project's runs instead
+    of exiting 2 for want of its script."""
+    gate, script = script_gate(team)
+    made = subprocess.run(
+        [*KB, "new-project", "p", "--from", str(team.root), "--where", "applies_to.hardware=H100", "--json"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    root = tmp_path / "p"
+    assert json.loads(made.stdout)["locked"] == [gate]
+    assert (root / "gates" / "compare.py").read_bytes() == script.read_bytes()
+    copied = git(root, "log", "--format=", "--name-only", "--grep", "kb import --from-kb").split()
+    assert sorted(copied) == sorted([f"kb/gate/{gate}.md", "gates/compare.py", f"kb/constraint/{RULE}.md"])
+    assert list(json.loads((root / "kb.lock").read_text())["gates"][gate]["files"]) == ["gates/compare.py"]
+
+    runs = tmp_path / "runs"  # the project's runs: the same real AIPerf run a side, then a faster candidate
+    for side in ("candidate", "baseline"):
+        shutil.copytree(AIPERF, runs / "runs" / side, ignore=shutil.ignore_patterns("SOURCE.txt"))
+    same = kb_run(env, root, "gate", "run", gate, "--in", str(runs))
+    assert same.returncode == 1 and same.stdout.startswith(f"fail: {gate}: 1 >= 1.2"), same.stdout + same.stderr
+    aggregate = runs / "runs" / "candidate" / "profile_export_aiperf.json"
+    data = json.loads(aggregate.read_text())
+    data["output_token_throughput"]["avg"] *= 1.5
+    aggregate.write_text(json.dumps(data))
+    faster = kb_run(env, root, "gate", "run", gate, "--in", str(runs))
+    assert faster.returncode == 0 and faster.stdout.startswith(f"pass: {gate}: 1.5 >= 1.2"), faster.stdout
+
+
+def test_a_gates_script_is_not_copied_over_another_nor_once_edited(project, team, env, tmp_path):
+    gate, script = script_gate(team)
+    mine = project.root / "gates" / "compare.py"
+    mine.parent.mkdir()
+    mine.write_text("print('the project keeps its own compare.py')\n")
+    git(project.root, "add", "gates")
+    git(project.root, "commit", "-qm", "our own script")
+    before = tree_state(project.root)
+    out = kb_run(env, project.root, "import", "--from-kb", str(team.root), "--kind", "gate")
+    assert out.returncode == 2 and f"gates/compare.py: here already, and not the file gate {gate!r} runs" in out.stderr
+    assert tree_state(project.root) == before
+
+    script.write_text(script.read_text() + "\n# edited after the gate was locked\n")
+    fresh = kbtool.init(tmp_path / "fresh", name="fresh")
+    out = kb_run(env, fresh.root, "import", "--from-kb", str(team.root), "--kind", "gate")
+    assert out.returncode == 2 and "gates/compare.py, which gate" in out.stderr and "nothing was copied" in out.stderr
+    assert not (fresh.root / "gates").exists()
 
 
 def test_a_new_project_is_all_or_nothing(team, env, tmp_path):
