@@ -1,5 +1,5 @@
-"""`kb gate`: a comparison kb runs itself (check.compare, no script), and the lock that covers the files
-a command gate runs."""
+"""`kb gate`: a comparison kb runs itself (check.compare, no script), the lock that covers the files a
+command gate runs, and why a failed gate failed (said in the verdict line every surface prints)."""
 
 from __future__ import annotations
 
@@ -171,3 +171,24 @@ def test_a_lock_from_before_files_were_locked_is_completed_by_a_person(cli, kb, 
     assert f"skipped {gate}: locked before kb locked the files it runs" in everything.stderr
     assert cli("gate", "lock", gate).stdout.strip() == f"locked {gate}"
     assert cli("gate", "verify").exit_code == 0
+
+
+# --- why a failed gate failed --------------------------------------------------------------------
+
+
+def test_a_failed_command_says_why_in_the_verdict_line(cli, kb, tmp_path):
+    noisy = "import sys; print('\\n'.join(f'step {i}' for i in range(50)), file=sys.stderr); "
+    gate = script_gate(kb, f"python3 -c \"{noisy}sys.exit('compare: runs/candidate: no such file or folder')\"")
+    run = cli("gate", "run", gate, "--in", str(tmp_path))
+    assert run.exit_code == 1
+    assert "(the command exited 1: step 48 | step 49 | compare: runs/candidate: no such file or folder)" in run.stdout
+    assert "step 47" not in run.stdout  # the last lines, not the whole log
+    long_line = cli("gate", "run", script_gate(kb, "python3 -c \"print('x' * 5000)\" >&2; exit 3", title="Long"))
+    assert "the command exited 3: ..." in long_line.stdout and len(long_line.stdout) < 500
+
+    # a missing file named early in the output is named even when later lines push it out of the tail
+    lost = script_gate(kb, "cat runs/candidate.json; echo a >&2; echo b >&2; echo c >&2; exit 1", title="Lost")
+    said = cli("gate", "run", lost, "--in", str(tmp_path))
+    assert "the command exited 1: a | b | c (missing: runs/candidate.json)" in said.stdout, said.stdout
+    line = json.loads((kb.root / "runs" / "gates" / f"{lost}.jsonl").read_text().splitlines()[-1])
+    assert "missing: runs/candidate.json" in line["detail"]

@@ -208,16 +208,26 @@ def test_a_cards_markup_is_shown_as_text_never_run(curated, fast_env):
     assert "<img" not in body and 'href="javascript:' not in body
 
 
-def test_the_gates_page_shows_the_last_runs(curated, fast_env, tmp_path):
+def test_the_gates_page_shows_the_last_runs_and_why_they_failed(curated, fast_env, tmp_path):
     gate = "gate-ttft-vs-baseline-engine"
     result = curated.run_gate(gate, in_dir=tmp_path)  # a project with no runs/: the comparison fails
     assert not result.passed
+    check = {
+        "command": "echo 'bench.py: CUDA out of memory' >&2; exit 3",
+        "metric": "tpot_ms",
+        "op": "<=",
+        "threshold": 12,
+    }
+    crashed = curated.add("gate", "Bench TPOT", status="confirmed", values={"check": check}).id
+    curated.run_gate(crashed, in_dir=tmp_path)
     with running_ui(curated.root, fast_env) as url:
         _, _, page = request(url + "gates")
     section = page.split(f'href="/cards/{gate}"', 1)[1].split("</section>", 1)[0]
     assert '<td class="fail">fail</td>' in section and "runs/candidate: no such file or folder" in section
     assert "kb compares runs/candidate with runs/baseline: time_to_first_token p50" in section
     assert "Never run here" not in section
+    section = page.split(f'href="/cards/{crashed}"', 1)[1].split("</section>", 1)[0]
+    assert "the command exited 3: bench.py: CUDA out of memory" in section
 
 
 def test_a_sources_card_opens_read_only(project, fast_env):  # noqa: F811  (test_sources' fixtures)

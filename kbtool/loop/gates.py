@@ -105,16 +105,17 @@ def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRunResult:
     except subprocess.TimeoutExpired:
         _end_group(proc)
         out, err = _leftover(proc)
-        return _result(gate, start, None, None, f"timed out after {check.timeout_s:g} s", out, err)
+        return _result(gate, start, None, None, f"timed out after {check.timeout_s:g} s{said(err, out)}", out, err)
     finally:
         if proc.poll() is None:  # Ctrl-C, or anything else, while it ran
             _end_group(proc)
     if proc.returncode != 0:
-        return _result(gate, start, None, proc.returncode, f"the command exited {proc.returncode}", out, err)
+        detail = f"the command exited {proc.returncode}{said(err, out)}"
+        return _result(gate, start, None, proc.returncode, detail, out, err)
     try:
         value = read_metric(out, check.metric, check.regex)
     except ValueError as exc:
-        return _result(gate, start, None, 0, str(exc), out, err)
+        return _result(gate, start, None, 0, f"{exc}{said(err, '')}", out, err)
     seconds = time.perf_counter() - start
     return _result(gate, start, value, 0, f"{check.metric} read in {seconds:.1f} s", out, err)
 
@@ -136,6 +137,29 @@ def _result(
         stdout=out,
         stderr=err,
     )
+
+
+TAIL_LINES, TAIL_CHARS = 3, 300  # of a failed command's stderr, in the verdict every surface prints
+# how shells and Python say a file is not there: "sh: 1: ./bench.sh: not found", "python3: can't open file
+# '/kb/gates/x.py': [Errno 2] No such file or directory", "FileNotFoundError: [Errno 2] ...: 'runs/a.json'"
+MISSING_FILE = re.compile(
+    r"can't open file '([^']+)'"
+    r"|No such file or directory: '([^']+)'"
+    r"|([^\s:'\"]+): (?:No such file or directory|not found)"
+)
+
+
+def said(err: str, out: str) -> str:
+    """': ' and what a failed command said: the last lines of its stderr (else of its stdout), bounded, and
+    the file it found missing when it names one above them. Empty when it said nothing."""
+    lines = [line.strip() for line in (err if err.strip() else out).splitlines() if line.strip()]
+    tail = " | ".join(lines[-TAIL_LINES:])
+    if len(tail) > TAIL_CHARS:
+        tail = "..." + tail[-TAIL_CHARS:]
+    missing = [next(g for g in m.groups() if g) for m in MISSING_FILE.finditer(err)]
+    if missing and missing[-1] not in tail:
+        tail = f"{tail} (missing: {missing[-1]})" if tail else f"missing: {missing[-1]}"
+    return f": {tail}" if tail else ""
 
 
 def _end_group(proc: subprocess.Popen[str]) -> None:
