@@ -82,6 +82,26 @@ class Gating(Reviewing):
         problems = gate_lock_problems(self.store, locks)
         return LockCheck(ok=not problems, locked=len(locks), problems=problems)
 
+    def gate_project(self, in_dir: str | os.PathLike[str] | None, default_dir: Path | None = None) -> Path:
+        """The project folder a gate judges: in_dir, else kb.toml's [gates] project (relative to the root),
+        else default_dir (the CLI's: the git repository it runs in). Without any, refused: a gate run on
+        the knowledge base itself judges nothing and records a failure."""
+        configured = self.config.gates.project
+        if in_dir is not None:
+            said, project = f"--in {in_dir}", Path(in_dir).expanduser()
+        elif configured:
+            said, project = f"kb.toml [gates] project = {configured!r}", self.root / Path(configured).expanduser()
+        elif default_dir is not None:
+            said, project = str(default_dir), default_dir
+        else:
+            raise BadInput(
+                "say which project the gate judges: in_dir (--in DIR), or a default in kb.toml, "
+                '[gates] project = "PATH"; nothing was run'
+            )
+        if not project.is_dir():
+            raise BadInput(f"{said}: no such folder")
+        return project.resolve()
+
     def run_gate(
         self,
         ref: str,
@@ -90,9 +110,10 @@ class Gating(Reviewing):
         confirms: str | None = None,
         before: Callable[[str, Path], None] | None = None,
         require_lock: bool = False,
+        default_dir: Path | None = None,
     ) -> GateRunResult:
-        """Run a gate's check (its command, or the comparison kb runs itself) in in_dir (the project it
-        judges; default the KB root) and compare.
+        """Run a gate's check in the project it judges (gate_project: in_dir, kb.toml [gates] project,
+        else default_dir) and compare.
 
         Nothing runs when kb.lock cannot be read, or when the gate is locked and its file, or a file
         its command runs, no longer matches the lock (someone edited the command, the threshold or the
@@ -143,9 +164,7 @@ class Gating(Reviewing):
                 raise BadInput("--confirms records its verdict; it cannot be combined with --no-record")
             if not intact:
                 raise BadInput(f"--confirms: gate {stored.id!r} is not locked; only a locked gate confirms findings")
-        project = Path(in_dir).expanduser().resolve() if in_dir is not None else self.root
-        if not project.is_dir():
-            raise BadInput(f"--in {in_dir}: no such folder")
+        project = self.gate_project(in_dir, default_dir)
         if before is not None:
             before(gate.check.what(), project)
         result = run_gate(gate, cwd=str(project), kb_root=str(self.root))

@@ -1,5 +1,6 @@
 """`kb gate`: a comparison kb runs itself (check.compare, no script), the lock that covers the files a
-command gate runs, and why a failed gate failed (said in the verdict line every surface prints)."""
+command gate runs, why a failed gate failed (said in the verdict line every surface prints), and the
+project a gate judges when none is named (kb.toml [gates] project)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import kbtool
-from conftest import REPO_ROOT, git, tree_state
+from conftest import REPO_ROOT, commit_count, git, tree_state
 
 AIPERF = REPO_ROOT / "tests" / "data" / "aiperf"  # a real AIPerf artifact folder: aggregate and records
 SCRIPT = """import json, sys
@@ -192,3 +193,24 @@ def test_a_failed_command_says_why_in_the_verdict_line(cli, kb, tmp_path):
     assert "the command exited 1: a | b | c (missing: runs/candidate.json)" in said.stdout, said.stdout
     line = json.loads((kb.root / "runs" / "gates" / f"{lost}.jsonl").read_text().splitlines()[-1])
     assert "missing: runs/candidate.json" in line["detail"]
+
+
+# --- the project a gate judges ---------------------------------------------------------------------
+
+
+def test_a_gate_judges_the_project_kb_toml_names_and_refuses_to_guess(kb, tmp_path):
+    gate = compare_gate(kb, threshold=1.0)
+    kb.lock_gates([gate])
+    before = commit_count(kb.root)
+    with pytest.raises(kbtool.BadInput, match=r"say which project the gate judges.*\[gates\] project"):
+        kb.run_gate(gate)
+    assert commit_count(kb.root) == before
+
+    project_with_runs(tmp_path / "project")
+    config = kb.root / "kb.toml"
+    config.write_text(config.read_text() + '\n[gates]\nproject = "../project"\n')
+    judged = kbtool.open(kb.root).run_gate(gate)
+    assert judged.passed and judged.value == 1.0
+    config.write_text(config.read_text().replace("../project", "../nowhere"))
+    with pytest.raises(kbtool.BadInput, match=r"kb.toml \[gates\] project = '../nowhere': no such folder"):
+        kbtool.open(kb.root).run_gate(gate)

@@ -16,6 +16,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
 
 import kbtool
 from conftest import commit_count
@@ -666,6 +667,37 @@ def test_an_agent_curates_within_what_review_allows(seeded, env, tmp_path):
             assert (await client.call_tool("supersede", {"old": old, "new": new})).is_error
 
     asyncio.run(go())
+
+
+def test_gate_run_needs_the_project_it_judges_and_says_why_a_gate_failed(seeded, env, tmp_path):
+    """Without in_dir, gate_run would judge the knowledge base itself and record a failure: it is refused
+    and nothing is committed, unless kb.toml names the project. A failed gate's reason is in the text
+    every client shows, not only in the structured answer some drop."""
+    project = tmp_path / "project"
+    project.mkdir()
+    check = {"command": "python3 bench.py --json", "metric": "tpot_ms", "op": "<=", "threshold": 12}
+    gate = seeded.add("gate", "Bench TPOT under 12 ms", status="confirmed", values={"check": check}).id
+    seeded.lock_gates([gate])
+
+    async def go(**args: str) -> CallToolResult:
+        async with stdio(seeded, env) as client:
+            return await call(client, "gate_run", id=gate, **args)
+
+    before = commit_count(seeded.root)
+    refused = asyncio.run(go())
+    assert refused.is_error and "say which project the gate judges: in_dir" in refused.content[0].text
+    assert commit_count(seeded.root) == before and not (seeded.root / "runs").exists()
+
+    failed = asyncio.run(go(in_dir=str(project)))
+    assert not failed.is_error and failed.structured_content["passed"] is False
+    text = failed.content[0].text
+    assert text.startswith(f"fail: {gate}: no value <= 12 (the command exited 2: ") and "bench.py" in text, text
+    assert commit_count(seeded.root) == before + 1
+
+    config = seeded.root / "kb.toml"
+    config.write_text(config.read_text() + f'\n[gates]\nproject = "{project}"\n')
+    judged = asyncio.run(go())
+    assert not judged.is_error and f"can't open file '{project}/bench.py'" in judged.content[0].text
 
 
 def git_message(root: Path) -> str:

@@ -60,6 +60,14 @@ class CurationSection(_Section):
     )
 
 
+class GatesSection(_Section):
+    project: str | None = Field(
+        None,
+        description="the project folder a gate judges when `kb gate run` (--in) or MCP gate_run (in_dir) names "
+        "none: absolute, or relative to this knowledge base",
+    )
+
+
 class SourceSection(_Section):
     """A knowledge base this one reads from (search, list and gaps cover it; writes never go there):
     a folder, or a git repository `kb sources update` keeps a copy of."""
@@ -84,6 +92,7 @@ class Config(_Section):
     search: SearchSection = SearchSection()
     limits: LimitsSection = LimitsSection()
     curation: CurationSection = CurationSection()
+    gates: GatesSection = GatesSection()
     sources: list[SourceSection] = []
     # where this project runs, over what the machine reports (gpu = "H100", vllm = "0.11.0", driver = "550.54"):
     # `kb lint --env` and `kb search --env` flag findings measured elsewhere

@@ -51,8 +51,9 @@ def gate_run(
         Path | None,
         typer.Option(
             "--in",
-            help="The project folder to judge: the command runs there, with $KB_ROOT set to the knowledge "
-            "base (default: the top of the git repository you are in, else the working directory).",
+            help="The project folder to judge: the check runs there, with $KB_ROOT set to the knowledge "
+            "base (default: kb.toml's [gates] project, else the top of the git repository you are in, else "
+            "the working directory).",
             show_default=False,
         ),
     ] = None,
@@ -71,19 +72,20 @@ def gate_run(
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Run a gate's command in the project it judges, read its metric, compare with the threshold; exit 0
-    on pass, 1 on fail."""
+    """Run a gate's check (its command, or the comparison kb runs itself) in the project it judges, compare
+    the value with the threshold; exit 0 on pass, 1 on fail (saying why)."""
     base = open_kb(kb)
 
-    def announce(command: str, folder: Path) -> None:
-        typer.echo(f"kb: running in {folder}: {command}", err=True)
+    def announce(what: str, folder: Path) -> None:
+        typer.echo(f"kb: running in {folder}: {what}", err=True)
 
     result = base.run_gate(
         card_id,
         record=not no_record,
-        in_dir=in_dir if in_dir is not None else project_dir(),
+        in_dir=in_dir,
         confirms=confirms,
         before=announce,
+        default_dir=project_dir(),
     )
     show_notices(base)
     if as_json:

@@ -55,7 +55,8 @@ READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 # supersede and set_status change what an existing card means to every later search (git keeps the old text)
 CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
-# gate_run runs a locked gate's command on this machine and records the run (one commit)
+# gate_run runs a locked gate's check (a command, or kb's own comparison) on this machine and records the run
+# (one commit)
 RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 # the classes named from the one list of them, so a new class cannot be left out of the description
 LINT_DESCRIPTION = (
@@ -74,7 +75,7 @@ answers a gap; what you write lands tentative (or draft) until a person reviews 
 open questions; `recent` what changed since the last session (what the last agent learned), `log`
 one card's history, `related` a card's neighbourhood. A new finding that replaces an older one:
 `supersede` it. A card you wrote that turned out wrong: `set_status` refuted. `gate_run` runs a
-locked gate; with `confirms`, a pass confirms your finding."""
+locked gate on the project in `in_dir`; with `confirms`, a pass confirms your finding."""
 
 Filters = Annotated[
     dict[str, str | int | float | bool] | None,
@@ -469,16 +470,19 @@ def build_server(
             id: Annotated[str, Field(description="a locked gate's id")],
             in_dir: Annotated[
                 str | None,
-                Field(description="the project it judges, a folder on this machine (default: the knowledge base)"),
+                Field(
+                    description="the project it judges, a folder on this machine holding its runs (needed unless "
+                    "kb.toml sets [gates] project)"
+                ),
             ] = None,
             confirms: Annotated[
                 str | None, Field(description="a finding the gate confirms when it passes (recorded as gate:ID)")
             ] = None,
             kb: KbChoice = None,
         ) -> Annotated[CallToolResult, GateRunResult]:
-            """Run a locked gate's check (its command, in in_dir) and record the run in one commit: pass or
-            fail, the value read, the output. Only locked, unchanged gates run; with confirms, a pass
-            confirms that finding."""
+            """Run a locked gate's check (its command, or the comparison kb runs itself) on the project in
+            in_dir and record the run in one commit: pass or fail, the value, why, the output. Only locked,
+            unchanged gates run; with confirms, a pass confirms that finding."""
             return await shelf.call(kb, KbTools.gate_run, id, in_dir, confirms)
 
     @server.prompt(title="Before an experiment")
