@@ -60,9 +60,14 @@ def test_add_finding_from_flags(cli, kb):
     assert hits[0].id == card["id"]  # the index was updated by the write
 
 
-def test_a_finding_without_evidence_is_tentative(cli, kb):
-    card = json.loads(cli("add-finding", "--title", "FP8 KV cache may hurt long context", "--json").stdout)
-    assert card["status"] == "tentative" and card["evidence"] == []
+def test_a_finding_without_evidence_is_never_written(cli, kb):
+    """A finding records what was measured: with nothing measured, nothing is written (and no gap closes)."""
+    gap = cli("add", "gap", "--title", "Does FP8 KV cache hurt long context?").stdout.strip()
+    before = tree_state(kb.root)
+    result = cli("add-finding", "--title", "FP8 KV cache may hurt long context", "--closes", gap)
+    assert result.exit_code == 2 and "a finding records what was measured" in result.stderr
+    assert result.stderr.count("\n") == 1 and tree_state(kb.root) == before
+    assert gap in [g["id"] for g in json.loads(cli("gaps", "--json").stdout)]
 
 
 def test_add_finding_from_json_on_stdin(cli, kb):
@@ -234,9 +239,9 @@ BAD = [
     (["--title", "x", "--metric", "tpot=5ms=3"], "is not a number and a unit"),
     (["--title", "x", "--baseline", "tpot=1ms"], "no --metric tpot"),
     (["--title", "x", "--applies-to", "gpu=H100"], "applies_to has no field 'gpu'"),
-    (["--title", "x", "--closes", "no-such-gap"], "no gap with that id"),
+    (["--title", "x", "-m", "a=1", "--closes", "no-such-gap"], "no gap with that id"),
     (["--title", "x", "--direction", "sideways", "-m", "a=1"], "is not 'higher' or 'lower'"),
-    (["--title", "x", "--status", "done"], "is not one of"),
+    (["--title", "x", "-m", "a=1", "--status", "done"], "is not one of"),
     (["-m", "a=1"], "needs a --title"),
     (["--title", "x", "--from", "/no/such/file.json"], "no such file"),
 ]
@@ -275,7 +280,7 @@ def test_closing_a_gap_links_both_in_one_commit(cli, kb):
     assert commit_count(kb.root) == before + 1
     assert kb.get(gap).card.closed_by == [finding] and kb.get(finding).card.links.closes == [gap]
     assert [g["id"] for g in json.loads(cli("gaps", "--json").stdout)] == ["low-one"]
-    not_gap = cli("add-finding", "--title", "y", "--closes", finding)
+    not_gap = cli("add-finding", "--title", "y", "-m", "a=1", "--closes", finding)
     assert not_gap.exit_code == 2 and "not a gap" in not_gap.stderr
 
 

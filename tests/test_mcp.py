@@ -193,7 +193,8 @@ def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(seeded, env):
                 ("add_card", {"kind": "gate", "title": "bad", "fields": {"check": {"op": "~"}}}, "check"),
                 ("add_finding", {"title": "t", "metrics": {"tps": "fast"}}, "tps"),
                 ("add_finding", {"title": "t", "metrics": {"tput": "1,792tok/s"}}, "not a number and a unit"),
-                ("add_finding", {"title": "t", "closes": "no-such-gap"}, "no-such-gap"),
+                ("add_finding", {"title": "t", "metrics": {"tpot": 1}, "closes": "no-such-gap"}, "no-such-gap"),
+                ("add_finding", {"title": "t"}, "a finding records what was measured"),
                 # an agent cannot write what looks like a credential (AWS's documented example key)
                 ("add_card", {"kind": "gap", "title": "Leak AKIAIOSFODNN7EXAMPLE?"}, "looks like a credential"),
                 ("related", {"id": "nope"}, "nope"),

@@ -18,7 +18,7 @@ from kbtool.surfaces.cli import app
 # __main__.py are the entry points above everything.
 ARCHITECTURE: dict[str, list[set[str]]] = {
     "model": [
-        {"errors", "vocabulary"},
+        {"errors", "evidence_layout", "vocabulary"},
         {"cards"},
         {"schemas", "validation"},
         {"fields", "markdown", "policy"},
@@ -38,10 +38,12 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"pipeline"},
     ],
     "loop": [
-        {"environment", "evidence", "exchange", "gates", "importer", "provenance", "review", "secrets", "statistics"},
-        {"curation", "exports", "finding_input", "repeats", "results_tsv"},
+        {"environment", "evidence", "exchange", "gates", "importer", "load", "provenance", "review", "secrets"},
+        {"curation", "exports", "finding_input", "results_tsv", "statistics"},
         {"formats", "plots"},
-        {"runs"},
+        {"pairing", "runs"},
+        {"repeats"},
+        {"run_evidence"},
     ],
     # the facade a layer a module: each class builds on the one below, KnowledgeBase on them all
     "facade": [

@@ -366,6 +366,13 @@ def build_server(
                     "a verdict (better, worse, no clear change)"
                 ),
             ] = None,
+            ignore_conditions: Annotated[
+                list[str] | None,
+                Field(
+                    description="load conditions to compare across when candidate and baseline differ in them "
+                    "(e.g. input_tokens); otherwise runs at different loads are refused. The finding records it"
+                ),
+            ] = None,
             body: Annotated[str | None, Field(description="notes, in markdown")] = None,
             kb: KbChoice = None,
         ) -> Annotated[CallToolResult, FindingAdded]:
@@ -387,6 +394,7 @@ def build_server(
                 "conditions": conditions,
                 "from": artifact,
                 "baseline_from": baseline_artifacts,
+                "ignore_conditions": ignore_conditions,
                 "body": body,
             }
             return await shelf.call(kb, KbTools.add_finding, data, agent_name(ctx))
@@ -418,12 +426,17 @@ def build_server(
             str, Field(description="an export, an AIPerf artifact folder, a folder of runs, or a finding's id")
         ],
         baseline: Annotated[str, Field(description="the same, for the baseline")],
+        ignore_conditions: Annotated[
+            list[str] | None,
+            Field(description="load conditions to compare across when they differ (e.g. input_tokens); recorded"),
+        ] = None,
         kb: KbChoice = None,
     ) -> Annotated[CallToolResult, Comparison]:
-        """Judge a change before recording it: each metric both sides measured, with the means' 95%
-        intervals, the change and its interval, and a verdict (better, worse, no clear change). Several
-        runs a side (a folder of them) give intervals; one run needs per-request records for one."""
-        return await shelf.call(kb, KbTools.compare, candidate, baseline)
+        """Judge a change before recording it: each metric both sides measured under the same load, with the
+        means' 95% intervals, the change and its interval, and a verdict (better, worse, no clear change).
+        Runs at different loads are refused, naming the condition. Several runs a side (a folder of them) give
+        intervals; one run needs per-request records for one."""
+        return await shelf.call(kb, KbTools.compare, candidate, baseline, ignore_conditions)
 
     @server.tool(annotations=READS)
     async def gate_verify(kb: KbChoice = None) -> Annotated[CallToolResult, LockCheck]:
