@@ -275,3 +275,29 @@ def test_an_sglang_random_dataset_is_its_configured_lengths_and_range():
     assert conditions["format"] == "sglang" and conditions["dataset"] == "random"
     assert conditions["input_tokens_mean"] == round(run["total_input_tokens"] / run["completed"], 2)
     assert runs_in(DATA / "sglang" / "agg_n100_in512_out128_c32.jsonl")
+
+
+def test_an_earlier_aiperf_config_gives_the_same_load(tmp_path):
+    """AIPerf before 0.13 wrote its config as `loadgen` and `input.prompt` (exclude_unset, so only what was
+    set): a copy of the real export with its config in that shape, bound by a duration, reads the same way."""
+    raw = json.loads((DATA / "aiperf" / "profile_export_aiperf.json").read_text())
+    raw["input_config"] = {
+        "endpoint": {"model_names": ["Qwen/Qwen3-0.6B"], "type": "chat", "streaming": True, "url": "localhost:8000"},
+        "input": {"prompt": {"input_tokens": {"mean": 1000, "stddev": 10}, "output_tokens": {"mean": 200}}},
+        "loadgen": {"concurrency": 10, "benchmark_duration": 60},
+    }
+    path = tmp_path / "profile_export_aiperf.json"
+    path.write_text(json.dumps(raw))
+    parsed = read_run(path)
+    assert load.load_of(parsed["evidence"][0]["conditions"]) == {
+        "concurrency": 10,
+        "dataset": "synthetic",
+        "duration_s": 60,
+        "endpoint_type": "chat",
+        "input_tokens": 1000,
+        "input_tokens_std": 10,
+        "output_tokens": 200,
+        "streaming": "true",
+    }
+    assert parsed["applies_to"] == {"model": "Qwen/Qwen3-0.6B"}
+    assert parsed["evidence"][0]["conditions"]["endpoint"] == "localhost:8000"  # kept, never load

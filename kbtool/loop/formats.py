@@ -120,7 +120,7 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
         m.get("name")
         for m in _sequence(_mapping(config.get("models")).get("items"))
         if isinstance(m, dict) and m.get("name")
-    ]
+    ] or [m for m in _sequence(_mapping(config.get("endpoint")).get("model_names")) if isinstance(m, str) and m]
     applies = {"model": models[0] if len(models) == 1 else models} if models else {}
     return {"evidence": evidence, "applies_to": applies, "conditions": conditions}
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..model.errors import BadInput
 from .formats import load_keys_of
-from .load import MEANS, describe, difference
+from .load import LENGTHS, MEANS, describe, difference, load_of, normal
 
 Entry = dict[str, Any]
 
@@ -26,8 +26,44 @@ def _conditions(ev: Entry) -> dict[str, Any]:
     return ev.get("conditions") or {}
 
 
-def _same_load(a: Entry, b: Entry, ignore: Iterable[str]) -> bool:
-    return difference(_conditions(a), _conditions(b), ignore, load_keys_of) is None
+class _Loads:
+    """The distinct loads among many entries, each a number, and whether two are one load, asked once per
+    pair of distinct loads: a sweep's thousands of entries share a few dozen loads (bench/bench_compare.py)."""
+
+    def __init__(self, ignore: Iterable[str]):
+        self.ignore = list(ignore)
+        self._numbers: dict[tuple[tuple[str, str], ...], int] = {}
+        self._of: dict[int, int] = {}  # id(conditions) -> its load's number (a run's entries share one dict)
+        self._held: list[Any] = []  # what those ids are of, kept alive so no id is reused while we look
+        self.standing: list[Entry] = []  # an entry standing for each load
+        self._answers: dict[tuple[int, int], bool] = {}
+        self._exact: list[dict[str, Any]] = []  # each load's settings that must be equal wherever both have them
+
+    def of(self, ev: Entry) -> int:
+        conditions = _conditions(ev)
+        found = self._of.get(id(conditions))
+        if found is None:
+            load = load_of(conditions, self.ignore)
+            signature = tuple(sorted((k, repr(v)) for k, v in {**load, "format": conditions.get("format")}.items()))
+            found = self._numbers.setdefault(signature, len(self._numbers))
+            if found == len(self.standing):
+                self.standing.append(ev)
+                self._exact.append({k: normal(v) for k, v in load.items() if k not in LENGTHS})
+            self._of[id(conditions)] = found
+            self._held.append(conditions)
+        return found
+
+    def same(self, a: int, b: int) -> bool:
+        if (a, b) not in self._answers:
+            ours, theirs = self._exact[a], self._exact[b]
+            if a != b and any(theirs.get(k, v) != v for k, v in ours.items()):  # the common case of a sweep
+                self._answers[(a, b)] = False
+            else:
+                found = difference(
+                    _conditions(self.standing[a]), _conditions(self.standing[b]), self.ignore, load_keys_of
+                )
+                self._answers[(a, b)] = found is None
+        return self._answers[(a, b)]
 
 
 def _metric(ev: Entry) -> tuple[str, str | None]:
@@ -50,16 +86,21 @@ def group_runs(
     names: Sequence[str] | None = None,
 ) -> list[Group]:
     """A side's entries by metric and load, in the order the runs give them."""
-    ignored = list(ignore)
-    loads: list[Entry] = []  # an entry standing for each distinct load, in order of appearance
+    known = _Loads(ignore)
+    loads: list[Entry] = []  # an entry standing for each load of this side, in order of appearance
+    placed: dict[int, int] = {}  # a distinct load's number -> its place in loads
     groups: dict[tuple[str, str | None, int], list[tuple[int, Entry]]] = {}
     runs_at: dict[int, set[int]] = {}
     for r, run in enumerate(runs):
         for ev in run:
-            at = next((i for i, rep in enumerate(loads) if _same_load(rep, ev, ignored)), None)
-            if at is None:
-                loads.append(ev)
-                at = len(loads) - 1
+            number = known.of(ev)
+            if number not in placed:
+                found = next((i for i, rep in enumerate(loads) if known.same(known.of(rep), number)), None)
+                if found is None:
+                    loads.append(ev)
+                    found = len(loads) - 1
+                placed[number] = found
+            at = placed[number]
             groups.setdefault((*_metric(ev), at), []).append((r, ev))
             runs_at.setdefault(at, set()).add(r)
     label = (lambda r: names[r]) if names else (lambda r: f"run {r + 1}")
@@ -109,24 +150,32 @@ def pair(
     --ignore-condition let two different loads pair, the candidate's entry says which condition
     (`ignored_conditions`). BadInput when the baseline is given and nothing pairs."""
     ignored = list(ignore)
-    by_metric: dict[tuple[str, str | None], list[Entry]] = {}
-    for base in baselines:
-        by_metric.setdefault(_metric(base), []).append(base)
-    mine: dict[tuple[str, str | None], list[Entry]] = {}
-    for ev in candidates:
-        mine.setdefault(_metric(ev), []).append(ev)
+    known = _Loads(ignored)
+    theirs = _by_metric_and_load(baselines, known)
+    mine = _by_metric_and_load(candidates, known)
+    everywhere = {
+        key: sorted({n for loads in side.values() for n in loads}) for key, side in ((True, theirs), (False, mine))
+    }
+    matching: dict[tuple[int, bool], list[int]] = {}  # (a load, of the baseline?) -> the loads it is one with
+
+    def alike(number: int, key: bool) -> list[int]:
+        if (number, key) not in matching:
+            matching[(number, key)] = [n for n in everywhere[key] if known.same(number, n)]
+        return matching[(number, key)]
+
     matched: list[tuple[Entry, Entry]] = []
     no_baseline: dict[str, list[str]] = {}
     unmeasured: list[str] = []
     ambiguous: list[str] = []
     for ev in candidates:
-        options = [b for b in by_metric.get(_metric(ev), []) if _same_load(ev, b, ignored)]
-        twins = [c for c in mine[_metric(ev)] if _same_load(ev, c, ignored)]
+        number, at = known.of(ev), _metric(ev)
+        options = [b for n in alike(number, True) for b in theirs.get(at, {}).get(n, [])]
+        twins = [c for n in alike(number, False) for c in mine[at].get(n, [])]
         if len(options) == 1 and len(twins) == 1:
             matched.append((ev, options[0]))
         elif len(options) > 1 or len(twins) > 1:
             ambiguous.append(ev["metric"])
-        elif _metric(ev) in by_metric:
+        elif at in theirs:
             no_baseline.setdefault(describe(_conditions(ev)), []).append(ev["metric"])
         else:
             unmeasured.append(ev["metric"])
@@ -154,6 +203,13 @@ def pair(
                     shown = found.line() if found else key
                     notes.append(f"{ev['metric']}: compared across {shown}, as asked (--ignore-condition {key})")
     return matched
+
+
+def _by_metric_and_load(entries: list[Entry], known: _Loads) -> dict[tuple[str, str | None], dict[int, list[Entry]]]:
+    out: dict[tuple[str, str | None], dict[int, list[Entry]]] = {}
+    for ev in entries:
+        out.setdefault(_metric(ev), {}).setdefault(known.of(ev), []).append(ev)
+    return out
 
 
 def _why_nothing_pairs(candidates: list[Entry], baselines: list[Entry], ignore: list[str], ambiguous: bool) -> str:

@@ -132,7 +132,11 @@ def judge(
     """Set each candidate entry's baseline (the baseline runs' mean at the same load), its change's
     interval and verdict (in stats and conditions); the lines a card body says them in. BadInput, naming
     the difference, when no entry pairs (kbtool.loop.pairing)."""
-    matched = pair(candidates, baselines, ignore, notes)
+    return judge_pairs(pair(candidates, baselines, ignore, notes))
+
+
+def judge_pairs(matched: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[str]:
+    """judge, for entries already paired."""
     loads = varying_keys([ev.get("conditions") or {} for ev, _ in matched])
     lines = []
     for ev, base in matched:
@@ -170,9 +174,10 @@ def compare(
     ignored = list(ignore)
     candidates = combine_runs(candidate_runs, ignored, notes, names[0] if names else None)
     baselines = combine_runs(baseline_runs, ignored, notes, names[1] if names else None)
-    judge(candidates, baselines, ignored, notes)
+    matched = pair(candidates, baselines, ignored, notes)
+    judge_pairs(matched)
     rows = []
-    for ev, base in pair(candidates, baselines, ignored):
+    for ev, base in matched:
         stats, base_stats = ev.get("stats") or {}, base.get("stats") or {}
         change = ev["value"] - base["value"]
         conditions = ev.get("conditions") or {}
