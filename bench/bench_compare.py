@@ -51,9 +51,8 @@ def cli_compare(repeat: int) -> None:
         )
         times.append(time.perf_counter() - start)
     rows = len(out.stdout.splitlines()) - 1
-    print(
-        f"kb compare, 3 duration-bound AIPerf runs a side ({rows} metrics), fresh process: p50 {statistics.median(times) * 1000:.0f} ms"
-    )
+    p50 = statistics.median(times) * 1000
+    print(f"kb compare, 3 duration-bound AIPerf runs a side ({rows} metrics), fresh process: p50 {p50:.0f} ms")
 
 
 def sweep(folder: Path, loads: int, scale: float) -> list[list[dict]]:
