@@ -301,3 +301,15 @@ def test_an_earlier_aiperf_config_gives_the_same_load(tmp_path):
     }
     assert parsed["applies_to"] == {"model": "Qwen/Qwen3-0.6B"}
     assert parsed["evidence"][0]["conditions"]["endpoint"] == "localhost:8000"  # kept, never load
+
+
+def test_opposite_effects_at_different_loads_contradict_nothing():
+    from kbtool.loop.curation import related_findings
+
+    def finding(rate: float, value: float) -> dict:
+        ev = {"metric": "ttft", "value": value, "baseline": 10.0, "direction": "lower"}
+        return {"id": f"at-{rate}", "evidence": [{**ev, "conditions": {"request_rate": rate}}], "applies_to": {}}
+
+    better_at_1, worse_at_30, worse_at_1 = finding(1, 8.0), finding(30, 12.0), finding(1, 12.0)
+    assert related_findings(better_at_1, [worse_at_30])["contradictions"] == []
+    assert related_findings(better_at_1, [worse_at_1])["contradictions"] == ["at-1"]

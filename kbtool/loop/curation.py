@@ -29,6 +29,7 @@ from ..model.records import Problem, StoredCard
 from ..store.config import LimitsSection, SourceSection
 from ..store.repository import CARDS_DIR, Store
 from ..store.sources import source_root
+from .load import difference
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -326,9 +327,11 @@ def _words(text: str) -> set[str]:
 def related_findings(
     new: dict[str, Any], existing: list[dict[str, Any]], threshold: float = 0.5
 ) -> dict[str, list[str]]:
-    """Likely duplicates (same scope and metric, similar text) and contradictions (same metric and
-    scope, opposite effect) of a new finding among existing ones, as lists of card ids."""
+    """Likely duplicates (same scope and metric, similar text) and contradictions (same metric, scope and
+    load, opposite effect: a change that helps at one request rate and hurts at another contradicts
+    nothing) of a new finding among existing ones, as lists of card ids."""
     new_metrics = {e["metric"]: improved(e) for e in new.get("evidence", [])}
+    new_effects = [(e["metric"], e.get("conditions") or {}, improved(e)) for e in new.get("evidence", [])]
     new_words = _words(f"{new.get('title', '')} {new.get('claim', '')}")
     duplicates, contradictions = [], []
     for card in existing:
@@ -343,7 +346,12 @@ def related_findings(
         words = _words(f"{card.get('title', '')} {card.get('claim', '')}")
         if new_words and words and len(new_words & words) / len(new_words | words) >= threshold:
             duplicates.append(card["id"])
-        if any(new_metrics[m] is not None and theirs[m] is not None and new_metrics[m] != theirs[m] for m in shared):
+        their_effects = [(e["metric"], e.get("conditions") or {}, improved(e)) for e in card.get("evidence", [])]
+        if any(
+            m == n and ours is not None and other is not None and ours != other and difference(a, b) is None
+            for m, a, ours in new_effects
+            for n, b, other in their_effects
+        ):
             contradictions.append(card["id"])
     return {"duplicates": duplicates, "contradictions": contradictions}
 
