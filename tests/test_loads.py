@@ -313,3 +313,9 @@ def test_opposite_effects_at_different_loads_contradict_nothing():
     better_at_1, worse_at_30, worse_at_1 = finding(1, 8.0), finding(30, 12.0), finding(1, 12.0)
     assert related_findings(better_at_1, [worse_at_30])["contradictions"] == []
     assert related_findings(better_at_1, [worse_at_1])["contradictions"] == ["at-1"]
+
+
+def test_a_results_tsv_is_a_session_not_runs_to_compare(cli, kb):
+    tsv = DATA / "results-tsv" / "autoresearch-results.tsv"
+    result = cli("compare", str(tsv), str(tsv))
+    assert result.exit_code == 2 and "a results TSV is an experiment session" in result.stderr

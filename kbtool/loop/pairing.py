@@ -150,6 +150,11 @@ def pair(
     --ignore-condition let two different loads pair, the candidate's entry says which condition
     (`ignored_conditions`). BadInput when the baseline is given and nothing pairs."""
     ignored = list(ignore)
+    if baselines and any(_conditions(ev).get("format") == "results-tsv" for ev in [*candidates, *baselines]):
+        raise BadInput(
+            "a results TSV is an experiment session, an experiment a row, not runs of one configuration: compare "
+            "the exports of two experiments' runs, or draw the session with kb plot --session"
+        )
     known = _Loads(ignored)
     theirs = _by_metric_and_load(baselines, known)
     mine = _by_metric_and_load(candidates, known)
