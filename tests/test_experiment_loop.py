@@ -284,6 +284,59 @@ def test_closing_a_gap_links_both_in_one_commit(cli, kb):
     assert not_gap.exit_code == 2 and "not a gap" in not_gap.stderr
 
 
+@pytest.mark.parametrize(
+    "undo, why",
+    [
+        (["refute", "{f}", "--reason", "a cold cache"], "closed only by refuted finding {f}"),
+        (["retire", "{f}", "--reason", "the engine changed"], "closed only by retired finding {f}"),
+        (["supersede", "{f}", "{other}"], "closed only by superseded finding {f} (by {other})"),
+        (["delete"], "closed only by {f} (no such card)"),
+    ],
+)
+def test_a_gap_whose_answers_all_stopped_standing_is_open_again(cli, kb, undo, why):
+    """A gap closed only by findings refuted, retired, superseded or deleted since is listed again, saying
+    why, and lint warns; the gap's file keeps its closed_by as the record of what once answered it."""
+    gap = cli("add", "gap", "--title", "Does EAGLE help at concurrency 32?").stdout.strip()
+    f = cli("add-finding", "--title", "EAGLE at c=32", "-m", "throughput=10307tok/s", "--closes", gap).stdout.strip()
+    other = cli("add-finding", "--title", "EAGLE at c=32 re-measured", "-m", "throughput=9100tok/s").stdout.strip()
+    assert json.loads(cli("gaps", "--json").stdout) == []
+    card_file = kb.root / "kb" / "gap" / f"{gap}.md"
+    before = card_file.read_text()
+
+    if undo == ["delete"]:
+        git(kb.root, "rm", "-q", f"kb/finding/{f}.md")
+        git(kb.root, "commit", "-q", "-m", "drop the finding")
+    else:
+        assert cli(*(arg.format(f=f, other=other) for arg in undo)).exit_code == 0
+    reason = why.format(f=f, other=other)
+
+    [listed] = json.loads(cli("gaps", "--json").stdout)
+    assert listed["id"] == gap and listed["reopened"] == reason and listed["closed_by"] == [f]
+    assert f"reopened: {reason}" in cli("gaps").stdout
+    assert card_file.read_text() == before  # nothing rewrote the gap
+    problems = json.loads(cli("lint", "--json", "--skip", "duplicates").stdout)["problems"]
+    [warning] = [p for p in problems if p["code"] == "reopened-gap"]
+    assert warning["id"] == gap and warning["severity"] == "warning" and reason in warning["message"]
+    assert "gaps" in cli("lint", "--help").stdout
+    quiet = json.loads(cli("lint", "--json", "--skip", "duplicates", "--skip", "gaps").stdout)["problems"]
+    assert "reopened-gap" not in {p["code"] for p in quiet}
+
+    assert cli("reopen", gap, "--reason", "measure it again").exit_code == 0  # a person's reopen, as before
+    [listed] = json.loads(cli("gaps", "--json").stdout)
+    assert listed["id"] == gap and "reopened" not in listed and listed["closed_by"] == []
+
+
+def test_a_gap_stays_closed_while_one_of_its_answers_stands(cli, kb):
+    gap = cli("add", "gap", "--title", "Does EAGLE help at concurrency 32?").stdout.strip()
+    wrong = cli("add-finding", "--title", "EAGLE at c=32", "-m", "tput=1tok/s", "--closes", gap).stdout.strip()
+    right = cli("add-finding", "--title", "EAGLE at c=32 again", "-m", "tput=2tok/s", "--closes", gap).stdout.strip()
+    assert cli("refute", wrong, "--reason", "a cold cache").exit_code == 0
+    assert kb.get(gap).card.closed_by == [wrong, right] and kb.get(right).card.status == "confirmed"
+    assert json.loads(cli("gaps", "--json").stdout) == []
+    problems = json.loads(cli("lint", "--json", "--skip", "duplicates").stdout)["problems"]
+    assert "reopened-gap" not in {p["code"] for p in problems}
+
+
 def test_supersede_links_both_ways_and_search_demotes(cli, kb):
     old = cli("add-finding", "--title", "Chunked prefill 2048 is best", "-m", "ttft=40ms").stdout.strip()
     new = cli("add-finding", "--title", "Chunked prefill 8192 is best", "-m", "ttft=31ms").stdout.strip()

@@ -4,6 +4,8 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - schema: cards that do not parse or validate, id or folder mismatches, duplicate ids, stray files
 - links: links to cards that do not exist
 - superseded: a current card that still links to a superseded one as related
+- gaps: gaps findings closed that are open again, every one of those findings since refuted,
+  superseded, retired or deleted (warnings: `kb gaps` lists them again)
 - gates: a locked gate that no longer matches kb.lock (supersede it instead), locks of missing gates
 - stale: confirmed or tentative findings older than curation.max_finding_age_days
 - contradictions: findings with the same metric and scope and opposite effects
@@ -12,6 +14,7 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
   agents will not match well: cut off in listings, never saying when to use the skill, or
   nearly the same as another skill's (warnings)
 - secrets: cards holding text that looks like a credential (kbtool/loop/secrets.py)
+- drift: copies from another knowledge base whose original changed there since
 
 And, when a finding is added, the existing ones it likely duplicates or contradicts (related_findings).
 """
@@ -25,14 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.cards import INACTIVE_STATUSES, KINDS, Gate
 from ..model.errors import InvalidCard
-from ..model.records import Problem, StoredCard
+from ..model.records import CardSummary, Problem, StoredCard
+from ..model.vocabulary import words
 from ..store.config import LimitsSection, SourceSection
 from ..store.repository import CARDS_DIR, Store
 from ..store.sources import source_root
 from .load import difference
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from datetime import date
     from pathlib import Path
 
@@ -116,6 +120,41 @@ def superseded_links(cards: list[StoredCard]) -> list[Problem]:
                     )
                 )
     return out
+
+
+def why_reopened(closed_by: list[str], closers: Mapping[str, CardSummary]) -> str | None:
+    """Why a gap that closed_by once closed is open again ('closed only by refuted finding X'), or None
+    while one of them still stands. closers: those cards by id, as the index holds them; one missing was
+    deleted. The gap's own closed_by is never cleared for this: it stays the record of what answered it."""
+    said = []
+    for ref in closed_by:
+        closer = closers.get(ref)
+        if closer is None:
+            said.append(f"{ref} (no such card)")
+            continue
+        if closer.status not in INACTIVE_STATUSES:
+            return None
+        successors = (closer.get("links", "superseded_by") or []) if closer.status == "superseded" else []
+        by = f" (by {', '.join(successors)})" if successors else ""  # where the answer may be now
+        said.append(f"{closer.status} {closer.kind} {ref}{by}")
+    return f"closed only by {words(tuple(said), 'and')}" if said else None
+
+
+def reopened_gaps(open_gaps: list[CardSummary]) -> list[Problem]:
+    """The open gaps (KnowledgeBase.gaps) that findings once closed: worth a person's look, since what
+    the knowledge base believed answered them no longer stands."""
+    return [
+        Problem(
+            g.path,
+            "reopened-gap",
+            f"open again: {g.get('reopened')}; measure it anew and close it with "
+            f"`kb add-finding --closes {g.id}`, or retire it",
+            g.id,
+            "warning",
+        )
+        for g in open_gaps
+        if g.get("reopened")
+    ]
 
 
 def gate_lock_problems(store: Store, locks: dict[str, str]) -> list[Problem]:
