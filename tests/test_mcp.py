@@ -631,6 +631,10 @@ def test_an_agent_curates_within_what_review_allows(seeded, env, tmp_path):
             assert not replaced.is_error and replaced.structured_content["status"] == "superseded"
             assert replaced.structured_content["superseded_by"] == new
             assert "kb-agent: mcp:" in git_message(seeded.root)
+            listed = await call(client, "gaps")  # its only answer superseded: the gap is open again, saying why
+            [again] = listed.structured_content["gaps"]
+            assert again["id"] == gap and again["reopened"] == f"closed only by superseded finding {old} (by {new})"
+            assert f"(reopened: closed only by superseded finding {old}" in listed.content[0].text
             before = commit_count(seeded.root)
             for tool, args, words in [
                 ("supersede", {"old": gate, "new": draft_gate}, "a person supersedes gates"),
@@ -649,6 +653,7 @@ def test_an_agent_curates_within_what_review_allows(seeded, env, tmp_path):
 
             reopened = await call(client, "set_status", id=gap, status="open", reason="the answer was superseded")
             assert reopened.structured_content["id"] == gap and gap in (await call(client, "gaps")).content[0].text
+            assert "reopened" not in (await call(client, "gaps")).structured_content["gaps"][0]  # closed_by cleared
 
             assert (await call(client, "gate_verify")).structured_content["ok"] is True
             passed = await call(client, "gate_run", id=gate, in_dir=str(project), confirms=new)

@@ -240,6 +240,11 @@ class OpenGap(Contract):
     priority: Literal["high", "medium", "low"]
     status: StatusName
     kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its source, if not this one")
+    reopened: str | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="why a gap findings once closed is open again: each since refuted, superseded, retired or deleted",
+    )
 
 
 class OpenGaps(Page):

@@ -251,7 +251,9 @@ def build_server(
 
     @server.tool(annotations=READS)
     async def gaps(limit: Limit = 50, offset: Offset = 0, kb: KbChoice = None) -> Annotated[CallToolResult, OpenGaps]:
-        """The open questions (gaps nothing has closed yet), high priority first: what to measure next."""
+        """The open questions, high priority first: what to measure next. Gaps nothing has closed yet, and
+        gaps open again because every finding that closed one was since refuted, superseded, retired or
+        deleted (`reopened` says which)."""
         return await shelf.call(kb, KbTools.gaps, limit, offset)
 
     @server.tool(annotations=READS, description=LINT_DESCRIPTION)

@@ -195,11 +195,15 @@ class KbTools:
                 priority=g.get("priority", default="medium"),
                 status=g.status,
                 kb=g.get("kb"),
+                reopened=g.get("reopened"),
             )
             for g in self.kb.gaps_everywhere()
         ]
         page, cut = Paged.of(open_gaps, offset, limit)
-        lines = [f"{g.id} [{g.priority}] {g.question}" for g in page.items] or ["no open gaps"]
+        lines = [
+            f"{g.id} [{g.priority}] {g.question}" + (f" (reopened: {g.reopened})" if g.reopened else "")
+            for g in page.items
+        ] or ["no open gaps"]
         return _result(page.text(lines, "open gaps", "gaps"), OpenGaps(gaps=page.items, **cut))
 
     def lint(self, skip: builtins.list[str] | None, limit: int, offset: int) -> CallToolResult:
