@@ -68,6 +68,17 @@ def test_a_finding_page_draws_its_evidence_against_the_baseline(curated, fast_en
     assert "0.56 ms" in svg.group(0) and "baseline 0.71" in svg.group(0)
 
 
+def test_the_gaps_page_says_why_a_gap_is_open_again(curated, fast_env):
+    gap = curated.add("gap", "Does EAGLE help at concurrency 32?", values={"priority": "high"}).id
+    answer, _ = curated.add_finding("EAGLE at c=32", metrics={"throughput": (10307.0, "tok/s")}, closes=gap)
+    curated.refute(answer.id, "measured with a cold cache")
+    with running_ui(curated.root, fast_env) as url:
+        _, _, page = request(url + "gaps")
+    column = page.split('class="column p-high"', 1)[1].split("</section>", 1)[0]
+    assert f'href="/cards/{gap}"' in column
+    assert f'<div class="reopened">reopened: closed only by refuted finding {answer.id}</div>' in column
+
+
 def test_confirm_refute_and_edit_are_a_commit_each(curated, fast_env):
     root = curated.root
     with running_ui(root, fast_env) as url:
