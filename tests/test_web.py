@@ -150,6 +150,7 @@ def test_the_chart_draws_each_metric_against_its_own_baseline_grouped_by_unit(kb
     assert [len(r.findall(f"{SVG}path[@class='interval']")) for r in rows] == [1, 0, 0]
     assert "20 ms" in text_of(rows[0], "value") and "baseline 25" in text_of(rows[0], "baseline-value")
     assert [row[0] for row in table_rows(page)] == ["ttft", "output_throughput", "tpot", "power"]
+    assert "<th>load</th>" not in page and "Measured under" not in page  # no load recorded, none said
 
 
 def test_a_rate_sweep_shows_each_rows_rate_and_the_common_load_once(kb):
