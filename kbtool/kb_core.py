@@ -414,14 +414,13 @@ class KnowledgeBaseCore:
         from .loop.curation import why_reopened
 
         order = {"high": 0, "medium": 1, "low": 2}
+        candidates = [g for g in self.summaries(kind="gap") if g.status not in INACTIVE_STATUSES]
+        # what closed them, from the same index in one pass: no card file read
+        closers = self.index.by_ids({ref for g in candidates for ref in g.get("closed_by") or []})
         open_gaps = []
-        for g in self.summaries(kind="gap"):
-            if g.status in INACTIVE_STATUSES:
-                continue
+        for g in candidates:
             closed_by = g.get("closed_by") or []
             if closed_by:
-                # the closers from the same index, by id: no card file read
-                closers = {ref: found for ref in closed_by if (found := self.index.by_id(ref)) is not None}
                 why = why_reopened(closed_by, closers)
                 if why is None:
                     continue
