@@ -4,8 +4,8 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - schema: cards that do not parse or validate, id or folder mismatches, duplicate ids, stray files
 - links: links to cards that do not exist
 - superseded: a current card that still links to a superseded one as related
-- gaps: gaps findings closed that are open again, every one of those findings since refuted,
-  superseded, retired or deleted (warnings: `kb gaps` lists them again)
+- gaps: a gap findings closed that is open again, every one of them since refuted, superseded,
+  retired or deleted (a warning; `kb gaps` lists it again)
 - gates: a locked gate that no longer matches kb.lock (supersede it instead), locks of missing gates
 - stale: confirmed or tentative findings older than curation.max_finding_age_days
 - contradictions: findings with the same metric and scope and opposite effects
@@ -147,8 +147,8 @@ def reopened_gaps(open_gaps: list[CardSummary]) -> list[Problem]:
         Problem(
             g.path,
             "reopened-gap",
-            f"open again: {g.get('reopened')}; measure it anew and close it with "
-            f"`kb add-finding --closes {g.id}`, or retire it",
+            f"open again: {g.get('reopened')}; measure it anew (`kb add-finding --closes {g.id}`), "
+            f"`kb reopen {g.id}` to clear its closed_by, or retire it",
             g.id,
             "warning",
         )
