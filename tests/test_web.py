@@ -178,6 +178,18 @@ def test_a_rate_sweep_shows_each_rows_rate_and_the_common_load_once(kb):
     assert widths == sorted(widths) and widths[0] / widths[-1] == pytest.approx(14.0 / 76.0, rel=1e-3)
 
 
+def test_rows_of_one_metric_that_differ_only_in_what_is_not_load_say_that_too():
+    """The model is never load (kbtool.loop.load.NOT_LOAD), yet it is what tells these two bars apart."""
+    from kbtool.web.charts import evidence_svg
+
+    evidence = [
+        {"metric": "speedup", "value": v, "unit": "x", "baseline": 1.0, "conditions": {"model": m, "run": 1}}
+        for v, m in ((2.7, "Llama 8B"), (1.8, "Llama 70B"))
+    ]
+    chart = ET.fromstring(evidence_svg(evidence, []) or "")
+    assert [text_of(r, "load") for r in rows_of(chart)] == ["model=Llama 8B", "model=Llama 70B"]
+
+
 def test_a_long_sweep_draws_the_first_rows_and_says_how_many_are_left_to_the_table():
     from kbtool.web.charts import MAX_ROWS, evidence_svg
 

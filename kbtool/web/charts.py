@@ -76,17 +76,35 @@ def evidence_svg(evidence: list[dict[str, Any]], varying: Iterable[str] = ()) ->
         "with its 95% interval, grouped by unit</title>",
     ]
     scales, y, unit = _scales(drawn), 4, None
-    for e in drawn:
+    for e, label in zip(drawn, _labels(drawn, keys), strict=True):
         if _unit(e) != unit:
             unit = _unit(e)
             parts.append(f'<text class="unit" x="4" y="{y + 14}" font-weight="bold">{escape(unit or "no unit")}</text>')
             y += UNIT_ROW
-        parts.append(_row(e, y, scales[_metric(e)], describe(e.get("conditions"), keys)))
+        parts.append(_row(e, y, scales[_metric(e)], label))
         y += ROW
     if left > 0:
         parts.append(f'<text class="more" x="4" y="{y + 14}" fill="#555">{left} more in the table below</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _labels(rows: list[dict[str, Any]], varying: list[str]) -> list[str]:
+    """Each row's load (the varying keys); where rows of one metric would still read the same, such as
+    one engine's speedup on two models (the model is never load), the other conditions that tell them
+    apart as well."""
+    labels = [describe(e.get("conditions"), varying) for e in rows]
+    alike: dict[tuple[str, str, str], list[int]] = {}
+    for n, (e, label) in enumerate(zip(rows, labels, strict=True)):
+        alike.setdefault((*_metric(e), label), []).append(n)
+    for members in (m for m in alike.values() if len(m) > 1):
+        conditions = [rows[n].get("conditions") or {} for n in members]
+        keys = [k for k in dict.fromkeys(k for c in conditions for k in c) if k != "verdict"]
+        telling = [k for k in keys if len({repr(c.get(k)) for c in conditions}) > 1]
+        for n, c in zip(members, conditions, strict=True):
+            told = " ".join(f"{k}={c[k]}" for k in telling if k in c and k not in varying)
+            labels[n] = " ".join(part for part in (labels[n], told) if part)
+    return labels
 
 
 def _row(e: dict[str, Any], y: int, top: float, load: str) -> str:
