@@ -69,6 +69,12 @@ def test_a_finding_without_evidence_is_never_written(cli, kb):
     assert result.stderr.count("\n") == 1 and tree_state(kb.root) == before
     assert gap in [g["id"] for g in json.loads(cli("gaps", "--json").stdout)]
 
+    # a finding written some other way with nothing measured, named as what closed it, answers nothing
+    empty = cli("add", "finding", "--title", "FP8 KV cache is probably fine").stdout.strip()
+    assert cli("edit", gap, "--field", f"closed_by={empty}").exit_code == 0
+    (still,) = [g for g in json.loads(cli("gaps", "--json").stdout) if g["id"] == gap]
+    assert "measured nothing" in still["reopened"]
+
 
 def test_add_finding_from_json_on_stdin(cli, kb):
     payload = {

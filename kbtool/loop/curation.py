@@ -125,12 +125,16 @@ def superseded_links(cards: list[StoredCard]) -> list[Problem]:
 def why_reopened(closed_by: list[str], closers: Mapping[str, CardSummary]) -> str | None:
     """Why a gap that closed_by once closed is open again ('closed only by refuted finding X'), or None
     while one of them still stands. closers: those cards by id, as the index holds them; one missing was
-    deleted. The gap's own closed_by is never cleared for this: it stays the record of what answered it."""
+    deleted; a finding with no evidence measured nothing, so it answers nothing. The gap's own closed_by
+    is never cleared for this: it stays the record of what answered it."""
     said = []
     for ref in closed_by:
         closer = closers.get(ref)
         if closer is None:
             said.append(f"{ref} (no such card)")
+            continue
+        if closer.kind == "finding" and not closer.get("evidence"):
+            said.append(f"finding {ref}, which measured nothing")
             continue
         if closer.status not in INACTIVE_STATUSES:
             return None
