@@ -56,6 +56,7 @@ bench: install
 	$(PY) bench/bench_mcp.py
 	$(PY) bench/bench_skills.py
 	$(PY) bench/bench_reuse.py
+	$(PY) bench/bench_compare.py
 	$(PY) bench/bench_embedding_backends.py
 	$(PY) bench/bench_quality.py --split test
 	$(PY) bench/bench_reliability.py --kills 60

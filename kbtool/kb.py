@@ -82,6 +82,8 @@ class KnowledgeBase(SkillRegistry):
         cards = self.cards()
         if "superseded" not in skip:
             problems += curation.superseded_links(cards)
+        if "gaps" not in skip:
+            problems += curation.reopened_gaps(self.gaps())  # the gaps `kb gaps` lists again, as it says why
         if "gates" not in skip:
             problems += curation.gate_lock_problems(self.store, self.gate_locks())
         if "stale" not in skip:

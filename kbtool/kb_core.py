@@ -409,11 +409,25 @@ class KnowledgeBaseCore:
             self.notices.append(f"the search index was not refreshed ({exc}); the next search refreshes it")
 
     def gaps(self) -> builtins.list[CardSummary]:
-        """Open gaps (nothing closed them, not retired or superseded), high priority first, oldest first."""
+        """Open gaps, high priority first, oldest first: those nothing closed, and those closed only by
+        cards that no longer stand (refuted, superseded, retired or deleted), each with why in its
+        data's `reopened`. A gap itself retired or superseded is not open."""
+        from .loop.curation import why_reopened
+
         order = {"high": 0, "medium": 1, "low": 2}
-        open_gaps = [
-            g for g in self.summaries(kind="gap") if not g.get("closed_by") and g.status not in INACTIVE_STATUSES
-        ]
+        candidates = [g for g in self.summaries(kind="gap") if g.status not in INACTIVE_STATUSES]
+        # what closed them, from the same index in one pass: no card file read
+        closers = self.index.by_ids({ref for g in candidates for ref in g.get("closed_by") or []})
+        open_gaps = []
+        for g in candidates:
+            closed_by = g.get("closed_by") or []
+            if closed_by:
+                why = why_reopened(closed_by, closers)
+                if why is None:
+                    continue
+                # a copy: the summary's data is the index's own
+                g = CardSummary(g.id, g.kind, g.title, g.status, g.path, {**g.data, "reopened": why})
+            open_gaps.append(g)
         # created is an ISO date string in the index: it sorts as the date does
         return sorted(
             open_gaps,

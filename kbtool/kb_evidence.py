@@ -13,7 +13,7 @@ from .kb_core import _check_status, _drop_none, _gap
 from .kb_gates import Gating
 from .loop.review import SETTABLE_STATUSES, agent_status, check_agent_status, check_agent_supersede
 from .model import markdown
-from .model.cards import INACTIVE_STATUSES
+from .model.cards import INACTIVE_STATUSES, Finding
 from .model.contracts import Compared, Comparison, FindingAdded, FindingInput, Plotted, relations
 from .model.errors import BadInput, CardNotFound, CheckFailed, InvalidCard
 from .model.fields import parse_assignments
@@ -48,15 +48,19 @@ class ExperimentLoop(Gating):
         agent: str | None = None,
         command: str | None = None,
         conditions: dict[str, Any] | None = None,
+        ignore_conditions: Iterable[str] = (),
     ) -> tuple[StoredCard, dict[str, builtins.list[str]]]:
         """Record a measured finding in one commit; returns it and its likely duplicates and contradictions.
 
         metrics and baselines map a metric name to (value, unit), or to an evidence entry's fields
         ({"value", "unit", "stats", "samples", ...}); command and conditions apply to every metric.
+        With runs (artifact, baseline_artifacts), each metric is combined per load and judged against the
+        baseline at the same load (kbtool.loop.run_evidence); runs at different loads are refused unless
+        ignore_conditions names the condition. Nothing measured, nothing written: BadInput.
         An agent's finding is tentative until reviewed (kbtool.loop.review)."""
         from .loop.curation import related_findings
         from .loop.finding_input import evidence_from_metrics
-        from .loop.provenance import environment, portable_path, repo_state, require_repository
+        from .loop.provenance import environment, repo_state, require_repository
 
         if agent is not None:
             status = agent_status(status, "tentative")
@@ -64,47 +68,28 @@ class ExperimentLoop(Gating):
         scope = parse_assignments([f"applies_to.{a}" for a in applies_to], model_for("finding")).get("applies_to", {})
         runs = [artifact] if isinstance(artifact, Path) else list(artifact or [])
         baselines_given = list(baseline_artifacts)
-        verdicts: builtins.list[str] = []
         if baselines_given and not runs:
             raise BadInput("--baseline-from needs the candidate's runs too: --from FILE (repeat it for each run)")
         if runs:
-            from .loop.repeats import combine_runs, judge
-            from .loop.runs import invalid_runs, read_run
+            from .loop.run_evidence import evidence_from_runs
 
-            invalid: builtins.list[str] = []
-
-            def read_runs(paths: builtins.list[Path]) -> tuple[builtins.list[dict[str, Any]], dict[str, Any]]:
-                parsed_runs = []
-                for path in paths:
-                    parsed = read_run(path, metric_name)
-                    where = portable_path(path, repo)
-                    for ev in parsed["evidence"]:
-                        # an artifact folder's evidence names the export in it that was read
-                        read = f"{where}/{Path(ev['artifact']['path']).name}" if path.is_dir() else where
-                        ev["artifact"] = {**ev["artifact"], "path": read}
-                    parsed_runs.append(parsed)
-                invalid.extend(invalid_runs(parsed_runs))
-                return combine_runs([p["evidence"] for p in parsed_runs]), parsed_runs[0]["applies_to"]
-
-            measured, found_scope = read_runs(runs)
-            if baselines_given:
-                baseline_evidence, _ = read_runs(baselines_given)
-                verdicts = judge(measured, baseline_evidence)
-            evidence += measured
-            scope = {**found_scope, **scope}
+            found = evidence_from_runs(runs, baselines_given, metric_name, repo, ignore_conditions)
+            evidence += found.evidence
+            scope = {**found.applies_to, **scope}
+            for note in found.notes:
+                self.note(note)
             # a finding shows something only when some change's interval is clear of zero, from valid runs
-            unclear = bool(verdicts) and all(line.endswith(": no clear change") for line in verdicts)
-            if unclear or invalid:
-                why = "a run is invalid" if invalid else "no change's 95% interval is clear of zero"
+            if found.unclear or found.invalid:
+                why = "a run is invalid" if found.invalid else "no change's 95% interval is clear of zero"
                 if status == "confirmed":
                     self.note(f"{why}: recorded as tentative, not confirmed")
                 status = "tentative" if status in (None, "confirmed") else status
-            if invalid:
-                lines = "\n".join(f"- {why}" for why in invalid)
-                body = (body + "\n\n" if body else "") + "## Invalid runs\n\n" + lines + "\n"
-            if verdicts:
-                heading = f"## Against the baseline: {len(runs)} run(s) against {len(baselines_given)}"
-                body = (body + "\n\n" if body else "") + heading + "\n\n" + "\n".join(verdicts) + "\n"
+            body = _run_body(found, body)
+        if not evidence:
+            raise BadInput(
+                "a finding records what was measured, and nothing was: give metrics (--metric NAME=VALUE; MCP "
+                "metrics) or a benchmark export (--from; MCP artifact); an open question is a gap"
+            )
         data: dict[str, Any] = {
             "kind": "finding",
             "title": title,
@@ -156,8 +141,18 @@ class ExperimentLoop(Gating):
         args = finding_arguments(finding)
         if not args["title"]:
             raise BadInput("a finding needs a title")
+        said = len(self.notices)
         stored, related = self.add_finding(**args, agent=agent)
-        return FindingAdded(id=stored.id, path=stored.path, status=stored.card.status, related=relations(related))
+        evidence = stored.card.evidence if isinstance(stored.card, Finding) else []
+        return FindingAdded(
+            id=stored.id,
+            path=stored.path,
+            status=stored.card.status,
+            related=relations(related),
+            evidence=len(evidence),
+            judged=sum(1 for e in evidence if e.baseline is not None),
+            notes=self.notices[said:],
+        )
 
     def _open_gap(self, ref: str) -> StoredCard:
         try:
@@ -245,15 +240,24 @@ class ExperimentLoop(Gating):
         self._refresh_lexical()
         return StoredCard(card, current.body, current.path)
 
-    def compare(self, candidate: str, baseline: str, metric_name: str = "metric") -> Comparison:
-        """`kb compare`: each metric both sides measured, with intervals and a verdict (kbtool.loop.repeats).
-        A side is an export, a folder of exports (one run each), or a finding's id."""
+    def compare(
+        self, candidate: str, baseline: str, metric_name: str = "metric", ignore: Iterable[str] = ()
+    ) -> Comparison:
+        """`kb compare`: each metric both sides measured under the same load, with intervals and a verdict
+        (kbtool.loop.repeats). A side is an export, a folder of exports (one run each), or a finding's id.
+        Runs at different loads are refused, naming the condition (kbtool.loop.pairing), unless its key is
+        in ignore; what could not be compared is in the notes."""
         from .loop.repeats import compare
 
-        rows = compare(self._runs_of(candidate, metric_name), self._runs_of(baseline, metric_name))
-        if not rows:
-            raise BadInput(f"{candidate} and {baseline} share no metric (the same name, unit and conditions)")
-        return Comparison(candidate=candidate, baseline=baseline, metrics=[Compared(**row) for row in rows])
+        (ours, our_names), (theirs, their_names) = (
+            self._runs_of(candidate, metric_name),
+            self._runs_of(baseline, metric_name),
+        )
+        notes: builtins.list[str] = []
+        rows = compare(ours, theirs, ignore, notes, (our_names, their_names))
+        return Comparison(
+            candidate=candidate, baseline=baseline, metrics=[Compared(**row) for row in rows], notes=notes
+        )
 
     def plot(
         self,
@@ -312,7 +316,10 @@ class ExperimentLoop(Gating):
             left_off=counts["left_off"],
         )
 
-    def _runs_of(self, ref: str, metric_name: str) -> builtins.list[builtins.list[dict[str, Any]]]:
+    def _runs_of(
+        self, ref: str, metric_name: str
+    ) -> tuple[builtins.list[builtins.list[dict[str, Any]]], builtins.list[str]]:
+        """A side's runs' evidence and their names (for notes)."""
         from .loop.runs import invalid_runs, runs_in
 
         path = Path(ref)
@@ -320,7 +327,7 @@ class ExperimentLoop(Gating):
             runs = runs_in(path, metric_name)
             for why in invalid_runs(runs):
                 self.note(f"an invalid run is compared: {why}")
-            return [run["evidence"] for run in runs]
+            return [run["evidence"] for run in runs], [run["name"] for run in runs]
         base, rest = self.owner_of(ref)
         found = base.card_or_skill(rest)
         if not isinstance(found, StoredCard) or found.card.kind != "finding":
@@ -328,4 +335,21 @@ class ExperimentLoop(Gating):
         evidence = found.to_dict().get("evidence") or []
         if not evidence:
             raise BadInput(f"{ref}: a finding with no evidence to compare")
-        return [evidence]
+        return [evidence], [found.id]
+
+
+def _run_body(found: Any, body: str) -> str:
+    """The card's body: the generated paragraph, the person's own notes, then each clear change (the rest in one
+    line), what could not be compared, and the invalid runs."""
+    parts = [found.summary] + ([body.strip()] if body.strip() else [])
+    if found.verdicts:
+        clear = [line for line in found.verdicts if not line.endswith(": no clear change")]
+        unclear = [line[2:].split(": ", 1)[0] for line in found.verdicts if line.endswith(": no clear change")]
+        lines = clear + ([f"- no clear change: {', '.join(unclear)}"] if unclear else [])
+        heading = f"## Against the baseline: {found.runs} run(s) against {found.baseline_runs}"
+        parts.append(heading + "\n\n" + "\n".join(lines))
+    if found.notes:
+        parts.append("## Not compared\n\n" + "\n".join(f"- {note}" for note in found.notes))
+    if found.invalid:
+        parts.append("## Invalid runs\n\n" + "\n".join(f"- {why}" for why in found.invalid))
+    return "\n\n".join(parts) + "\n"

@@ -60,9 +60,20 @@ def test_add_finding_from_flags(cli, kb):
     assert hits[0].id == card["id"]  # the index was updated by the write
 
 
-def test_a_finding_without_evidence_is_tentative(cli, kb):
-    card = json.loads(cli("add-finding", "--title", "FP8 KV cache may hurt long context", "--json").stdout)
-    assert card["status"] == "tentative" and card["evidence"] == []
+def test_a_finding_without_evidence_is_never_written(cli, kb):
+    """A finding records what was measured: with nothing measured, nothing is written (and no gap closes)."""
+    gap = cli("add", "gap", "--title", "Does FP8 KV cache hurt long context?").stdout.strip()
+    before = tree_state(kb.root)
+    result = cli("add-finding", "--title", "FP8 KV cache may hurt long context", "--closes", gap)
+    assert result.exit_code == 2 and "a finding records what was measured" in result.stderr
+    assert result.stderr.count("\n") == 1 and tree_state(kb.root) == before
+    assert gap in [g["id"] for g in json.loads(cli("gaps", "--json").stdout)]
+
+    # a finding written some other way with nothing measured, named as what closed it, answers nothing
+    empty = cli("add", "finding", "--title", "FP8 KV cache is probably fine").stdout.strip()
+    assert cli("edit", gap, "--field", f"closed_by={empty}").exit_code == 0
+    (still,) = [g for g in json.loads(cli("gaps", "--json").stdout) if g["id"] == gap]
+    assert "measured nothing" in still["reopened"]
 
 
 def test_add_finding_from_json_on_stdin(cli, kb):
@@ -234,9 +245,9 @@ BAD = [
     (["--title", "x", "--metric", "tpot=5ms=3"], "is not a number and a unit"),
     (["--title", "x", "--baseline", "tpot=1ms"], "no --metric tpot"),
     (["--title", "x", "--applies-to", "gpu=H100"], "applies_to has no field 'gpu'"),
-    (["--title", "x", "--closes", "no-such-gap"], "no gap with that id"),
+    (["--title", "x", "-m", "a=1", "--closes", "no-such-gap"], "no gap with that id"),
     (["--title", "x", "--direction", "sideways", "-m", "a=1"], "is not 'higher' or 'lower'"),
-    (["--title", "x", "--status", "done"], "is not one of"),
+    (["--title", "x", "-m", "a=1", "--status", "done"], "is not one of"),
     (["-m", "a=1"], "needs a --title"),
     (["--title", "x", "--from", "/no/such/file.json"], "no such file"),
 ]
@@ -275,8 +286,61 @@ def test_closing_a_gap_links_both_in_one_commit(cli, kb):
     assert commit_count(kb.root) == before + 1
     assert kb.get(gap).card.closed_by == [finding] and kb.get(finding).card.links.closes == [gap]
     assert [g["id"] for g in json.loads(cli("gaps", "--json").stdout)] == ["low-one"]
-    not_gap = cli("add-finding", "--title", "y", "--closes", finding)
+    not_gap = cli("add-finding", "--title", "y", "-m", "a=1", "--closes", finding)
     assert not_gap.exit_code == 2 and "not a gap" in not_gap.stderr
+
+
+@pytest.mark.parametrize(
+    "undo, why",
+    [
+        (["refute", "{f}", "--reason", "a cold cache"], "closed only by refuted finding {f}"),
+        (["retire", "{f}", "--reason", "the engine changed"], "closed only by retired finding {f}"),
+        (["supersede", "{f}", "{other}"], "closed only by superseded finding {f} (by {other})"),
+        (["delete"], "closed only by {f} (no such card)"),
+    ],
+)
+def test_a_gap_whose_answers_all_stopped_standing_is_open_again(cli, kb, undo, why):
+    """A gap closed only by findings refuted, retired, superseded or deleted since is listed again, saying
+    why, and lint warns; the gap's file keeps its closed_by as the record of what once answered it."""
+    gap = cli("add", "gap", "--title", "Does EAGLE help at concurrency 32?").stdout.strip()
+    f = cli("add-finding", "--title", "EAGLE at c=32", "-m", "throughput=10307tok/s", "--closes", gap).stdout.strip()
+    other = cli("add-finding", "--title", "EAGLE at c=32 re-measured", "-m", "throughput=9100tok/s").stdout.strip()
+    assert json.loads(cli("gaps", "--json").stdout) == []
+    card_file = kb.root / "kb" / "gap" / f"{gap}.md"
+    before = card_file.read_text()
+
+    if undo == ["delete"]:
+        git(kb.root, "rm", "-q", f"kb/finding/{f}.md")
+        git(kb.root, "commit", "-q", "-m", "drop the finding")
+    else:
+        assert cli(*(arg.format(f=f, other=other) for arg in undo)).exit_code == 0
+    reason = why.format(f=f, other=other)
+
+    [listed] = json.loads(cli("gaps", "--json").stdout)
+    assert listed["id"] == gap and listed["reopened"] == reason and listed["closed_by"] == [f]
+    assert f"reopened: {reason}" in cli("gaps").stdout
+    assert card_file.read_text() == before  # nothing rewrote the gap
+    problems = json.loads(cli("lint", "--json", "--skip", "duplicates").stdout)["problems"]
+    [warning] = [p for p in problems if p["code"] == "reopened-gap"]
+    assert warning["id"] == gap and warning["severity"] == "warning" and reason in warning["message"]
+    assert "gaps" in cli("lint", "--help").stdout
+    quiet = json.loads(cli("lint", "--json", "--skip", "duplicates", "--skip", "gaps").stdout)["problems"]
+    assert "reopened-gap" not in {p["code"] for p in quiet}
+
+    assert cli("reopen", gap, "--reason", "measure it again").exit_code == 0  # a person's reopen, as before
+    [listed] = json.loads(cli("gaps", "--json").stdout)
+    assert listed["id"] == gap and "reopened" not in listed and listed["closed_by"] == []
+
+
+def test_a_gap_stays_closed_while_one_of_its_answers_stands(cli, kb):
+    gap = cli("add", "gap", "--title", "Does EAGLE help at concurrency 32?").stdout.strip()
+    wrong = cli("add-finding", "--title", "EAGLE at c=32", "-m", "tput=1tok/s", "--closes", gap).stdout.strip()
+    right = cli("add-finding", "--title", "EAGLE at c=32 again", "-m", "tput=2tok/s", "--closes", gap).stdout.strip()
+    assert cli("refute", wrong, "--reason", "a cold cache").exit_code == 0
+    assert kb.get(gap).card.closed_by == [wrong, right] and kb.get(right).card.status == "confirmed"
+    assert json.loads(cli("gaps", "--json").stdout) == []
+    problems = json.loads(cli("lint", "--json", "--skip", "duplicates").stdout)["problems"]
+    assert "reopened-gap" not in {p["code"] for p in problems}
 
 
 def test_supersede_links_both_ways_and_search_demotes(cli, kb):

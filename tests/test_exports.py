@@ -36,7 +36,7 @@ def test_lm_eval_keeps_every_top_level_score_with_its_stderr_shots_and_samples()
     gsm = got["gsm8k/exact_match/strict-match"][0]
     assert gsm["value"] == 0.012130401819560273 and gsm["stats"] == {"stderr": 0.0030152942428909395}
     assert gsm["samples"] == 1319 and gsm["direction"] == "higher"
-    assert gsm["conditions"] == {"n_shot": 5, "task_version": 3.0, "filter": "strict-match"}
+    assert gsm["conditions"] == {"format": "lm-eval", "n_shot": 5, "task_version": 3.0, "filter": "strict-match"}
     assert gsm["environment"] == {"lm_eval": "0.4.9.1", "transformers": "4.55.2"}
     assert parsed["applies_to"] == {"model": "google/gemma-3-270m"}
     # the group stands for its 71 subtasks and sub-groups: gsm8k's two filters, tmmluplus's acc and acc_norm
@@ -112,7 +112,7 @@ def test_sglang_keeps_every_run_of_the_file():
         assert got["itl"]["stats"]["p50"] == run["median_itl_ms"] and got["itl"]["direction"] == "lower"
         assert mine[0]["conditions"]["request_rate"] == run["request_rate"]
     assert {ev["conditions"]["run"] for ev in parsed["evidence"]} == set(range(1, len(runs) + 1))
-    assert {ev["conditions"]["dataset_name"] for ev in parsed["evidence"]} == {r["dataset_name"] for r in runs}
+    assert {ev["conditions"]["dataset"] for ev in parsed["evidence"]} == {r["dataset_name"] for r in runs}
 
 
 @pytest.mark.parametrize(
@@ -190,9 +190,7 @@ def test_a_vllm_result_names_its_model_engine_and_load(cli, kb):
     assert parsed["applies_to"] == {"model": raw["model_id"], "engine": "vllm"}
     ttft = by_metric(parsed)["ttft"][0]
     assert ttft["value"] == raw["mean_ttft_ms"] and ttft["stats"]["p99"] == raw["p99_ttft_ms"]
-    assert (
-        ttft["conditions"]["max_concurrency"] == raw["max_concurrency"] and ttft["conditions"]["request_rate"] == "inf"
-    )
+    assert ttft["conditions"]["concurrency"] == raw["max_concurrency"] and ttft["conditions"]["request_rate"] == "inf"
     failed = by_metric(parsed)["failed_requests"][0]
     assert failed["value"] == raw["failed"] and failed["direction"] == "lower"
     # an SGLang request rate of Infinity (JSON's extension) is kept as "inf", not refused

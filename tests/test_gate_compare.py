@@ -177,9 +177,10 @@ def test_what_cannot_be_measured_fails_the_check_saying_why(tmp_path):
         (check(), "runs/candidate has no metric 'output_throughput'"),  # AIPerf calls it output_token_throughput
         (check(metric="inter_token_latency", stat="p42"), "has no inter_token_latency.p42"),
         (check(candidate="runs/mlperf", baseline="runs/mlperf", metric="latency"), "an invalid run cannot pass"),
-        (check(candidate="runs/c100", baseline="runs/c1", metric="ttft"), "share no load"),
+        (check(candidate="runs/c100", baseline="runs/c1", metric="ttft"), "different loads get no verdict: input"),
         (check("speedup_low", metric="time_to_first_token", stat="p50"), "no interval: it needs repeated runs"),
     ):
         judged = judge(gate, project)
         assert judged.value is None and words in judged.detail, judged.detail
         assert str(tmp_path) not in judged.detail  # the project's own paths: the line is recorded
+        assert "--ignore-condition" not in judged.detail  # kb compare's option, not a gate's

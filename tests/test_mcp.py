@@ -194,7 +194,8 @@ def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(seeded, env):
                 ("add_card", {"kind": "gate", "title": "bad", "fields": {"check": {"op": "~"}}}, "check"),
                 ("add_finding", {"title": "t", "metrics": {"tps": "fast"}}, "tps"),
                 ("add_finding", {"title": "t", "metrics": {"tput": "1,792tok/s"}}, "not a number and a unit"),
-                ("add_finding", {"title": "t", "closes": "no-such-gap"}, "no-such-gap"),
+                ("add_finding", {"title": "t", "metrics": {"tpot": 1}, "closes": "no-such-gap"}, "no-such-gap"),
+                ("add_finding", {"title": "t"}, "a finding records what was measured"),
                 # an agent cannot write what looks like a credential (AWS's documented example key)
                 ("add_card", {"kind": "gap", "title": "Leak AKIAIOSFODNN7EXAMPLE?"}, "looks like a credential"),
                 ("related", {"id": "nope"}, "nope"),
@@ -631,6 +632,10 @@ def test_an_agent_curates_within_what_review_allows(seeded, env, tmp_path):
             assert not replaced.is_error and replaced.structured_content["status"] == "superseded"
             assert replaced.structured_content["superseded_by"] == new
             assert "kb-agent: mcp:" in git_message(seeded.root)
+            listed = await call(client, "gaps")  # its only answer superseded: the gap is open again, saying why
+            [again] = listed.structured_content["gaps"]
+            assert again["id"] == gap and again["reopened"] == f"closed only by superseded finding {old} (by {new})"
+            assert f"(reopened: closed only by superseded finding {old}" in listed.content[0].text
             before = commit_count(seeded.root)
             for tool, args, words in [
                 ("supersede", {"old": gate, "new": draft_gate}, "a person supersedes gates"),
@@ -649,6 +654,7 @@ def test_an_agent_curates_within_what_review_allows(seeded, env, tmp_path):
 
             reopened = await call(client, "set_status", id=gap, status="open", reason="the answer was superseded")
             assert reopened.structured_content["id"] == gap and gap in (await call(client, "gaps")).content[0].text
+            assert "reopened" not in (await call(client, "gaps")).structured_content["gaps"][0]  # closed_by cleared
 
             assert (await call(client, "gate_verify")).structured_content["ok"] is True
             passed = await call(client, "gate_run", id=gate, in_dir=str(project), confirms=new)

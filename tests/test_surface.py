@@ -18,7 +18,7 @@ from kbtool.surfaces.cli import app
 # __main__.py are the entry points above everything.
 ARCHITECTURE: dict[str, list[set[str]]] = {
     "model": [
-        {"errors", "vocabulary"},
+        {"errors", "evidence_layout", "vocabulary"},
         {"cards"},
         {"schemas", "validation"},
         {"fields", "markdown", "policy"},
@@ -38,12 +38,12 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"pipeline"},
     ],
     "loop": [
-        {"environment", "evidence", "exchange", "importer", "load", "provenance", "review", "secrets", "statistics"},
-        {"gate_lock"},
-        {"curation", "exports", "finding_input", "repeats", "results_tsv"},
+        {"environment", "evidence", "exchange", "gate_lock", "importer", "load", "provenance", "review", "secrets"},
+        {"curation", "exports", "finding_input", "results_tsv", "statistics"},
         {"formats", "plots"},
-        {"runs"},
-        {"gate_compare"},  # a gate's comparison reads runs as `kb compare` does
+        {"pairing", "runs"},
+        {"repeats"},
+        {"gate_compare", "run_evidence"},  # a gate's comparison reads and judges runs as `kb compare` does
         {"gates"},  # runs a gate: its command, or its comparison
     ],
     # the facade a layer a module: each class builds on the one below, KnowledgeBase on them all

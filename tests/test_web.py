@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 import pytest
@@ -66,6 +67,139 @@ def test_a_finding_page_draws_its_evidence_against_the_baseline(curated, fast_en
     assert svg, "no chart on the finding's page"
     assert 'class="measured"' in svg.group(0) and 'class="baseline"' in svg.group(0)
     assert "0.56 ms" in svg.group(0) and "baseline 0.71" in svg.group(0)
+
+
+def test_the_gaps_page_says_why_a_gap_is_open_again(curated, fast_env):
+    gap = curated.add("gap", "Does EAGLE help at concurrency 32?", values={"priority": "high"}).id
+    answer, _ = curated.add_finding("EAGLE at c=32", metrics={"throughput": (10307.0, "tok/s")}, closes=gap)
+    curated.refute(answer.id, "measured with a cold cache")
+    with running_ui(curated.root, fast_env) as url:
+        _, _, page = request(url + "gaps")
+    column = page.split('class="column p-high"', 1)[1].split("</section>", 1)[0]
+    assert f'href="/cards/{gap}"' in column
+    assert f'<div class="reopened">reopened: closed only by refuted finding {answer.id}</div>' in column
+
+
+def card_page(kb: kbtool.KnowledgeBase, ref: str) -> str:
+    """A card's page as `kb ui` renders it (views.card through the template), in this process."""
+    from kbtool.web import views
+    from kbtool.web.render import Pages
+
+    return Pages(kb.config.kb.name).render("card.html", page="card", **views.card(kb, ref, similar=0))
+
+
+def chart_of(page: str) -> ET.Element | None:
+    found = re.search(r"<svg[^>]*class=\"evidence-chart\".*?</svg>", page, re.S)
+    return ET.fromstring(found.group(0)) if found else None
+
+
+def table_rows(page: str) -> list[list[str]]:
+    """The evidence table's cells, row by row, as text."""
+    table = page.split('<table class="evidence">', 1)[1].split("</table>", 1)[0]
+    return [
+        [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        for row in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>", 1)[1], re.S)
+    ]
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def rows_of(chart: ET.Element) -> list[ET.Element]:
+    return chart.findall(f"{SVG}g[@class='row']")
+
+
+def bar(row: ET.Element, name: str) -> float:
+    return float(row.find(f"{SVG}rect[@class='{name}']").get("width"))  # type: ignore[union-attr]
+
+
+def text_of(row: ET.Element, name: str) -> str:
+    found = row.find(f"{SVG}text[@class='{name}']")
+    return "" if found is None else "".join(found.itertext())
+
+
+def test_a_finding_without_a_baseline_gets_its_table_and_no_chart(kb):
+    """Bars of ms and req/s on one axis, each drawn full width against nothing, say nothing."""
+    stored, _ = kb.add_finding(
+        "Chunked prefill at rate 4", metrics={"ttft": (25.0, "ms"), "request_throughput": (4.1, "req/s")}
+    )
+    page = card_page(kb, stored.id)
+    assert chart_of(page) is None and "<svg" not in page
+    assert [row[:2] for row in table_rows(page)] == [["ttft", "25 ms"], ["request_throughput", "4.1 req/s"]]
+
+
+def test_the_chart_draws_each_metric_against_its_own_baseline_grouped_by_unit(kb):
+    evidence = [
+        {"metric": "ttft", "value": 20.0, "unit": "ms", "baseline": 25.0, "stats": {"ci95_low": 18, "ci95_high": 22}},
+        {"metric": "output_throughput", "value": 1800.0, "unit": "tok/s", "baseline": 950.0},
+        {"metric": "tpot", "value": 5.0, "unit": "ms", "baseline": 6.0},
+        {"metric": "power", "value": 300.0, "unit": "W"},  # nothing to compare it with: the table only
+    ]
+    stored = kb.add("finding", "EAGLE-3 against plain decode", status="confirmed", values={"evidence": evidence})
+    page = card_page(kb, stored.id)
+    chart = chart_of(page)
+    assert chart is not None
+    assert ["".join(t.itertext()) for t in chart.findall(f"{SVG}text[@class='unit']")] == ["ms", "tok/s"]
+    rows = rows_of(chart)
+    assert [text_of(r, "metric") for r in rows] == ["ttft", "tpot", "output_throughput"]
+    full = max(bar(r, name) for r in rows for name in ("measured", "baseline"))
+    for row, (value, baseline) in zip(rows, [(20.0, 25.0), (5.0, 6.0), (1800.0, 950.0)], strict=True):
+        # each metric on its own scale: its larger bar spans the plot, the other in proportion
+        assert max(bar(row, "measured"), bar(row, "baseline")) == pytest.approx(full)
+        assert bar(row, "measured") / bar(row, "baseline") == pytest.approx(value / baseline, rel=1e-3)
+    assert [len(r.findall(f"{SVG}path[@class='interval']")) for r in rows] == [1, 0, 0]
+    assert "20 ms" in text_of(rows[0], "value") and "baseline 25" in text_of(rows[0], "baseline-value")
+    assert [row[0] for row in table_rows(page)] == ["ttft", "output_throughput", "tpot", "power"]
+    assert "<th>load</th>" not in page and "Measured under" not in page  # no load recorded, none said
+
+
+def test_a_rate_sweep_shows_each_rows_rate_and_the_common_load_once(kb):
+    rates = [1, 2, 4, 8, 16, 32]
+    common = {"concurrency": 64, "input_tokens": 1024, "format": "vllm-bench"}
+    evidence = [
+        {
+            "metric": "ttft",
+            "value": 10.0 + r,
+            "unit": "ms",
+            "baseline": 12.0 + 2 * r,
+            "conditions": {**common, "request_rate": r},
+        }
+        for r in rates
+    ]
+    stored = kb.add("finding", "TTFT across request rates", status="confirmed", values={"evidence": evidence})
+    page = card_page(kb, stored.id)
+    assert page.count("concurrency=64 input_tokens=1024") == 1  # the common load, once, above the table
+    assert [row[-2] for row in table_rows(page)] == [f"request_rate={r}" for r in rates]
+    assert all(row[-1] == "format=vllm-bench" for row in table_rows(page))  # what is not load, as before
+    rows = rows_of(chart_of(page))  # type: ignore[arg-type]
+    assert [text_of(r, "load") for r in rows] == [f"request_rate={r}" for r in rates]
+    # one metric, one scale: the rows read as a trend, the largest bar (the baseline at rate 32) spans it
+    widths = [bar(r, "baseline") for r in rows]
+    assert widths == sorted(widths) and widths[0] / widths[-1] == pytest.approx(14.0 / 76.0, rel=1e-3)
+
+
+def test_rows_of_one_metric_that_differ_only_in_what_is_not_load_say_that_too():
+    """The model is never load (kbtool.loop.load.NOT_LOAD), yet it is what tells these two bars apart."""
+    from kbtool.web.charts import evidence_svg
+
+    evidence = [
+        {"metric": "speedup", "value": v, "unit": "x", "baseline": 1.0, "conditions": {"model": m, "run": 1}}
+        for v, m in ((2.7, "Llama 8B"), (1.8, "Llama 70B"))
+    ]
+    chart = ET.fromstring(evidence_svg(evidence, []) or "")
+    assert [text_of(r, "load") for r in rows_of(chart)] == ["model=Llama 8B", "model=Llama 70B"]
+
+
+def test_a_long_sweep_draws_the_first_rows_and_says_how_many_are_left_to_the_table():
+    from kbtool.web.charts import MAX_ROWS, evidence_svg
+
+    evidence = [
+        {"metric": "ttft", "value": 10.0, "unit": "ms", "baseline": 12.0, "conditions": {"request_rate": r}}
+        for r in range(MAX_ROWS + 4)
+    ]
+    chart = ET.fromstring(evidence_svg(evidence, ["request_rate"]) or "")
+    assert len(rows_of(chart)) == MAX_ROWS
+    assert "".join(chart.find(f"{SVG}text[@class='more']").itertext()) == "4 more in the table below"  # type: ignore[union-attr]
 
 
 def test_confirm_refute_and_edit_are_a_commit_each(curated, fast_env):

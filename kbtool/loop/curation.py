@@ -4,6 +4,8 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - schema: cards that do not parse or validate, id or folder mismatches, duplicate ids, stray files
 - links: links to cards that do not exist
 - superseded: a current card that still links to a superseded one as related
+- gaps: a gap findings closed that is open again, every one of them since refuted, superseded,
+  retired or deleted (a warning; `kb gaps` lists it again)
 - gates: a locked gate, or a file its command runs, that no longer matches kb.lock (supersede it instead),
   locks of missing gates
 - stale: confirmed or tentative findings older than curation.max_finding_age_days
@@ -13,6 +15,7 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
   agents will not match well: cut off in listings, never saying when to use the skill, or
   nearly the same as another skill's (warnings)
 - secrets: cards holding text that looks like a credential (kbtool/loop/secrets.py)
+- drift: copies from another knowledge base whose original changed there since
 
 And, when a finding is added, the existing ones it likely duplicates or contradicts (related_findings).
 """
@@ -26,14 +29,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.cards import INACTIVE_STATUSES, KINDS, Gate
 from ..model.errors import InvalidCard
-from ..model.records import Problem, StoredCard
+from ..model.records import CardSummary, Problem, StoredCard
+from ..model.vocabulary import words
 from ..store.config import LimitsSection, SourceSection
 from ..store.repository import CARDS_DIR, Store
 from ..store.sources import source_root
 from .gate_lock import GateLock, file_problems, gate_hash
+from .load import difference
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from datetime import date
     from pathlib import Path
 
@@ -117,6 +122,45 @@ def superseded_links(cards: list[StoredCard]) -> list[Problem]:
                     )
                 )
     return out
+
+
+def why_reopened(closed_by: list[str], closers: Mapping[str, CardSummary]) -> str | None:
+    """Why a gap that closed_by once closed is open again ('closed only by refuted finding X'), or None
+    while one of them still stands. closers: those cards by id, as the index holds them; one missing was
+    deleted; a finding with no evidence measured nothing, so it answers nothing. The gap's own closed_by
+    is never cleared for this: it stays the record of what answered it."""
+    said = []
+    for ref in closed_by:
+        closer = closers.get(ref)
+        if closer is None:
+            said.append(f"{ref} (no such card)")
+            continue
+        if closer.kind == "finding" and not closer.get("evidence"):
+            said.append(f"finding {ref}, which measured nothing")
+            continue
+        if closer.status not in INACTIVE_STATUSES:
+            return None
+        successors = (closer.get("links", "superseded_by") or []) if closer.status == "superseded" else []
+        by = f" (by {', '.join(successors)})" if successors else ""  # where the answer may be now
+        said.append(f"{closer.status} {closer.kind} {ref}{by}")
+    return f"closed only by {words(tuple(said), 'and')}" if said else None
+
+
+def reopened_gaps(open_gaps: list[CardSummary]) -> list[Problem]:
+    """The open gaps (KnowledgeBase.gaps) that findings once closed: worth a person's look, since what
+    the knowledge base believed answered them no longer stands."""
+    return [
+        Problem(
+            g.path,
+            "reopened-gap",
+            f"open again: {g.get('reopened')}; measure it anew (`kb add-finding --closes {g.id}`), "
+            f"`kb reopen {g.id}` to clear its closed_by, or retire it",
+            g.id,
+            "warning",
+        )
+        for g in open_gaps
+        if g.get("reopened")
+    ]
 
 
 def gate_lock_problems(store: Store, locks: dict[str, GateLock]) -> list[Problem]:
@@ -330,9 +374,11 @@ def _words(text: str) -> set[str]:
 def related_findings(
     new: dict[str, Any], existing: list[dict[str, Any]], threshold: float = 0.5
 ) -> dict[str, list[str]]:
-    """Likely duplicates (same scope and metric, similar text) and contradictions (same metric and
-    scope, opposite effect) of a new finding among existing ones, as lists of card ids."""
+    """Likely duplicates (same scope and metric, similar text) and contradictions (same metric, scope and
+    load, opposite effect: a change that helps at one request rate and hurts at another contradicts
+    nothing) of a new finding among existing ones, as lists of card ids."""
     new_metrics = {e["metric"]: improved(e) for e in new.get("evidence", [])}
+    new_effects = [(e["metric"], e.get("conditions") or {}, improved(e)) for e in new.get("evidence", [])]
     new_words = _words(f"{new.get('title', '')} {new.get('claim', '')}")
     duplicates, contradictions = [], []
     for card in existing:
@@ -347,7 +393,12 @@ def related_findings(
         words = _words(f"{card.get('title', '')} {card.get('claim', '')}")
         if new_words and words and len(new_words & words) / len(new_words | words) >= threshold:
             duplicates.append(card["id"])
-        if any(new_metrics[m] is not None and theirs[m] is not None and new_metrics[m] != theirs[m] for m in shared):
+        their_effects = [(e["metric"], e.get("conditions") or {}, improved(e)) for e in card.get("evidence", [])]
+        if any(
+            m == n and ours is not None and other is not None and ours != other and difference(a, b) is None
+            for m, a, ours in new_effects
+            for n, b, other in their_effects
+        ):
             contradictions.append(card["id"])
     return {"duplicates": duplicates, "contradictions": contradictions}
 

@@ -27,6 +27,22 @@ from typing import Any
 from ..model.errors import BadInput
 from .evidence import guess_direction, nested, number, read_artifact
 
+# the load keys (kbtool.loop.load) each format sets: the registry in kbtool/loop/formats.py declares them
+LM_EVAL_LOAD = ("n_shot", "task_version", "filter", "limit")
+GUIDELLM_LOAD = (
+    "strategy", "concurrency", "request_rate", "request_count", "duration_s", "dataset",
+    "input_tokens", "output_tokens", "input_tokens_mean", "output_tokens_mean",
+)  # fmt: skip
+VLLM_LOAD = ("request_rate", "concurrency", "request_count", "burstiness", "input_tokens_mean", "output_tokens_mean")
+SGLANG_LOAD = (
+    "request_rate", "concurrency", "dataset", "input_tokens", "output_tokens", "length_range_ratio",
+    "input_tokens_mean", "output_tokens_mean",
+)  # fmt: skip
+MLPERF_LOAD = (
+    "scenario", "mode", "target_qps", "target_latency_ns", "max_async_queries", "min_query_count", "samples_per_query",
+)  # fmt: skip
+RECORDS_LOAD = ("input_tokens_mean", "output_tokens_mean")
+
 
 def _artifact(path: Path, digest: str) -> dict[str, str]:
     return {"path": str(path), "sha256": digest}
@@ -70,6 +86,7 @@ def parse_lm_eval(path: Path) -> dict[str, Any]:
         if data.get(key)
     }
     artifact = _artifact(path, digest)
+    limit = config.get("limit") if isinstance(config.get("limit"), (int, float)) else None
     evidence = []
     for task, scores in results.items():
         if task in nested or not isinstance(scores, dict):
@@ -83,7 +100,13 @@ def parse_lm_eval(path: Path) -> dict[str, Any]:
             count = (samples.get(task) or {}).get("effective")
             conditions = {
                 k: v
-                for k, v in (("n_shot", shots.get(task)), ("task_version", versions.get(task)), ("filter", filt))
+                for k, v in (
+                    ("format", "lm-eval"),
+                    ("n_shot", shots.get(task)),
+                    ("task_version", versions.get(task)),
+                    ("filter", filt),
+                    ("limit", limit),
+                )
                 if v is not None and v != "none"
             }
             evidence.append(
@@ -156,9 +179,10 @@ def parse_guidellm(path: Path) -> dict[str, Any]:
     if not is_guidellm(data):
         raise BadInput(f"{path}: not a GuideLLM report (no benchmarks with metrics)")
     artifact = _artifact(path, digest)
+    args = data.get("args") if isinstance(data.get("args"), dict) else {}
     evidence = []
     for index, bench in enumerate(data["benchmarks"]):
-        conditions = _guidellm_conditions(bench, index)
+        conditions = _guidellm_conditions(bench, index, args)
         totals = bench["metrics"].get("request_totals") or {}
         for name, unit in GUIDELLM_UNITS.items():
             block = (bench["metrics"].get(name) or {}).get("successful")
@@ -192,7 +216,6 @@ def parse_guidellm(path: Path) -> dict[str, Any]:
             )
     if not evidence:
         raise BadInput(f"{path}: a GuideLLM report with no successful-request metrics")
-    args = data.get("args") if isinstance(data.get("args"), dict) else {}
     model = args.get("model") or nested(data["benchmarks"][0], "worker", "backend_model")
     environment = nested(data, "metadata", "guidellm_version")
     if environment:
@@ -201,18 +224,90 @@ def parse_guidellm(path: Path) -> dict[str, Any]:
     return {"evidence": evidence, "applies_to": {"model": str(model)} if model else {}, "conditions": {}}
 
 
-def _guidellm_conditions(bench: dict[str, Any], index: int) -> dict[str, Any]:
-    """The benchmark's load: its strategy (synchronous, concurrent, constant, ...) and its rate or streams."""
-    strategy = nested(bench, "config", "strategy") or nested(bench, "args", "strategy") or {}
-    out: dict[str, Any] = {"benchmark": index}
+def _guidellm_conditions(bench: dict[str, Any], index: int, args: dict[str, Any]) -> dict[str, Any]:
+    """The benchmark's load: its strategy (synchronous, concurrent, constant, ...) with its rate or streams,
+    its request or time limit, its data and the prompt and output lengths: configured where the report
+    says (emulated data), else the successful requests' means. From the report's current shape
+    (benchmark.config, args) or its earlier one (benchmark.args, request_loader)."""
+    config = _dict(bench.get("config"))
+    older = _dict(bench.get("args"))
+    strategy = config.get("strategy") or older.get("strategy") or {}
+    out: dict[str, Any] = {"format": "guidellm", "benchmark": index}
     if isinstance(strategy, dict):
         kind = strategy.get("type_") or strategy.get("type")
         if isinstance(kind, str):
             out["strategy"] = kind
         for key in ("max_concurrency", "streams", "rate"):
-            if isinstance(strategy.get(key), (int, float)) and not isinstance(strategy.get(key), bool):
-                out["concurrency" if key in ("max_concurrency", "streams") else key] = strategy[key]
+            if _is_number(strategy.get(key)):
+                out.setdefault(
+                    "concurrency" if key in ("max_concurrency", "streams") else "request_rate", strategy[key]
+                )
+    constraints = _dict(config.get("constraints"))
+    limits = (
+        (
+            "request_count",
+            nested(constraints, "max_requests", "max_num"),
+            older.get("max_number"),
+            args.get("max_requests"),
+        ),
+        (
+            "duration_s",
+            nested(constraints, "max_seconds", "max_duration"),
+            older.get("max_duration"),
+            args.get("max_seconds"),
+        ),
+    )
+    for key, *candidates in limits:
+        found = next((c for c in candidates if _is_number(c)), None)
+        if found is not None:
+            out[key] = found
+    data = args.get("data") if args.get("data") is not None else nested(bench, "request_loader", "data")
+    emulated = _emulated(data)
+    if emulated:
+        out["dataset"] = "emulated"
+        for key, given in (("input_tokens", "prompt_tokens"), ("output_tokens", "output_tokens")):
+            if _is_number(emulated.get(given)):
+                out[key] = emulated[given]
+    elif isinstance(data, list) and data and all(isinstance(d, str) for d in data):
+        out["dataset"] = ",".join(Path(d).name for d in data)
+    elif isinstance(data, str) and data.strip():
+        out["dataset"] = Path(data.strip()).name
+    for key, metric in (("input_tokens", "prompt_token_count"), ("output_tokens", "output_token_count")):
+        mean = nested(bench, "metrics", metric, "successful", "mean")
+        if key not in out and _is_number(mean) and mean:
+            out[f"{key}_mean"] = round(float(mean), 2)
     return out
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _emulated(data: Any) -> dict[str, Any]:
+    """GuideLLM's emulated data settings ('prompt_tokens=512,output_tokens=128', or that as JSON)."""
+    text = data[0] if isinstance(data, list) and len(data) == 1 else data
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str):
+        return {}
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return parsed
+    pairs = dict(p.split("=", 1) for p in text.split(",") if "=" in p)
+    out: dict[str, Any] = {}
+    for key, raw in pairs.items():
+        try:
+            out[key.strip()] = float(raw) if "." in raw else int(raw)
+        except ValueError:
+            continue
+    return out if "prompt_tokens" in out else {}
 
 
 # --- vLLM and SGLang serving benchmarks -------------------------------------------------------
@@ -226,17 +321,6 @@ THROUGHPUTS = {
     "total_throughput": "tok/s",  # SGLang's
     "max_output_tokens_per_s": "tok/s",
 }
-SERVING_CONDITIONS = (
-    "backend",
-    "dataset_name",
-    "request_rate",
-    "max_concurrency",
-    "num_prompts",
-    "random_input_len",
-    "random_output_len",
-    "sharegpt_output_len",
-    "burstiness",
-)
 
 
 def is_serving_run(data: Any) -> bool:
@@ -277,11 +361,7 @@ def parse_serving(path: Path) -> dict[str, Any]:
     evidence: list[dict[str, Any]] = []
     for index, run in enumerate(runs):
         where = f"{path}" + (f":{index + 1}" if len(runs) > 1 else "")
-        conditions = {
-            k: run[k] if not isinstance(run[k], float) or math.isfinite(run[k]) else str(run[k])  # rate inf
-            for k in SERVING_CONDITIONS
-            if isinstance(run.get(k), (int, float, str)) and not isinstance(run.get(k), bool)
-        }
+        conditions = serving_load(run)
         if len(runs) > 1:
             conditions["run"] = index + 1
         completed = run.get("completed")
@@ -335,6 +415,46 @@ def parse_serving(path: Path) -> dict[str, Any]:
     return {"evidence": evidence, "applies_to": applies, "conditions": {}}
 
 
+def serving_load(run: dict[str, Any]) -> dict[str, Any]:
+    """A vLLM or SGLang run's load: the rate (inf: all at once), concurrency, burstiness, the configured
+    prompt count, the dataset and its configured lengths (SGLang's random_* apply to its random datasets
+    only), and the per-request means of the tokens sent and generated (what vLLM's results keep of them).
+    The backend is which engine answered: kept, never part of the load."""
+    sglang = "random_input_len" in run or "sharegpt_output_len" in run  # keys vLLM's results never have
+    out: dict[str, Any] = {"format": "sglang" if sglang else "vllm"}
+    if isinstance(run.get("backend"), str):
+        out["backend"] = run["backend"]
+    rate = run.get("request_rate")
+    if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+        out["request_rate"] = rate if math.isfinite(rate) else str(rate)  # Infinity: every request at once
+    elif isinstance(rate, str) and rate.strip():
+        out["request_rate"] = rate.strip()
+    for key, name in (("max_concurrency", "concurrency"), ("burstiness", "burstiness")):
+        if _is_number(run.get(key)):
+            out[name] = run[key]
+    if _is_number(run.get("num_prompts")) and not sglang:
+        out["request_count"] = run["num_prompts"]
+    dataset = run.get("dataset_name")
+    if isinstance(dataset, str) and dataset:
+        out["dataset"] = dataset
+        if dataset.startswith("random"):
+            for key, name in (
+                ("random_input_len", "input_tokens"),
+                ("random_output_len", "output_tokens"),
+                ("random_range_ratio", "length_range_ratio"),
+            ):
+                if _is_number(run.get(key)):
+                    out[name] = run[key]
+        elif dataset == "sharegpt" and _is_number(run.get("sharegpt_output_len")):
+            out["output_tokens"] = run["sharegpt_output_len"]
+    completed = run.get("completed")
+    if isinstance(completed, int) and completed > 0:
+        for key, name in (("total_input_tokens", "input_tokens_mean"), ("total_output_tokens", "output_tokens_mean")):
+            if _is_number(run.get(key)):
+                out[name] = round(run[key] / completed, 2)
+    return out
+
+
 def _request_intervals(run: dict[str, Any], latencies: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
     """With the per-request lists (vLLM `--save-detailed`, SGLang's output): the bootstrap 95% interval of
     the mean TTFT (per request) and ITL (pooled over tokens, resampling requests). Only where the
@@ -383,7 +503,7 @@ def parse_mlperf(path: Path) -> dict[str, Any]:
     if "MLPerf Results Summary" not in text:
         raise BadInput(f"{path}: not an MLPerf LoadGen summary (no 'MLPerf Results Summary')")
     head, _, parameters = text.partition("Test Parameters Used")
-    conditions: dict[str, Any] = {}
+    conditions: dict[str, Any] = {"format": "mlperf"}
     for label, key in (("SUT name", "sut"), ("Scenario", "scenario"), ("Mode", "mode"), ("Result is", "result")):
         found = re.search(rf"^{label}\s*:\s*(.+?)\s*$", head, re.M)
         if found:
@@ -492,6 +612,13 @@ def parse_aiperf_records(path: Path) -> dict[str, Any]:
             columns.setdefault(name, []).append(number(value, f"{path}: request {n} {name}"))
             units[name] = entry.get("unit") if isinstance(entry.get("unit"), str) else None
     artifact = _artifact(path, digest)
+    load: dict[str, Any] = {"format": "aiperf-records", "records": "per-request", "requests": len(kept)}
+    for key, metric in (
+        ("input_tokens_mean", "input_sequence_length"),
+        ("output_tokens_mean", "output_sequence_length"),
+    ):
+        if len(columns.get(metric, [])) == len(kept):  # the tokens each request sent and got, averaged
+            load[key] = round(sum(columns[metric]) / len(kept), 2)
     evidence = []
     for name, values in columns.items():
         if len(values) != len(kept):
@@ -506,7 +633,7 @@ def parse_aiperf_records(path: Path) -> dict[str, Any]:
                 units[name],
                 stats=stats,
                 samples=len(values),
-                conditions={"records": "per-request", "requests": len(kept)},
+                conditions=load,
                 artifact=artifact,
             )
         )

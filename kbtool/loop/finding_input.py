@@ -83,6 +83,7 @@ def finding_arguments(finding: FindingInput) -> dict[str, Any]:
         "body": finding.body or "",
         "command": finding.command,
         "conditions": dict(finding.conditions or {}),
+        "ignore_conditions": list(finding.ignore_conditions),
     }
 
 

@@ -18,6 +18,7 @@ evidence entry carrying the artifact's path and sha256:
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,12 @@ class Reader(Protocol):
         """The file endings it is chosen for."""
         ...
 
+    @property
+    def load_keys(self) -> dict[str, tuple[str, ...]]:
+        """The load keys (kbtool.loop.load) each format it reads can set, by the name its runs record as
+        their `format` condition: what a run of that format would have said if it had that setting."""
+        ...
+
     def read(self, path: Path, metric_name: str) -> dict[str, Any]: ...
 
     def matches(self, path: Path, text: str) -> bool:
@@ -57,6 +64,7 @@ class FunctionReader:
     suffixes: tuple[str, ...]
     parse: Callable[[Path, str], dict[str, Any]]
     recognise: Callable[[Path, str], bool]
+    load_keys: dict[str, tuple[str, ...]]
 
     def matches(self, path: Path, text: str) -> bool:
         return self.recognise(path, text)
@@ -112,7 +120,7 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
         m.get("name")
         for m in _sequence(_mapping(config.get("models")).get("items"))
         if isinstance(m, dict) and m.get("name")
-    ]
+    ] or [m for m in _sequence(_mapping(config.get("endpoint")).get("model_names")) if isinstance(m, str) and m]
     applies = {"model": models[0] if len(models) == 1 else models} if models else {}
     return {"evidence": evidence, "applies_to": applies, "conditions": conditions}
 
@@ -126,26 +134,91 @@ def _sequence(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+# the load an AIPerf run was asked for (kbtool.loop.load): its phases or loadgen, its dataset, its endpoint
+AIPERF_LOAD = (
+    "arrival", "concurrency", "request_rate", "burstiness", "request_count", "duration_s", "warmup_requests",
+    "input_tokens", "input_tokens_std", "output_tokens", "output_tokens_std", "input_tokens_mean",
+    "output_tokens_mean", "dataset", "streaming", "endpoint_type",
+)  # fmt: skip
+
+
+def _put(out: dict[str, Any], key: str, value: Any) -> None:
+    """A setting the config gives (a number, a word or a flag), under kb's name for it."""
+    if isinstance(value, bool):
+        out[key] = str(value).lower()
+    elif isinstance(value, (int, float)) and (not isinstance(value, float) or math.isfinite(value)):
+        out[key] = value
+    elif isinstance(value, str) and value.strip():
+        out[key] = value.strip()
+
+
 def _aiperf_conditions(config: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-    endpoint = _mapping(config.get("endpoint"))
-    phases = _sequence(config.get("phases"))
-    out: dict[str, Any] = {}
+    """What the run was asked to do, from either shape AIPerf writes its config in: `phases` and
+    `datasets` (0.13 and later) or `loadgen` and `input.prompt` (earlier). Never what came out: the
+    completed request count of a run bound by a duration is an outcome, not its load. Lengths the config
+    does not set are the measured per-request means."""
+    out: dict[str, Any] = {"format": "aiperf"}
+    phases = [p for p in _sequence(config.get("phases")) if isinstance(p, dict)]
+    measured = [p for p in phases if p.get("kind", "profiling") != "warmup"]
+    if measured:
+        phase = measured[0]
+        _put(out, "arrival", phase.get("type"))
+        _put(out, "concurrency", phase.get("concurrency"))
+        _put(out, "request_rate", phase.get("rate", phase.get("request_rate")))
+        _put(out, "burstiness", phase.get("smoothness"))
+        _put(out, "request_count", phase.get("requests", phase.get("request_count")))
+        _put(out, "duration_s", phase.get("duration"))
     for phase in phases:
-        if isinstance(phase, dict):
-            for key in ("concurrency", "request_count", "request_rate"):
-                if isinstance(phase.get(key), (int, float)) and not isinstance(phase.get(key), bool):
-                    out.setdefault(key, phase[key])
-    count = data.get("request_count")
-    if "request_count" not in out and isinstance(count, dict) and isinstance(count.get("avg"), (int, float)):
-        out["request_count"] = int(count["avg"])
-    urls = _sequence(endpoint.get("urls"))
+        if phase.get("kind") == "warmup":
+            _put(out, "warmup_requests", phase.get("requests"))
+    loadgen = _mapping(config.get("loadgen"))
+    if loadgen:
+        _put(out, "concurrency", loadgen.get("concurrency"))
+        _put(out, "request_rate", loadgen.get("request_rate"))
+        _put(out, "arrival", loadgen.get("request_rate_mode"))
+        _put(out, "request_count", loadgen.get("request_count"))
+        _put(out, "duration_s", loadgen.get("benchmark_duration"))
+        _put(out, "warmup_requests", loadgen.get("warmup_request_count"))
+    _aiperf_dataset(config, out)
+    for key, metric in (("input_tokens", "input_sequence_length"), ("output_tokens", "output_sequence_length")):
+        mean = _mapping(data.get(metric)).get("avg")
+        if key not in out and isinstance(mean, (int, float)) and not isinstance(mean, bool):
+            out[f"{key}_mean"] = round(float(mean), 2)
+    endpoint = _mapping(config.get("endpoint"))
+    urls = _sequence(endpoint.get("urls")) or ([endpoint["url"]] if isinstance(endpoint.get("url"), str) else [])
     if urls:
-        out["endpoint"] = str(urls[0])
-    if isinstance(endpoint.get("type"), str):
-        out["endpoint_type"] = endpoint["type"]
-    if isinstance(endpoint.get("streaming"), bool):
-        out["streaming"] = str(endpoint["streaming"]).lower()
+        out["endpoint"] = str(urls[0])  # which server answered: kept, never part of the load
+    _put(out, "endpoint_type", endpoint.get("type"))
+    _put(out, "streaming", endpoint.get("streaming"))
     return out
+
+
+def _aiperf_dataset(config: dict[str, Any], out: dict[str, Any]) -> None:
+    """The dataset and its configured prompt and output lengths."""
+    datasets = [d for d in _sequence(config.get("datasets")) if isinstance(d, dict)]
+    if datasets:
+        dataset = datasets[0]
+        prompts = _mapping(dataset.get("prompts"))
+        lengths = {
+            "isl": _mapping(prompts.get("isl") or dataset.get("isl")),
+            "osl": _mapping(prompts.get("osl") or dataset.get("osl")),
+        }
+        kind = dataset.get("type")
+        name = dataset.get("dataset") or (Path(dataset["path"]).name if isinstance(dataset.get("path"), str) else None)
+        _put(out, "dataset", f"{kind}:{name}" if kind and name else kind or name)
+    else:
+        given = _mapping(config.get("input"))
+        prompt = _mapping(given.get("prompt"))
+        lengths = {"isl": _mapping(prompt.get("input_tokens")), "osl": _mapping(prompt.get("output_tokens"))}
+        source = given.get("public_dataset") or (
+            Path(given["file"]).name if isinstance(given.get("file"), str) else None
+        )
+        _put(out, "dataset", source or given.get("custom_dataset_type") or ("synthetic" if prompt else None))
+    for short, key in (("isl", "input_tokens"), ("osl", "output_tokens")):
+        _put(out, key, lengths[short].get("mean"))
+        std = lengths[short].get("stddev", lengths[short].get("std"))
+        if std:  # a spread of 0 is the default: no setting
+            _put(out, f"{key}_std", std)
 
 
 def _json_of(text: str) -> Any:
@@ -178,6 +251,7 @@ READERS: tuple[Reader, ...] = (
         (".json",),
         lambda path, _: parse_aiperf(path),
         _is_aiperf,
+        {"aiperf": AIPERF_LOAD},
     ),
     FunctionReader(
         "aiperf-records",
@@ -185,6 +259,7 @@ READERS: tuple[Reader, ...] = (
         (".jsonl",),
         lambda path, _: exports.parse_aiperf_records(path),
         lambda path, text: exports.is_aiperf_records(_first_json_line(text)),
+        {"aiperf-records": exports.RECORDS_LOAD},
     ),
     FunctionReader(
         "vllm-sglang",
@@ -194,6 +269,7 @@ READERS: tuple[Reader, ...] = (
         lambda path, text: exports.is_serving_run(
             _json_of(text) if _json_of(text) is not None else _first_json_line(text)
         ),
+        {"vllm": exports.VLLM_LOAD, "sglang": exports.SGLANG_LOAD},
     ),
     FunctionReader(
         "lm-eval",
@@ -201,6 +277,7 @@ READERS: tuple[Reader, ...] = (
         (".json",),
         lambda path, _: exports.parse_lm_eval(path),
         lambda path, text: path.suffix.lower() == ".json" and exports.is_lm_eval(_json_of(text)),
+        {"lm-eval": exports.LM_EVAL_LOAD},
     ),
     FunctionReader(
         "guidellm",
@@ -208,6 +285,7 @@ READERS: tuple[Reader, ...] = (
         (".json", ".yaml", ".yml"),
         lambda path, _: exports.parse_guidellm(path),
         _is_guidellm,
+        {"guidellm": exports.GUIDELLM_LOAD},
     ),
     FunctionReader(
         "mlperf",
@@ -215,6 +293,7 @@ READERS: tuple[Reader, ...] = (
         (".txt",),
         lambda path, _: exports.parse_mlperf(path),
         lambda path, text: "MLPerf Results Summary" in text[:2000],
+        {"mlperf": exports.MLPERF_LOAD},
     ),
     FunctionReader(
         "results-tsv",
@@ -223,8 +302,19 @@ READERS: tuple[Reader, ...] = (
         parse_results_tsv,
         # a .tsv is one by its name; a .txt only with a status column in its header (notes and logs end in .txt too)
         lambda path, text: path.suffix.lower() == ".tsv" or looks_like_results(path, text),
+        # a session's rows are its experiments, each with its own columns: no load is configured
+        {"results-tsv": ()},
     ),
 )
+
+
+def load_keys_of(fmt: Any) -> tuple[str, ...] | None:
+    """The load keys runs of a format (by the name they record) can set; None for a format kb does not
+    read (a person's own numbers), which could carry anything."""
+    for reader in READERS:
+        if fmt in reader.load_keys:
+            return reader.load_keys[fmt]
+    return None
 
 
 def described() -> str:

@@ -28,8 +28,9 @@ from typing import Any
 from ..model.cards import GateCheck
 from ..model.errors import BadInput
 from .evidence import guess_direction
-from .load import describe, difference, load_of, varying_keys
-from .repeats import change_interval, combine_runs, pairs, verdict
+from .load import describe, load_of, varying_keys
+from .pairing import pair
+from .repeats import change_interval, combine_runs, verdict
 from .runs import invalid_runs, runs_in
 
 Entry = dict[str, Any]
@@ -55,29 +56,14 @@ def side(path: Path, metric: str, stat: str = "avg") -> list[list[Entry]]:
 
 
 def by_load(candidate_runs: Sequence[list[Entry]], baseline_runs: Sequence[list[Entry]]) -> list[tuple[Entry, Entry]]:
-    """(the candidate's runs combined, the baseline's) for each load both sides measured.
-
-    The one place that knows how kbtool.loop.repeats pairs runs (combine_runs, then pairs): where
-    repeats learns to pair by load (kbtool.loop.load), this is what changes."""
-    candidates, baselines = combine_runs(candidate_runs), combine_runs(baseline_runs)
-    for name, combined, runs in (("candidate", candidates, candidate_runs), ("baseline", baselines, baseline_runs)):
-        if not combined and runs:
-            raise BadInput(f"the {name}'s runs were not all under one load, so they have no mean")
-    paired = list(pairs(candidates, baselines))
-    if not paired:
-        raise BadInput(f"the candidate and the baseline share no load: {_apart(candidates[0], baselines[0])}")
-    return paired
-
-
-def _apart(candidate: Entry, baseline: Entry) -> str:
-    """Why two entries do not pair, in a line: their units, the first condition of the load that differs."""
-    if candidate.get("unit") != baseline.get("unit"):
-        return f"the candidate measures in {candidate.get('unit')}, the baseline in {baseline.get('unit')}"
-    ours, theirs = candidate.get("conditions") or {}, baseline.get("conditions") or {}
-    found = difference(ours, theirs)
-    if found is not None:
-        return found.line()
-    return f"{describe(ours) or 'no load named'} vs {describe(theirs) or 'no load named'}"
+    """(the candidate's runs combined, the baseline's) for each load both sides measured: the runs at one
+    load averaged (kbtool.loop.repeats), then paired by load (kbtool.loop.pairing), which refuses, naming
+    the condition that differs, when no load is on both sides. The one place that knows how."""
+    try:
+        return pair(combine_runs(candidate_runs), combine_runs(baseline_runs))
+    except BadInput as exc:
+        # kb compare's way round it (--ignore-condition) is no gate's: a locked check compares like with like
+        raise BadInput(str(exc).split("; --ignore-condition", 1)[0]) from None
 
 
 def compare_sides(

@@ -48,6 +48,8 @@ LOAD_KEYS: dict[str, str] = {
     "output_tokens": "output tokens per request",
     "input_tokens_mean": "input tokens per request",
     "output_tokens_mean": "output tokens per request",
+    "input_tokens_std": "input tokens per request, std",
+    "output_tokens_std": "output tokens per request, std",
     "length_range_ratio": "length range ratio",
     "dataset": "dataset",
     "streaming": "streaming",
@@ -72,6 +74,7 @@ LOAD_KEYS: dict[str, str] = {
 # a measured per-request mean and the configured value it stands in for
 MEANS = {"input_tokens_mean": "input_tokens", "output_tokens_mean": "output_tokens"}
 MEAN_TOLERANCE = 0.05  # two measured means within 5% of each other are one length
+LENGTHS = frozenset(MEANS) | frozenset(MEANS.values())  # compared as lengths, not as equal settings
 
 # which run and which system it was, what came out, and how it was judged: never part of the load
 NOT_LOAD = frozenset(
@@ -89,7 +92,7 @@ def label(key: str) -> str:
     return LOAD_KEYS.get(key, key)
 
 
-def _normal(value: Any) -> Any:
+def normal(value: Any) -> Any:
     """30 and 30.0 are one load; so are 'inf', Infinity and inf, and True and 'true'."""
     if isinstance(value, bool):
         return str(value).lower()
@@ -157,12 +160,11 @@ def difference(
         found = _length_difference(configured, a, b)
         if found is not None:
             return found
-    lengths = set(MEANS) | set(MEANS.values())
     for key in sorted(set(a) | set(b)):
-        if key in lengths:
+        if key in LENGTHS:
             continue
         if key in a and key in b:
-            if _normal(a[key]) != _normal(b[key]):
+            if normal(a[key]) != normal(b[key]):
                 return Difference(key, a[key], b[key])
         elif key in a and records(theirs, key):
             return Difference(key, a[key], None)
@@ -174,7 +176,7 @@ def difference(
 def _length_difference(configured: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> Difference | None:
     mean = next(m for m, c in MEANS.items() if c == configured)
     if configured in a and configured in b:  # both told the benchmark: those must be equal
-        same = _normal(a[configured]) == _normal(b[configured])
+        same = normal(a[configured]) == normal(b[configured])
         return None if same else Difference(configured, a[configured], b[configured])
     left = a.get(mean, a.get(configured))
     right = b.get(mean, b.get(configured))
@@ -196,11 +198,15 @@ def describe(conditions: Mapping[str, Any] | None, keys: Iterable[str] | None = 
 
 def varying_keys(loads: Iterable[Mapping[str, Any]]) -> list[str]:
     """The load keys whose value is not the same in every one of these conditions: what tells rows apart."""
-    seen: dict[str, set[Any]] = {}
     rows = [load_of(c) for c in loads]
-    for row in rows:
-        for key in row:
-            seen.setdefault(key, set())
+    seen = dict.fromkeys(k for row in rows for k in row)
+    varying = []
     for key in seen:
-        seen[key] = {repr(_normal(row.get(key))) for row in rows}
-    return [k for k, values in seen.items() if len(values) > 1]
+        values = [normal(row.get(key)) for row in rows]
+        if key in MEANS and all(isinstance(v, float) for v in values):
+            # measured means a few tenths apart are one length, as pairing holds them
+            if all(math.isclose(v, values[0], rel_tol=MEAN_TOLERANCE) for v in values):
+                continue
+        if len({repr(v) for v in values}) > 1:
+            varying.append(key)
+    return varying

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.errors import BadInput
+from .load import varying_keys
 from .results_tsv import Session
 
 FORMATS = (".png", ".svg")
@@ -54,10 +55,6 @@ def output_format(out: Path) -> str:
     if out.is_dir():
         raise BadInput(f"--out {out}: a folder, not a file")
     return suffix[1:]
-
-
-# conditions about the runs and their judging, not the load or the system: they do not split a finding into lines
-ABOUT_THE_RUN = ("run", "runs", "records", "requests", "verdict")
 
 
 def findings_series(findings: Iterable[dict[str, Any]], metric: str, by: str | None) -> list[Series]:
@@ -99,9 +96,9 @@ def findings_series(findings: Iterable[dict[str, Any]], metric: str, by: str | N
 
 
 def _varying(conditions: list[dict[str, Any]]) -> list[str]:
-    """The load conditions that differ between a finding's entries: what tells its bars apart."""
-    keys = sorted({k for c in conditions for k in c if k not in ABOUT_THE_RUN})
-    return [k for k in keys if len({repr(c.get(k)) for c in conditions}) > 1]
+    """The load conditions that differ between a finding's entries: what tells its bars apart (never which
+    run or system it was, nor how it was judged: kbtool.loop.load)."""
+    return sorted(varying_keys(conditions))
 
 
 def _splitting(conditions: list[dict[str, Any]], by: str) -> list[str]:

@@ -13,8 +13,11 @@ A score with a standard error (lm-evaluation-harness's) is judged the same way, 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+from .load import describe, load_of, varying_keys
+from .pairing import group_runs, pair
 
 # two-sided 95% critical values of Student's t, by degrees of freedom (1-30); above, the normal's 1.96
 T95 = (
@@ -31,58 +34,52 @@ def t95(df: float) -> float:
     return T95[int(df) - 1] if df <= len(T95) else Z95
 
 
-# conditions that say which run it was, how it was judged, or which system answered, not what load it
-# was under: a candidate served at another address or by another engine than its baseline still pairs
-NOT_LOAD = (
-    "run", "runs", "records", "requests", "verdict",  # the runs and their judging
-    "endpoint", "backend", "sut",  # the system under test: where it listened, which engine it was
-    "result", "unsatisfied", "errored",  # what came out (MLPerf validity, GuideLLM's errored requests)
-)  # fmt: skip
+def _combined(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """One entry over several runs' entries of one metric at one load: the mean of the runs, their std,
+    min, max, n and a t-interval of the mean; the exports they came from, every one."""
+    values = [float(e["value"]) for e in entries]
+    n = len(values)
+    mean = sum(values) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t95(n - 1) * std / math.sqrt(n)
+    first = entries[0]
+    conditions = {k: v for k, v in (first.get("conditions") or {}).items() if k not in ("run",)}
+    artifacts = [e["artifact"] for e in entries if e.get("artifact")]
+    combined = {
+        **{k: v for k, v in first.items() if k not in ("value", "stats", "samples", "conditions", "artifact")},
+        "value": mean,
+        "stats": {
+            "avg": mean,
+            "std": std,
+            "min": min(values),
+            "max": max(values),
+            "ci95_low": mean - half,
+            "ci95_high": mean + half,
+        },
+        "samples": sum(int(e.get("samples") or 0) for e in entries) or None,
+        "conditions": {**conditions, "runs": n},
+        "artifacts": artifacts or None,
+    }
+    return {k: v for k, v in combined.items() if v is not None}
 
 
-def _key(ev: dict[str, Any]) -> tuple[str, str | None, str]:
-    """Runs pair by metric, unit and the conditions of the load."""
-    conditions = {k: v for k, v in (ev.get("conditions") or {}).items() if k not in NOT_LOAD}
-    return ev["metric"], ev.get("unit"), repr(sorted(conditions.items()))
-
-
-def combine_runs(runs: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One evidence entry per metric over several runs' entries (a metric every run has): the mean of
-    the runs, their std, min, max, n and a t-interval of the mean. One run: its entries as they are."""
+def combine_runs(
+    runs: Sequence[list[dict[str, Any]]],
+    ignore: Iterable[str] = (),
+    notes: list[str] | None = None,
+    names: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """One evidence entry per metric and load over several runs (kbtool.loop.pairing groups them): the
+    mean of the runs at that load with its interval. A run may hold several loads (a sweep); a metric
+    some runs at its load did not measure is left out and named in notes; several entries of one run
+    at one load (a file of appended runs) are kept as they are, unjudged, and named. One run: its
+    entries as they are."""
     if len(runs) == 1:
         return list(runs[0])
-    grouped: dict[tuple[str, str | None, str], list[dict[str, Any]]] = {}
-    for run in runs:
-        for ev in run:
-            grouped.setdefault(_key(ev), []).append(ev)
     out = []
-    for entries in grouped.values():
-        if len(entries) != len(runs):
-            continue  # not measured in every run: no mean over runs for it
-        values = [float(e["value"]) for e in entries]
-        n = len(values)
-        mean = sum(values) / n
-        std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-        half = t95(n - 1) * std / math.sqrt(n)
-        first = entries[0]
-        conditions = {k: v for k, v in (first.get("conditions") or {}).items() if k not in ("run",)}
-        out.append(
-            {
-                **{k: v for k, v in first.items() if k not in ("value", "stats", "samples", "conditions")},
-                "value": mean,
-                "stats": {
-                    "avg": mean,
-                    "std": std,
-                    "min": min(values),
-                    "max": max(values),
-                    "ci95_low": mean - half,
-                    "ci95_high": mean + half,
-                },
-                "samples": sum(int(e.get("samples") or 0) for e in entries) or None,
-                "conditions": {**conditions, "runs": n},
-            }
-        )
-    return [{k: v for k, v in e.items() if v is not None} for e in out]
+    for group in group_runs(runs, ignore, notes, names):
+        out.extend(group.entries if len(group.entries) == 1 or group.repeated else [_combined(group.entries)])
+    return out
 
 
 def _standard_error(ev: dict[str, Any]) -> tuple[float, float] | None:
@@ -126,23 +123,27 @@ def verdict(low: float, high: float, direction: str | None) -> str:
     return "better" if up == (direction == "higher") else "worse"
 
 
-def pairs(
-    candidates: list[dict[str, Any]], baselines: list[dict[str, Any]]
-) -> Iterator[tuple[dict[str, Any], dict[str, Any]]]:
-    """(candidate entry, baseline entry) of each metric both sides measured under the same load."""
-    by_key = {_key(b): b for b in baselines}
-    for ev in candidates:
-        base = by_key.get(_key(ev))
-        if base is not None:
-            yield ev, base
+def judge(
+    candidates: list[dict[str, Any]],
+    baselines: list[dict[str, Any]],
+    ignore: Iterable[str] = (),
+    notes: list[str] | None = None,
+) -> list[str]:
+    """Set each candidate entry's baseline (the baseline runs' mean at the same load), its change's
+    interval and verdict (in stats and conditions); the lines a card body says them in. BadInput, naming
+    the difference, when no entry pairs (kbtool.loop.pairing)."""
+    return judge_pairs(pair(candidates, baselines, ignore, notes))
 
 
-def judge(candidates: list[dict[str, Any]], baselines: list[dict[str, Any]]) -> list[str]:
-    """Set each candidate entry's baseline (the baseline runs' mean), its change's interval and verdict
-    (in stats and conditions); the lines a card body says them in."""
+def judge_pairs(matched: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[str]:
+    """judge, for entries already paired."""
+    loads = varying_keys([ev.get("conditions") or {} for ev, _ in matched])
     lines = []
-    for ev, base in pairs(candidates, baselines):
+    for ev, base in matched:
         ev["baseline"] = base["value"]
+        shown = [base["artifact"]] if base.get("artifact") else base.get("artifacts") or []
+        if shown:
+            ev["baseline_artifacts"] = shown
         interval = change_interval(ev, base)
         if interval is None:
             continue
@@ -152,34 +153,45 @@ def judge(candidates: list[dict[str, Any]], baselines: list[dict[str, Any]]) -> 
         ev["conditions"] = {**(ev.get("conditions") or {}), "verdict": said}
         pct = f" ({(ev['value'] - base['value']) / base['value']:+.1%})" if base["value"] else ""
         unit = f" {ev['unit']}" if ev.get("unit") else ""
+        at = describe(ev.get("conditions"), loads)
         lines.append(
-            f"- {ev['metric']}: {ev['value']:.6g} vs {base['value']:.6g}{unit}{pct}; the change's 95% interval "
-            f"[{low:+.4g}, {high:+.4g}]{unit}: {said}"
+            f"- {ev['metric']}{f' at {at}' if at else ''}: {ev['value']:.6g} vs {base['value']:.6g}{unit}{pct}; "
+            f"the change's 95% interval [{low:+.4g}, {high:+.4g}]{unit}: {said}"
         )
     return lines
 
 
 def compare(
-    candidate_runs: Sequence[list[dict[str, Any]]], baseline_runs: Sequence[list[dict[str, Any]]]
+    candidate_runs: Sequence[list[dict[str, Any]]],
+    baseline_runs: Sequence[list[dict[str, Any]]],
+    ignore: Iterable[str] = (),
+    notes: list[str] | None = None,
+    names: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Each metric both sides measured: means, intervals, the change, its interval and the verdict
-    (`kb compare`). Without an interval on a side (one run, no per-request records), the verdict
-    says so instead of guessing."""
-    candidates, baselines = combine_runs(candidate_runs), combine_runs(baseline_runs)
-    judge(candidates, baselines)
+    """Each metric both sides measured under the same load: means, intervals, the change, its interval and
+    the verdict (`kb compare`), each row with its load. Without an interval on a side (one run, no
+    per-request records), the verdict says so instead of guessing. BadInput when nothing pairs."""
+    ignored = list(ignore)
+    candidates = combine_runs(candidate_runs, ignored, notes, names[0] if names else None)
+    baselines = combine_runs(baseline_runs, ignored, notes, names[1] if names else None)
+    matched = pair(candidates, baselines, ignored, notes)
+    judge_pairs(matched)
     rows = []
-    for ev, base in pairs(candidates, baselines):
+    for ev, base in matched:
         stats, base_stats = ev.get("stats") or {}, base.get("stats") or {}
         change = ev["value"] - base["value"]
+        conditions = ev.get("conditions") or {}
         rows.append(
             {
                 "metric": ev["metric"],
                 "unit": ev.get("unit"),
                 "direction": ev.get("direction"),
+                "load": load_of(conditions),
+                "ignored": conditions.get("ignored_conditions"),
                 "candidate": ev["value"],
                 "candidate_low": stats.get("ci95_low"),
                 "candidate_high": stats.get("ci95_high"),
-                "candidate_runs": int((ev.get("conditions") or {}).get("runs", 1)),
+                "candidate_runs": int(conditions.get("runs", 1)),
                 "baseline": base["value"],
                 "baseline_low": base_stats.get("ci95_low"),
                 "baseline_high": base_stats.get("ci95_high"),
@@ -188,8 +200,7 @@ def compare(
                 "change_pct": change / base["value"] if base["value"] else None,
                 "change_low": stats.get("change_ci95_low"),
                 "change_high": stats.get("change_ci95_high"),
-                "verdict": (ev.get("conditions") or {}).get("verdict")
-                or "no interval: one run a side, no per-request records",
+                "verdict": conditions.get("verdict") or "no interval: one run a side, no per-request records",
             }
         )
     return rows

@@ -143,7 +143,8 @@ def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]
         if e.value is None:
             raise BadInput(f"{path}: line {e.row} is kept but has no {session.column}")
         conditions: dict[str, Any] = {
-            "commit" if session.label_column.lower() == "commit" else session.label_column: e.label
+            "format": "results-tsv",
+            "commit" if session.label_column.lower() == "commit" else session.label_column: e.label,
         }
         conditions.update(e.others)
         if e.description:

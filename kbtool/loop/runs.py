@@ -29,7 +29,11 @@ def is_run_folder(path: Path) -> bool:
 
 
 def read_run(path: Path, metric_name: str = "metric") -> dict[str, Any]:
-    """One run: {"evidence", "applies_to", "conditions"} and, when its tool says so, "invalid"."""
+    """One run: {"evidence", "applies_to", "conditions", "name"} and, when its tool says so, "invalid"."""
+    return {**_read(path, metric_name), "name": str(path)}
+
+
+def _read(path: Path, metric_name: str) -> dict[str, Any]:
     if path.is_dir():
         if not is_run_folder(path):
             raise BadInput(
@@ -75,7 +79,7 @@ def runs_in(path: Path, metric_name: str = "metric") -> list[dict[str, Any]]:
                 reader = reader_for(child)
             except BadInput:
                 continue  # a log or a note beside the exports
-            runs.append(reader.read(child, metric_name))
+            runs.append({**reader.read(child, metric_name), "name": str(child)})
     if not runs:
         raise BadInput(f"{path}: no benchmark export kb reads in this folder, nor an AIPerf artifact folder")
     return runs

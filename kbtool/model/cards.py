@@ -195,6 +195,17 @@ class Evidence(Model):
     repo: RepoState | None = None
     environment: dict[str, str] = {}
     artifact: Artifact | None = None
+    artifacts: list[Artifact] | None = Field(
+        default=None, description="the runs' exports, when the value is their mean"
+    )
+    baseline_artifacts: list[Artifact] | None = Field(
+        default=None, description="the baseline's exports it was judged against"
+    )
+    under: int | None = Field(
+        default=None,
+        ge=1,
+        description="in a card file: which item of the finding's measured_under this entry was measured under",
+    )
 
     @model_validator(mode="after")
     def _no_negative_measure(self) -> Evidence:
@@ -214,6 +225,18 @@ class Evidence(Model):
         return self
 
 
+class MeasuredUnder(Model):
+    """What evidence entries of a card file share, written once (kbtool.model.evidence_layout)."""
+
+    conditions: dict[str, str | Number] = {}
+    command: str | None = None
+    artifact: Artifact | None = None
+    artifacts: list[Artifact] | None = None
+    baseline_artifacts: list[Artifact] | None = None
+    environment: dict[str, str] = {}
+    repo: RepoState | None = None
+
+
 class Finding(CardBase):
     """An experiment-derived claim. Without evidence it can only be tentative (or draft)."""
 
@@ -224,10 +247,21 @@ class Finding(CardBase):
     kind: Literal["finding"]
     status: Status = "tentative"
     claim: NonEmpty
+    measured_under: list[MeasuredUnder] | None = Field(
+        default=None,
+        description="in a card file: what groups of evidence entries share, written once; read into each entry",
+    )
     evidence: list[Evidence] = []
     # the run's context, shared by its evidence: the experiment repository and the machine
     repo: RepoState | None = None
     environment: dict[str, str] = {}
+
+    @model_validator(mode="after")
+    def _whole_entries(self) -> Finding:
+        # a card file writes what entries share once; validation.validate_card reads them whole into each entry
+        if self.measured_under is not None or any(e.under is not None for e in self.evidence):
+            raise ValueError("measured_under and evidence[].under are a card file's layout: read it with validate_card")
+        return self
 
     @model_validator(mode="after")
     def _confirmed_needs_evidence(self) -> Finding:

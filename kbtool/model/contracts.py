@@ -240,6 +240,11 @@ class OpenGap(Contract):
     priority: Literal["high", "medium", "low"]
     status: StatusName
     kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its source, if not this one")
+    reopened: str | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="why a gap findings once closed is open again: each since refuted, superseded, retired or deleted",
+    )
 
 
 class OpenGaps(Page):
@@ -509,6 +514,9 @@ class FindingInput(Contract):
     repo: str | None = None
     command: str | None = None
     conditions: dict[str, Any] | None = None
+    ignore_conditions: Strings = Field(
+        (), description="load conditions to compare across when they differ (e.g. input_tokens); the finding says so"
+    )
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -551,6 +559,9 @@ class FindingAdded(Contract):
     path: str
     status: StatusName
     related: FindingRelations
+    evidence: int = Field(0, description="the evidence entries recorded")
+    judged: int = Field(0, description="of those, the ones judged against a baseline at the same load")
+    notes: list[str] = Field(default_factory=list, description="what could not be combined or compared, and why")
 
 
 class CardAdded(Contract):
@@ -570,6 +581,10 @@ class Compared(Contract):
     metric: str
     unit: str | None = None
     direction: str | None = None
+    load: dict[str, str | float | int] = Field(
+        default_factory=dict, description="the load both sides ran under (concurrency, rate, lengths, ...)"
+    )
+    ignored: str | None = Field(None, description="conditions that differed and were ignored, as asked")
     candidate: float
     candidate_low: float | None = None
     candidate_high: float | None = None
@@ -584,26 +599,51 @@ class Compared(Contract):
     change_high: float | None = None
     verdict: str = Field(description="better, worse, no clear change, or changed (which way is better unknown)")
 
-    def line(self) -> str:
-        """'output_throughput: 6010 [5920, 6100] vs 5016.67 [4704, 5329] tok/s; change +993.3 (+19.8%) [668.1,
-        1319]: better', as `kb compare` prints it and the MCP compare tool says it."""
+    def line(self, load_keys: Sequence[str] | None = None) -> str:
+        """'output_throughput at request_rate=4: 6010 [5920, 6100] vs 5016.67 [4704, 5329] tok/s; change +993.3
+        (+19.8%) [668.1, 1319]: better', as `kb compare` prints it and the MCP compare tool says it: the load
+        keys named (those that tell rows apart; all of them when None) after the metric."""
 
         def interval(low: float | None, high: float | None) -> str:
             return f" [{low:.4g}, {high:.4g}]" if low is not None and high is not None else ""
 
         unit = f" {self.unit}" if self.unit else ""
         pct = f" ({self.change_pct:+.1%})" if self.change_pct is not None else ""
+        at = " ".join(f"{k}={_plain(v)}" for k, v in self.load.items() if load_keys is None or k in load_keys)
+        ignored = f" (ignoring {self.ignored})" if self.ignored else ""
         return (
-            f"{self.metric}: {self.candidate:.6g}{interval(self.candidate_low, self.candidate_high)} "
+            f"{self.metric}{f' at {at}' if at else ''}{ignored}: "
+            f"{self.candidate:.6g}{interval(self.candidate_low, self.candidate_high)} "
             f"vs {self.baseline:.6g}{interval(self.baseline_low, self.baseline_high)}{unit}; "
             f"change {self.change:+.4g}{pct}{interval(self.change_low, self.change_high)}: {self.verdict}"
         )
 
 
+def _plain(value: str | float | int) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
 class Comparison(Contract):
+    """`kb compare`: each metric both sides measured under one load, and what could not be compared."""
+
     candidate: str
     baseline: str
     metrics: list[Compared]
+    notes: list[str] = Field(
+        default_factory=list, description="what was not compared and why: a load one side lacks, a metric missing"
+    )
+
+    def lines(self) -> list[str]:
+        """The common load once ('under: concurrency=2 input_tokens=128'), then a row a metric naming the load
+        keys that tell rows apart (a sweep's rate), then the notes: what kb compare prints."""
+        varying = [k for k in dict.fromkeys(k for m in self.metrics for k in m.load) if _varies(self.metrics, k)]
+        common = {k: v for k, v in (self.metrics[0].load if self.metrics else {}).items() if k not in varying}
+        head = ["under: " + " ".join(f"{k}={_plain(v)}" for k, v in common.items())] if common else []
+        return head + [m.line(varying) for m in self.metrics] + [f"note: {n}" for n in self.notes]
+
+
+def _varies(rows: list[Compared], key: str) -> bool:
+    return len({repr(r.load.get(key)) for r in rows}) > 1
 
 
 class Plotted(Contract):

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 from markdown_it import MarkdownIt
 
+from . import evidence_layout
 from .cards import CardBase
 from .errors import InvalidCard
 from .validation import validate_card
@@ -35,6 +36,17 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 
 
 _Dumper.add_representer(str, _str_representer)
+
+
+class Flow(dict[str, Any]):
+    """A mapping written on one line: an evidence entry, its conditions, an artifact."""
+
+
+def _flow_representer(dumper: yaml.SafeDumper, value: Flow) -> yaml.MappingNode:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", value, flow_style=True)
+
+
+_Dumper.add_representer(Flow, _flow_representer)
 
 
 def dump_yaml(data: dict[str, Any]) -> str:
@@ -156,10 +168,32 @@ _TAIL = ("tags", "applies_to", "source", "provenance", "links", "schema_version"
 
 
 def card_data(card: CardBase) -> dict[str, Any]:
-    """Frontmatter in canonical order: identity, the kind's own fields, then the common ones."""
+    """Frontmatter in canonical order: identity, the kind's own fields, then the common ones. A finding's
+    evidence is laid out to be read (kbtool.model.evidence_layout): what entries share once, an entry a line."""
     data = _prune(card.model_dump(mode="python"))
+    if data.get("evidence"):
+        under, entries = evidence_layout.compact(data["evidence"])
+        data["measured_under"] = [_flowing(group) for group in under] or None
+        data["evidence"] = [Flow(entry) for entry in entries]
+        data = {k: v for k, v in data.items() if v is not None}
     own = [k for k in data if k not in _HEAD and k not in _TAIL]
+    if "measured_under" in own:  # just before the entries that refer to it
+        own.remove("measured_under")
+        own.insert(own.index("evidence"), "measured_under")
     return {k: data[k] for k in (*_HEAD, *own, *_TAIL) if k in data}
+
+
+def _flowing(group: dict[str, Any]) -> dict[str, Any]:
+    """A measured_under item: its conditions and each artifact on a line of their own."""
+    out: dict[str, Any] = {}
+    for key, value in group.items():
+        if key in ("conditions", "artifact", "environment", "repo") and isinstance(value, dict):
+            out[key] = Flow(value)
+        elif key in ("artifacts", "baseline_artifacts") and isinstance(value, list):
+            out[key] = [Flow(a) for a in value]
+        else:
+            out[key] = value
+    return out
 
 
 def render(card: CardBase, body: str = "") -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
+from . import evidence_layout
 from .cards import KINDS, MODELS, CardBase
 from .errors import InvalidCard, UnknownKind
 
@@ -97,6 +98,11 @@ def validate_card(data: Any, origin: str, from_json: bool = False) -> CardBase:
         raise InvalidCard(f"{origin}: kind: required field is missing")
     if not isinstance(kind, str) or kind not in MODELS:
         raise InvalidCard(f"{origin}: kind: {kind!r} is not one of {', '.join(KINDS)}")
+    if kind == "finding":
+        try:  # a card file writes what evidence entries share once; each entry is whole in memory
+            data = evidence_layout.expand(data)
+        except ValueError as exc:
+            raise InvalidCard(f"{origin}: {exc}") from None
     try:
         if from_json:
             return MODELS[kind].model_validate_json(json.dumps(data), strict=True)

@@ -23,6 +23,7 @@ LINT_CLASSES = (
     "schema",
     "links",
     "superseded",
+    "gaps",
     "gates",
     "stale",
     "contradictions",

@@ -14,7 +14,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -591,6 +591,14 @@ class Index:
     def by_id(self, card_id: str) -> CardSummary | None:
         found = self.cards_with(("id",), card_id)
         return self.summary(min(found)) if found else None
+
+    def by_ids(self, ids: Collection[str]) -> dict[str, CardSummary]:
+        """The cards with these ids, by id, in one pass over the cards: for a few hundred lookups at
+        once this beats by_id, whose first call builds the id field's inverted index (10k cards: ~10 ms)."""
+        wanted = set(ids)
+        if not wanted:
+            return {}
+        return {c.id: self.summary(i) for i, c in enumerate(self.cards) if c.id in wanted and c.kind != "skill"}
 
     def links_to(self, card_id: str) -> list[tuple[str, CardSummary]]:
         """(rel, card) for every card whose links name this one: built once per index generation."""

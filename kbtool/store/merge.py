@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model import markdown
-from ..model.errors import KbError
+from ..model import evidence_layout, markdown
+from ..model.errors import InvalidCard, KbError
 from ..model.validation import validate_card
 
 UNIONED = ("tags", "evidence", "links")  # fields (and all under them) whose lists both sides' items join
@@ -104,12 +104,22 @@ def merge_text(base: str, ours: str, theirs: str) -> str | None:
     return out.stdout if out.returncode == 0 else None
 
 
+def _whole(text: str, rel: str) -> tuple[dict[str, Any], str]:
+    """A card's frontmatter with each evidence entry whole (a card file writes what entries share once), so
+    the evidence lists of two sides join entry by entry."""
+    data, body = markdown.load_frontmatter(text, rel)
+    try:
+        return evidence_layout.expand(data), body
+    except ValueError as exc:
+        raise InvalidCard(f"{rel}: {exc}") from None
+
+
 def merge_card(rel: str, base: str | None, ours: str, theirs: str, later: str) -> str:
     """The card both sides changed, merged (see the module); Unmergeable names every clash."""
     try:
-        ours_data, ours_body = markdown.load_frontmatter(ours, rel)
-        theirs_data, theirs_body = markdown.load_frontmatter(theirs, rel)
-        base_data, base_body = markdown.load_frontmatter(base, rel) if base is not None else ({}, "")
+        ours_data, ours_body = _whole(ours, rel)
+        theirs_data, theirs_body = _whole(theirs, rel)
+        base_data, base_body = _whole(base, rel) if base is not None else ({}, "")
     except KbError as exc:
         raise Unmergeable([Clash(rel, "(the file)", "unreadable", str(exc))]) from None
     clashes: list[Clash] = []

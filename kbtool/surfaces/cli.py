@@ -258,7 +258,8 @@ def supersede(
 
 @app.command()
 def gaps(no_sources: NoSources = False, kb: KbPath = None, as_json: JsonOut = False) -> None:
-    """Open gaps (questions worth an experiment), high priority first, the sources' among them."""
+    """Open gaps (questions worth an experiment), high priority first, the sources' among them; a gap
+    whose closing findings were all refuted, superseded, retired or deleted since is open again, and says so."""
     from .client import run_operation
 
     open_gaps = run_operation(root_of(kb), "gaps", {"sources": not no_sources})
@@ -266,7 +267,8 @@ def gaps(no_sources: NoSources = False, kb: KbPath = None, as_json: JsonOut = Fa
         print_json(open_gaps)
         return
     for g in open_gaps:
-        typer.echo(f"{g.get('priority', 'medium'):<6}  {g['id']}  {g.get('question', g['title'])}")
+        why = f"  (reopened: {g['reopened']})" if g.get("reopened") else ""
+        typer.echo(f"{g.get('priority', 'medium'):<6}  {g['id']}  {g.get('question', g['title'])}{why}")
 
 
 @app.command()

@@ -40,6 +40,9 @@ class KbGroup(TyperGroup):
             raise typer.Exit(exc.exit_code) from None
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # usage errors and exits: typer prints and exits as usual
+        except BrokenPipeError:  # `kb compare ... | head`: the reader has what it wanted; say nothing more
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor at exit, when stdout flushes
+            raise typer.Exit(141) from None  # as a writer ended by SIGPIPE
         except Exception as exc:  # a bug in kb: say so in one line, keep the traceback for KB_DEBUG
             if os.environ.get("KB_DEBUG"):
                 raise
@@ -89,6 +92,15 @@ Fields = Annotated[
         "--field",
         "-f",
         help="KEY=VALUE; dotted keys for nested fields (check.threshold=12), repeat a key for a list.",
+        show_default=False,
+    ),
+]
+IgnoreCondition = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--ignore-condition",
+        help="A load condition (e.g. input_tokens) to compare across when it differs; the finding records that it "
+        "did (repeatable).",
         show_default=False,
     ),
 ]

@@ -19,6 +19,7 @@ from ..model.errors import BadInput
 from ..model.vocabulary import DIRECTIONS, words
 from .cli_base import (
     AllowSecret,
+    IgnoreCondition,
     JsonOut,
     KbPath,
     Status,
@@ -37,17 +38,19 @@ from .cli_base import (
 def compare(
     candidate: Annotated[str, typer.Argument(help="An export, a folder of exports (a run each), or a finding id.")],
     baseline: Annotated[str, typer.Argument(help="The same, for the baseline.")],
+    ignore_condition: IgnoreCondition = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Each metric both sides measured: the means with their 95% intervals, the change with its
-    interval, and a verdict (better, worse, no clear change)."""
-    result = open_kb(kb).compare(candidate, baseline)
+    """Each metric both sides measured under the same load: the means with their 95% intervals, the change
+    with its interval, and a verdict (better, worse, no clear change). Runs at different loads (concurrency,
+    rate, prompt and output lengths, ...) are refused, naming the condition."""
+    result = open_kb(kb).compare(candidate, baseline, ignore=ignore_condition or [])
     if as_json:
         print_json(result.to_json())
         return
-    for row in result.metrics:
-        typer.echo(row.line())
+    for line in result.lines():
+        typer.echo(line)
 
 
 @app.command()
@@ -169,6 +172,7 @@ def add_finding(
             show_default=False,
         ),
     ] = None,
+    ignore_condition: IgnoreCondition = None,
     json_input: Annotated[bool, typer.Option(help="Read the same fields as a JSON object on stdin.")] = False,
     body: Annotated[str | None, typer.Option(help="Notes (markdown).")] = None,
     strict: Annotated[
@@ -193,6 +197,7 @@ def add_finding(
             "--baseline": baseline,
             "--from": from_file,
             "--baseline-from": baseline_from,
+            "--ignore-condition": ignore_condition,
         }
         given = [flag for flag, value in {**flags, "--body": body}.items() if value]
         if given:
@@ -220,6 +225,7 @@ def add_finding(
             "body": body or "",
             "command": command,
             "conditions": parse_conditions(condition or [], "--condition"),
+            "ignore_conditions": ignore_condition or [],
         }
     if not args["title"]:
         raise BadInput("a finding needs a --title")

@@ -21,6 +21,7 @@ LINT_CHECKS = {
     "schema": "invalid cards, id/folder mismatches, duplicate ids, stray files",
     "links": "broken",
     "superseded": "current cards still linking a superseded one",
+    "gaps": "warnings: gaps open again, every finding that closed one since refuted, superseded, retired or deleted",
     "gates": "lock mismatches",
     "stale": "findings older than `curation.max_finding_age_days`",
     "contradictions": "same metric and scope, opposite effect",

@@ -252,7 +252,9 @@ def build_server(
 
     @server.tool(annotations=READS)
     async def gaps(limit: Limit = 50, offset: Offset = 0, kb: KbChoice = None) -> Annotated[CallToolResult, OpenGaps]:
-        """The open questions (gaps nothing has closed yet), high priority first: what to measure next."""
+        """The open questions, high priority first: what to measure next. Gaps nothing has closed yet, and
+        gaps open again because every finding that closed one was since refuted, superseded, retired or
+        deleted (`reopened` says which)."""
         return await shelf.call(kb, KbTools.gaps, limit, offset)
 
     @server.tool(annotations=READS, description=LINT_DESCRIPTION)
@@ -367,6 +369,13 @@ def build_server(
                     "a verdict (better, worse, no clear change)"
                 ),
             ] = None,
+            ignore_conditions: Annotated[
+                list[str] | None,
+                Field(
+                    description="load conditions to compare across when candidate and baseline differ in them "
+                    "(e.g. input_tokens); otherwise runs at different loads are refused. The finding records it"
+                ),
+            ] = None,
             body: Annotated[str | None, Field(description="notes, in markdown")] = None,
             kb: KbChoice = None,
         ) -> Annotated[CallToolResult, FindingAdded]:
@@ -388,6 +397,7 @@ def build_server(
                 "conditions": conditions,
                 "from": artifact,
                 "baseline_from": baseline_artifacts,
+                "ignore_conditions": ignore_conditions,
                 "body": body,
             }
             return await shelf.call(kb, KbTools.add_finding, data, agent_name(ctx))
@@ -419,12 +429,17 @@ def build_server(
             str, Field(description="an export, an AIPerf artifact folder, a folder of runs, or a finding's id")
         ],
         baseline: Annotated[str, Field(description="the same, for the baseline")],
+        ignore_conditions: Annotated[
+            list[str] | None,
+            Field(description="load conditions to compare across when they differ (e.g. input_tokens); recorded"),
+        ] = None,
         kb: KbChoice = None,
     ) -> Annotated[CallToolResult, Comparison]:
-        """Judge a change before recording it: each metric both sides measured, with the means' 95%
-        intervals, the change and its interval, and a verdict (better, worse, no clear change). Several
-        runs a side (a folder of them) give intervals; one run needs per-request records for one."""
-        return await shelf.call(kb, KbTools.compare, candidate, baseline)
+        """Judge a change before recording it: each metric both sides measured under the same load, with the
+        means' 95% intervals, the change and its interval, and a verdict (better, worse, no clear change).
+        Runs at different loads are refused, naming the condition. Several runs a side (a folder of them) give
+        intervals; one run needs per-request records for one."""
+        return await shelf.call(kb, KbTools.compare, candidate, baseline, ignore_conditions)
 
     @server.tool(annotations=READS)
     async def gate_verify(kb: KbChoice = None) -> Annotated[CallToolResult, LockCheck]:

@@ -195,11 +195,15 @@ class KbTools:
                 priority=g.get("priority", default="medium"),
                 status=g.status,
                 kb=g.get("kb"),
+                reopened=g.get("reopened"),
             )
             for g in self.kb.gaps_everywhere()
         ]
         page, cut = Paged.of(open_gaps, offset, limit)
-        lines = [f"{g.id} [{g.priority}] {g.question}" for g in page.items] or ["no open gaps"]
+        lines = [
+            f"{g.id} [{g.priority}] {g.question}" + (f" (reopened: {g.reopened})" if g.reopened else "")
+            for g in page.items
+        ] or ["no open gaps"]
         return _result(page.text(lines, "open gaps", "gaps"), OpenGaps(gaps=page.items, **cut))
 
     def lint(self, skip: builtins.list[str] | None, limit: int, offset: int) -> CallToolResult:
@@ -287,9 +291,11 @@ class KbTools:
         lines.append(verdict)
         return _result("\n".join(lines), check)
 
-    def compare(self, candidate: str, baseline: str) -> CallToolResult:
-        result = self.kb.compare(candidate, baseline)
-        return _result("\n".join(row.line() for row in result.metrics), result)
+    def compare(
+        self, candidate: str, baseline: str, ignore_conditions: builtins.list[str] | None = None
+    ) -> CallToolResult:
+        result = self.kb.compare(candidate, baseline, ignore=ignore_conditions or [])
+        return _result("\n".join(result.lines()), result)
 
     # --- writing: every write is an agent's, so it lands for review (kbtool.loop.review) ----------
 
@@ -297,8 +303,10 @@ class KbTools:
         finding = FindingInput.parse({k: v for k, v in data.items() if v is not None}, "add_finding")
         added = self.kb.record_finding(finding, agent=agent)
         notes = added.related.notes()
-        text = f"added {added.id} ({added.path}) as {added.status}, awaiting review by a person" + (
-            "; " + "; ".join(notes) if notes else ""
+        judged = f", {added.judged} judged against the baseline" if added.judged else ""
+        text = (
+            f"added {added.id} ({added.path}) as {added.status} with {added.evidence} evidence entries{judged}, "
+            "awaiting review by a person" + ("; " + "; ".join(notes) if notes else "")
         )
         return _result(text, added)
 

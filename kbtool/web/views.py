@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from markdown_it import MarkdownIt
 
+from ..loop.load import describe, load_of, varying_keys
 from ..model.cards import Gate
 from ..model.errors import KbError
 from ..model.records import StoredCard
@@ -95,6 +96,7 @@ def card(kb: KnowledgeBase, ref: str, similar: int = SIMILAR) -> dict[str, Any]:
     stored = base.get(own_ref)
     data = stored.to_dict(body=False)
     evidence = data.get("evidence") or []
+    common, rows, varying = evidence_table(evidence)
     related = base.related(stored.id, k=similar)
     history = base.history_with_diffs(stored.id, HISTORY_COMMITS)
     shown = {k: _without_empty(v) for k, v in data.items() if k not in (*HEADLINE_FIELDS, "evidence", "path")}
@@ -104,14 +106,30 @@ def card(kb: KnowledgeBase, ref: str, similar: int = SIMILAR) -> dict[str, Any]:
         "data": data,
         "fields": fields,
         "body_html": markdown_html(stored.body),
-        "evidence": evidence,
-        "chart": evidence_svg(evidence),
+        "evidence": rows,
+        "common_load": common,
+        "chart": evidence_svg(evidence, varying),
         "related": related,
         "history": history,
         "unreviewed": _unreviewed(stored),
         "source": source,
         "prefix": f"{source}:" if source else "",  # a source's links name its own cards
     }
+
+
+def evidence_table(evidence: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """The load every entry shares, said once ('concurrency=64 input_tokens=1024'); each entry with the
+    load keys that tell it from the others (`load`: 'request_rate=4') and its conditions that are not
+    load (`context`: which run, which system, how it was judged); and those load keys."""
+    conditions = [e.get("conditions") or {} for e in evidence]
+    varying = varying_keys(conditions)
+    shared = [k for k in load_of(conditions[0]) if k not in varying] if conditions else []
+    rows = []
+    for entry, conds in zip(evidence, conditions, strict=True):
+        load = load_of(conds)
+        context = {k: v for k, v in conds.items() if k not in load and k != "verdict"}
+        rows.append({"entry": entry, "load": describe(conds, varying), "context": context})
+    return (describe(conditions[0], shared) if shared else ""), rows, varying
 
 
 def _unreviewed(stored: StoredCard) -> bool:
