@@ -192,7 +192,8 @@ def describe(conditions: Mapping[str, Any] | None, keys: Iterable[str] | None = 
     """'concurrency=2 input_tokens=128 output_tokens=32': a load as compare rows and card bodies show it
     (only the given keys, when given)."""
     load = load_of(conditions)
-    chosen = [k for k in load if keys is None or k in set(keys)]
+    wanted = None if keys is None else set(keys)
+    chosen = [k for k in load if wanted is None or k in wanted]
     return " ".join(f"{k}={_shown(load[k])}" for k in chosen)
 
 

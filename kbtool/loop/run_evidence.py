@@ -10,7 +10,7 @@ and nothing pairs, BadInput says why and nothing is written.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,6 @@ class RunEvidence:
     runs: int
     baseline_runs: int
     summary: str = ""
-    formats: list[str] = field(default_factory=list)
 
     @property
     def unclear(self) -> bool:
