@@ -57,6 +57,7 @@ class AppliesTo(Model):
     phase: Scope | None = None
     workload: Scope | None = None
     engine: Scope | None = None
+    modality: Scope | None = Field(default=None, description="what the model takes in: text, vision, audio, ...")
 
 
 class Origin(Model):

@@ -162,13 +162,15 @@ def merge(base: Any, update: Any) -> Any:
 
 @dataclass(frozen=True)
 class Filter:
-    """`--where applies_to.hardware=B200`: the card's value at the path equals (or contains) the value."""
+    """`--where applies_to.hardware=B200`: the card's value at the path equals (or contains) the value;
+    `--where applies_to.modality!=vision` (negate): it does not, which a card not scoped on it meets too."""
 
     path: tuple[str, ...]
     value: str
+    negate: bool = False
 
     def matches(self, data: Any) -> bool:
-        return any(_equal(v, self.value) for v in values_at(data, self.path))
+        return any(_equal(v, self.value) for v in values_at(data, self.path)) != self.negate
 
 
 def values_at(data: Any, path: tuple[str, ...]) -> list[Any]:
@@ -190,13 +192,13 @@ def _equal(have: Any, want: str) -> bool:
 
 def card_conditions(
     kind: str | None, status: str | None, tags: Iterable[str], filters: Iterable[Filter]
-) -> list[tuple[tuple[str, ...], str]]:
-    """Every narrowing a list or a search asks for, as (field path, value) pairs all to be met."""
+) -> list[Filter]:
+    """Every narrowing a list or a search asks for, as filters all to be met."""
     return (
-        [(f.path, f.value) for f in filters]
-        + ([(("kind",), kind)] if kind else [])
-        + ([(("status",), status)] if status else [])
-        + [(("tags",), t) for t in tags]
+        list(filters)
+        + ([Filter(("kind",), kind)] if kind else [])
+        + ([Filter(("status",), status)] if status else [])
+        + [Filter(("tags",), t) for t in tags]
     )
 
 
@@ -205,10 +207,12 @@ def parse_filters(pairs: Iterable[str], flag: str = "--where") -> list[Filter]:
     `flag` names the filters in errors: the CLI's --where, the MCP tools' filters."""
     filters: list[Filter] = []
     for key, values in split_pairs(pairs, flag).items():
+        negate = key.endswith("!")  # FIELD!=VALUE: split at the first '=' leaves the '!' on the key
+        key = key.removesuffix("!").strip()
         parts = key.split(".")
-        if not any(_declares(model, parts) for model in MODELS.values()):
+        if not key or not any(_declares(model, parts) for model in MODELS.values()):
             raise InvalidField(f"{flag} {key}: no card kind has the field {key!r}")
-        filters.extend(Filter(tuple(parts), v) for v in values)
+        filters.extend(Filter(tuple(parts), v, negate) for v in values)
     return filters
 
 

@@ -27,7 +27,7 @@ from filelock import FileLock
 
 from ..model.cards import content_hash
 from ..model.errors import InvalidCard
-from ..model.fields import values_at
+from ..model.fields import Filter, values_at
 from ..model.records import CardSummary, StoredCard
 from .chunking import Chunk, chunk_card, chunk_skill
 from .embeddings import Embedder, cjk_bigrams
@@ -561,12 +561,14 @@ class Index:
                     values.setdefault(key, set()).add(i)
         return values.get(value.casefold(), set())
 
-    def matching(self, conditions: Iterable[tuple[tuple[str, ...], str]]) -> set[int] | None:
-        """The cards (indexes into self.cards) meeting every (field path, value) condition; None when
-        there is no condition. Each condition is a set from the per-field inverted index."""
+    def matching(self, conditions: Iterable[Filter]) -> set[int] | None:
+        """The cards (indexes into self.cards) meeting every filter; None when there is none. Each filter
+        is a set from the per-field inverted index (a negated one, every card but those)."""
         allowed: set[int] | None = None
-        for path, value in conditions:
-            found = self.cards_with(path, value)
+        for condition in conditions:
+            found = self.cards_with(condition.path, condition.value)
+            if condition.negate:
+                found = set(range(len(self.cards))) - found
             allowed = set(found) if allowed is None else allowed & found
         return allowed
 

@@ -110,7 +110,8 @@ Where = Annotated[
     typer.Option(
         "--where",
         "-w",
-        help="FIELD=VALUE filter on any card field, e.g. applies_to.hardware=B200 (repeatable).",
+        help="FIELD=VALUE filter on any card field, e.g. applies_to.hardware=B200, or FIELD!=VALUE to leave those "
+        "out, e.g. applies_to.modality!=vision (repeatable; all must hold).",
         show_default=False,
     ),
 ]

@@ -124,7 +124,7 @@ def add_finding(
         typer.Option(
             "--applies-to",
             "-a",
-            help="KEY=VALUE scope: model, arch, hardware, precision, phase, workload, engine (repeatable).",
+            help="KEY=VALUE scope: model, arch, hardware, precision, phase, workload, engine, modality (repeatable).",
             show_default=False,
         ),
     ] = None,

@@ -79,7 +79,10 @@ locked gate on the project in `in_dir`; with `confirms`, a pass confirms your fi
 
 Filters = Annotated[
     dict[str, str | int | float | bool] | None,
-    Field(description='field path -> value, all must match, e.g. {"applies_to.hardware": "B200"}'),
+    Field(
+        description='field path -> value, all must match, e.g. {"applies_to.hardware": "B200"}; a path ending in '
+        '"!" leaves those out, e.g. {"applies_to.modality!": "vision"}'
+    ),
 ]
 # the parameters search shares with the library take their descriptions from its contract
 SEARCH = SearchRequest.model_fields
@@ -341,7 +344,7 @@ def build_server(
             ] = None,
             applies_to: Annotated[
                 dict[str, str | int | float | list[str]] | None,
-                Field(description="scope: model, arch, hardware, precision, phase, workload, engine"),
+                Field(description="scope: model, arch, hardware, precision, phase, workload, engine, modality"),
             ] = None,
             status: Annotated[
                 Literal["tentative", "draft"],
