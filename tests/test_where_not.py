@@ -20,8 +20,11 @@ KB = [sys.executable, "-m", "kbtool"]
 
 @pytest.fixture
 def scoped(kb: kbtool.KnowledgeBase) -> kbtool.KnowledgeBase:
-    kb.add("constraint", "Keep the vision encoder in BF16", values={"rule": "no FP8 in the encoder", "applies_to": {"modality": "vision"}}, status="confirmed")  # fmt: skip
-    kb.add("constraint", "Greedy decoding for accuracy runs", values={"rule": "temperature 0", "applies_to": {"modality": "text"}}, status="confirmed")  # fmt: skip
+    for title, rule, modality in (
+        ("Keep the vision encoder in BF16", "no FP8 in the encoder", "vision"),
+        ("Greedy decoding for accuracy runs", "temperature 0", "text"),
+    ):
+        kb.add("constraint", title, values={"rule": rule, "applies_to": {"modality": modality}}, status="confirmed")
     kb.add("constraint", "Every change lands behind a gate", values={"rule": "no gate, no merge"}, status="confirmed")
     return kb
 
