@@ -20,7 +20,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "model": [
         {"errors", "evidence_layout", "vocabulary"},
         {"cards"},
-        {"schemas", "validation"},
+        {"applicability", "schemas", "validation"},
         {"fields", "markdown", "policy"},
         {"records"},
         {"contracts"},

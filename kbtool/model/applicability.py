@@ -1,0 +1,110 @@
+"""Whether a card applies to an environment (`--for hardware=H200`), and how: the one judgement search,
+lists, packs, prompts and new projects are to share.
+
+For each field the environment names, a card is
+- scoped: its applies_to names that value (hardware: H200);
+- family: it names a value of the same family (hardware: H100, a Hopper GPU as the H200 is);
+- general: it is not scoped on that field at all (a rule for every GPU);
+- other: it is scoped to other values only (hardware: B200 for an H200 project).
+A card applies unless some field is `other`; across fields the weakest holds (other, then family, then
+scoped, then general). A value kb has no family for is matched exactly, and `unknown_values` names it
+so a caller can say so once.
+
+The families are the vendors' own groupings:
+- NVIDIA GPU architectures: Hopper (https://www.nvidia.com/en-us/data-center/technologies/hopper-architecture/:
+  H100, H200; H800 and H20 are the Hopper parts for China, GH200 the Grace Hopper superchip,
+  https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/), Blackwell
+  (https://www.nvidia.com/en-us/data-center/technologies/blackwell-architecture/: B200, B100, GB200; B300 and
+  GB300 are Blackwell Ultra, https://www.nvidia.com/en-us/data-center/gb300-nvl72/), Ada Lovelace
+  (https://www.nvidia.com/en-us/data-center/l40s/ and /l4/: L40S, L40, L4), Ampere
+  (https://www.nvidia.com/en-us/data-center/ampere-architecture/: A100, A30, A40, A10, A16, A2; A800 the A100
+  for China).
+- 4-bit floating-point formats: NVFP4 (https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-
+  accurate-low-precision-inference/) and MXFP4 (OCP Microscaling Formats v1.0,
+  https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf); 8-bit: FP8 E4M3 and
+  E5M2 and MXFP8 (the same two sources).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
+
+from .cards import AppliesTo
+from .errors import InvalidField
+
+Applies = Literal["scoped", "family", "general", "other"]
+# from the strongest claim to the weakest: across fields, the weakest one holds
+ORDER: tuple[Applies, ...] = ("general", "scoped", "family", "other")
+
+FAMILIES: dict[str, dict[str, tuple[str, ...]]] = {
+    "hardware": {
+        "Hopper": ("H100", "H200", "H800", "H20", "GH200"),
+        "Blackwell": ("B200", "B100", "B300", "GB200", "GB300"),
+        "Ada Lovelace": ("L40S", "L40", "L4"),
+        "Ampere": ("A100", "A800", "A30", "A40", "A10", "A16", "A2"),
+    },
+    "precision": {
+        "FP4": ("nvfp4", "mxfp4", "fp4"),
+        "FP8": ("fp8", "fp8_e4m3", "fp8_e5m2", "e4m3", "e5m2", "mxfp8"),
+    },
+}
+_FAMILY_OF: dict[str, dict[str, str]] = {
+    field: {value.casefold(): name for name, values in families.items() for value in values}
+    for field, families in FAMILIES.items()
+}
+
+
+def family(field: str, value: Any) -> str | None:
+    """'Hopper' for hardware H200; None for a value (or a field) kb has no family for."""
+    return _FAMILY_OF.get(field, {}).get(str(value).strip().casefold())
+
+
+def _values(scope: Any) -> list[str]:
+    if scope is None or scope == [] or scope == "":
+        return []
+    return [str(v) for v in (scope if isinstance(scope, list) else [scope])]
+
+
+def applies_on(field: str, scope: Any, wanted: str) -> Applies:
+    """How a card scoped to `scope` (a value, a list, or None) on one field applies to `wanted`."""
+    values = _values(scope)
+    if not values:
+        return "general"
+    if any(v.strip().casefold() == wanted.strip().casefold() for v in values):
+        return "scoped"
+    mine = family(field, wanted)
+    if mine is not None and any(family(field, v) == mine for v in values):
+        return "family"
+    return "other"
+
+
+def applies(applies_to: Mapping[str, Any] | None, environment: Mapping[str, str]) -> Applies:
+    """How a card with this applies_to applies to the environment (field -> value): the weakest field."""
+    scope = applies_to or {}
+    found: Applies = "general"
+    for field, wanted in environment.items():
+        here = applies_on(field, scope.get(field), wanted)
+        if ORDER.index(here) > ORDER.index(found):
+            found = here
+    return found
+
+
+def unknown_values(environment: Mapping[str, str]) -> list[str]:
+    """'hardware=MI300X' for each value of a field with families that kb has no family for: matched exactly."""
+    return [f"{k}={v}" for k, v in environment.items() if k in FAMILIES and family(k, v) is None]
+
+
+def parse_environment(pairs: Iterable[str], flag: str = "--for") -> dict[str, str]:
+    """`--for hardware=H200` ... -> {"hardware": "H200"}; InvalidField naming a field applies_to lacks."""
+    known = set(AppliesTo.model_fields)
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key or not value:
+            raise InvalidField(f"{flag} {pair!r}: expected FIELD=VALUE, e.g. hardware=H100")
+        if key not in known:
+            raise InvalidField(f"{flag} {key}: not an applies_to field (one of {', '.join(sorted(known))})")
+        out[key] = value
+    return out
