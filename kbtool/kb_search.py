@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from .kb_core import _lead_fields
 from .kb_evidence import ExperimentLoop
-from .model.contracts import Link, Neighbour, Related, SearchRequest, SearchResult, Similar
+from .model.contracts import MAX_K, Link, Neighbour, Related, SearchRequest, SearchResult, Similar
 from .model.errors import BadInput
 from .model.records import Problem, StoredCard
 
@@ -30,9 +30,13 @@ class Searching(ExperimentLoop):
         explain: bool = False,
         sources: bool = True,
         env: bool = False,
+        applies_for: dict[str, str] | None = None,
+        only_applying: bool = False,
     ) -> SearchResult:
         """Hybrid search: the cards (and skills) that match, best first (see kbtool.search.pipeline);
-        the sources' too (sources), findings from elsewhere flagged (env)."""
+        the sources' too (sources), findings from elsewhere flagged (env); with applies_for
+        ({"hardware": "H100"}), each hit says how it applies and those scoped elsewhere come last (or not
+        at all, only_applying)."""
         request = SearchRequest.parse(
             {
                 "query": query,
@@ -45,6 +49,8 @@ class Searching(ExperimentLoop):
                 "explain": explain,
                 "sources": sources,
                 "env": env,
+                "for": applies_for or {},
+                "only_applying": only_applying,
             }
         )
         return self.run_search(request)
@@ -81,9 +87,14 @@ class Searching(ExperimentLoop):
         if semantic and self._searcher.embedder is None:
             self._searcher.embedder = self.embedder
         self.index.refresh_if_stale(self._searcher.embedder if semantic else None)
+        wanted = request
+        if request.applies_for:  # more candidates than asked for, so those that apply are not cut off below others
+            request = request.model_copy(update={"k": min(MAX_K, max(request.k * 5, 50))})
         result = self._searcher.search(request)
         if request.sources and self.config.sources:
             result = self._with_sources(request, result)
+        if wanted.applies_for:
+            result = self._applying(result, wanted)
         if request.env:
             target = self.project_environment()
             for i, hit in enumerate(result.hits):
@@ -91,6 +102,25 @@ class Searching(ExperimentLoop):
                 if why:
                     result.hits[i] = hit.model_copy(update={"may_not_apply": why})
         return result
+
+    def _applying(self, result: SearchResult, request: SearchRequest) -> SearchResult:
+        """Each hit marked with how it applies to request.applies_for; those scoped elsewhere after every hit
+        that applies (in score order within each), or left out with only_applying; cut to request.k."""
+        from .model.applicability import applies, unknown_values
+
+        environment = request.applies_for
+        for value in unknown_values(environment):
+            self.note(f"--for {value}: kb knows no family of it, so only cards scoped to it exactly are scoped")
+        marked = []
+        for hit in result.hits:
+            base, rest = self.owner_of(hit.id)
+            summary = base.index.by_id(rest) if hit.kind != "skill" else None
+            how = applies(summary.get("applies_to") if summary else None, environment)
+            if how == "other" and request.only_applying:
+                continue
+            marked.append(hit.model_copy(update={"applies": how}))
+        marked.sort(key=lambda h: h.applies == "other")  # stable: score order within each
+        return SearchResult(query=result.query, hits=marked[: request.k])
 
     def project_environment(self) -> dict[str, str]:
         """Where this project runs: kb.toml [environment] over what this machine reports (package

@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
 )
 
+from .applicability import Applies, parse_environment
 from .errors import BadInput
 from .records import Problem
 from .validation import describe_error, field_path, model_for
@@ -127,6 +128,20 @@ class SearchRequest(Contract):
         strict=True,
         description="flag findings measured on another GPU, engine or driver version than this project's",
     )
+    applies_for: dict[str, str] = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("for", "applies_for"),
+        description="the environment the answer is for, applies_to field -> value (hardware: H100): each hit says "
+        "how it applies (scoped, family, general, other) and cards scoped elsewhere rank below all that apply",
+    )
+    only_applying: bool = Field(False, strict=True, description="with for: leave out the cards scoped elsewhere")
+
+    @field_validator("applies_for", mode="before")
+    @classmethod
+    def _environment(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return parse_environment([f"{k}={v}" for k, v in value.items()], "for")
+        return parse_environment(value, "--for") if isinstance(value, (list, tuple)) else value
 
     @field_validator("k", mode="before")
     @classmethod
@@ -182,6 +197,12 @@ class SearchHit(CardBrief):
         None,
         exclude_if=lambda value: value is None,
         description="with env: why this finding may not hold here (another GPU, engine or driver version)",
+    )
+    applies: Applies | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="with for: scoped (to that value), family (to one of its family), general (not scoped on it) "
+        "or other (scoped elsewhere)",
     )
     # the legs that ran, each {"rank", "score", "normalized"} or null when the card is not in it, with the
     # fusion's "weights", "demoted" and the best chunk's "chunk_heading"; left out unless asked for

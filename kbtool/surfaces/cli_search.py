@@ -41,6 +41,18 @@ def search(
     env: Annotated[
         bool, typer.Option("--env", help="Flag findings measured on another GPU, engine or driver version.")
     ] = False,
+    applies_for: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--for",
+            help="FIELD=VALUE of the environment the answer is for (hardware=H100, modality=vision; repeatable): "
+            "each hit says how it applies (scoped, family, general, other); cards scoped elsewhere come last.",
+            show_default=False,
+        ),
+    ] = None,
+    only_applying: Annotated[
+        bool, typer.Option("--only-applying", help="With --for: leave out the cards scoped elsewhere.")
+    ] = False,
     no_sources: NoSources = False,
     batch: Annotated[
         Path | None, typer.Option(help='One query per line (text, or JSON {"q": ...}); one JSON result per line.')
@@ -63,6 +75,8 @@ def search(
         "explain": explain,
         "sources": not no_sources,
         "env": env,
+        "for": applies_for or [],
+        "only_applying": only_applying,
     }
     if batch is not None:
         requests = [
@@ -99,7 +113,8 @@ def _leg_rank(leg: dict[str, Any] | None) -> str:
 
 def print_hits(result: dict[str, Any], explain: bool) -> None:
     for n, hit in enumerate(result["hits"], 1):
-        typer.echo(f"{n:>2}. {hit['id']}  [{hit['kind']}, {hit['status']}]  {hit['score']:.4f}")
+        applies = f"  applies: {hit['applies']}" if hit.get("applies") else ""
+        typer.echo(f"{n:>2}. {hit['id']}  [{hit['kind']}, {hit['status']}]  {hit['score']:.4f}{applies}")
         typer.echo(f"    {hit['title']}")
         if hit.get("source"):
             typer.echo(f"    from {source_line(hit['source'])}")
