@@ -145,6 +145,7 @@ def pair(
     baselines: list[Entry],
     ignore: Iterable[str] = (),
     notes: list[str] | None = None,
+    suggest_ignoring: bool = True,
 ) -> list[tuple[Entry, Entry]]:
     """(candidate entry, baseline entry) of each metric both sides measured under the same load. Where
     --ignore-condition let two different loads pair, the candidate's entry says which condition
@@ -185,7 +186,7 @@ def pair(
         else:
             unmeasured.append(ev["metric"])
     if baselines and not matched:
-        raise BadInput(_why_nothing_pairs(candidates, baselines, ignored, bool(ambiguous)))
+        raise BadInput(_why_nothing_pairs(candidates, baselines, ignored, bool(ambiguous), suggest_ignoring))
     for ev, base in matched:
         differed = [
             k
@@ -217,8 +218,11 @@ def _by_metric_and_load(entries: list[Entry], known: _Loads) -> dict[tuple[str, 
     return out
 
 
-def _why_nothing_pairs(candidates: list[Entry], baselines: list[Entry], ignore: list[str], ambiguous: bool) -> str:
-    """One line: why no candidate entry has a baseline under the same load."""
+def _why_nothing_pairs(
+    candidates: list[Entry], baselines: list[Entry], ignore: list[str], ambiguous: bool, suggest_ignoring: bool
+) -> str:
+    """One line: why no candidate entry has a baseline under the same load (and, where the caller offers it,
+    how to compare anyway)."""
     shared = {_metric(c) for c in candidates} & {_metric(b) for b in baselines}
     if not shared:
         ours = _few(sorted({c["metric"] for c in candidates}), 4)
@@ -237,8 +241,6 @@ def _why_nothing_pairs(candidates: list[Entry], baselines: list[Entry], ignore: 
                 found = difference(_conditions(ev), _conditions(base), ignore, load_keys_of)
                 if found is not None:
                     key = MEANS.get(found.key, found.key)
-                    return (
-                        f"runs at different loads get no verdict: {found.line()} (candidate vs baseline); "
-                        f"--ignore-condition {key} compares them anyway"
-                    )
+                    anyway = f"; --ignore-condition {key} compares them anyway" if suggest_ignoring else ""
+                    return f"runs at different loads get no verdict: {found.line()} (candidate vs baseline){anyway}"
     return "nothing to compare under the same load"
