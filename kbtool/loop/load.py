@@ -197,6 +197,15 @@ def describe(conditions: Mapping[str, Any] | None, keys: Iterable[str] | None = 
     return " ".join(f"{k}={_shown(load[k])}" for k in chosen)
 
 
+def common_and_varying(conditions: list[Mapping[str, Any]]) -> tuple[str, list[str]]:
+    """('concurrency=2 input_tokens=128', ['request_rate']): the load every one of these shares, said once,
+    and the load keys that tell them apart (what a card's paragraph, a table or a chart says per row)."""
+    varying = varying_keys(conditions)
+    if not conditions:
+        return "", varying
+    return describe(conditions[0], [k for k in load_of(conditions[0]) if k not in varying]), varying
+
+
 def varying_keys(loads: Iterable[Mapping[str, Any]]) -> list[str]:
     """The load keys whose value is not the same in every one of these conditions: what tells rows apart."""
     rows = [load_of(c) for c in loads]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .load import describe, load_of, varying_keys
+from .load import common_and_varying, describe
 from .provenance import portable_path
 from .repeats import combine_runs, judge
 from .runs import invalid_runs, read_run
@@ -86,8 +86,7 @@ def summary(found: RunEvidence) -> str:
     """One paragraph: what was measured, under which load(s), against what, and what came of it."""
     evidence = found.evidence
     conditions = [e.get("conditions") or {} for e in evidence]
-    varying = varying_keys(conditions)
-    common = describe(conditions[0], [k for k in load_of(conditions[0]) if k not in varying]) if conditions else ""
+    common, varying = common_and_varying(conditions)
     tools = sorted({str(c["format"]) for c in conditions if c.get("format")})
     loads = len({describe(c, varying) for c in conditions}) if varying else 1
     metrics = len({e["metric"] for e in evidence})

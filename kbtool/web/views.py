@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from markdown_it import MarkdownIt
 
-from ..loop.load import describe, load_of, varying_keys
+from ..loop.load import common_and_varying, describe, load_of
 from ..model.cards import Gate
 from ..model.errors import KbError
 from ..model.records import StoredCard
@@ -122,14 +122,13 @@ def evidence_table(evidence: list[dict[str, Any]]) -> tuple[str, list[dict[str, 
     load keys that tell it from the others (`load`: 'request_rate=4') and its conditions that are not
     load (`context`: which run, which system, how it was judged); and those load keys."""
     conditions = [e.get("conditions") or {} for e in evidence]
-    varying = varying_keys(conditions)
-    shared = [k for k in load_of(conditions[0]) if k not in varying] if conditions else []
+    common, varying = common_and_varying(conditions)
     rows = []
     for entry, conds in zip(evidence, conditions, strict=True):
         load = load_of(conds)
         context = {k: v for k, v in conds.items() if k not in load and k != "verdict"}
         rows.append({"entry": entry, "load": describe(conds, varying), "context": context})
-    return (describe(conditions[0], shared) if shared else ""), rows, varying
+    return common, rows, varying
 
 
 def _unreviewed(stored: StoredCard) -> bool:
