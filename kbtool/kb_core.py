@@ -6,10 +6,10 @@ then kb.KnowledgeBase."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .loop.review import agent_status, check_agent_fields
 from .model import markdown
@@ -39,11 +39,26 @@ if TYPE_CHECKING:
     # the class this one is the base of, for what a source opens (a whole knowledge base); typing only
     from .kb import KnowledgeBase
     from .loop.gate_lock import GateLock
+    from .model.applicability import Applies
     from .model.policy import Policy
     from .search.embeddings import Embedder
     from .search.index import Index, RefreshStats
     from .search.pipeline import Searcher
     from .skills.spec import Skill
+
+
+T = TypeVar("T")
+
+
+def nothing_to_judge() -> BadInput:
+    return BadInput(
+        "--only-applying: no environment to judge by; give --for FIELD=VALUE (hardware=H100) or set it in "
+        "kb.toml [environment]"
+    )
+
+
+# the environment a read is for: FIELD=VALUE pairs (`--for hardware=H100`) or a mapping; None: kb.toml's
+Environment = Mapping[str, str] | Iterable[str] | None
 
 
 class KnowledgeBaseCore:
@@ -139,19 +154,69 @@ class KnowledgeBaseCore:
         raise CardNotFound(f"no source {name!r} to read {ref!r} from (kb.toml [[sources]]: {named})")
 
     def summaries_everywhere(
-        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+        self,
+        kind: str | None = None,
+        status: str | None = None,
+        tags: Iterable[str] = (),
+        where: Iterable[str] = (),
+        applies_for: Environment = None,
+        only_applying: bool = False,
     ) -> builtins.list[CardSummary]:
-        """summaries() here, then each source's, their ids as SOURCE:ID and their data with kb: SOURCE."""
+        """summaries() here, then each source's, their ids as SOURCE:ID and their data with kb: SOURCE;
+        judged against the environment (applying()) when there is one."""
         found = self.summaries(kind, status, tags, where)
         for name, base in self.source_bases():
             found += [_from_source(name, s) for s in base.summaries(kind, status, tags, where)]
-        return found
+        return self.applying(found, applies_for, only_applying)
 
-    def gaps_everywhere(self) -> builtins.list[CardSummary]:
-        """The open gaps here and in every source, high priority first."""
+    def gaps_everywhere(
+        self, applies_for: Environment = None, only_applying: bool = False
+    ) -> builtins.list[CardSummary]:
+        """The open gaps here and in every source, high priority first (those scoped elsewhere than the
+        environment after all that apply)."""
         order = {"high": 0, "medium": 1, "low": 2}
         found = self.gaps() + [_from_source(name, g) for name, base in self.source_bases() for g in base.gaps()]
-        return sorted(found, key=lambda g: order[g.get("priority", default="medium")])
+        found.sort(key=lambda g: order[g.get("priority", default="medium")])
+        return self.applying(found, applies_for, only_applying)
+
+    def environment_for(self, applies_for: Environment = None) -> dict[str, str]:
+        """The environment a read judges applicability by: kb.toml [environment]'s applies_to fields (the
+        default `--for` of every command here), applies_for's over them (FIELD=VALUE pairs or a mapping;
+        a field given as `any` is not judged)."""
+        from .model.applicability import environment_of, parse_environment
+
+        if isinstance(applies_for, Mapping):
+            given = parse_environment([f"{k}={v}" for k, v in applies_for.items()], "for")
+        else:
+            given = parse_environment(applies_for or ())
+        return environment_of(self.config.environment, given)
+
+    def applying(
+        self, found: builtins.list[CardSummary], applies_for: Environment = None, only_applying: bool = False
+    ) -> builtins.list[CardSummary]:
+        """found, each with how it applies to the environment (environment_for) as `applies` in its data,
+        those scoped elsewhere after all that apply, or left out with only_applying; found as it is when
+        there is no environment to judge by."""
+        environment = self.environment_for(applies_for)
+        if not environment:
+            if only_applying:
+                raise nothing_to_judge()
+            return found
+        return [
+            CardSummary(s.id, s.kind, s.title, s.status, s.path, {**s.data, "applies": how})
+            for s, how in self.judge(found, lambda s: s.get("applies_to"), environment, only_applying)
+        ]
+
+    def judge(
+        self, items: Iterable[T], scope_of: Callable[[T], Any], environment: dict[str, str], only_applying: bool
+    ) -> builtins.list[tuple[T, Applies]]:
+        """Each item with how it applies (kbtool.model.applicability.ranked); a value of the environment kb
+        knows no family of is said once."""
+        from .model.applicability import ranked, unknown_values
+
+        for value in unknown_values(environment):
+            self.note(f"--for {value}: kb knows no family of it, so only cards scoped to it exactly are scoped")
+        return ranked(items, scope_of, environment, only_applying)
 
     def get(self, ref: str) -> StoredCard:
         return self.load_file(self.resolve_id(ref))

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import date
 from pathlib import Path
 
-from .kb_core import KnowledgeBaseCore, _drop_none
+from .kb_core import Environment, KnowledgeBaseCore, _drop_none, nothing_to_judge
 from .model import markdown
 from .model.contracts import ImportSummary
 from .model.errors import BadInput, Conflict
@@ -82,13 +82,28 @@ class Importing(KnowledgeBaseCore):
             collection=collection, added=added, updated=updated, unchanged=unchanged, retired=retired, commit=commit
         )
 
-    def export_cards(self, fmt: str = "jsonl") -> Iterator[str]:
-        """Every card as a line of JSON (kbtool.loop.exchange), in path order."""
+    def export_cards(
+        self,
+        fmt: str = "jsonl",
+        where: Iterable[str] = (),
+        applies_for: Environment = None,
+        only_applying: bool = False,
+    ) -> Iterator[str]:
+        """Every card (matching where) as a line of JSON (kbtool.loop.exchange), in path order; for an
+        environment (applies_for over kb.toml [environment]) each line says how its card applies, those
+        scoped elsewhere last (or left out, only_applying)."""
         from .loop.exchange import FORMATS, export_lines
 
         if fmt not in FORMATS:
             raise BadInput(f"--format {fmt}: kb exports {', '.join(FORMATS)}")
-        return export_lines(self.cards())
+        cards = sorted(self.list(where=where), key=lambda c: c.path)
+        environment = self.environment_for(applies_for)
+        if not environment:
+            if only_applying:
+                raise nothing_to_judge()
+            return export_lines(cards)
+        judged = self.judge(cards, lambda c: c.card.applies_to.model_dump(), environment, only_applying)
+        return export_lines([c for c, _ in judged], {c.id: how for c, how in judged})
 
     def import_cards(self, path: str | os.PathLike[str]) -> ImportSummary:
         """Cards from a JSON Lines export, in one commit: new ones added, changed ones updated (never a

@@ -6,13 +6,18 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable
 
-from .kb_core import _lead_fields
+from .kb_core import _lead_fields, nothing_to_judge
 from .kb_evidence import ExperimentLoop
-from .model.contracts import MAX_K, Link, Neighbour, Related, SearchRequest, SearchResult, Similar
+from .model.cards import INACTIVE_STATUSES
+from .model.contracts import MAX_K, Link, Neighbour, Related, SearchHit, SearchRequest, SearchResult, Similar
 from .model.errors import BadInput
 from .model.records import Problem, StoredCard
 
 MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
+
+
+def _shown(scope: object) -> str:
+    return ", ".join(str(v) for v in scope) if isinstance(scope, list) else str(scope)
 
 
 class Searching(ExperimentLoop):
@@ -87,14 +92,14 @@ class Searching(ExperimentLoop):
         if semantic and self._searcher.embedder is None:
             self._searcher.embedder = self.embedder
         self.index.refresh_if_stale(self._searcher.embedder if semantic else None)
-        wanted = request
-        if request.applies_for:  # more candidates than asked for, so those that apply are not cut off below others
+        wanted, environment = request, self._judged_by(request)
+        if environment:  # more candidates than asked for, so those that apply are not cut off below others
             request = request.model_copy(update={"k": min(MAX_K, max(request.k * 5, 50))})
         result = self._searcher.search(request)
         if request.sources and self.config.sources:
             result = self._with_sources(request, result)
-        if wanted.applies_for:
-            result = self._applying(result, wanted)
+        if environment:
+            result = self._applying(result, environment, wanted.only_applying, wanted.k)
         if request.env:
             target = self.project_environment()
             for i, hit in enumerate(result.hits):
@@ -103,24 +108,39 @@ class Searching(ExperimentLoop):
                     result.hits[i] = hit.model_copy(update={"may_not_apply": why})
         return result
 
-    def _applying(self, result: SearchResult, request: SearchRequest) -> SearchResult:
-        """Each hit marked with how it applies to request.applies_for; those scoped elsewhere after every hit
-        that applies (in score order within each), or left out with only_applying; cut to request.k."""
-        from .model.applicability import applies, unknown_values
+    def _judged_by(self, request: SearchRequest) -> dict[str, str]:
+        """The environment the hits are judged against: request.applies_for over kb.toml [environment]; with
+        env, over this project's as the machine reports it too (its GPU); said when there is none."""
+        from .model.applicability import environment_of
 
-        environment = request.applies_for
-        for value in unknown_values(environment):
-            self.note(f"--for {value}: kb knows no family of it, so only cards scoped to it exactly are scoped")
-        marked = []
-        for hit in result.hits:
+        if not request.env:
+            environment = self.environment_for(request.applies_for)
+        else:
+            environment = environment_of(self.project_environment(), request.applies_for)
+            if not environment:
+                self.note(
+                    "--env: nothing to judge the cards' scope by: kb.toml has no [environment] (hardware, model, "
+                    "precision, ...) and this machine reports no GPU; findings are checked for package versions only"
+                )
+        if request.only_applying and not environment:
+            raise nothing_to_judge()
+        return environment
+
+    def _applying(self, result: SearchResult, environment: dict[str, str], only: bool, k: int) -> SearchResult:
+        """Each hit marked with how it applies to the environment; those scoped elsewhere after every hit
+        that applies (in score order within each), or left out with only; cut to k."""
+
+        def scope(hit: SearchHit) -> dict | None:
+            if hit.kind == "skill":
+                return None
             base, rest = self.owner_of(hit.id)
-            summary = base.index.by_id(rest) if hit.kind != "skill" else None
-            how = applies(summary.get("applies_to") if summary else None, environment)
-            if how == "other" and request.only_applying:
-                continue
-            marked.append(hit.model_copy(update={"applies": how}))
-        marked.sort(key=lambda h: h.applies == "other")  # stable: score order within each
-        return SearchResult(query=result.query, hits=marked[: request.k])
+            summary = base.index.by_id(rest)
+            return summary.get("applies_to") if summary else None
+
+        marked = [
+            hit.model_copy(update={"applies": how}) for hit, how in self.judge(result.hits, scope, environment, only)
+        ]
+        return SearchResult(query=result.query, hits=marked[:k])
 
     def project_environment(self) -> dict[str, str]:
         """Where this project runs: kb.toml [environment] over what this machine reports (package
@@ -140,13 +160,30 @@ class Searching(ExperimentLoop):
         return reasons(summary.to_dict(), target or self.project_environment()) if summary else []
 
     def environment_problems(self) -> builtins.list[Problem]:
-        """`kb lint --env`: a warning for each finding measured elsewhere than this project runs."""
+        """`kb lint --env`: a warning for each active card scoped elsewhere than this project is for (kb.toml
+        [environment] and this machine's GPU), and each finding measured with other engine, library or driver
+        releases; a note when there is no scope to judge by."""
         from .loop.environment import reasons
+        from .model.applicability import environment_of
 
         target = self.project_environment()
+        environment = environment_of(target)
+        if not environment:
+            self.note(
+                "--env: nothing to judge the cards' scope by: kb.toml has no [environment] (hardware, model, "
+                "precision, ...) and this machine reports no GPU; findings are checked for package versions only"
+            )
         out = []
-        for summary in self.summaries(kind="finding"):
-            why = reasons(summary.to_dict(), target)
+        active = [s for s in self.summaries() if s.status not in INACTIVE_STATUSES]
+        judged = {s.id: how for s, how in self.judge(active, lambda s: s.get("applies_to"), environment, False)}
+        for summary in active:
+            why = []
+            if environment and judged[summary.id] == "other":
+                scope = summary.get("applies_to") or {}
+                elsewhere = [f"{k}: {_shown(scope.get(k))}" for k in environment if scope.get(k)]
+                here = ", ".join(f"{k}={v}" for k, v in environment.items())
+                why.append(f"scoped to {'; '.join(elsewhere)}, this project is for {here}")
+            why += [w for w in reasons(summary.to_dict(), target) if not w.startswith("scoped to")]
             if why:
                 message = f"may not apply here: {'; '.join(why)}"
                 out.append(Problem(summary.path, "env", message, summary.id, severity="warning"))
@@ -234,11 +271,18 @@ class Searching(ExperimentLoop):
         wanted = min(k + len(linked), 1000)
         hits = self.search(text, k=wanted, mode="vector", explain=True).hits if semantic and k else []
         # the cosine similarity of the best-matching chunk, not the fused rank score
-        similar = [
-            Similar(
-                id=h.id, kind=h.kind, title=h.title, status=h.status, similarity=round(h.explain["vector"]["score"], 4)
-            )
-            for h in hits
-            if h.id not in linked and h.explain and h.explain.get("vector")
-        ][:k]
+        similar = sorted(
+            (
+                Similar(
+                    id=h.id,
+                    kind=h.kind,
+                    title=h.title,
+                    status=h.status,
+                    similarity=round(h.explain["vector"]["score"], 4),
+                )
+                for h in hits
+                if h.id not in linked and h.explain and h.explain.get("vector")
+            ),
+            key=lambda s: -s.similarity,  # by meaning alone: kb.toml [environment] may have put some last
+        )[:k]
         return Related(id=ref, title=title, links_out=links_out, links_in=links_in, similar=similar)

@@ -9,6 +9,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .kb_core import Environment
 from .kb_search import Searching
 from .model.contracts import RejectedSkill, SkillImport
 from .model.errors import Conflict, InvalidField, KbError
@@ -80,18 +81,29 @@ class SkillRegistry(Searching):
         return [export(self.root / s.path, s.name, Path(to)) for s in chosen]
 
     def pack_skill(
-        self, name: str, where: Iterable[str], general: bool = False, description: str | None = None
+        self,
+        name: str,
+        where: Iterable[str],
+        general: bool = False,
+        description: str | None = None,
+        applies_for: Environment = None,
     ) -> Skill:
         """A knowledge-pack skill: SKILL.md summarising the confirmed findings, constraints, failure-modes
-        and gates that match the filters, with each card under references/; one commit."""
+        and gates that match the filters and apply to the environment (applies_for over kb.toml
+        [environment]), with each card under references/; one commit."""
         from .skills.pack import check_pack_name, pack_cards, render_pack, specific_ids
         from .skills.registry import replace_folder
 
         where = list(where)
-        if not where:
-            raise InvalidField("a pack needs at least one --where FIELD=VALUE (e.g. applies_to.hardware=H100)")
+        environment = self.environment_for(applies_for)
+        if not where and not environment:
+            raise InvalidField(
+                "a pack needs a scope: --for FIELD=VALUE (hardware=H100) or --where FIELD=VALUE "
+                "(applies_to.model=Qwen3-8B)"
+            )
         check_pack_name(name)
         filters = parse_filters(where)
+        scope = ", ".join([*where, *(f"{k}={v}" for k, v in environment.items())])
         with self.store.lock():
             existing = self.skills_dir / name
             if existing.exists():
@@ -101,14 +113,13 @@ class SkillRegistry(Searching):
                     old = None
                 if old is None or "kb-pack" not in old.metadata:
                     raise Conflict(f"skills/{name} exists and is not a knowledge pack; choose another --name")
-            cards = pack_cards(self.cards(), filters, general)
-            scope = ", ".join(where)
+            cards = pack_cards(self.cards(), filters, general, environment)
             if not cards:
                 raise InvalidField(
                     f"no confirmed finding, constraint, failure-mode or gate matches {scope}; nothing written"
-                    + ("" if general else " (--general adds the cards that do not set those fields)")
+                    + ("" if general or not where else " (--general adds the cards that do not set those fields)")
                 )
-            specific = specific_ids(cards, filters)
+            specific = specific_ids(cards, filters, environment)
             files = render_pack(name, scope, cards, self.config.kb.name, description, date.today(), specific)
             writes = replace_folder(self.root, name, {rel: text.encode() for rel, text in files.items()})
             if writes:

@@ -73,11 +73,13 @@ def import_from_kb(
     kind: str | None = None,
     where: Iterable[str] = (),
     applicable: bool = False,
+    environment: dict[str, str] | None = None,
 ) -> ImportSummary:
     """Copy the origin's cards (of kind, matching where) into target in one commit. applicable: instead
-    the knowledge that applies to the scope where names, as a pack takes it (confirmed findings and
-    active constraints, failure modes and gates that match it or hold anywhere). Links to cards
-    neither copied nor already here are left out (kb lint would call them broken)."""
+    the knowledge that applies to the scope where and environment name, as a pack takes it (confirmed
+    findings and active constraints, failure modes and gates that match it or hold anywhere, none scoped
+    elsewhere than the environment). Links to cards neither copied nor already here are left out (kb lint
+    would call them broken)."""
     with tempfile.TemporaryDirectory(prefix="kb-origin-") as scratch:
         origin, recorded, commit = open_origin(location, Path(scratch))
         if origin.root == target.root:
@@ -86,7 +88,7 @@ def import_from_kb(
             from .model.fields import parse_filters
             from .skills.pack import pack_cards
 
-            chosen = pack_cards(origin.cards(), parse_filters(list(where)), general=True)
+            chosen = pack_cards(origin.cards(), parse_filters(list(where)), general=True, environment=environment)
         else:
             chosen = origin.list(kind=kind, where=list(where))
         if not chosen:
@@ -201,17 +203,29 @@ class NewProject:
 
 
 def new_project(
-    name: str, location: str, where: Iterable[str], directory: Path | None = None, source_name: str | None = None
+    name: str,
+    location: str,
+    where: Iterable[str],
+    directory: Path | None = None,
+    source_name: str | None = None,
+    applies_for: Iterable[str] = (),
 ) -> NewProject:
     """A project knowledge base started from a team's: it reads the team's as a source, holds copies
-    of what applies to its scope (constraints, failure modes, gates, confirmed findings), its gates
-    locked, and a knowledge pack for the scope; the open gaps that apply are listed."""
+    of what applies to its environment (applies_for: hardware=H100, modality=vision) and scope (where):
+    constraints, failure modes, gates and confirmed findings, none scoped elsewhere, its gates locked, and a
+    knowledge pack of them; the environment is its kb.toml [environment], so every later command judges
+    by it; the open gaps that apply are listed."""
     from .kb import KnowledgeBase
+    from .model.applicability import parse_environment
     from .model.fields import parse_filters
 
     where = list(where)
-    if not where:
-        raise BadInput("say what the project is about: --where FIELD=VALUE (e.g. applies_to.hardware=H100)")
+    environment = parse_environment(applies_for)
+    if not where and not environment:
+        raise BadInput(
+            "say what the project is for: --for FIELD=VALUE (e.g. hardware=H100, modality=vision), or "
+            "--where FIELD=VALUE"
+        )
     filters = parse_filters(where)
     root = (directory or Path(name)).expanduser().resolve()
     if root.exists() and any(root.iterdir()):
@@ -230,12 +244,15 @@ def new_project(
             "\n# the knowledge base this project started from (kb new-project); search, list and gaps read it\n"
             f"[[sources]]\nname = {json.dumps(label)}\n{where_from}\n"
         )
+        if environment:
+            settings += "\n# what this project is for (kb new-project --for): the default --for of every command\n"
+            settings += "[environment]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in environment.items())
         message = f"kb new-project {name}: read {label} as a source\n\nkb-op: init\n"
         project.store.write({"kb.toml": settings}, message)
-        project = KnowledgeBase.open(root)  # with the source in its settings
+        project = KnowledgeBase.open(root)  # with the source and the environment in its settings
         if project.config.sources[0].url:
             project.update_sources()
-        summary = import_from_kb(project, location, where=where, applicable=True)
+        summary = import_from_kb(project, location, where=where, applicable=True, environment=environment)
         cards = project.cards()
         copied: dict[str, int] = {}
         for stored in cards:
@@ -243,7 +260,8 @@ def new_project(
         locked, _ = project.lock_gates()
         pack_name = _source_label(f"{name}-pack")
         pack = project.pack_skill(pack_name, where, general=True).path if summary.added else None
-        applies = [g for g in project.gaps_everywhere() if _applies(g.data, filters)]
+        found = project.gaps_everywhere(only_applying=bool(environment))
+        applies = [g for g in found if _applies(g.data, filters)]
         return NewProject(root, label, copied, locked, applies, pack)
     except BaseException:
         if created:

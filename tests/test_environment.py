@@ -12,7 +12,8 @@ import pytest
 
 import kbtool
 from conftest import git
-from kbtool.loop.environment import gpu_family, reasons
+from kbtool.loop.environment import reasons
+from kbtool.model.applicability import gpu_model
 
 KB = [sys.executable, "-m", "kbtool"]
 
@@ -25,9 +26,9 @@ def finding(environment=None, evidence_env=None, hardware=None) -> dict:
 
 
 def test_gpu_names_compare_by_model():
-    assert gpu_family("NVIDIA H100 80GB HBM3 x8") == "H100"
-    assert gpu_family("NVIDIA B200") == "B200" and gpu_family("NVIDIA GeForce RTX 4090") == "RTX4090"
-    assert gpu_family("AMD Instinct MI300X") == "MI300X" and gpu_family("cpu") is None
+    assert gpu_model("NVIDIA H100 80GB HBM3 x8") == "H100"
+    assert gpu_model("NVIDIA B200") == "B200" and gpu_model("NVIDIA GeForce RTX 4090") == "RTX4090"
+    assert gpu_model("AMD Instinct MI300X") == "MI300X" and gpu_model("cpu") is None
 
 
 @pytest.mark.parametrize(
@@ -81,11 +82,17 @@ def test_lint_and_search_flag_findings_from_another_gpu(starter_clone, env):
     assert b200 and set(b200) <= set(flagged), linted.stdout
     assert linted.returncode == 0  # warnings: lint still passes
     assert "[env]" not in run("lint", "--skip", "duplicates").stdout  # only when asked
-    hits = json.loads(run("search", "VibeQwen single stream B200 tok/s", "--env", "--json").stdout)["hits"]
-    top = hits[0]
-    assert top["id"] in b200 and "scoped to B200, this project runs H100" in top["may_not_apply"]
-    shown = run("search", "VibeQwen single stream B200 tok/s", "--env").stdout
-    assert "may not apply here: scoped to B200, this project runs H100" in shown
+    hits = json.loads(run("search", "VibeQwen single stream B200 tok/s", "-k", "200", "--env", "--json").stdout)["hits"]
+    # the B200 findings match the query best, yet come after every card that applies to an H100 project
+    marks = [h["applies"] for h in hits]
+    assert "other" in marks and marks == sorted(marks, key=lambda m: m == "other"), marks
+    elsewhere = [h for h in hits if h["id"] in b200]
+    assert elsewhere and all(h["applies"] == "other" for h in elsewhere)
+    assert all("scoped to B200, this project runs H100" in h["may_not_apply"] for h in elsewhere)
+    shown = run("search", "VibeQwen single stream B200 tok/s", "-k", "200", "--env").stdout
+    assert "may not apply here: scoped to B200, this project runs H100" in shown and "applies: other" in shown
     plain = json.loads(run("search", "VibeQwen single stream B200 tok/s", "--json").stdout)["hits"]
     assert all("may_not_apply" not in h for h in plain)
+    # [environment]'s gpu is the default --for hardware of every read, --env or not
+    assert [h["applies"] for h in plain] == sorted((h["applies"] for h in plain), key=lambda m: m == "other")
     assert kbtool.open(kb.root).project_environment()["gpu"] == "NVIDIA H100 80GB HBM3"

@@ -13,15 +13,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..model.applicability import gpu_model
+
 # the packages whose version changes results; 0.x versions break at the minor (vLLM 0.6 -> 0.11)
 VERSIONED = ("vllm", "sglang", "tensorrt-llm", "torch", "transformers", "flashinfer-python")
-GPU_FAMILY = re.compile(r"\b((?:RTX|GTX) ?\d{4}|[A-Z]{1,2}\d{2,4}[A-Z]?)\b")  # H100, B200, L40S, MI300X, RTX 4090
-
-
-def gpu_family(name: str) -> str | None:
-    """'NVIDIA H100 80GB HBM3 x8' -> 'H100'; None when no model number is in it."""
-    found = GPU_FAMILY.findall(name.upper().replace("NVIDIA", " "))
-    return found[0].replace(" ", "") if found else None
 
 
 def _release(version: str) -> tuple[int, ...] | None:
@@ -47,14 +42,14 @@ def reasons(data: dict[str, Any], target: dict[str, str]) -> list[str]:
         return []
     env = measured_environment(data)
     out = []
-    here = gpu_family(target.get("gpu", ""))
-    there = gpu_family(env.get("gpu", ""))
+    here = gpu_model(target.get("gpu", ""))
+    there = gpu_model(env.get("gpu", ""))
     if here and there and here != there:
         out.append(f"measured on {there}, this project runs {here}")
     elif here and not there:
         scoped = (data.get("applies_to") or {}).get("hardware")
         scopes = [scoped] if isinstance(scoped, str) else list(scoped or [])
-        families = {gpu_family(s) for s in scopes} - {None}
+        families = {gpu_model(s) for s in scopes} - {None}
         if families and here not in families:
             out.append(f"scoped to {', '.join(sorted(str(f) for f in families))}, this project runs {here}")
     for package in VERSIONED:

@@ -1,5 +1,6 @@
 """Cards as JSON Lines, for `kb export --format jsonl` and `kb import FILE.jsonl`: one card a line,
-`{"card": {frontmatter fields}, "body": "markdown"}`, in path order. Lossless both ways: a card
+`{"card": {frontmatter fields}, "body": "markdown"}`, in path order (with `"applies"` when the export was
+for an environment). Lossless both ways: a card
 read back renders to the very text it was exported from (dates travel as ISO strings and are read
 back as dates)."""
 
@@ -25,9 +26,13 @@ def _iso(value: Any) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def export_lines(cards: Iterable[StoredCard]) -> Iterator[str]:
-    for stored in sorted(cards, key=lambda c: c.path):
-        record = {"card": markdown.card_data(stored.card), "body": stored.body}
+def export_lines(cards: Iterable[StoredCard], applies: dict[str, str] | None = None) -> Iterator[str]:
+    """One line a card, in the order given; with applies (id -> how it applies to the environment the
+    export is for), each line says so beside the card (an import reads past it)."""
+    for stored in cards:
+        record: dict[str, Any] = {"card": markdown.card_data(stored.card), "body": stored.body}
+        if applies and stored.id in applies:
+            record["applies"] = applies[stored.id]
         yield json.dumps(record, ensure_ascii=False, default=_iso)
 
 
@@ -47,7 +52,7 @@ def read_lines(text: str, origin: str, max_bytes: int) -> list[tuple[CardBase, s
             raise BadInput(f"{where}: not JSON ({exc.msg})") from None
         if not isinstance(record, dict) or not isinstance(record.get("card"), dict):
             raise BadInput(f'{where}: expected {{"card": {{...}}, "body": "..."}}')
-        extra = set(record) - {"card", "body"}
+        extra = set(record) - {"card", "body", "applies"}
         if extra:
             raise BadInput(f"{where}: unknown key {sorted(extra)[0]!r}; a line holds card and body")
         body = record.get("body", "")

@@ -27,8 +27,9 @@ The families are the vendors' own groupings:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal, TypeVar
 
 from .cards import AppliesTo
 from .errors import InvalidField
@@ -53,6 +54,20 @@ _FAMILY_OF: dict[str, dict[str, str]] = {
     field: {value.casefold(): name for name, values in families.items() for value in values}
     for field, families in FAMILIES.items()
 }
+
+
+# a field given as one of these is not judged at all: `--for hardware=any` in a project whose
+# kb.toml [environment] names a GPU asks about every GPU
+ANY = ("any", "*")
+GPU_MODEL = re.compile(r"\b((?:RTX|GTX) ?\d{4}|[A-Z]{1,2}\d{2,4}[A-Z]?)\b")  # H100, B200, L40S, MI300X, RTX 4090
+T = TypeVar("T")
+
+
+def gpu_model(name: str) -> str | None:
+    """'NVIDIA H100 80GB HBM3 x8' -> 'H100' (the value applies_to.hardware names); None when no model
+    number is in it."""
+    found = GPU_MODEL.findall(name.upper().replace("NVIDIA", " "))
+    return found[0].replace(" ", "") if found else None
 
 
 def family(field: str, value: Any) -> str | None:
@@ -108,3 +123,29 @@ def parse_environment(pairs: Iterable[str], flag: str = "--for") -> dict[str, st
             raise InvalidField(f"{flag} {key}: not an applies_to field (one of {', '.join(sorted(known))})")
         out[key] = value
     return out
+
+
+def environment_of(settings: Mapping[str, Any], given: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a read judges by: the applies_to fields of kb.toml [environment] (its `gpu`, as
+    the machine reports it, read as hardware when it names none), the caller's own fields over them;
+    a field given as `any` is left out."""
+    known = set(AppliesTo.model_fields)
+    out = {k: str(v).strip() for k, v in settings.items() if k in known and str(v).strip()}
+    if "hardware" not in out and (gpu := gpu_model(str(settings.get("gpu") or ""))):
+        out["hardware"] = gpu
+    out.update(given or {})
+    return {k: v for k, v in out.items() if v.casefold() not in ANY}
+
+
+def ranked(
+    items: Iterable[T],
+    scope_of: Callable[[T], Mapping[str, Any] | None],
+    environment: Mapping[str, str],
+    only_applying: bool = False,
+) -> list[tuple[T, Applies]]:
+    """Each item with how it applies, those scoped elsewhere after every one that applies (each group
+    in the order given), or left out with only_applying."""
+    marked = [(item, applies(scope_of(item), environment)) for item in items]
+    if only_applying:
+        return [(item, how) for item, how in marked if how != "other"]
+    return sorted(marked, key=lambda pair: pair[1] == "other")  # stable: the given order within each

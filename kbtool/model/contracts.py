@@ -166,6 +166,17 @@ class SearchRequest(Contract):
         return value
 
 
+# how a card applies to the environment a read is for (--for, kb.toml [environment]); left out without one
+AppliesMark = Annotated[
+    Applies | None,
+    Field(
+        exclude_if=lambda value: value is None,
+        description="with for: scoped (to that value), family (to one of its family), general (not scoped on it) "
+        "or other (scoped elsewhere)",
+    ),
+]
+
+
 class CardBrief(Contract):
     """A card as lists and neighbourhoods show it: what an agent needs to decide to open it."""
 
@@ -198,12 +209,7 @@ class SearchHit(CardBrief):
         exclude_if=lambda value: value is None,
         description="with env: why this finding may not hold here (another GPU, engine or driver version)",
     )
-    applies: Applies | None = Field(
-        None,
-        exclude_if=lambda value: value is None,
-        description="with for: scoped (to that value), family (to one of its family), general (not scoped on it) "
-        "or other (scoped elsewhere)",
-    )
+    applies: AppliesMark = None
     # the legs that ran, each {"rank", "score", "normalized"} or null when the card is not in it, with the
     # fusion's "weights", "demoted" and the best chunk's "chunk_heading"; left out unless asked for
     explain: dict[str, Any] | None = Field(None, exclude_if=lambda value: value is None)
@@ -224,6 +230,7 @@ class SearchPage(Contract):
         may_not_apply: list[str] | None = Field(
             None, exclude_if=lambda value: value is None, description="with env: why it may not hold here"
         )
+        applies: AppliesMark = None
 
     query: str
     hits: list[Hit]
@@ -248,6 +255,7 @@ class Page(Contract):
 class ListedCard(CardBrief):
     path: str
     kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its source, if not this one")
+    applies: AppliesMark = None
 
 
 class CardPage(Page):
@@ -266,6 +274,7 @@ class OpenGap(Contract):
         exclude_if=lambda value: value is None,
         description="why a gap findings once closed is open again: each since refuted, superseded, retired or deleted",
     )
+    applies: AppliesMark = None
 
 
 class OpenGaps(Page):

@@ -12,10 +12,12 @@ blueprints do that) read as text.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
 from ..model import markdown
+from ..model.applicability import applies
 from ..model.cards import INACTIVE_STATUSES, Constraint, FailureMode, Finding, Gate
 from ..model.errors import BadInput
 from ..model.fields import Filter, values_at
@@ -44,9 +46,12 @@ def estimate_tokens(text: str) -> int:
     return ascii_chars * 10 // 33 + (len(text) - ascii_chars) + 1
 
 
-def pack_cards(cards: list[StoredCard], filters: list[Filter], general: bool) -> list[StoredCard]:
+def pack_cards(
+    cards: list[StoredCard], filters: list[Filter], general: bool, environment: Mapping[str, str] | None = None
+) -> list[StoredCard]:
     """Confirmed findings and the active constraints, failure-modes and gates that match every
-    filter (with general, a card that does not set a filtered field counts as matching it)."""
+    filter (with general, a card that does not set a filtered field counts as matching it) and apply to
+    the environment (kbtool.model.applicability: scoped to it, to its family, or general)."""
     out = []
     for stored in cards:
         card = stored.card
@@ -55,8 +60,11 @@ def pack_cards(cards: list[StoredCard], filters: list[Filter], general: bool) ->
         if card.kind == "finding" and card.status != "confirmed":
             continue
         data = card.model_dump(mode="json")
-        if all(f.matches(data) or (general and _unset(data, f.path)) for f in filters):
-            out.append(stored)
+        if not all(f.matches(data) or (general and _unset(data, f.path)) for f in filters):
+            continue
+        if environment and applies(data.get("applies_to"), environment) == "other":
+            continue
+        out.append(stored)
     order = {k: i for i, k in enumerate(PACK_KINDS)}
     return sorted(out, key=lambda s: (order[s.card.kind], s.card.title.casefold()))
 
@@ -65,10 +73,20 @@ def _unset(data: dict[str, Any], path: tuple[str, ...]) -> bool:
     return all(v is None or v == "" or v == [] for v in values_at(data, path))
 
 
-def specific_ids(cards: list[StoredCard], filters: list[Filter]) -> set[str]:
-    """The cards that set every filtered field and match it (with --general, the rest hold anywhere):
-    what is known about this scope in particular comes first in SKILL.md."""
-    return {c.id for c in cards if all(f.matches(c.card.model_dump(mode="json")) for f in filters)}
+def specific_ids(
+    cards: list[StoredCard], filters: list[Filter], environment: Mapping[str, str] | None = None
+) -> set[str]:
+    """The cards that set every filtered field and match it, and are scoped to the environment or its
+    family (the rest hold anywhere): what is known about this scope in particular comes first in SKILL.md."""
+    out = set()
+    for c in cards:
+        data = c.card.model_dump(mode="json")
+        if not all(f.matches(data) for f in filters):
+            continue
+        if environment and applies(data.get("applies_to"), environment) not in ("scoped", "family"):
+            continue
+        out.add(c.id)
+    return out
 
 
 def check_pack_name(name: str) -> None:

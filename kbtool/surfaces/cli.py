@@ -22,9 +22,11 @@ from .cli_base import (
     AllowSecret,
     CardRef,
     Fields,
+    For,
     JsonOut,
     KbPath,
     NoSources,
+    OnlyApplying,
     Status,
     Tags,
     Where,
@@ -118,15 +120,26 @@ def list_cards(
     status: Status = None,
     tag: Tags = None,
     where: Where = None,
+    applies_for: For = None,
+    only_applying: OnlyApplying = False,
     no_sources: NoSources = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """List cards (id, kind, status, title), filtered by kind, status, tags and any field; a source's
-    cards (kb.toml [[sources]]) as SOURCE:ID after this knowledge base's own."""
+    cards (kb.toml [[sources]]) as SOURCE:ID after this knowledge base's own. With an environment (--for, or
+    kb.toml [environment]), each row says how the card applies to it, those scoped elsewhere last."""
     from .client import run_operation
 
-    query = {"kind": kind, "status": status, "tags": tag or [], "where": where or [], "sources": not no_sources}
+    query = {
+        "kind": kind,
+        "status": status,
+        "tags": tag or [],
+        "where": where or [],
+        "sources": not no_sources,
+        "for": applies_for or [],
+        "only_applying": only_applying,
+    }
     if as_json:
         typer.echo(run_operation(root_of(kb), "list", {**query, "json_text": True}))
     else:
@@ -257,18 +270,27 @@ def supersede(
 
 
 @app.command()
-def gaps(no_sources: NoSources = False, kb: KbPath = None, as_json: JsonOut = False) -> None:
+def gaps(
+    applies_for: For = None,
+    only_applying: OnlyApplying = False,
+    no_sources: NoSources = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
     """Open gaps (questions worth an experiment), high priority first, the sources' among them; a gap
-    whose closing findings were all refuted, superseded, retired or deleted since is open again, and says so."""
+    whose closing findings were all refuted, superseded, retired or deleted since is open again, and says so.
+    With an environment (--for, or kb.toml [environment]), those scoped elsewhere come last."""
     from .client import run_operation
 
-    open_gaps = run_operation(root_of(kb), "gaps", {"sources": not no_sources})
+    asked = {"sources": not no_sources, "for": applies_for or [], "only_applying": only_applying}
+    open_gaps = run_operation(root_of(kb), "gaps", asked)
     if as_json:
         print_json(open_gaps)
         return
     for g in open_gaps:
         why = f"  (reopened: {g['reopened']})" if g.get("reopened") else ""
-        typer.echo(f"{g.get('priority', 'medium'):<6}  {g['id']}  {g.get('question', g['title'])}{why}")
+        applies = f"{g['applies']:<7}  " if g.get("applies") else ""
+        typer.echo(f"{g.get('priority', 'medium'):<6}  {applies}{g['id']}  {g.get('question', g['title'])}{why}")
 
 
 @app.command()

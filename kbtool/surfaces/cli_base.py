@@ -115,6 +115,17 @@ Where = Annotated[
         show_default=False,
     ),
 ]
+For = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--for",
+        help="FIELD=VALUE of the environment the answer is for (hardware=H100, modality=vision; repeatable; "
+        "default: kb.toml [environment], FIELD=any to not judge a field): each card says how it applies (scoped, "
+        "family, general, other) and cards scoped elsewhere come last.",
+        show_default=False,
+    ),
+]
+OnlyApplying = Annotated[bool, typer.Option("--only-applying", help="Leave out the cards scoped elsewhere than --for.")]
 NoSources = Annotated[
     bool, typer.Option("--no-sources", help="This knowledge base alone, not the ones kb.toml names as sources.")
 ]
@@ -238,12 +249,14 @@ def print_written(stored: StoredCard, as_json: bool) -> None:
 
 
 def print_rows(rows: list[list[str]]) -> None:
-    """[id, kind, status, title] rows as aligned columns."""
+    """[id, kind, status, (applies,) title] rows as aligned columns, the title last."""
     if not rows:
         return
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    columns = max(len(r) for r in rows) - 1
+    widths = [max(len(r[i]) for r in rows if i < len(r) - 1) for i in range(columns)]
     for r in rows:
-        typer.echo(f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}")
+        cells = [f"{cell:<{widths[i]}}" for i, cell in enumerate(r[:-1])]
+        typer.echo("  ".join([*cells, r[-1]]))
 
 
 def project_dir() -> Path:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from .cli_base import JsonOut, KbPath, Where, app, make_app, open_kb, print_json, show_notices
+from .cli_base import For, JsonOut, KbPath, OnlyApplying, Where, app, make_app, open_kb, print_json, show_notices
 
 sources_app = make_app("The knowledge bases this one reads from (kb.toml [[sources]]), which search and list cover.")
 app.add_typer(sources_app, name="sources")
@@ -43,11 +43,15 @@ def sync(
 def export(
     fmt: Annotated[str, typer.Option("--format", help="jsonl: one card a line, {card, body}.")] = "jsonl",
     out: Annotated[Path | None, typer.Option("--out", help="The file to write (default: stdout).")] = None,
+    where: Where = None,
+    applies_for: For = None,
+    only_applying: OnlyApplying = False,
     kb: KbPath = None,
 ) -> None:
-    """Every card as JSON Lines, lossless: `kb import FILE.jsonl` reads it back (into this or another
-    knowledge base) to the same cards."""
-    lines = open_kb(kb).export_cards(fmt)
+    """Every card (matching --where) as JSON Lines, lossless: `kb import FILE.jsonl` reads it back (into this
+    or another knowledge base) to the same cards. For an environment (--for, or kb.toml [environment]) each
+    line says how its card applies, those scoped elsewhere last."""
+    lines = open_kb(kb).export_cards(fmt, where or [], applies_for or [], only_applying)
     if out is None:
         for line in lines:
             typer.echo(line)
@@ -103,6 +107,15 @@ def new_project(
     from_kb: Annotated[
         str, typer.Option("--from", metavar="PATH_OR_GIT_URL", help="The knowledge base it starts from.")
     ],
+    applies_for: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--for",
+            help="FIELD=VALUE of what the project is for (hardware=H100, modality=vision; repeatable): the cards "
+            "that apply to it are copied, none scoped elsewhere; kept as its kb.toml [environment].",
+            show_default=False,
+        ),
+    ] = None,
     where: Where = None,
     directory: Annotated[Path | None, typer.Option("--dir", help="Where to create it (default: ./NAME).")] = None,
     source_name: Annotated[
@@ -111,11 +124,11 @@ def new_project(
     as_json: JsonOut = False,
 ) -> None:
     """A project knowledge base started from a team's: the team's read as a source, what applies to
-    --where copied (constraints, failure modes, gates, confirmed findings), the gates locked, a
-    knowledge pack made, and the open gaps that apply listed."""
+    --for (and matches --where) copied (constraints, failure modes, gates, confirmed findings), the gates
+    locked, a knowledge pack made, and the open gaps that apply listed."""
     from ..reuse import new_project as start
 
-    made = start(name, from_kb, where or [], directory, source_name)
+    made = start(name, from_kb, where or [], directory, source_name, applies_for or [])
     if as_json:
         print_json(
             {

@@ -12,9 +12,11 @@ import typer
 from ..model.errors import BadInput
 from ..model.vocabulary import MODES, words
 from .cli_base import (
+    For,
     JsonOut,
     KbPath,
     NoSources,
+    OnlyApplying,
     Status,
     Tags,
     Where,
@@ -41,18 +43,8 @@ def search(
     env: Annotated[
         bool, typer.Option("--env", help="Flag findings measured on another GPU, engine or driver version.")
     ] = False,
-    applies_for: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--for",
-            help="FIELD=VALUE of the environment the answer is for (hardware=H100, modality=vision; repeatable): "
-            "each hit says how it applies (scoped, family, general, other); cards scoped elsewhere come last.",
-            show_default=False,
-        ),
-    ] = None,
-    only_applying: Annotated[
-        bool, typer.Option("--only-applying", help="With --for: leave out the cards scoped elsewhere.")
-    ] = False,
+    applies_for: For = None,
+    only_applying: OnlyApplying = False,
     no_sources: NoSources = False,
     batch: Annotated[
         Path | None, typer.Option(help='One query per line (text, or JSON {"q": ...}); one JSON result per line.')

@@ -162,15 +162,24 @@ def skill_pack(
     general: Annotated[
         bool, typer.Option(help="Also take cards that do not set the filtered fields (rules that hold everywhere).")
     ] = False,
+    applies_for: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--for",
+            help="FIELD=VALUE of the environment the pack is for (hardware=H100; repeatable; default: kb.toml "
+            "[environment]): the cards scoped to it, to its family, or general; none scoped elsewhere.",
+            show_default=False,
+        ),
+    ] = None,
     description: Annotated[
         str | None, typer.Option(help="The skill's description (default: made from the filters and counts).")
     ] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """A knowledge-pack skill of the matching confirmed findings, constraints, failure-modes and gates
-    (cards under references/)."""
-    skill = open_kb(kb).pack_skill(name, where or [], general, description)
+    """A knowledge-pack skill of the confirmed findings, constraints, failure-modes and gates that match
+    --where and apply to --for (cards under references/)."""
+    skill = open_kb(kb).pack_skill(name, where or [], general, description, applies_for or [])
     if as_json:
         print_json(skill.to_dict(body=False))
     else:

@@ -66,8 +66,8 @@ LINT_DESCRIPTION = (
 DEFAULT_BUDGET = 6000  # characters of hit text a search answer may spend; agents pay for every one
 
 INSTRUCTIONS = """kb is the project's knowledge base of contracts, constraints, findings, failure-modes, gates, gaps
-and references, plus skills. Before an experiment, `search` for what applies (filter on
-applies_to.hardware, applies_to.model, kind) and `get` the cards you will rely on (any hit's id,
+and references, plus skills. Before an experiment, `search` for what applies (`for`: {"hardware": "B200"}, each hit
+then says how it applies; `kind` to narrow) and `get` the cards you will rely on (any hit's id,
 skills included). Gates are immutable: meet them, never edit them. After measured runs, `compare`
 them with the baseline's (a verdict from the intervals, not from one run), then `add_finding` with
 the numbers, their statistics and baseline (or the exports, a list a side), and `closes` when it
@@ -116,7 +116,21 @@ Metrics = Annotated[
 
 # Names agents reach for out of habit (other search tools call the query `q` and the hit count `limit` or
 # `top_k`), read as kb's own where a tool takes the one and not the other.
-ALIASES = {"q": "query", "limit": "k", "top_k": "k", "name": "id"}
+ALIASES = {"q": "query", "limit": "k", "top_k": "k", "name": "id", "applies_for": "for"}
+# Arguments whose name on the wire Python cannot spell as a parameter: `for` is a keyword, so the tools and
+# prompts declare applies_for and KbServer shows it, and reads it, as `for`.
+WIRE_NAMES = {"applies_for": "for"}
+PYTHON_NAMES = {wire: name for name, wire in WIRE_NAMES.items()}
+For = Annotated[
+    dict[str, str] | None,
+    Field(
+        description='the environment the answer is for, applies_to field -> value, e.g. {"hardware": "H100", '
+        '"modality": "vision"} (default: the knowledge base\'s kb.toml [environment]; "any" leaves a field '
+        "unjudged): each card says how it applies (scoped, family, general, other) and those scoped elsewhere "
+        "come last"
+    ),
+]
+OnlyApplying = Annotated[bool, Field(description="with for: leave out the cards scoped elsewhere")]
 
 
 def checked_arguments(tool: str, takes: set[str], arguments: dict[str, Any]) -> dict[str, Any]:
@@ -150,7 +164,27 @@ class KbServer(MCPServer):
             self._takes = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
         if name in self._takes:
             arguments = checked_arguments(name, self._takes[name], arguments)
-        return await super().call_tool(name, arguments, context)
+        return await super().call_tool(name, _python_names(arguments), context)
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        return await super().get_prompt(name, _python_names(arguments or {}), context)
+
+    def show_wire_names(self) -> None:
+        """Each tool's schema and each prompt's arguments name applies_for as `for` (WIRE_NAMES)."""
+        for tool in self._tool_manager.list_tools():
+            properties = tool.parameters.get("properties", {})
+            for name, wire in WIRE_NAMES.items():
+                if name in properties:
+                    properties[wire] = properties.pop(name)
+                    if name in tool.parameters.get("required", []):
+                        tool.parameters["required"] = [wire if r == name else r for r in tool.parameters["required"]]
+        for prompt in self._prompt_manager.list_prompts():
+            for argument in prompt.arguments or []:
+                argument.name = WIRE_NAMES.get(argument.name, argument.name)
+
+
+def _python_names(arguments: dict[str, Any]) -> dict[str, Any]:
+    return {PYTHON_NAMES.get(key, key): value for key, value in arguments.items()}
 
 
 def agent_name(ctx: Context | None) -> str:
@@ -213,13 +247,16 @@ def build_server(
         budget: Budget = DEFAULT_BUDGET,
         offset: Annotated[int, Field(ge=0, le=900, description="skip this many hits (for the next ones)")] = 0,
         env: Annotated[bool, Field(description=SEARCH["env"].description)] = False,
+        applies_for: For = None,
+        only_applying: OnlyApplying = False,
         kb: KbChoice = None,
     ) -> Annotated[CallToolResult, SearchPage]:
         """Search the knowledge base (keywords and meaning, fused): the cards and skills that apply, best
         first, each with id, kind, title, status, score and a one-line snippet. Superseded and refuted
         cards rank last. `get` a hit's id (a card or a skill) for the whole of it. When the budget
         cuts the answer, the text ends by saying how many hits it shows of how many."""
-        return await shelf.call(kb, KbTools.search, query, k, kind, status, tags, filters, mode, budget, offset, env)
+        asked = (query, k, kind, status, tags, filters, mode, budget, offset, env, applies_for, only_applying)
+        return await shelf.call(kb, KbTools.search, *asked)
 
     @server.tool(annotations=READS)
     async def get(
@@ -245,20 +282,31 @@ def build_server(
         status: Status = None,
         tags: Tags = None,
         filters: Filters = None,
+        applies_for: For = None,
+        only_applying: OnlyApplying = False,
         limit: Limit = 200,
         offset: Offset = 0,
         kb: KbChoice = None,
     ) -> Annotated[CallToolResult, CardPage]:
         """List cards (id, kind, title, status) that match every filter given, a page at a time; the
-        text says how many of how many it shows and the offset of the next page."""
-        return await shelf.call(kb, KbTools.list, kind, status, tags, filters, limit, offset)
+        text says how many of how many it shows and the offset of the next page. With `for`, each says how
+        it applies, those scoped elsewhere last."""
+        return await shelf.call(
+            kb, KbTools.list, kind, status, tags, filters, limit, offset, applies_for, only_applying
+        )
 
     @server.tool(annotations=READS)
-    async def gaps(limit: Limit = 50, offset: Offset = 0, kb: KbChoice = None) -> Annotated[CallToolResult, OpenGaps]:
+    async def gaps(
+        applies_for: For = None,
+        only_applying: OnlyApplying = False,
+        limit: Limit = 50,
+        offset: Offset = 0,
+        kb: KbChoice = None,
+    ) -> Annotated[CallToolResult, OpenGaps]:
         """The open questions, high priority first: what to measure next. Gaps nothing has closed yet, and
         gaps open again because every finding that closed one was since refuted, superseded, retired or
-        deleted (`reopened` says which)."""
-        return await shelf.call(kb, KbTools.gaps, limit, offset)
+        deleted (`reopened` says which). With `for`, those scoped elsewhere come last."""
+        return await shelf.call(kb, KbTools.gaps, limit, offset, applies_for, only_applying)
 
     @server.tool(annotations=READS, description=LINT_DESCRIPTION)
     async def lint(
@@ -509,9 +557,15 @@ def build_server(
         model: Annotated[str | None, Field(description="the model, e.g. Qwen3.6-35B-A3B")] = None,
         hardware: Annotated[str | None, Field(description="the GPU, e.g. B200")] = None,
         precision: Annotated[str | None, Field(description="e.g. nvfp4")] = None,
+        applies_for: Annotated[
+            str | None,
+            Field(description="more of the environment, FIELD=VALUE pairs: 'modality=vision, phase=decode'"),
+        ] = None,
     ) -> str:
-        """What to search, read and respect before an experiment: the kb skill's steps as tool calls."""
-        return prompts.before_experiment(kb_skill_text(default.root), goal, model, hardware, precision)
+        """What to search, read and respect before an experiment: the kb skill's steps as tool calls, for
+        the environment named (model, hardware, precision, `for`)."""
+        scope = prompts.environment(model, hardware, precision, applies_for)
+        return prompts.before_experiment(kb_skill_text(default.root), goal, scope)
 
     @server.prompt(title="Record a run")
     async def record_run(
@@ -533,6 +587,7 @@ def build_server(
 
         return await _read(shelf, lambda: render_skill(default.skill(name)))
 
+    server.show_wire_names()
     return server, shelf
 
 

@@ -30,20 +30,30 @@ def _from_the_skill(steps: list[str], skill_text: str, headings: tuple[str, ...]
     return "\n".join(steps).rstrip() + "\n"
 
 
-def before_experiment(
-    skill_text: str, goal: str, model: str | None = None, hardware: str | None = None, precision: str | None = None
-) -> str:
-    scope = {k: v.strip() for k, v in (("model", model), ("hardware", hardware), ("precision", precision)) if v}
+def environment(
+    model: str | None = None, hardware: str | None = None, precision: str | None = None, more: str | None = None
+) -> dict[str, str]:
+    """The environment a prompt names: its model, hardware and precision, and `for` pairs
+    ('modality=vision, phase=decode'); a bad pair is refused as the tools refuse it."""
+    from ..model.applicability import parse_environment
+
+    pairs = [p for p in re.split(r"[,\n]", more or "") if p.strip()]
+    named = {k: v.strip() for k, v in (("model", model), ("hardware", hardware), ("precision", precision)) if v}
+    return {**named, **parse_environment(pairs, "for")}
+
+
+def before_experiment(skill_text: str, goal: str, scope: dict[str, str]) -> str:
     query = " ".join([*scope.values(), goal])
-    filters = {f"applies_to.{k}": v for k, v in scope.items()}
-    where = f", filters={json.dumps(filters)}" if filters else ""
+    judged = f", for={json.dumps(scope)}" if scope else ""
     on = " (" + ", ".join(f"{k} {v}" for k, v in scope.items()) + ")" if scope else ""
     steps = [
         f"You are about to run an optimization experiment: {goal}{on}.",
         "Before you change anything, use the kb tools:",
-        f'1. search(query="{query}"{where}), and again with kind="constraint", "failure-mode" and "gate".',
+        f'1. search(query="{query}"{judged}), and again with kind="constraint", "failure-mode" and "gate"; each '
+        "hit says how it applies (scoped, family, general; other: measured elsewhere, a lead at best).",
         "2. get(ids=[...]) the cards you will rely on; related(id=..., depth=2) follows their links.",
-        '3. list(kind="gate") for what the result must pass, gaps() for the open questions worth answering.',
+        f'3. list(kind="gate"{judged}) for what the result must pass, gaps({judged[2:]}) for the open questions '
+        "worth answering.",
         '4. recent(since="7d"): what the last agents recorded.',
     ]
     return _from_the_skill(steps, skill_text, ("Before an experiment", "While it runs", "Rules"))

@@ -105,12 +105,23 @@ class KbTools:
         budget: int,
         offset: int,
         env: bool = False,
+        applies_for: dict[str, str] | None = None,
+        only_applying: bool = False,
     ) -> CallToolResult:
         if budget < 200:
             raise BadInput("budget must be at least 200 characters")
         where = _where(filters)
         result = self.kb.search(
-            query, k=k + offset, kind=kind, status=status, tags=tags or (), where=where, mode=mode, env=env
+            query,
+            k=k + offset,
+            kind=kind,
+            status=status,
+            tags=tags or (),
+            where=where,
+            mode=mode,
+            env=env,
+            applies_for=applies_for,
+            only_applying=only_applying,
         )
         found = result.hits[offset:]
         # room for the line that says the answer was cut, so the whole text stays within the budget
@@ -128,8 +139,9 @@ class KbTools:
                 snippet=_one_line(hit.snippet, SNIPPET_CHARS),
                 kb=hit.kb,
                 may_not_apply=hit.may_not_apply,
+                applies=hit.applies,
             )
-            line = f"{hit.id} [{hit.kind}, {hit.status}] {hit.title} — {short.snippet}"
+            line = f"{hit.id} [{_brackets(hit.kind, hit.status, hit.applies)}] {hit.title} — {short.snippet}"
             if hit.may_not_apply:
                 line += f" (may not apply here: {'; '.join(hit.may_not_apply)})"
             if spent + len(line) > room:
@@ -179,14 +191,25 @@ class KbTools:
         filters: dict[str, Any] | None,
         limit: int,
         offset: int,
+        applies_for: dict[str, str] | None = None,
+        only_applying: bool = False,
     ) -> CallToolResult:
-        found = self.kb.summaries_everywhere(kind=kind, status=status, tags=tags or (), where=_where(filters))
+        found = self.kb.summaries_everywhere(
+            kind=kind,
+            status=status,
+            tags=tags or (),
+            where=_where(filters),
+            applies_for=applies_for,
+            only_applying=only_applying,
+        )
         page, cut = Paged.of(found, offset, limit)
-        cards = [ListedCard(**brief(c), path=c.path, kb=c.get("kb")) for c in page.items]
-        lines = [f"{c.id} [{c.kind}, {c.status}] {c.title}" for c in cards] or ["no cards match"]
+        cards = [ListedCard(**brief(c), path=c.path, kb=c.get("kb"), applies=c.get("applies")) for c in page.items]
+        lines = [f"{c.id} [{_brackets(c.kind, c.status, c.applies)}] {c.title}" for c in cards] or ["no cards match"]
         return _result(page.text(lines, "cards", "list"), CardPage(cards=cards, **cut))
 
-    def gaps(self, limit: int, offset: int) -> CallToolResult:
+    def gaps(
+        self, limit: int, offset: int, applies_for: dict[str, str] | None = None, only_applying: bool = False
+    ) -> CallToolResult:
         open_gaps = [
             OpenGap(
                 id=g.id,
@@ -196,12 +219,14 @@ class KbTools:
                 status=g.status,
                 kb=g.get("kb"),
                 reopened=g.get("reopened"),
+                applies=g.get("applies"),
             )
-            for g in self.kb.gaps_everywhere()
+            for g in self.kb.gaps_everywhere(applies_for, only_applying)
         ]
         page, cut = Paged.of(open_gaps, offset, limit)
         lines = [
-            f"{g.id} [{g.priority}] {g.question}" + (f" (reopened: {g.reopened})" if g.reopened else "")
+            f"{g.id} [{_brackets(g.priority, g.applies)}] {g.question}"
+            + (f" (reopened: {g.reopened})" if g.reopened else "")
             for g in page.items
         ] or ["no open gaps"]
         return _result(page.text(lines, "open gaps", "gaps"), OpenGaps(gaps=page.items, **cut))
@@ -418,6 +443,11 @@ def _where(filters: dict[str, Any] | None) -> list[str]:
     ]
     parse_filters(out, "filters")
     return out
+
+
+def _brackets(*marks: str | None) -> str:
+    """'finding, confirmed, other': a line's marks, the applicability one only when there is one."""
+    return ", ".join(m for m in marks if m)
 
 
 def _one_line(text: str, limit: int) -> str:
