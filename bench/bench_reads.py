@@ -67,6 +67,7 @@ async def over_mcp(root: Path, calls: int) -> dict[str, float]:
 
         return {
             "list": await timed("list", {"limit": 200}),
+            "list for": await timed("list", {"limit": 200, "for": {"hardware": "H200"}}),
             "gaps": await timed("gaps", {}),
             "related": await timed("related", {"id": "synthetic-5"}),
         }
@@ -83,6 +84,8 @@ def bench(n: int, calls: int) -> None:
         local = {
             "list": p50_ms(lambda: kb.summaries(), calls),
             "list --where": p50_ms(lambda: kb.summaries(where=["applies_to.hardware=H100"]), calls),
+            # every card judged against an environment and ordered by it (kbtool/model/applicability.py)
+            "list --for": p50_ms(lambda: kb.applying(kb.summaries(), ["hardware=H200"]), calls),
             "gaps": p50_ms(kb.gaps, calls),
             "stats": p50_ms(kb.stats, calls),
             "related": p50_ms(lambda: kb.related("synthetic-5"), calls),
@@ -96,6 +99,7 @@ def bench(n: int, calls: int) -> None:
             daemon = {
                 "list": p50_ms(lambda: run_operation(root, "list", {"brief": True}), calls),
                 "list --json": p50_ms(lambda: run_operation(root, "list", {"json_text": True}), calls),
+                "list --for": p50_ms(lambda: run_operation(root, "list", {"brief": True, "for": ["hardware=H200"]}), calls),
                 **{op: p50_ms(lambda op=op: run_operation(root, op), calls) for op in ("gaps", "stats")},
             }
         finally:

@@ -715,10 +715,10 @@ def test_prompts_for_clients_without_skills_come_from_the_kb_skill(seeded, env):
         async with stdio(seeded, env) as client:
             listed = {p.name: p for p in (await client.list_prompts()).prompts}
             assert set(listed) == {"before_experiment", "record_run"}
-            assert {a.name for a in listed["before_experiment"].arguments} == {"goal", "model", "hardware", "precision"}
+            assert {a.name for a in listed["before_experiment"].arguments} == {"goal", "model", "hardware", "precision", "for"}
             before = await client.get_prompt("before_experiment", {"goal": "NVFP4 MoE decode", "hardware": "B200"})
             text = before.messages[0].content.text
-            assert 'search(query="B200 NVFP4 MoE decode", filters={"applies_to.hardware": "B200"})' in text
+            assert 'search(query="B200 NVFP4 MoE decode", for={"hardware": "B200"})' in text
             assert "## Before an experiment" in text and "## While it runs" in text  # the kb skill's own words
             assert "Gates are immutable" in text and "<!--" not in text
             record = await client.get_prompt("record_run", {"what": "TPOT 0.56 ms", "closes": "gap-x"})
