@@ -34,7 +34,7 @@ NOT_RUN = {
 }
 # files a user has at that point: the export of their own AIPerf run (a real one, from a mock server)
 FILES_BEFORE = {
-    'cd ~/my-kb\nkb search "NVFP4 MoE decode" --where applies_to.hardware=B200': {
+    'cd ~/my-kb\nkb search "NVFP4 MoE decode" --for hardware=B200': {
         "~/my-kb/artifacts/profile_export_aiperf.json": AIPERF_EXPORT
     },
 }
@@ -45,6 +45,10 @@ SKILL_INSTANCES = {
     "kb edit": None,  # named in prose ("kb edit refuses it"), not a command to run
     "kb show": None,  # named in prose ("with get (or kb show)")
     "kb show ID": ("kb show nvfp4-block-scaled-fp4-format", 0),
+    "kb new-project NAME --from TEAM_KB --for hardware=H100 --for modality=vision": (
+        "kb new-project sammie --from . --dir ../sammie --for hardware=H100 --for modality=vision",
+        0,
+    ),
     "kb gate run ID": ("kb gate run gate-tpot-vs-baseline-engine", 1),  # no runs/ in a fresh clone: it fails
     "kb supersede OLD NEW": ("kb supersede ttft-run-1 ttft-run-2", 0),
     'kb supersede OLD NEW --reason "..."': ('kb supersede ttft-run-2 ttft-run-3 --reason "re-measured with AIPerf"', 0),
