@@ -99,7 +99,9 @@ def bench(n: int, calls: int) -> None:
             daemon = {
                 "list": p50_ms(lambda: run_operation(root, "list", {"brief": True}), calls),
                 "list --json": p50_ms(lambda: run_operation(root, "list", {"json_text": True}), calls),
-                "list --for": p50_ms(lambda: run_operation(root, "list", {"brief": True, "for": ["hardware=H200"]}), calls),
+                "list --for": p50_ms(
+                    lambda: run_operation(root, "list", {"brief": True, "for": ["hardware=H200"]}), calls
+                ),
                 **{op: p50_ms(lambda op=op: run_operation(root, op), calls) for op in ("gaps", "stats")},
             }
         finally:

@@ -203,7 +203,7 @@ class KnowledgeBaseCore:
                 raise nothing_to_judge()
             return found
         return [
-            CardSummary(s.id, s.kind, s.title, s.status, s.path, {**s.data, "applies": how})
+            CardSummary(s.id, s.kind, s.title, s.status, s.path, s.data, how)
             for s, how in self.judge(found, lambda s: s.get("applies_to"), environment, only_applying)
         ]
 

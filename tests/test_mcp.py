@@ -715,7 +715,13 @@ def test_prompts_for_clients_without_skills_come_from_the_kb_skill(seeded, env):
         async with stdio(seeded, env) as client:
             listed = {p.name: p for p in (await client.list_prompts()).prompts}
             assert set(listed) == {"before_experiment", "record_run"}
-            assert {a.name for a in listed["before_experiment"].arguments} == {"goal", "model", "hardware", "precision", "for"}
+            assert {a.name for a in listed["before_experiment"].arguments} == {
+                "goal",
+                "model",
+                "hardware",
+                "precision",
+                "for",
+            }
             before = await client.get_prompt("before_experiment", {"goal": "NVFP4 MoE decode", "hardware": "B200"})
             text = before.messages[0].content.text
             assert 'search(query="B200 NVFP4 MoE decode", for={"hardware": "B200"})' in text

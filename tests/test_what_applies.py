@@ -12,10 +12,10 @@ import re
 import tomllib
 
 import pytest
-from conftest import REPO_ROOT, commit_count, git, run_kb
 from test_mcp import call, stdio
 
 import kbtool
+from conftest import REPO_ROOT, commit_count, git, run_kb
 
 LLM_GATES = {
     "gate-accuracy-vs-bf16-oracle",

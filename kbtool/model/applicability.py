@@ -145,7 +145,16 @@ def ranked(
 ) -> list[tuple[T, Applies]]:
     """Each item with how it applies, those scoped elsewhere after every one that applies (each group
     in the order given), or left out with only_applying."""
-    marked = [(item, applies(scope_of(item), environment)) for item in items]
+    judged: dict[str, Applies] = {}  # cards share scopes: each distinct one judged once
+
+    def how(item: T) -> Applies:
+        scope = scope_of(item)
+        key = repr(scope)
+        if key not in judged:
+            judged[key] = applies(scope, environment)
+        return judged[key]
+
+    marked = [(item, how(item)) for item in items]
     if only_applying:
         return [(item, how) for item, how in marked if how != "other"]
     return sorted(marked, key=lambda pair: pair[1] == "other")  # stable: the given order within each

@@ -64,6 +64,7 @@ class CardSummary:
     status: str
     path: str
     data: dict[str, Any]  # the frontmatter as JSON (None values left out), as StoredCard.to_dict gives it
+    applies: str | None = None  # how it applies to the environment a read was for (kbtool/model/applicability.py)
 
     def get(self, *path: str, default: Any = None) -> Any:
         value: Any = self.data
@@ -76,7 +77,16 @@ class CardSummary:
     def to_dict(self, body: bool = False) -> dict[str, Any]:
         """The same shape as StoredCard.to_dict(body=False)."""
         rest = {k: v for k, v in self.data.items() if k not in ("id", "kind", "title", "status")}
-        return {"id": self.id, "kind": self.kind, "title": self.title, "status": self.status, "path": self.path, **rest}
+        judged = {"applies": self.applies} if self.applies else {}
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "title": self.title,
+            "status": self.status,
+            "path": self.path,
+            **rest,
+            **judged,
+        }
 
 
 def brief(stored: StoredCard | CardSummary) -> dict[str, Any]:

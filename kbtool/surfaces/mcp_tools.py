@@ -203,7 +203,7 @@ class KbTools:
             only_applying=only_applying,
         )
         page, cut = Paged.of(found, offset, limit)
-        cards = [ListedCard(**brief(c), path=c.path, kb=c.get("kb"), applies=c.get("applies")) for c in page.items]
+        cards = [ListedCard(**brief(c), path=c.path, kb=c.get("kb"), applies=c.applies) for c in page.items]
         lines = [f"{c.id} [{_brackets(c.kind, c.status, c.applies)}] {c.title}" for c in cards] or ["no cards match"]
         return _result(page.text(lines, "cards", "list"), CardPage(cards=cards, **cut))
 
@@ -219,7 +219,7 @@ class KbTools:
                 status=g.status,
                 kb=g.get("kb"),
                 reopened=g.get("reopened"),
-                applies=g.get("applies"),
+                applies=g.applies,
             )
             for g in self.kb.gaps_everywhere(applies_for, only_applying)
         ]

@@ -42,8 +42,8 @@ def run(kb: Any, op: str, args: dict[str, Any]) -> Any:
 
 
 def _row(summary: Any) -> list[str]:
-    applies = summary.data.get("applies")
-    return [summary.id, summary.kind, summary.status, *([applies] if applies else []), summary.title]
+    applies = [summary.applies] if summary.applies else []
+    return [summary.id, summary.kind, summary.status, *applies, summary.title]
 
 
 def _strings(args: dict[str, Any], key: str) -> list[str]:
