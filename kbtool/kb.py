@@ -85,7 +85,7 @@ class KnowledgeBase(SkillRegistry):
         if "gaps" not in skip:
             problems += curation.reopened_gaps(self.gaps())  # the gaps `kb gaps` lists again, as it says why
         if "gates" not in skip:
-            problems += curation.gate_lock_problems(self.store, self.gate_locks())
+            problems += curation.gate_lock_problems(self.store, self.gate_locks(), self.dropped_locks())
         if "stale" not in skip:
             problems += curation.stale(cards, self.config.curation.max_finding_age_days, date.today())
         if "contradictions" not in skip:

@@ -295,7 +295,8 @@ class Store:
     def history(self, rel: str) -> list[Commit]:
         fmt = "%H%x1f%aI%x1f%an%x1f%s%x1f%B%x1e"
         try:
-            out = self.repo.git.log("--follow", f"--format={fmt}", "--", rel)
+            # not --follow: its rename guess would take a deleted similar card's commits for this one's
+            out = self.repo.git.log("--no-renames", f"--format={fmt}", "--", rel)
         except git.GitCommandError:
             return []
         commits = []
@@ -310,7 +311,7 @@ class Store:
         """The newest `limit` commits of a file, each with its patch to that file: one git call."""
         fmt = "%x1e%H%x1f%aI%x1f%an%x1f%s%x1f%B%x1d"
         try:
-            out = self.repo.git.log("--follow", f"-{limit}", f"--format={fmt}", "-p", "--", rel)
+            out = self.repo.git.log("--no-renames", f"-{limit}", f"--format={fmt}", "-p", "--", rel)
         except git.GitCommandError:
             return []
         found = []
