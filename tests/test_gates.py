@@ -247,4 +247,3 @@ def test_a_gate_whose_lock_entry_is_deleted_stays_locked(cli, kb, tmp_path):
     git(kb.root, "commit", "-qam", "restore the gate")
     assert cli("gate", "lock", gate).exit_code == 0
     assert gate in json.loads(lock.read_text())["gates"] and cli("gate", "verify").exit_code == 0
-
