@@ -67,7 +67,7 @@ class KnowledgeBaseCore:
     def __init__(self, root: Path, embedder: Embedder | None = None):
         self.root = root.resolve()
         self.config: Config = load_config(self.root)
-        self.store = Store(self.root)
+        self.store = Store(self.root, note=self.note)
         self.store.recover_if_interrupted()  # a writer killed mid-write: undo it before anything is read
         self.notices: builtins.list[str] = []  # things worth telling the user that are not errors (an index rebuilt)
         if self.store.state_dir != self.root / STATE_DIR:

@@ -17,10 +17,11 @@ only the journal goes. A card is on disk only if it is committed, or its writer 
 from __future__ import annotations
 
 import base64
+import getpass
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +58,10 @@ class Commit:
 
 
 class Store:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, note: Callable[[str], None] | None = None):
         self.root = root.resolve()
+        self._note = note  # how a write tells its caller something worth saying (kb signs as itself)
+        self.signs_as_kb = False  # git has no identity here: commits are signed kb <kb@localhost>
         self._repo: git.Repo | None = None
         self._file_lock: FileLock | None = None
         self._state_dir: Path | None = None
@@ -161,7 +164,9 @@ class Store:
                 raise StoreError(
                     f"{self.root}: not a git repository; a knowledge base lives in one (kb init)"
                 ) from None
-            self._repo.git.update_environment(**identity_env(self._repo))
+            fallback = identity_env(self._repo)
+            self._repo.git.update_environment(**fallback)
+            self.signs_as_kb = bool(fallback)
         return self._repo
 
     @classmethod
@@ -241,6 +246,8 @@ class Store:
         Takes the lock (again, if the caller holds it: call it under `lock()` when the content depends
         on what is already there). Whatever interrupts it, Ctrl-C included, leaves the files as they were.
         """
+        if self.repo is not None and self.signs_as_kb and self._note is not None:
+            self._note(NO_IDENTITY)
         with self.lock():
             paths = {rel: self.inside(rel) for rel in files}
             before = {rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()}
@@ -394,6 +401,12 @@ def _replace(path: Path, content: str | bytes | None) -> None:
         raise
 
 
+NO_IDENTITY = (
+    "git has no user.name or user.email here, so kb signs its commits kb <kb@localhost>; say who you are with "
+    'git config --global user.name "Your Name" and user.email'
+)
+
+
 def identity_env(repo: git.Repo) -> dict[str, str]:
     """Commits need an author; where git has none configured, kb signs as itself."""
     reader = repo.config_reader()
@@ -406,5 +419,12 @@ def identity_env(repo: git.Repo) -> dict[str, str]:
 
 
 def author_name(store: Store) -> str | None:
+    """Who a person's write or review is by: git's user.name, else the login name (a fresh container has
+    no git identity and often no $USER; the account still has a name)."""
     name = os.environ.get("GIT_AUTHOR_NAME") or store.repo.config_reader().get_value("user", "name", default="")
-    return str(name) or os.environ.get("USER") or None
+    if name:
+        return str(name)
+    try:
+        return getpass.getuser() or None
+    except (KeyError, OSError):  # no $USER and no passwd entry for this uid
+        return None
