@@ -329,3 +329,33 @@ def test_importing_documents_with_placeholders_writes_them(kb, fast_env, tmp_pat
     again = run_kb(fast_env, kb.root, "import", str(docs))
     assert again.returncode == 2 and "looks like a credential" in again.stderr
     assert tree_state(kb.root) == before
+
+
+def test_lint_keeps_what_it_found_by_content_and_judges_what_changed(cli, kb):
+    """The scan of an unchanged tree is kept in .kb/ (line and kind, never the value); a changed file, a new
+    commit or a hand-edited cache is judged anew."""
+
+    def secrets_found() -> list[str]:
+        problems = json.loads(cli("lint", "--skip", "duplicates", "--json").stdout)["problems"]
+        return sorted(p["path"] for p in problems if p["code"] == "secret")
+
+    notes = kb.root / "notes.md"
+    notes.write_text("# Notes\n\nNothing to hide.\n")
+    git(kb.root, "add", "notes.md")
+    git(kb.root, "commit", "-qm", "notes")
+    assert secrets_found() == []
+    cache = kb.root / ".kb" / "secrets-scan.json"
+    assert cache.exists()
+    notes.write_text(f"# Notes\n\nexport HF_TOKEN={HF_TOKEN}\n")
+    assert secrets_found() == ["notes.md"]
+    assert HF_TOKEN not in cache.read_text()
+    git(kb.root, "commit", "-qam", f"oops\n\nHF_TOKEN={HF_TOKEN}")
+    assert secrets_found() == ["commit " + git(kb.root, "rev-parse", "HEAD")[:12], "notes.md"]
+    cache.write_text(json.dumps({"rules": "whatever", "files": {"x": [["not", "a finding"]]}}))
+    assert len(secrets_found()) == 2
+    cache.write_text("{not json")
+    assert len(secrets_found()) == 2
+    from kbtool.loop.committed_secrets import _rules
+
+    cache.write_text(json.dumps({"rules": _rules(), "files": {"x": "nope"}, "head": 3, "messages": [["a", "b"]]}))
+    assert len(secrets_found()) == 2

@@ -39,7 +39,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     ],
     "loop": [
         {"environment", "evidence", "exchange", "gate_lock", "importer", "load", "provenance", "review"},
-        {"curation", "exports", "finding_input", "results_tsv", "statistics"},
+        {"curation", "committed_secrets", "exports", "finding_input", "results_tsv", "statistics"},
         {"formats", "plots"},
         {"pairing", "runs"},
         {"repeats"},

@@ -15,7 +15,7 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
   agents will not match well: cut off in listings, never saying when to use the skill, or
   nearly the same as another skill's (warnings)
 - secrets: text that looks like a credential in any tracked file (cards, skills, runs/, kb.toml, ...) or card
-  and skill on disk (errors), or in a commit message (warnings; kbtool/store/secrets.py)
+  and skill on disk (errors), or in a commit message (warnings; kbtool/loop/committed_secrets.py)
 - drift: copies from another knowledge base whose original changed there since
 
 And, when a finding is added, the existing ones it likely duplicates or contradicts (related_findings).
@@ -33,7 +33,7 @@ from ..model.errors import InvalidCard
 from ..model.records import CardSummary, Problem, StoredCard
 from ..model.vocabulary import words
 from ..store.config import LimitsSection, SourceSection
-from ..store.repository import CARDS_DIR, SKILLS_DIR, Store
+from ..store.repository import CARDS_DIR, Store
 from ..store.sources import source_root
 from .gate_lock import GateLock, file_problems, gate_hash
 from .load import difference
@@ -320,62 +320,6 @@ def skill_problems(
             )
         )
     return out
-
-
-def secret_problems(store: Store, ignore: list[str]) -> list[Problem]:
-    """Credentials already committed, anywhere: every tracked file (cards, skills, runs/, kb.toml, ...) and
-    the cards and skills on disk not yet committed, but paths ignore names (kb.toml [curation]
-    secrets_ignore); and every commit message, a warning, as only rewriting history removes one."""
-    from ..store.secrets import secrets_in_file
-
-    tracked = store.repo.git.ls_files("-z").split("\0") if store.head() else []
-    on_disk = [store.relative(p) for d in (CARDS_DIR, SKILLS_DIR) for p in (store.root / d).rglob("*")]
-    problems = []
-    for rel in sorted({r for r in (*tracked, *on_disk) if r} - _ignored({*tracked, *on_disk}, ignore)):
-        path = store.root / rel
-        if path.is_symlink() or not path.is_file():  # a link is not followed: it can point anywhere
-            continue
-        for found in secrets_in_file(rel, path.read_bytes()):
-            problems.append(Problem(rel, "secret", f"looks like a credential ({found}); {REMEDY}", _owner(rel)))
-    return problems + _secrets_in_messages(store)
-
-
-REMEDY = "remove it, rotate it, and purge it from git history"
-
-
-def _ignored(paths: set[str], ignore: list[str]) -> set[str]:
-    from fnmatch import fnmatchcase
-
-    return {p for p in paths if any(fnmatchcase(p, pattern) for pattern in ignore)}
-
-
-def _owner(rel: str) -> str | None:
-    """The card (kb/<kind>/<id>.md) or skill (skills/<name>/...) a file is part of."""
-    parts = rel.split("/")
-    if parts[0] == CARDS_DIR and len(parts) == 3 and parts[2].endswith(".md"):
-        return parts[2][:-3]
-    return parts[1] if parts[0] == SKILLS_DIR and len(parts) > 2 else None
-
-
-def _secrets_in_messages(store: Store) -> list[Problem]:
-    from ..store.secrets import find_secrets
-
-    if store.head() is None:
-        return []
-    log = store.repo.git.log("--format=%H%x1f%B%x1e")
-    problems = []
-    for record in log.split("\x1e"):
-        sha, _, message = record.strip("\n").partition("\x1f")
-        for found in find_secrets(message, "message.txt") if sha else []:
-            problems.append(
-                Problem(
-                    f"commit {sha[:12]}",
-                    "secret",
-                    f"its message looks like a credential ({found}); rotate it: only rewriting history removes it",
-                    severity="warning",
-                )
-            )
-    return problems
 
 
 # --- a new finding among the existing ones --------------------------------------------

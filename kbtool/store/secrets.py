@@ -120,7 +120,7 @@ def find_secrets(text: str, name: str = "text.md") -> list[Secret]:
     hit = _lines_hit(lines)
     if not hit:
         return []  # no detector's own pattern occurs anywhere: the line-by-line scan would find nothing
-    name = _scan_name(name)
+    name = scan_name(name)
     suffix = PurePosixPath(name).suffix
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == "---"), None)
     if suffix in (".yaml", ".yml"):
@@ -409,7 +409,7 @@ def _as_text(content: str | bytes) -> str | None:
         return None
 
 
-def _scan_name(rel: str) -> str:
+def scan_name(rel: str) -> str:
     """A name for the scanned copy with rel's type and nothing else of it (a hostile file name stays out)."""
     suffix = PurePosixPath(rel).suffix.lower()
     return f"file{suffix}" if re.fullmatch(r"\.[a-z0-9]{1,12}", suffix) else "file.txt"
