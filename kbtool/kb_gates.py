@@ -176,8 +176,8 @@ class Gating(Reviewing):
                 path = self.root / rel
                 earlier = path.read_text(encoding="utf-8") if path.exists() else ""
                 # a run is recorded whatever its output held: a credential in it is redacted, not committed
-                record = redact_record({**result.record(), **({"repo": judged} if judged else {})})
-                line = json.dumps(record, ensure_ascii=False) + "\n"
+                kept = redact_record({**result.record(), **({"repo": judged} if judged else {})})
+                line = json.dumps(kept, ensure_ascii=False) + "\n"
                 writes = {rel: earlier + line}
                 verdict = "pass" if result.passed else "fail"
                 trailers = f"kb-op: gate-run\nkb-id: {stored.id}\n"

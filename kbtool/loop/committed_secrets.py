@@ -54,7 +54,8 @@ def committed_secrets(store: Store, ignore: list[str]) -> list[Problem]:
         Problem(
             f"commit {sha[:12]}",
             "secret",
-            f"its message looks like a credential ({kind} at line {line}); rotate it: only rewriting history removes it",
+            f"its message looks like a credential ({kind} at line {line}); rotate it (only rewriting history "
+            "removes it)",
             severity="warning",
         )
         for sha, line, kind in messages
