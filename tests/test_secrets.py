@@ -176,6 +176,17 @@ def test_skill_new_and_import_are_checked(cli, kb, tmp_path):
     assert cli("skill", "import", str(folder), "--allow-secret").exit_code == 0
 
 
+def test_a_token_inside_a_binary_skill_asset_is_refused(cli, kb, tmp_path):
+    folder = tmp_path / "src" / "cached-client"
+    (folder / "assets").mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: cached-client\ndescription: A client. Use when asked.\n---\n\nRun it.\n")
+    (folder / "assets" / "session.bin").write_bytes(b"\x00\x93\xff" + f"auth={HF_TOKEN}".encode() + b"\x00\x01")
+    before = tree_state(kb.root)
+    imported = cli("skill", "import", str(folder))
+    assert refused(imported) and "Hugging Face Token in binary content" in imported.stderr, imported.output
+    assert tree_state(kb.root) == before
+
+
 def test_mcp_writes_are_checked_and_cannot_be_allowed(kb, fast_env):
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters

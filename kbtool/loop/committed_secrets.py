@@ -45,7 +45,12 @@ def committed_secrets(store: Store, ignore: list[str]) -> list[Problem]:
                 known if known is not None else [[s.line, s.kind] for s in secrets.secrets_in_file(rel, content)]
             )
         problems += [
-            Problem(rel, "secret", f"looks like a credential ({kind} at line {line}); {REMEDY}", _owner(rel))
+            Problem(
+                rel,
+                "secret",
+                f"looks like a credential ({secrets.Secret(int(line), str(kind))}); {REMEDY}",
+                _owner(rel),
+            )
             for line, kind in found[key]
         ]
     head, messages = _messages(store, cache)

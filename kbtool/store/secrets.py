@@ -23,7 +23,9 @@ import itertools
 import json
 import re
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -83,14 +85,17 @@ SETTINGS_WORDS = frozenset({"no", "yes", "true", "false", "on", "off", "none", "
 
 # the words documentation writes where a credential goes: `your-api-key-here`, `<YOUR_TOKEN>`, `changeme`
 PLACEHOLDER_WORDS = frozenset(
-    "your my the a an api key keys token tokens secret secrets password passwd pass pwd access auth bearer id "
-    "here goes put insert enter paste replace with own placeholder change changeme me redacted dummy fake "
-    "example sample test foo bar baz value credential credentials user username name hf sk org personal "
-    "xxx xxxx todo fixme none empty".split()
+    "your yours my our the a an this that it to of for in on at is be with and or here there goes go put set "
+    "insert enter paste replace change changeme me use new real actual strong long random generated generate "
+    "some something string value values own placeholder redacted dummy fake example sample test testing demo "
+    "foo bar baz api key keys token tokens secret secrets password passwd pass pwd access auth bearer id client "
+    "credential credentials user username name hf sk org personal read write xxx xxxx todo fixme none empty "
+    "dev local default please".split()
 )
 TEMPLATE = re.compile(r"\$\{.*\}|\{\{.*\}\}|^<.*>$|^\{.*\}$|^\$\(.*\)$|^\$\w+$|^%\w+%$|^\[.*\]$")
 SERVICE_PREFIX = re.compile(r"^(?:[A-Za-z]{1,10}[_-])+")  # hf_, sk-proj-, ghp_, xoxb-: not the secret part
 MASK = frozenset("xX*#•0-_. ")
+PRINTABLE_RUN = re.compile(rb"[\x20-\x7e]{8,}")  # what strings(1) shows of a binary file
 ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?[A-Za-z_][\w.-]*\s*[:=]")  # NAME=value, name: value
 WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
@@ -107,7 +112,7 @@ class Secret:
     value: str = field(default="", repr=False, compare=False)  # never shown; compared with what was there before
 
     def __str__(self) -> str:
-        return f"{self.kind} at line {self.line}"
+        return f"{self.kind} at line {self.line}" if self.line else f"{self.kind} in binary content"
 
 
 def find_secrets(text: str, name: str = "text.md") -> list[Secret]:
@@ -120,6 +125,11 @@ def find_secrets(text: str, name: str = "text.md") -> list[Secret]:
     hit = _lines_hit(lines)
     if not hit:
         return []  # no detector's own pattern occurs anywhere: the line-by-line scan would find nothing
+    with _detectors():
+        return _find(text, name, lines, hit)
+
+
+def _find(text: str, name: str, lines: list[str], hit: set[int]) -> list[Secret]:
     name = scan_name(name)
     suffix = PurePosixPath(name).suffix
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip("\r\n") == "---"), None)
@@ -127,14 +137,14 @@ def find_secrets(text: str, name: str = "text.md") -> list[Secret]:
         found = _yaml_values(text, 0) + _scan(lines, hit, name)
     elif suffix != ".md" or not lines or lines[0].rstrip("\r\n") != "---" or end is None:
         found = _scan(lines, hit, name)
-        if suffix != ".md" and _is_plain_text(name):
+        if _is_plain_text(name):
             found += _assignments(lines, hit)
         if suffix == ".jsonl":
             found += _in_json_strings(lines, hit)
     else:
         frontmatter, body = set(range(1, end)), set(range(end + 1, len(lines)))
         found = _yaml_values("".join(lines[1:end]), 1) + _scan(lines, hit & frontmatter, "card.yaml")
-        found += _scan(lines, hit & body, "card.md")
+        found += _scan(lines, hit & body, "card.md") + _assignments(lines, hit & body)
     found += _own_rules(lines, hit)
     unique = {(s.line, s.kind): s for s in found if not is_placeholder(s.value)}
     return sorted(unique.values(), key=lambda s: (s.line, s.kind))
@@ -155,10 +165,13 @@ def is_placeholder(value: str) -> bool:
 
 
 def secrets_in_file(rel: str, content: str | bytes) -> list[Secret]:
-    """find_secrets over a file kb writes, by its type; a binary file (not UTF-8, or holding NUL) has none
-    that a text rule could see."""
+    """find_secrets over a file kb writes, by its type; a binary one (not UTF-8, or holding NUL: a skill's
+    asset) by the printable runs in it, as strings(1) shows them, each at line 0."""
     text = _as_text(content)
-    return [] if text is None else find_secrets(text, rel)
+    if text is not None:
+        return find_secrets(text, rel)
+    runs = b"\n".join(PRINTABLE_RUN.findall(content if isinstance(content, bytes) else b""))
+    return [Secret(0, s.kind, s.value) for s in find_secrets(runs.decode("ascii"), "binary.txt")]
 
 
 def added_secrets(rel: str, new: str | bytes, old: bytes | None) -> list[Secret]:
@@ -166,21 +179,19 @@ def added_secrets(rel: str, new: str | bytes, old: bytes | None) -> list[Secret]
     (committed by a person with --allow-secret, or before kb checked) is lint's to report, not a reason to
     refuse every later edit of the file. An append (a run log) is scanned for the lines it adds alone."""
     new_text, old_text = _as_text(new), (None if old is None else _as_text(old))
-    if new_text is None:
-        return []
-    appended = (
-        old_text is not None
+    if (
+        new_text is not None
+        and old_text is not None
         and old_text.endswith("\n")
         and new_text.startswith(old_text)
         and PurePosixPath(rel).suffix not in (".md", ".yaml", ".yml")  # read whole: a line's meaning is its file's
-    )
-    if appended and old_text is not None:
+    ):
         offset = len(_lines(old_text))
         return [Secret(s.line + offset, s.kind, s.value) for s in secrets_in_file(rel, new_text[len(old_text) :])]
-    found = find_secrets(new_text, rel)
-    if not found or old_text is None:
+    found = secrets_in_file(rel, new)
+    if not found or old is None:
         return found
-    there = {(s.kind, s.value) for s in find_secrets(old_text, rel)}
+    there = {(s.kind, s.value) for s in secrets_in_file(rel, old)}
     return [s for s in found if (s.kind, s.value) not in there]
 
 
@@ -249,12 +260,11 @@ def _scan(lines: list[str], chosen: set[int], name: str) -> list[Secret]:
     first reads any text as an INI file and, when it parses as one, scans what the parser made of it and
     never the lines themselves (`hello` above `AWS_SECRET_ACCESS_KEY=...` hid the key)."""
     from detect_secrets.core.scan import _process_line_based_plugins
-    from detect_secrets.settings import transient_settings
 
     if not chosen:
         return []
     order = sorted(chosen)
-    with transient_settings({"plugins_used": [{"name": plugin} for plugin in PLUGINS]}):
+    with _detectors():
         found = [
             (order[s.line_number - 1] + 1, s.type, str(s.secret_value or ""))
             for s in _process_line_based_plugins(list(enumerate((lines[i] for i in order), start=1)), filename=name)
@@ -263,9 +273,10 @@ def _scan(lines: list[str], chosen: set[int], name: str) -> list[Secret]:
 
 
 def _assignments(lines: list[str], hit: set[int]) -> list[Secret]:
-    """In plain text (a script, an .env file, a command's output, a commit message), the lines that assign a
-    value, by a config file's rules: `AWS_SECRET_ACCESS_KEY=...` and `password: ...` count unquoted there,
-    where a markdown body wants quotes. A value with a space in it is prose (`secret_sauce = fast decoding`)."""
+    """In plain text (a script, an .env file, a command's output, a commit message, a markdown code block),
+    the lines that begin by assigning a value, by a config file's rules: `export AWS_SECRET_ACCESS_KEY=...`
+    and `password: ...` count unquoted there, where elsewhere in markdown the keyword rule wants quotes. A
+    value with a space in it is prose (`secret_sauce = fast decoding`)."""
     assigning = {i for i in hit if ASSIGNMENT.match(lines[i])}
     return [s for s in _scan(lines, assigning, "file.cfg") if s.value and not any(c.isspace() for c in s.value)]
 
@@ -305,12 +316,11 @@ def _yaml_values(text: str, offset: int) -> list[Secret]:
     """detect-secrets' reading of YAML: a key's value wherever it is written (a block scalar under its key,
     a quoted string over lines), judged by the key's name, so `password: hunter2` counts unquoted."""
     from detect_secrets.core.scan import scan_file
-    from detect_secrets.settings import transient_settings
 
     with tempfile.TemporaryDirectory(prefix="kb-secrets-") as folder:
         path = Path(folder) / "file.yaml"  # the detectors choose their rules by the file's type
         path.write_text(text, encoding="utf-8")
-        with transient_settings({"plugins_used": [{"name": name} for name in PLUGINS]}):
+        with _detectors():
             found = [(s.line_number, s.type, str(s.secret_value or "")) for s in scan_file(str(path))]
     return _found(found, _lines(text), offset)
 
@@ -334,6 +344,29 @@ def _whole_value(kind: str, value: str, line: str) -> str:
             if value and value in whole and (whole.startswith(value) or len(value) < 8):
                 return whole
     return value
+
+
+_DETECTORS_HELD = threading.RLock()  # detect-secrets' settings are one global: one scan at a time
+_held_for_scan = 0
+
+
+@contextmanager
+def _detectors() -> Iterator[None]:
+    """detect-secrets set to PLUGINS for the scan in hand, once however deep the scan nests (a run log's
+    lines each scanned as text); setting them costs ~0.5 ms."""
+    global _held_for_scan
+    from detect_secrets.settings import transient_settings
+
+    with _DETECTORS_HELD:
+        if _held_for_scan:
+            yield
+            return
+        with transient_settings({"plugins_used": [{"name": plugin} for plugin in PLUGINS]}):
+            _held_for_scan += 1
+            try:
+                yield
+            finally:
+                _held_for_scan -= 1
 
 
 @functools.cache
