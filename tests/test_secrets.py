@@ -179,7 +179,7 @@ def test_skill_new_and_import_are_checked(cli, kb, tmp_path):
 def test_a_token_inside_a_binary_skill_asset_is_refused(cli, kb, tmp_path):
     folder = tmp_path / "src" / "cached-client"
     (folder / "assets").mkdir(parents=True)
-    (folder / "SKILL.md").write_text("---\nname: cached-client\ndescription: A client. Use when asked.\n---\n\nRun it.\n")
+    (folder / "SKILL.md").write_text("---\nname: cached-client\ndescription: A client. Use when asked.\n---\n\nRun.\n")
     (folder / "assets" / "session.bin").write_bytes(b"\x00\x93\xff" + f"auth={HF_TOKEN}".encode() + b"\x00\x01")
     before = tree_state(kb.root)
     imported = cli("skill", "import", str(folder))
