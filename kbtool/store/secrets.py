@@ -205,6 +205,7 @@ def check_write(files: Mapping[str, str | bytes | None], before: Mapping[str, by
 
 
 def _refusal(where: str, found: list[Secret]) -> str:
+    where = where if where.isprintable() else repr(where)  # a file name holding a newline stays one line
     shown = "; ".join(map(str, found[:3])) + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
     return (
         f"{where}: looks like a credential ({shown}); what kb writes is committed and travels to every clone, "
