@@ -1,5 +1,5 @@
 """Text that looks like a credential is never committed without a person saying it is not one, and
-kb lint reports any already there (kbtool/loop/secrets.py, detect-secrets' rules)."""
+kb lint reports any already there (kbtool/store/secrets.py, detect-secrets' rules)."""
 
 from __future__ import annotations
 
