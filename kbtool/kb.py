@@ -108,7 +108,9 @@ class KnowledgeBase(SkillRegistry):
                 )
             problems += curation.duplicates(cards, vectors, self.config.curation.duplicate_similarity)
         if "secrets" not in skip:
-            problems += curation.secret_problems(cards, self.root)
+            from .loop.committed_secrets import committed_secrets
+
+            problems += committed_secrets(self.store, self.config.curation.secrets_ignore)
         if "drift" not in skip:
             checkouts = curation.origin_checkouts(self.root, self.store.state_dir, self.config.sources, cards)
             problems += curation.drift(cards, checkouts)

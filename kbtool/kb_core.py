@@ -72,9 +72,6 @@ class KnowledgeBaseCore:
         self.notices: builtins.list[str] = []  # things worth telling the user that are not errors (an index rebuilt)
         if self.store.state_dir != self.root / STATE_DIR:
             self.notices.append(f"a read-only knowledge base: its search index is kept in {self.store.state_dir}")
-        # a write whose text looks like a credential is refused unless a person says it is not one
-        # (the CLI's --allow-secret); nothing an agent calls over MCP can set it
-        self.allow_secrets = False
         self._embedder = embedder
         self._index: Index | None = None
         self._searcher: Searcher | None = None
@@ -84,6 +81,16 @@ class KnowledgeBaseCore:
         self._sources: builtins.list[tuple[str, KnowledgeBase]] | None = None
         self._environment: dict[str, str] | None = None  # this machine's, read once (nvidia-smi is slow)
         self._lock_history: tuple[str | None, dict[str, tuple[str, GateLock]]] | None = None  # by HEAD
+
+    @property
+    def allow_secrets(self) -> bool:
+        """Whether a write may commit text that looks like a credential: the store refuses it unless a person
+        says it is not one (the CLI's --allow-secret); nothing an agent calls over MCP sets it."""
+        return self.store.allow_secrets
+
+    @allow_secrets.setter
+    def allow_secrets(self, allowed: bool) -> None:
+        self.store.allow_secrets = allowed
 
     def load_file(self, path: Path) -> StoredCard:
         return StoredCard.read(path, self.root)
@@ -410,16 +417,7 @@ class KnowledgeBaseCore:
         too_big = limits.card_too_big(len(text.encode()))
         if too_big:
             raise BadInput(f"{origin}: {too_big}")
-        if not self.allow_secrets:
-            from .loop.secrets import find_secrets
-
-            found = find_secrets(text)
-            if found:
-                raise BadInput(
-                    f"{origin}: looks like a credential ({'; '.join(map(str, found))}); a card travels through git "
-                    "to every clone, so nothing was written. Remove it, or pass --allow-secret if it is not one"
-                )
-        return text
+        return text  # its credentials are the store's to refuse, as every file's (store/secrets.py)
 
     def edit(
         self,

@@ -132,6 +132,7 @@ class Gating(Reviewing):
         from .loop.gate_lock import file_problems, gate_hash
         from .loop.gates import run_gate
         from .loop.provenance import repo_state
+        from .store.secrets import redact_record
 
         stored = self.get(ref)
         gate = _gate(stored)
@@ -187,9 +188,9 @@ class Gating(Reviewing):
             with self.store.lock():
                 path = self.root / rel
                 earlier = path.read_text(encoding="utf-8") if path.exists() else ""
-                line = (
-                    json.dumps({**result.record(), **({"repo": judged} if judged else {})}, ensure_ascii=False) + "\n"
-                )
+                # a run is recorded whatever its output held: a credential in it is redacted, not committed
+                kept = redact_record({**result.record(), **({"repo": judged} if judged else {})})
+                line = json.dumps(kept, ensure_ascii=False) + "\n"
                 writes = {rel: earlier + line}
                 verdict = "pass" if result.passed else "fail"
                 trailers = f"kb-op: gate-run\nkb-id: {stored.id}\n"

@@ -25,7 +25,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"records"},
         {"contracts"},
     ],
-    "store": [{"config", "files", "locate", "merge"}, {"repository", "sources"}, {"history", "sync"}],
+    "store": [{"config", "files", "locate", "merge", "secrets"}, {"repository", "sources"}, {"history", "sync"}],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan"}, {"pack", "registry"}, {"install"}],
     "clients": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
@@ -38,8 +38,8 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"pipeline"},
     ],
     "loop": [
-        {"environment", "evidence", "exchange", "gate_lock", "importer", "load", "provenance", "review", "secrets"},
-        {"curation", "exports", "finding_input", "results_tsv", "statistics"},
+        {"environment", "evidence", "exchange", "gate_lock", "importer", "load", "provenance", "review"},
+        {"curation", "committed_secrets", "exports", "finding_input", "results_tsv", "statistics"},
         {"formats", "plots"},
         {"pairing", "runs"},
         {"repeats"},

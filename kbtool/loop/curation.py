@@ -14,7 +14,8 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - skills: SKILL.md files that break the Agent Skills specification (errors); descriptions
   agents will not match well: cut off in listings, never saying when to use the skill, or
   nearly the same as another skill's (warnings)
-- secrets: cards holding text that looks like a credential (kbtool/loop/secrets.py)
+- secrets: text that looks like a credential in any tracked file (cards, skills, runs/, kb.toml, ...) or card
+  and skill on disk (errors), or in a commit message (warnings; kbtool/loop/committed_secrets.py)
 - drift: copies from another knowledge base whose original changed there since
 
 And, when a finding is added, the existing ones it likely duplicates or contradicts (related_findings).
@@ -332,24 +333,6 @@ def skill_problems(
             )
         )
     return out
-
-
-def secret_problems(cards: list[StoredCard], root: Path) -> list[Problem]:
-    """Credentials already in card files: committed, they travel to every clone (and stay in history)."""
-    from .secrets import find_secrets
-
-    problems = []
-    for stored in cards:
-        for found in find_secrets((root / stored.path).read_text(encoding="utf-8")):
-            problems.append(
-                Problem(
-                    stored.path,
-                    "secret",
-                    f"looks like a credential ({found}); remove it, rotate it, and purge it from git history",
-                    stored.id,
-                )
-            )
-    return problems
 
 
 # --- a new finding among the existing ones --------------------------------------------

@@ -58,6 +58,11 @@ class CurationSection(_Section):
     duplicate_similarity: float = Field(
         default=0.95, gt=0, le=1, description="cosine similarity above which two cards look like duplicates"
     )
+    secrets_ignore: list[str] = Field(
+        default_factory=list,
+        description="paths (globs relative to the root, `tests/*`) kb lint's secrets check leaves out: code and "
+        "tests that hold example credentials on purpose; writes are checked all the same",
+    )
 
 
 class GatesSection(_Section):

@@ -33,6 +33,7 @@ from ..model.errors import AmbiguousId, KbError, OutsidePath, ReadOnly
 from ..model.vocabulary import CONFIG_FILE, STATE_DIR
 from .config import default_config_text
 from .locate import state_dir
+from .secrets import check_write
 
 CARDS_DIR = "kb"
 SKILLS_DIR = "skills"
@@ -65,6 +66,9 @@ class Store:
         self._repo: git.Repo | None = None
         self._file_lock: FileLock | None = None
         self._state_dir: Path | None = None
+        # a write whose text looks like a credential is refused unless a person says it is not one
+        # (the CLI's --allow-secret); nothing an agent calls over MCP can set it
+        self.allow_secrets = False
 
     # --- paths -----------------------------------------------------------------
 
@@ -241,7 +245,9 @@ class Store:
         return sorted(files)
 
     def write(self, files: Mapping[str, str | bytes | None], message: str) -> str:
-        """Write (or, for None, delete) files relative to the root in one commit; returns its sha.
+        """Write (or, for None, delete) files relative to the root in one commit; returns its sha. A file
+        or a message that would add a credential is refused first (store/secrets.py), whichever command
+        wrote it, unless allow_secrets.
 
         Takes the lock (again, if the caller holds it: call it under `lock()` when the content depends
         on what is already there). Whatever interrupts it, Ctrl-C included, leaves the files as they were.
@@ -251,6 +257,8 @@ class Store:
         with self.lock():
             paths = {rel: self.inside(rel) for rel in files}
             before = {rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()}
+            if not self.allow_secrets:  # every file and the message, before anything is touched
+                check_write(files, before, message)
             new_dirs = _missing_dirs(paths.values(), self.root)
             self._begin(before, new_dirs)
             try:

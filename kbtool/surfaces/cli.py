@@ -261,11 +261,12 @@ def supersede(
     old: Annotated[str, typer.Argument(help="The card that no longer holds.")],
     new: Annotated[str, typer.Argument(help="The card that replaces it.")],
     reason: Annotated[str | None, typer.Option(help="Why, recorded in the old card and the commit.")] = None,
+    allow_secret: AllowSecret = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Mark OLD superseded by NEW: links both ways, one commit; search demotes OLD."""
-    old_card, new_card = open_kb(kb).supersede(old, new, reason, agent=current_agent())
+    old_card, new_card = open_kb(kb, allow_secret).supersede(old, new, reason, agent=current_agent())
     if as_json:
         print_json({"superseded": old_card.to_dict(body=False), "by": new_card.to_dict(body=False)})
     else:
@@ -320,44 +321,48 @@ def review(kb: KbPath = None, as_json: JsonOut = False) -> None:
 def confirm(
     card_id: CardRef,
     reason: Annotated[str | None, typer.Option(help="What you checked, recorded in the commit.")] = None,
+    allow_secret: AllowSecret = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Vouch for a card (an agent's, typically): status confirmed, you as reviewer; one commit."""
-    print_written(open_kb(kb).confirm(card_id, reason, agent=current_agent()), as_json)
+    print_written(open_kb(kb, allow_secret).confirm(card_id, reason, agent=current_agent()), as_json)
 
 
 @app.command()
 def refute(
     card_id: CardRef,
     reason: Annotated[str, typer.Option(help="Why it does not hold, recorded in the commit.")],
+    allow_secret: AllowSecret = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Reject a card: status refuted (search demotes it, packs leave it out), you as reviewer; one commit."""
-    print_written(open_kb(kb).refute(card_id, reason, agent=current_agent()), as_json)
+    print_written(open_kb(kb, allow_secret).refute(card_id, reason, agent=current_agent()), as_json)
 
 
 @app.command()
 def retire(
     card_id: CardRef,
     reason: Annotated[str, typer.Option(help="Why it no longer applies, recorded in the commit.")],
+    allow_secret: AllowSecret = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Retire a card that no longer applies (search demotes it, packs leave it out); one commit."""
-    print_written(open_kb(kb).set_status(card_id, "retired", reason, agent=current_agent()), as_json)
+    print_written(open_kb(kb, allow_secret).set_status(card_id, "retired", reason, agent=current_agent()), as_json)
 
 
 @app.command()
 def reopen(
     card_id: CardRef,
     reason: Annotated[str, typer.Option(help="Why the question is open again, recorded in the commit.")],
+    allow_secret: AllowSecret = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Reopen a gap: what closed it is cleared (the findings keep their links); one commit."""
-    print_written(open_kb(kb).set_status(card_id, "open", reason, agent=current_agent()), as_json)
+    print_written(open_kb(kb, allow_secret).set_status(card_id, "open", reason, agent=current_agent()), as_json)
 
 
 @app.command()

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from .cli_base import (
+    AllowSecret,
     JsonOut,
     KbPath,
     Where,
@@ -40,12 +41,13 @@ def skill_new(
         Path | None,
         typer.Option(help="The instructions (markdown) for the body; default: a skeleton of sections to fill in."),
     ] = None,
+    allow_secret: AllowSecret = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Create skills/NAME/SKILL.md, one commit."""
     body = read_text_arg(body_file) if body_file is not None else None
-    skill = open_kb(kb).new_skill(name, description, license, compatibility, body)
+    skill = open_kb(kb, allow_secret).new_skill(name, description, license, compatibility, body)
     print_json(skill.to_dict()) if as_json else typer.echo(f"{skill.path}/SKILL.md")
 
 
@@ -121,12 +123,13 @@ def skill_import(
     trust: Annotated[
         bool, typer.Option("--trust", help="Import despite high-severity findings of the security scan: you read them.")
     ] = False,
+    allow_secret: AllowSecret = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Copy valid skills into skills/ in one commit; report each invalid one with its reasons (exit 1 if any).
     Each is scanned first (see `kb skill scan`)."""
-    summary = open_kb(kb).import_skills(path, trust)
+    summary = open_kb(kb, allow_secret).import_skills(path, trust)
     if as_json:
         print_json(summary.to_json())
     else:

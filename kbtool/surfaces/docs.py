@@ -27,7 +27,8 @@ LINT_CHECKS = {
     "contradictions": "same metric and scope, opposite effect",
     "duplicates": "embedding similarity above `curation.duplicate_similarity`",
     "skills": "specification violations; discoverability warnings",
-    "secrets": "text that looks like a credential, by detect-secrets' rules",
+    "secrets": "text that looks like a credential, by detect-secrets' rules, in any tracked file but the paths "
+    "`curation.secrets_ignore` names; warnings for commit messages",
     "drift": "copies from another knowledge base whose original changed since (kb import --from-kb)",
 }
 
