@@ -67,9 +67,10 @@ class KnowledgeBaseCore:
     def __init__(self, root: Path, embedder: Embedder | None = None):
         self.root = root.resolve()
         self.config: Config = load_config(self.root)
-        self.store = Store(self.root)
+        # things worth telling the user that are not errors (an index rebuilt, a link left out)
+        self.notices: builtins.list[str] = []
+        self.store = Store(self.root, self.notices)
         self.store.recover_if_interrupted()  # a writer killed mid-write: undo it before anything is read
-        self.notices: builtins.list[str] = []  # things worth telling the user that are not errors (an index rebuilt)
         if self.store.state_dir != self.root / STATE_DIR:
             self.notices.append(f"a read-only knowledge base: its search index is kept in {self.store.state_dir}")
         # a write whose text looks like a credential is refused unless a person says it is not one
@@ -167,7 +168,15 @@ class KnowledgeBaseCore:
         found = self.summaries(kind, status, tags, where)
         for name, base in self.source_bases():
             found += [_from_source(name, s) for s in base.summaries(kind, status, tags, where)]
+            self.relay_notices(f"source {name}", base)
         return self.applying(found, applies_for, only_applying)
+
+    def relay_notices(self, label: str, base: KnowledgeBase) -> None:
+        """What another knowledge base said while it was read for this one (a card it left out), said here
+        once, labelled ("source team", "origin /path")."""
+        for notice in base.notices:
+            self.note(f"{label}: {notice}")
+        base.notices.clear()  # said once; the next read says only what is new
 
     def gaps_everywhere(
         self, applies_for: Environment = None, only_applying: bool = False
@@ -175,7 +184,10 @@ class KnowledgeBaseCore:
         """The open gaps here and in every source, high priority first (those scoped elsewhere than the
         environment after all that apply)."""
         order = {"high": 0, "medium": 1, "low": 2}
-        found = self.gaps() + [_from_source(name, g) for name, base in self.source_bases() for g in base.gaps()]
+        found = self.gaps()
+        for name, base in self.source_bases():
+            found += [_from_source(name, g) for g in base.gaps()]
+            self.relay_notices(f"source {name}", base)
         found.sort(key=lambda g: order[g.get("priority", default="medium")])
         return self.applying(found, applies_for, only_applying)
 

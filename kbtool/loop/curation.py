@@ -22,6 +22,7 @@ And, when a finding is added, the existing ones it likely duplicates or contradi
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -32,6 +33,7 @@ from ..model.errors import InvalidCard
 from ..model.records import CardSummary, Problem, StoredCard
 from ..model.vocabulary import words
 from ..store.config import LimitsSection, SourceSection
+from ..store.files import LinkOut, leads_out, link_out
 from ..store.repository import CARDS_DIR, Store
 from ..store.sources import source_root
 from .gate_lock import GateLock, file_problems, gate_hash
@@ -52,8 +54,18 @@ def schema_problems(store: Store, limits: LimitsSection) -> tuple[list[Problem],
     loaded: list[StoredCard] = []
     seen: dict[str, str] = {}
     cards_dir = store.root / CARDS_DIR
+    linked = link_out(store.root, cards_dir)
+    if linked is not None:
+        return [link_problem(store, linked)], [], set()
+    links: list[Path] = []
     for path in sorted(cards_dir.rglob("*")) if cards_dir.is_dir() else []:
         rel = store.relative(path)
+        if any(found in path.parents for found in links):
+            continue  # below a link out: not read (rglob may or may not enter it, by Python version)
+        if path.is_symlink() and leads_out(store.root, path):
+            links.append(path)
+            problems.append(link_problem(store, LinkOut(path, os.readlink(path))))
+            continue
         if path.is_dir() or path.name.startswith("."):
             continue
         parts = path.relative_to(cards_dir).parts
@@ -92,6 +104,15 @@ def schema_problems(store: Store, limits: LimitsSection) -> tuple[list[Problem],
             problems.append(Problem(rel, "kind-mismatch", f"a {stored.card.kind} card in the {parts[0]} folder", stem))
         loaded.append(stored)
     return problems, loaded, set(seen)
+
+
+def link_problem(store: Store, link: LinkOut) -> Problem:
+    """A symbolic link out of the knowledge base, which every read leaves out and every write refuses."""
+    return Problem(
+        store.relative(link.path),
+        "symlink-out",
+        f"{link.what()}; kb neither reads nor writes through it: put the file itself here, or remove the link",
+    )
 
 
 def broken_links(cards: list[StoredCard], ids: set[str]) -> list[Problem]:

@@ -209,7 +209,9 @@ class LintCache:
         newest = 0
         for folder, _, files in os.walk(self.kb.root / CARDS_DIR):
             for name in files:
-                newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
+                newest = max(
+                    newest, os.lstat(os.path.join(folder, name)).st_mtime_ns
+                )  # a link: its own, never followed
         lock = self.kb.root / "kb.lock"
         if lock.exists():
             newest = max(newest, lock.stat().st_mtime_ns)

@@ -1,0 +1,191 @@
+"""Symbolic links in a knowledge base: kb follows none out of it.
+
+A clone can hold any link git can store (`.kb -> ~/.config/app`, `kb/finding/x.md -> /etc/passwd`,
+`skills/s -> ~/.ssh`). The rule, everywhere kb reads or writes inside a knowledge base (cards,
+skills and their files, the state folder .kb, the cards of sources and origins, the files a gate
+runs): a path that leads out of it through a link is not followed. A read skips it and names it
+(a note, and a `kb lint` error saying which link and where it points); a write through it is
+refused in one line, exit 2, with nothing written. The state folder .kb is never a link at all.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import kbtool
+from conftest import git, run_kb, tree_state
+from kbtool.model.errors import OutsidePath
+
+CARD = "---\nid: {id}\nkind: finding\ntitle: {title}\nstatus: tentative\nclaim: {title}\nschema_version: 1\n---\n"
+SKILL = "---\nname: {name}\ndescription: Reads secrets. Use when testing links.\n---\n\nSteps.\n"
+
+
+def link(path: Path, target: Path) -> Path:
+    """path, a relative symbolic link to target (as a clone checks one out)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)  # what was there: kb's own state folder, say
+    path.symlink_to(os.path.relpath(target, path.parent))
+    return path
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> bool:
+    lines = result.stderr.strip().splitlines()
+    return result.returncode == 2 and len(lines) == 1 and lines[0].startswith("kb: error: ")
+
+
+def clean(result: subprocess.CompletedProcess[str]) -> bool:
+    return "internal error" not in result.stderr and "Traceback" not in result.stderr
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def tables(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        return sorted(row[0] for row in conn.execute("SELECT name FROM sqlite_master"))
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """Another application's folder, beside the knowledge base: nothing of it may change."""
+    folder = tmp_path / "app"
+    folder.mkdir()
+    with sqlite3.connect(folder / "index.db") as conn:
+        conn.execute("CREATE TABLE settings (key TEXT, value TEXT)")
+    (folder / "evil.md").write_text(CARD.format(id="evil", title="A card from outside"))
+    skill = folder / "secret-skill"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text(SKILL.format(name="secret-skill"))
+    (skill / "id_rsa").write_text("PRIVATE KEY MATERIAL\n")
+    return folder
+
+
+def hostile_clone(kb: kbtool.KnowledgeBase, tmp_path: Path, links: dict[str, Path]) -> Path:
+    """A clone of kb after a commit adding these links (path in the knowledge base -> target)."""
+    for rel, target in links.items():
+        link(kb.root / rel, target)
+    git(kb.root, "add", "--all")
+    git(kb.root, "commit", "-qm", "links", "--allow-empty")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(kb.root), str(clone)], check=True)
+    git(clone, "config", "user.name", "a person")
+    git(clone, "config", "user.email", "person@example.invalid")
+    return clone
+
+
+# --- H5: the state folder ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", [".kb", ".kb/index.db"])
+def test_a_state_folder_that_is_a_link_is_refused_and_nothing_is_written_where_it_points(
+    kb, tmp_path, outside, fast_env, where
+):
+    kb.add("gap", "A question worth asking")
+    if where == ".kb":
+        clone = hostile_clone(kb, tmp_path, {".kb": outside})  # `.kb/` in .gitignore matches no link
+        assert (clone / ".kb").is_symlink()
+    else:
+        clone = hostile_clone(kb, tmp_path, {})
+        (clone / ".kb").mkdir()
+        link(clone / ".kb" / "index.db", outside / "index.db")
+    app_before, clone_before = snapshot(outside), tree_state(clone)
+    with_daemon = {**fast_env, "KB_DAEMON": "1"}
+    for env, args in [
+        (fast_env, ["list"]),
+        (fast_env, ["search", "question"]),
+        (with_daemon, ["search", "question"]),
+        (with_daemon, ["list"]),
+        (fast_env, ["index"]),
+        (fast_env, ["lint"]),
+        (fast_env, ["stats"]),
+        (fast_env, ["show", "a-question-worth-asking"]),
+        (fast_env, ["add", "gap", "--title", "Another question"]),
+        (fast_env, ["skill", "list"]),
+    ]:
+        result = run_kb(env, clone, *args)
+        assert one_line_error(result), (args, result.stderr)
+        assert f"{where}: a symbolic link" in result.stderr and "nothing was written" in result.stderr, result.stderr
+    assert snapshot(outside) == app_before and tables(outside / "index.db") == ["settings"]
+    assert tree_state(clone) == clone_before
+    with pytest.raises(OutsidePath):
+        kbtool.open(clone)
+
+
+# --- M1: card files ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["kb/finding/evil.md", "kb/finding", "kb"])
+def test_a_card_reached_through_a_link_out_is_left_out_named_and_never_written(kb, tmp_path, outside, fast_env, where):
+    kb.add("finding", "Batching raises throughput")
+    kb.add("gap", "Does batching help decode")
+    target = {"kb/finding/evil.md": outside / "evil.md", "kb/finding": outside, "kb": outside}[where]
+    if where == "kb":  # the whole cards folder elsewhere: the knowledge base then has no cards of its own
+        (outside / "finding").mkdir()
+        (outside / "evil.md").rename(outside / "finding" / "evil.md")
+        git(kb.root, "rm", "-rq", "kb")
+    elif where == "kb/finding":  # the folder of a kind elsewhere: the knowledge base keeps its gaps
+        git(kb.root, "rm", "-rq", "kb/finding")
+    clone = hostile_clone(kb, tmp_path, {where: target})
+    app_before = snapshot(outside)
+    for args in (["list"], ["stats"], ["gaps"], ["index"], ["search", "batching"], ["list", "--json"]):
+        result = run_kb(fast_env, clone, *args)
+        assert result.returncode == 0 and clean(result), (args, result.stderr)
+        assert "evil" not in result.stdout and "outside" not in result.stdout, (args, result.stdout)
+    listed = run_kb(fast_env, clone, "list")
+    assert f"{where}: a symbolic link out of the knowledge base" in listed.stderr, listed.stderr
+    if where != "kb":
+        assert "does-batching-help-decode" in listed.stdout
+    lint = run_kb(fast_env, clone, "lint", "--skip", "duplicates")
+    assert lint.returncode == 1 and clean(lint)
+    assert f"{where}: [symlink-out] a symbolic link out of the knowledge base (to {os.readlink(clone / where)})" in (
+        lint.stdout
+    ), lint.stdout
+    before = tree_state(clone)
+    for args in (
+        ["show", "evil"],
+        ["edit", "evil", "--title", "Rewritten"],
+        ["add", "finding", "--title", "Evil"],  # the id evil, written through the link
+        ["retire", "evil", "--reason", "gone"],
+    ):
+        result = run_kb(fast_env, clone, *args)
+        assert one_line_error(result), (args, result.stderr)
+        assert "a symbolic link out of the knowledge base" in result.stderr, (args, result.stderr)
+    assert tree_state(clone) == before and snapshot(outside) == app_before
+    assert (clone / where).is_symlink()
+
+
+def test_a_link_out_in_a_source_or_an_origin_is_left_out_and_the_rest_read(kb, tmp_path, outside, fast_env):
+    origin = kbtool.init(tmp_path / "origin", name="origin")
+    origin.add("finding", "Paged attention saves memory")
+    link(origin.root / "kb" / "finding" / "evil.md", outside / "evil.md")
+    git(origin.root, "add", "--all")
+    git(origin.root, "commit", "-qm", "a link")
+    config = kb.root / "kb.toml"
+    config.write_text(config.read_text() + f'\n[[sources]]\nname = "team"\npath = "{origin.root}"\n')
+    git(kb.root, "commit", "-qam", "a source")
+    origin.add("gap", "Does paging help decode")
+    for args, expected in [
+        (["list"], "team:paged-attention-saves-memory"),
+        (["search", "paged attention"], "team:paged-attention-saves-memory"),
+        (["gaps"], "team:does-paging-help-decode"),
+        (["show", "team:paged-attention-saves-memory"], "id: paged-attention-saves-memory"),
+    ]:
+        result = run_kb(fast_env, kb.root, *args)
+        assert result.returncode == 0 and clean(result), (args, result.stderr)
+        assert expected in result.stdout and "evil" not in result.stdout, (args, result.stdout)
+    assert "kb/finding/evil.md: a symbolic link out of the knowledge base" in run_kb(fast_env, kb.root, "list").stderr
+    shown = run_kb(fast_env, kb.root, "show", "team:evil")
+    assert one_line_error(shown) and "a symbolic link out of the knowledge base" in shown.stderr
+    copied = run_kb(fast_env, kb.root, "import", "--from-kb", str(origin.root))
+    assert copied.returncode == 0 and clean(copied), copied.stderr
+    assert f"origin {origin.root}: kb/finding/evil.md: a symbolic link out of the knowledge base" in copied.stderr
+    assert (kb.root / "kb" / "finding" / "paged-attention-saves-memory.md").is_file()
+    assert not (kb.root / "kb" / "finding" / "evil.md").exists()
