@@ -22,6 +22,7 @@ from .model.errors import (
     Conflict,
     InvalidCard,
     KbError,
+    OutsidePath,
     SemanticUnavailable,
     SkillNotFound,
 )
@@ -30,6 +31,7 @@ from .model.records import CardSummary, StoredCard
 from .model.validation import model_for, validate_card
 from .model.vocabulary import STATE_DIR
 from .store.config import Config, load_config
+from .store.files import link_out
 from .store.locate import resolve_root
 from .store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
 
@@ -601,7 +603,7 @@ class KnowledgeBaseCore:
         from .skills.spec import InvalidSkill, load_skill, skill_folders
 
         out = []
-        for folder in skill_folders(self.skills_dir):
+        for folder in skill_folders(self.skills_dir, self.root, self.store.skipped):
             try:
                 out.append(load_skill(folder, self.store.relative(folder)))
             except InvalidSkill:
@@ -611,10 +613,24 @@ class KnowledgeBaseCore:
     def skill(self, name: str) -> Skill:
         from .skills.spec import SKILL_FILE, load_skill, name_violations
 
-        if name_violations(name) or not (self.skills_dir / name / SKILL_FILE).is_file():
-            known = ", ".join(s.name for s in self.skills()) or "none yet"
-            raise SkillNotFound(f"no skill named {name!r} (skills: {known})")
-        return load_skill(self.skills_dir / name, self.store.relative(self.skills_dir / name))
+        if name_violations(name):
+            raise SkillNotFound(f"no skill named {name!r} (skills: {self._skill_names()})")
+        folder = self.skill_folder(name)
+        if not (folder / SKILL_FILE).is_file():
+            raise SkillNotFound(f"no skill named {name!r} (skills: {self._skill_names()})")
+        return load_skill(folder, self.store.relative(folder))
+
+    def _skill_names(self) -> str:
+        return ", ".join(s.name for s in self.skills()) or "none yet"
+
+    def skill_folder(self, name: str) -> Path:
+        """skills/<name> (a valid skill name), refused in one line when it, or skills/, is a symbolic link
+        out of the knowledge base: nothing is read, copied or written through it."""
+        folder = self.skills_dir / name
+        linked = link_out(self.root, folder)
+        if linked is not None:
+            raise OutsidePath(self.store.refusal(linked))
+        return folder
 
 
 def _lead_fields(card: CardBase) -> builtins.list[Any]:

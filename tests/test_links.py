@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import kbtool
-from conftest import git, run_kb, tree_state
+from conftest import KB_COMMAND, git, run_kb, tree_state
 from kbtool.model.errors import OutsidePath
 
 CARD = "---\nid: {id}\nkind: finding\ntitle: {title}\nstatus: tentative\nclaim: {title}\nschema_version: 1\n---\n"
@@ -189,3 +189,96 @@ def test_a_link_out_in_a_source_or_an_origin_is_left_out_and_the_rest_read(kb, t
     assert f"origin {origin.root}: kb/finding/evil.md: a symbolic link out of the knowledge base" in copied.stderr
     assert (kb.root / "kb" / "finding" / "paged-attention-saves-memory.md").is_file()
     assert not (kb.root / "kb" / "finding" / "evil.md").exists()
+
+
+# --- H6: skill folders --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["skills/secret-skill", "skills"])
+def test_a_skill_reached_through_a_link_out_is_not_listed_copied_or_installed(kb, tmp_path, outside, fast_env, where):
+    kb.new_skill("good-skill", "Measures decode. Use when profiling decode.")
+    if where == "skills":  # the whole skills folder elsewhere
+        git(kb.root, "rm", "-rq", "skills")
+    clone = hostile_clone(kb, tmp_path, {where: outside / "secret-skill" if where != "skills" else outside})
+    app_before = snapshot(outside)
+    listed = run_kb(fast_env, clone, "skill", "list")
+    assert listed.returncode == 0 and clean(listed) and "secret-skill" not in listed.stdout, listed.stdout
+    assert f"{where}: a symbolic link out of the knowledge base" in listed.stderr, listed.stderr
+    if where != "skills":
+        assert "good-skill" in listed.stdout
+    searched = run_kb(fast_env, clone, "search", "reads secrets")
+    assert searched.returncode == 0 and clean(searched) and "secret-skill" not in searched.stdout, searched.stdout
+    lint = run_kb(fast_env, clone, "lint", "--skip", "duplicates")
+    assert lint.returncode == 1 and clean(lint)
+    assert f"{where}: [symlink-out] a symbolic link out of the knowledge base (to {os.readlink(clone / where)})" in (
+        lint.stdout
+    ), lint.stdout
+    exported, installed, plugin = tmp_path / "exported", tmp_path / "installed", tmp_path / "plugin"
+    before = tree_state(clone)
+    for args in (
+        ["skill", "show", "secret-skill"],
+        ["show", "secret-skill"],
+        ["skill", "export", "secret-skill", "--to", str(exported)],
+        ["skill", "install", "secret-skill", "--to", str(installed)],
+        ["skill", "install", "kb:secret-skill", "--to", str(installed)],
+        ["skill", "new", "secret-skill", "--description", "Mine now. Use when testing."],
+        ["skill", "pack", "--name", "secret-skill", "--where", "kind=finding"],
+        ["skill", "import", str(tmp_path / "incoming" / "secret-skill")],
+    ):
+        if args[:2] == ["skill", "import"]:
+            incoming = tmp_path / "incoming" / "secret-skill"
+            incoming.mkdir(parents=True, exist_ok=True)
+            (incoming / "SKILL.md").write_text(SKILL.format(name="secret-skill").replace("Steps.", "Mine."))
+        result = run_kb(fast_env, clone, *args)
+        assert one_line_error(result) or (result.returncode == 1 and "nothing" in result.stderr), (args, result.stderr)
+        assert "a symbolic link out of the knowledge base" in result.stderr, (args, result.stderr)
+    assert tree_state(clone) == before and snapshot(outside) == app_before
+    assert not exported.exists() or not any(exported.rglob("id_rsa"))
+    assert not installed.exists() or not any(installed.rglob("id_rsa"))
+    made = run_kb(fast_env, clone, "agent", "plugin", str(plugin))
+    assert made.returncode == 0 and clean(made), made.stderr
+    assert not any(plugin.rglob("id_rsa")) and not (plugin / "skills" / "secret-skill").exists()
+    assert f"skipped   {clone / where}: a symbolic link out of the knowledge base" in made.stdout, made.stdout
+    if where != "skills":
+        assert (plugin / "skills" / "good-skill" / "SKILL.md").is_file()
+
+
+@pytest.mark.parametrize("kind", ["folder", "git"])
+def test_a_source_of_skills_holding_a_link_out_installs_nothing(tmp_path, outside, fast_env, kind):
+    source = tmp_path / "vendor"
+    good = source / "skills" / "good-skill"
+    good.mkdir(parents=True)
+    (good / "SKILL.md").write_text(SKILL.format(name="good-skill"))
+    link(source / "skills" / "secret-skill", outside / "secret-skill")
+    spec = str(source)
+    if kind == "git":
+        subprocess.run(["git", "init", "-q", str(source)], check=True)
+        git(source, "add", "--all")
+        git(source, "-c", "user.name=a", "-c", "user.email=a@b.c", "commit", "-qm", "skills")
+        spec = f"{source}@HEAD"
+    installed = tmp_path / "installed"
+    for names in ([], ["--skill", "secret-skill"]):
+        result = subprocess.run(
+            [*KB_COMMAND, "skill", "install", spec, "--to", str(installed), *names],
+            env=fast_env, capture_output=True, text=True, cwd=tmp_path,
+        )  # fmt: skip
+        assert one_line_error(result), (names, result.stderr)
+        assert "skills/secret-skill: a symbolic link out of the source" in result.stderr, result.stderr
+        assert not installed.exists()
+    only_good = subprocess.run(
+        [*KB_COMMAND, "skill", "install", spec, "--to", str(installed), "--skill", "good-skill"],
+        env=fast_env, capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert only_good.returncode == 0, only_good.stderr
+    assert (installed / "good-skill" / "SKILL.md").is_file() and not any(installed.rglob("id_rsa"))
+
+
+def test_agent_install_refuses_a_kb_skill_that_links_out(kb, tmp_path, outside, fast_env):
+    (outside / "secret-skill").rename(outside / "kb")
+    (outside / "kb" / "SKILL.md").write_text(SKILL.format(name="kb"))
+    clone = hostile_clone(kb, tmp_path, {"skills/kb": outside / "kb"})
+    project = tmp_path / "project"
+    project.mkdir()
+    result = run_kb(fast_env, clone, "agent", "install", "--agents", "--dir", str(project))
+    assert one_line_error(result) and "skills/kb: a symbolic link out of the knowledge base" in result.stderr
+    assert not any(project.rglob("*"))

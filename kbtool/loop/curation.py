@@ -34,13 +34,13 @@ from ..model.records import CardSummary, Problem, StoredCard
 from ..model.vocabulary import words
 from ..store.config import LimitsSection, SourceSection
 from ..store.files import LinkOut, leads_out, link_out
-from ..store.repository import CARDS_DIR, Store
+from ..store.repository import CARDS_DIR, SKILLS_DIR, Store
 from ..store.sources import source_root
 from .gate_lock import GateLock, file_problems, gate_hash
 from .load import difference
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
     from datetime import date
     from pathlib import Path
 
@@ -111,7 +111,7 @@ def link_problem(store: Store, link: LinkOut) -> Problem:
     return Problem(
         store.relative(link.path),
         "symlink-out",
-        f"{link.what()}; kb neither reads nor writes through it: put the file itself here, or remove the link",
+        f"{link.what()}; kb neither reads nor writes through it: put what it points to here, or remove the link",
     )
 
 
@@ -311,19 +311,22 @@ def duplicates(cards: list[StoredCard], vectors: dict[str, np.ndarray], threshol
     return out
 
 
-def skill_problems(
-    skills_dir: Path, relative: Callable[[Path], str], vectors: dict[str, np.ndarray], threshold: float
-) -> list[Problem]:
-    """Specification violations (errors) and discoverability warnings of every skill under skills_dir."""
+def skill_problems(store: Store, vectors: dict[str, np.ndarray], threshold: float) -> list[Problem]:
+    """Specification violations (errors) and discoverability warnings of every skill in skills/, and the
+    links there that lead out of the knowledge base (errors: no read follows them)."""
     from ..skills.spec import InvalidSkill, discoverability, load_skill, skill_folders
 
-    out, loaded = [], []
-    for folder in skill_folders(skills_dir):
+    out: list[Problem] = []
+    loaded = []
+    relative = store.relative
+    links: list[LinkOut] = []
+    for folder in skill_folders(store.root / SKILLS_DIR, store.root, links.append):
         rel = relative(folder / "SKILL.md")
         try:
             loaded.append((rel, load_skill(folder, rel)))
         except InvalidSkill as exc:
             out += [Problem(rel, "skill-invalid", violation, folder.name) for violation in exc.violations]
+    out += [link_problem(store, found) for found in links]
     for rel, skill in loaded:
         out += [Problem(rel, code, message, skill.name, "warning") for code, message in discoverability(skill)]
     named = [(rel, s) for rel, s in loaded if s.name in vectors]

@@ -39,6 +39,7 @@ SKILLS_DIR = "skills"
 LOCK_FILE = "kb.lock"
 GITIGNORE = ".kb/\n__pycache__/\n"
 LOCK_TIMEOUT_S = 120
+LEFT_OUT = "; left out (kb lint names it)"  # how the note on a link out of the knowledge base ends
 JOURNAL = "write-journal.json"  # in .kb/: the write in flight, until it commits or is rolled back
 
 
@@ -130,7 +131,7 @@ class Store:
 
     def skipped(self, link: LinkOut) -> None:
         """Say that a read left a link out, once per process."""
-        said = f"{link.says(self.relative(link.path))}; left out (kb lint names it)"
+        said = f"{link.says(self.relative(link.path))}{LEFT_OUT}"
         if said not in self.notices:
             self.notices.append(said)
 
