@@ -123,7 +123,7 @@ class Gating(Reviewing):
         The run, with the judged repository's name, remote and commit, is appended to
         runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
         that finding in the same commit (its reviewer is recorded as gate:<id>)."""
-        from .loop.gate_lock import file_problems, gate_hash
+        from .loop.gate_lock import file_problems, gate_hash, named_files
         from .loop.gates import run_gate
         from .loop.provenance import repo_state
 
@@ -149,6 +149,9 @@ class Gating(Reviewing):
         changed = file_problems(gate, locked, self.root) if intact and locked is not None else []
         if changed:
             raise Conflict(f"nothing was run: {changed[0][1]}")
+        named = named_files(gate, self.root)
+        if named.links:  # locked or not: nothing runs through a symbolic link out of the knowledge base
+            raise BadInput(f"nothing was run: gate {stored.id!r} runs {named.outside_why(next(iter(named.links)))}")
         if locked is None and require_lock:  # for callers who run no command a person has not locked
             raise BadInput(
                 f"gate {stored.id!r} is not locked, so nothing was run; only a locked gate runs here (a person "

@@ -14,6 +14,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -282,3 +283,38 @@ def test_agent_install_refuses_a_kb_skill_that_links_out(kb, tmp_path, outside, 
     result = run_kb(fast_env, clone, "agent", "install", "--agents", "--dir", str(project))
     assert one_line_error(result) and "skills/kb: a symbolic link out of the knowledge base" in result.stderr
     assert not any(project.rglob("*"))
+
+
+# --- the files a gate runs ----------------------------------------------------------------------------
+
+GATE_SCRIPT = (
+    'import json, pathlib, sys\npathlib.Path(sys.argv[1]).write_text("ran")\nprint(json.dumps({"tpot_ms": 9}))\n'
+)
+
+
+@pytest.mark.parametrize("named", ["gates/tpot.py", "gates/"])
+def test_a_gate_file_that_links_out_is_neither_locked_nor_run(kb, tmp_path, outside, fast_env, named):
+    (outside / "tpot.py").write_text(GATE_SCRIPT)
+    (kb.root / "gates").mkdir()
+    (kb.root / "gates" / "run.py").write_text(  # what it runs beside it is locked as the folder named
+        "import pathlib, runpy, sys\n"
+        "runpy.run_path(str(pathlib.Path(sys.argv[0]).parent / 'tpot.py'), run_name='__main__')\n"
+    )
+    ran = tmp_path / "ran"
+    command = (
+        f'"{sys.executable}" "$KB_ROOT/gates/tpot.py" {ran}'
+        if named == "gates/tpot.py"
+        else f'"{sys.executable}" "$KB_ROOT/gates/run.py" {ran} # and what is beside it, ${{KB_ROOT}}/gates/'
+    )
+    check = {"command": command, "metric": "tpot_ms", "op": "<=", "threshold": 12}
+    gate = kb.add("gate", "TPOT under 12 ms", status="confirmed", values={"check": check}).id
+    clone = hostile_clone(kb, tmp_path, {"gates/tpot.py": outside / "tpot.py"})
+    before = tree_state(clone)
+    for args in (["gate", "lock", gate], ["gate", "run", gate, "--in", str(tmp_path)]):
+        result = run_kb(fast_env, clone, *args)
+        assert one_line_error(result), (args, result.stderr)
+        assert "gates/tpot.py: a symbolic link out of the knowledge base (to ../../app/tpot.py)" in result.stderr, (
+            args,
+            result.stderr,
+        )
+    assert not ran.exists() and tree_state(clone) == before
