@@ -10,6 +10,7 @@ refused in one line, exit 2, with nothing written. The state folder .kb is never
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -318,3 +319,34 @@ def test_a_gate_file_that_links_out_is_neither_locked_nor_run(kb, tmp_path, outs
             result.stderr,
         )
     assert not ran.exists() and tree_state(clone) == before
+
+
+# --- a client's configuration file kb writes into (not the knowledge base's own) ------------------------
+
+
+@pytest.mark.parametrize("client", ["claude", "codex"])
+def test_agent_install_and_uninstall_keep_a_linked_configuration_a_link(kb, tmp_path, fast_env, client):
+    """A dotfiles link (`.mcp.json -> ~/dotfiles/mcp.json`) is the user's: kb changes the file it points
+    to, the one it read, and leaves the link a link."""
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    if client == "claude":
+        rel, real = ".mcp.json", dotfiles / "mcp.json"
+        real.write_text(json.dumps({"mcpServers": {"docs": {"command": "docs-mcp"}}}, indent=2) + "\n")
+    else:
+        rel, real = ".codex/config.toml", dotfiles / "config.toml"
+        real.write_text('model = "o3"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n')
+    project = tmp_path / "project"
+    link(project / rel, real)
+    original = real.read_bytes()
+    env = {**fast_env, "HOME": str(tmp_path / "home")}
+    command = [*KB_COMMAND, "--kb", str(kb.root), "agent"]
+    for step in ("install", "uninstall"):
+        out = subprocess.run(
+            [*command, step, f"--{client}", "--dir", str(project)], env=env, capture_output=True, text=True
+        )
+        assert out.returncode == 0 and clean(out), out.stderr
+        assert (project / rel).is_symlink(), step
+        text = real.read_text()
+        assert "docs-mcp" in text and (('"serve"' in text) == (step == "install")), (step, text)
+    assert real.read_bytes() == original  # exactly undone, in the file the link points to
