@@ -518,6 +518,9 @@ class KnowledgeBaseCore:
         from .loop.gate_lock import parse_lock
 
         path = self.root / LOCK_FILE
+        linked = link_out(self.root, path)
+        if linked is not None:  # not read, nor taken as no locks (every gate would run unlocked): refused
+            raise OutsidePath(self.store.refusal(linked))
         return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)
 
     @property

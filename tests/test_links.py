@@ -350,3 +350,25 @@ def test_agent_install_and_uninstall_keep_a_linked_configuration_a_link(kb, tmp_
         text = real.read_text()
         assert "docs-mcp" in text and (('"serve"' in text) == (step == "install")), (step, text)
     assert real.read_bytes() == original  # exactly undone, in the file the link points to
+
+
+# --- the knowledge base's own settings and locks ------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["kb.toml", "kb.lock"])
+def test_settings_or_locks_that_link_out_are_refused_never_read(kb, tmp_path, outside, fast_env, where):
+    (outside / where).write_text(
+        (kb.root / "kb.toml").read_text() if where == "kb.toml" else '{"version": 1, "gates": {}}'
+    )
+    check = {"command": "echo '{\"tpot_ms\": 9}'", "metric": "tpot_ms", "op": "<=", "threshold": 12}
+    gate = kb.add("gate", "TPOT under 12 ms", status="confirmed", values={"check": check}).id
+    kb.lock_gates([gate])
+    git(kb.root, "rm", "-q", where)
+    clone = hostile_clone(kb, tmp_path, {where: outside / where})
+    before = tree_state(clone)
+    commands = [["gate", "verify"], ["gate", "run", gate, "--in", str(tmp_path)], ["lint", "--skip", "duplicates"]]
+    for args in commands + ([["list"], ["add", "gap", "--title", "Anything"]] if where == "kb.toml" else []):
+        result = run_kb(fast_env, clone, *args)
+        assert one_line_error(result), (args, result.stderr)
+        assert f"{where}: a symbolic link out of the knowledge base (to ../app/{where})" in result.stderr, result.stderr
+    assert tree_state(clone) == before
