@@ -168,14 +168,16 @@ class Gating(Reviewing):
             if not intact:
                 raise BadInput(f"--confirms: gate {stored.id!r} is not locked; only a locked gate confirms findings")
         project = self.gate_project(in_dir, default_dir)
+        rel = f"runs/gates/{stored.id}.jsonl"
+        if record:
+            self.store.inside(rel)  # a record that is a link out of the knowledge base: refused before anything runs
         if before is not None:
             before(gate.check.what(), project)
         result = run_gate(gate, cwd=str(project), kb_root=str(self.root))
         if record:
-            rel = f"runs/gates/{stored.id}.jsonl"
             judged = repo_state(project)
             with self.store.lock():
-                path = self.root / rel
+                path = self.store.inside(rel)
                 earlier = path.read_text(encoding="utf-8") if path.exists() else ""
                 line = (
                     json.dumps({**result.record(), **({"repo": judged} if judged else {})}, ensure_ascii=False) + "\n"

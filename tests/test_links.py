@@ -372,3 +372,17 @@ def test_settings_or_locks_that_link_out_are_refused_never_read(kb, tmp_path, ou
         assert one_line_error(result), (args, result.stderr)
         assert f"{where}: a symbolic link out of the knowledge base (to ../app/{where})" in result.stderr, result.stderr
     assert tree_state(clone) == before
+
+
+def test_a_gate_whose_run_record_links_out_runs_nothing(kb, tmp_path, outside, fast_env):
+    ran = tmp_path / "ran"
+    check = {"command": f"touch {ran}; echo '{{\"tpot_ms\": 9}}'", "metric": "tpot_ms", "op": "<=", "threshold": 12}
+    gate = kb.add("gate", "TPOT under 12 ms", status="confirmed", values={"check": check}).id
+    (outside / "runs.jsonl").write_text("")
+    clone = hostile_clone(kb, tmp_path, {f"runs/gates/{gate}.jsonl": outside / "runs.jsonl"})
+    before, app_before = tree_state(clone), snapshot(outside)
+    result = run_kb(fast_env, clone, "gate", "run", gate, "--in", str(tmp_path))
+    assert one_line_error(result) and f"runs/gates/{gate}.jsonl: a symbolic link out of the knowledge base" in (
+        result.stderr
+    ), result.stderr
+    assert not ran.exists() and tree_state(clone) == before and snapshot(outside) == app_before
