@@ -86,7 +86,7 @@ def hostile_clone(kb: kbtool.KnowledgeBase, tmp_path: Path, links: dict[str, Pat
 # --- H5: the state folder ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("where", [".kb", ".kb/index.db"])
+@pytest.mark.parametrize("where", [".kb", ".kb/index.db", ".kb/sources/team"])
 def test_a_state_folder_that_is_a_link_is_refused_and_nothing_is_written_where_it_points(
     kb, tmp_path, outside, fast_env, where
 ):
@@ -94,10 +94,9 @@ def test_a_state_folder_that_is_a_link_is_refused_and_nothing_is_written_where_i
     if where == ".kb":
         clone = hostile_clone(kb, tmp_path, {".kb": outside})  # `.kb/` in .gitignore matches no link
         assert (clone / ".kb").is_symlink()
-    else:
+    else:  # a folder of kb's own in the clone, holding a link (put there by hand, or by another tool)
         clone = hostile_clone(kb, tmp_path, {})
-        (clone / ".kb").mkdir()
-        link(clone / ".kb" / "index.db", outside / "index.db")
+        link(clone / where, outside / "index.db" if where.endswith("index.db") else outside)
     app_before, clone_before = snapshot(outside), tree_state(clone)
     with_daemon = {**fast_env, "KB_DAEMON": "1"}
     for env, args in [
@@ -386,3 +385,48 @@ def test_a_gate_whose_run_record_links_out_runs_nothing(kb, tmp_path, outside, f
         result.stderr
     ), result.stderr
     assert not ran.exists() and tree_state(clone) == before and snapshot(outside) == app_before
+
+
+# --- the same over MCP ----------------------------------------------------------------------------------
+
+
+def test_an_agent_over_mcp_never_reads_or_writes_through_a_link_out(kb, tmp_path, outside, fast_env):
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    kb.add("gap", "Does batching help decode")
+    clone = hostile_clone(
+        kb,
+        tmp_path,
+        {"kb/finding/evil.md": outside / "evil.md", "skills/secret-skill": outside / "secret-skill"},
+    )
+    before = tree_state(clone)
+
+    async def go() -> None:
+        params = StdioServerParameters(
+            command=KB_COMMAND[0], args=[*KB_COMMAND[1:], "--kb", str(clone), "serve"], env=fast_env
+        )
+        async with Client(params, read_timeout_seconds=60) as client:
+            for tool, args in [("list", {}), ("search", {"query": "secrets from outside"}), ("skills", {})]:
+                result = await client.call_tool(tool, args)
+                text = " ".join(getattr(c, "text", "") for c in result.content)
+                assert not result.is_error and "internal error" not in text, (tool, text)
+                assert "A card from outside" not in text and "Reads secrets" not in text, (tool, text)
+            for tool, args in [
+                ("get", {"id": "evil"}),
+                ("skill", {"name": "secret-skill"}),
+                ("add_card", {"kind": "finding", "title": "Evil"}),
+            ]:
+                result = await client.call_tool(tool, args)
+                assert result.is_error and "a symbolic link out of the knowledge base" in result.content[0].text, (
+                    tool,
+                    result.content[0].text,
+                )
+            lint = await client.call_tool("lint", {"skip": ["duplicates"]})
+            text = " ".join(getattr(c, "text", "") for c in lint.content)
+            assert "kb/finding/evil.md" in text and "skills/secret-skill" in text and "symlink-out" in text, text
+
+    asyncio.run(go())
+    assert tree_state(clone) == before and (clone / "kb" / "finding" / "evil.md").is_symlink()

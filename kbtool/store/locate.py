@@ -86,13 +86,16 @@ def state_dir(root: Path) -> Path:
 
 
 def _refuse_links(local: Path) -> None:
-    """OutsidePath when .kb, or anything directly in it, is a symbolic link: kb would write its index,
-    locks, socket and logs wherever the link points (another application's index.db). A clone can hold
-    one: `.kb/` in .gitignore matches folders, not a link named .kb."""
+    """OutsidePath when .kb, anything directly in it, or a source's copy in .kb/sources/ is a symbolic
+    link: kb would write its index, locks, socket, logs and clones wherever the link points (another
+    application's index.db). A clone can hold one: `.kb/` in .gitignore matches folders, not a link
+    named .kb."""
     found = [local] if local.is_symlink() else []
-    if not found and local.is_dir():
+    for folder in (local, local / "sources"):
+        if found or folder.is_symlink() or not folder.is_dir():
+            continue
         try:
-            found = sorted(Path(entry.path) for entry in os.scandir(local) if entry.is_symlink())
+            found = sorted(Path(entry.path) for entry in os.scandir(folder) if entry.is_symlink())
         except OSError:
             found = []  # unreadable: the writability check that follows says so
     if found:
