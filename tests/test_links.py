@@ -430,3 +430,12 @@ def test_an_agent_over_mcp_never_reads_or_writes_through_a_link_out(kb, tmp_path
 
     asyncio.run(go())
     assert tree_state(clone) == before and (clone / "kb" / "finding" / "evil.md").is_symlink()
+
+
+def test_init_in_a_folder_whose_state_folder_is_a_link_writes_nothing(tmp_path, outside, fast_env):
+    folder = tmp_path / "new-kb"
+    link(folder / ".kb", outside)
+    app_before = snapshot(outside)
+    result = subprocess.run([*KB_COMMAND, "init", str(folder)], env=fast_env, capture_output=True, text=True)
+    assert one_line_error(result) and ".kb: a symbolic link" in result.stderr, result.stderr
+    assert sorted(p.name for p in folder.iterdir()) == [".kb"] and snapshot(outside) == app_before

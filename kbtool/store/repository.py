@@ -210,11 +210,12 @@ class Store:
         if (root / CONFIG_FILE).exists():
             raise OutsidePath(f"{root}: already a knowledge base ({CONFIG_FILE} exists)")
         root.mkdir(parents=True, exist_ok=True)
+        store = cls(root)
+        store.require_writable()  # a .kb that is a link, a read-only folder: refused before git init writes .git
         try:
             git.Repo(root, search_parent_directories=False)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             git.Repo.init(root)
-        store = cls(root)
         files = {CONFIG_FILE: default_config_text(name)}
         gitignore = root / ".gitignore"
         if not gitignore.exists():
