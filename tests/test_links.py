@@ -439,3 +439,30 @@ def test_init_in_a_folder_whose_state_folder_is_a_link_writes_nothing(tmp_path, 
     result = subprocess.run([*KB_COMMAND, "init", str(folder)], env=fast_env, capture_output=True, text=True)
     assert one_line_error(result) and ".kb: a symbolic link" in result.stderr, result.stderr
     assert sorted(p.name for p in folder.iterdir()) == [".kb"] and snapshot(outside) == app_before
+
+
+def test_a_file_in_a_skill_that_links_out_keeps_the_whole_skill_from_being_copied(kb, tmp_path, outside, fast_env):
+    kb.new_skill("leaky", "Reads a reference. Use when testing links in skills.")
+    clone = hostile_clone(kb, tmp_path, {"skills/leaky/references/key.txt": outside / "secret-skill" / "id_rsa"})
+    lint = run_kb(fast_env, clone, "lint", "--skip", "duplicates")
+    assert lint.returncode == 1 and "skills/leaky/SKILL.md: [skill-invalid] references/key.txt is a symbolic link" in (
+        lint.stdout
+    ), lint.stdout
+    copies = tmp_path / "copies"
+    for args in (
+        ["skill", "export", "leaky", "--to", str(copies)],
+        ["skill", "install", "leaky", "--to", str(copies)],
+        ["skill", "show", "leaky"],
+    ):
+        result = run_kb(fast_env, clone, *args)
+        assert one_line_error(result) and "references/key.txt is a symbolic link" in result.stderr, (
+            args,
+            result.stderr,
+        )
+    plugin = tmp_path / "plugin"
+    made = run_kb(fast_env, clone, "agent", "plugin", str(plugin))
+    assert made.returncode == 0 and "skipped" in made.stdout and "references/key.txt is a symbolic link" in made.stdout
+    assert not (plugin / "skills" / "leaky").exists() and not any(tmp_path.rglob("key.txt.*"))
+    assert not any(
+        p.read_bytes() == b"PRIVATE KEY MATERIAL\n" for p in [*copies.rglob("*"), *plugin.rglob("*")] if p.is_file()
+    )

@@ -224,7 +224,13 @@ def write_plugin(
     links: list[LinkOut] = []  # a skill folder that leads out of the knowledge base: not the knowledge base's
     in_kb = skill_folders(root / SKILLS_DIR, root, links.append)
     changes += [Change("skipped", found.path, found.what()) for found in links]
-    valid = [f for f in in_kb if f.name != KB_SKILL and not check_skill(f)]
+    valid = []
+    for skill_folder in (f for f in in_kb if f.name != KB_SKILL):
+        violations = check_skill(skill_folder)  # a link in it among them: nothing of an invalid skill is copied
+        if violations:
+            changes.append(Change("skipped", skill_folder, f"not a valid skill: {violations[0]}"))
+        else:
+            valid.append(skill_folder)
     sources = [kb_skill_source(root), *(f"kb:{f.name}" for f in valid)]
     kept = set()
     for source in sources:
