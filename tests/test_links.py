@@ -459,6 +459,14 @@ def test_a_file_in_a_skill_that_links_out_keeps_the_whole_skill_from_being_copie
             args,
             result.stderr,
         )
+    incoming = tmp_path / "incoming" / "leaky"  # a clean version of it, to replace it with
+    incoming.mkdir(parents=True)
+    (incoming / "SKILL.md").write_text(SKILL.format(name="leaky"))
+    before, app_before = tree_state(clone), snapshot(outside)
+    replaced = run_kb(fast_env, clone, "skill", "import", str(incoming))
+    assert one_line_error(replaced), replaced.stderr
+    assert "skills/leaky/references/key.txt: a symbolic link out of the knowledge base" in replaced.stderr
+    assert tree_state(clone) == before and snapshot(outside) == app_before
     plugin = tmp_path / "plugin"
     made = run_kb(fast_env, clone, "agent", "plugin", str(plugin))
     assert made.returncode == 0 and "skipped" in made.stdout and "references/key.txt is a symbolic link" in made.stdout

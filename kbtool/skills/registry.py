@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.errors import BadInput, Conflict, OutsidePath
-from ..store.files import LinkOut, link_out
+from ..store.files import LinkOut, link_out, links_in, points_outside
 from ..store.repository import SKILLS_DIR, Executable
 from .scan import at_least, scan_skill
 from .spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, load_skill, render_skill, skill_folders
@@ -72,9 +72,13 @@ def too_big(folder: Path, limit: int) -> str | None:
 
 def replace_folder(root: Path, name: str, files: dict[str, bytes]) -> dict[str, bytes | None]:
     """The writes that make skills/<name>/ hold exactly these files (others in it are deleted); refused
-    when skills/<name> or skills/ is a symbolic link out of the knowledge base (root, resolved)."""
+    when skills/<name>, skills/ or a file in the folder is a symbolic link out of the knowledge base
+    (root, resolved): what is there is compared and replaced, and none of it is read through a link."""
     target = root / SKILLS_DIR / name
     linked = link_out(root, target)
+    if linked is None and target.is_dir():
+        inner = [rel for rel, _ in links_in(target) if points_outside(root, target / rel)]
+        linked = LinkOut(target / inner[0], os.readlink(target / inner[0])) if inner else None
     if linked is not None:
         shown = linked.path.relative_to(root).as_posix()
         raise OutsidePath(f"{linked.says(shown)}; kb neither reads nor writes through it, so nothing was written")
