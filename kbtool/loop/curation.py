@@ -1,7 +1,8 @@
 """`kb lint`: what makes a knowledge base untrustworthy, as a list of problems.
 
 Classes of checks (each can be skipped, `kb lint --skip CLASS`):
-- schema: cards that do not parse or validate, id or folder mismatches, duplicate ids, stray files
+- schema: cards that do not parse or validate, id or folder mismatches, duplicate ids, stray files,
+  symbolic links out of the knowledge base (symlink-out: never read, so named here)
 - links: links to cards that do not exist
 - superseded: a current card that still links to a superseded one as related
 - gaps: a gap findings closed that is open again, every one of them since refuted, superseded,
@@ -11,7 +12,8 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - stale: confirmed or tentative findings older than curation.max_finding_age_days
 - contradictions: findings with the same metric and scope and opposite effects
 - duplicates: cards of one kind whose embeddings are nearly the same (from the search index)
-- skills: SKILL.md files that break the Agent Skills specification (errors); descriptions
+- skills: SKILL.md files that break the Agent Skills specification, and skill folders that link out
+  of the knowledge base (errors); descriptions
   agents will not match well: cut off in listings, never saying when to use the skill, or
   nearly the same as another skill's (warnings)
 - secrets: cards holding text that looks like a credential (kbtool/loop/secrets.py)
