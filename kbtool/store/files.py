@@ -1,6 +1,7 @@
-"""Reading folders someone else made (a skill to import, a documents tree): symbolic links are
-never followed, because a link can point anywhere (`references/p.txt -> /etc/passwd`), and what
-kb reads from a folder it may commit to a repository many people clone."""
+"""Symbolic links in folders someone else made: a skill to import, a documents tree, and a knowledge
+base itself (a clone holds whatever links its author committed). A link can point anywhere
+(`references/p.txt -> /etc/passwd`, `.kb -> another application's folder`), and what kb reads it
+may commit to a repository many people clone, so kb follows no link out of the folder it reads."""
 
 from __future__ import annotations
 
