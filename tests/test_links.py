@@ -474,3 +474,16 @@ def test_a_file_in_a_skill_that_links_out_keeps_the_whole_skill_from_being_copie
     assert not any(
         p.read_bytes() == b"PRIVATE KEY MATERIAL\n" for p in [*copies.rglob("*"), *plugin.rglob("*")] if p.is_file()
     )
+
+
+def test_a_card_link_to_nothing_is_named_by_lint_not_a_crash(kb, tmp_path, fast_env):
+    kb.add("gap", "Does batching help decode")
+    (kb.root / "kb" / "gap" / "gone.md").symlink_to("nothing-here.md")
+    (kb.root / "kb" / "gap" / "far.md").symlink_to(tmp_path / "nowhere" / "far.md")
+    for args in (["list"], ["gaps"], ["search", "batching"], ["show", "does-batching-help-decode"]):
+        result = run_kb(fast_env, kb.root, *args)
+        assert result.returncode == 0 and clean(result), (args, result.stderr)
+    lint = run_kb(fast_env, kb.root, "lint", "--skip", "duplicates")
+    assert lint.returncode == 1 and clean(lint), lint.stderr
+    assert "kb/gap/gone.md: [invalid] a symbolic link to nothing (to nothing-here.md)" in lint.stdout
+    assert f"kb/gap/far.md: [symlink-out] a symbolic link out of the knowledge base (to {tmp_path}" in lint.stdout

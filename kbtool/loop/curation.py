@@ -81,6 +81,9 @@ def schema_problems(store: Store, limits: LimitsSection) -> tuple[list[Problem],
             )
             continue
         stem = path.stem
+        if not path.exists():  # a link to nothing: every read leaves it out, as it is no file
+            problems.append(Problem(rel, "invalid", f"a symbolic link to nothing (to {os.readlink(path)})", stem))
+            continue
         if stem in seen:
             problems.append(Problem(rel, "duplicate-id", f"id {stem!r} is also used by {seen[stem]}", stem))
         seen.setdefault(stem, rel)
