@@ -54,8 +54,13 @@ class KnowledgeBase(SkillRegistry):
     @classmethod
     def init(cls, path: str | os.PathLike[str], name: str | None = None) -> KnowledgeBase:
         root = Path(path).expanduser().resolve()
-        Store.init(root, name or root.name)
-        return cls(root)
+        store = Store.init(root, name or root.name)
+        made = cls(root)
+        if store.signs_as_kb:  # its first commit was signed by kb, not by a person
+            from .store.repository import NO_IDENTITY
+
+            made.note(NO_IDENTITY)
+        return made
 
     def lint_report(self, skip: Iterable[str] = (), env: bool = False) -> LintReport:
         """`lint` as its surfaces show it: the problems, how many are errors, and whether it passes;
@@ -85,7 +90,7 @@ class KnowledgeBase(SkillRegistry):
         if "gaps" not in skip:
             problems += curation.reopened_gaps(self.gaps())  # the gaps `kb gaps` lists again, as it says why
         if "gates" not in skip:
-            problems += curation.gate_lock_problems(self.store, self.gate_locks())
+            problems += curation.gate_lock_problems(self.store, self.gate_locks(), self.dropped_locks())
         if "stale" not in skip:
             problems += curation.stale(cards, self.config.curation.max_finding_age_days, date.today())
         if "contradictions" not in skip:

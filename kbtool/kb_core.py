@@ -71,7 +71,7 @@ class KnowledgeBaseCore:
         self.config: Config = load_config(self.root)
         # things worth telling the user that are not errors (an index rebuilt, a link left out)
         self.notices: builtins.list[str] = []
-        self.store = Store(self.root, self.notices)
+        self.store = Store(self.root, note=self.note)
         self.store.recover_if_interrupted()  # a writer killed mid-write: undo it before anything is read
         if self.store.state_dir != self.root / STATE_DIR:
             self.notices.append(f"a read-only knowledge base: its search index is kept in {self.store.state_dir}")
@@ -86,6 +86,7 @@ class KnowledgeBaseCore:
         self._preparing_queries: threading.Thread | None = None
         self._sources: builtins.list[tuple[str, KnowledgeBase]] | None = None
         self._environment: dict[str, str] | None = None  # this machine's, read once (nvidia-smi is slow)
+        self._lock_history: tuple[str | None, dict[str, tuple[str, GateLock]]] | None = None  # by HEAD
 
     def load_file(self, path: Path) -> StoredCard:
         return StoredCard.read(path, self.root)
@@ -474,7 +475,7 @@ class KnowledgeBaseCore:
 
     def _check_editable(self, stored: StoredCard) -> None:
         """A locked gate is immutable: the way to change it is a new gate that supersedes it."""
-        if stored.card.kind == "gate" and stored.id in self.gate_locks():
+        if stored.card.kind == "gate" and (stored.id in self.gate_locks() or stored.id in self.dropped_locks()):
             raise Conflict(
                 f"gate {stored.id!r} is locked in kb.lock and cannot be edited; add a new gate and "
                 f"`kb supersede {stored.id} NEW_GATE` instead"
@@ -522,6 +523,19 @@ class KnowledgeBaseCore:
         if linked is not None:  # not read, nor taken as no locks (every gate would run unlocked): refused
             raise OutsidePath(self.store.refusal(linked))
         return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)
+
+    def dropped_locks(self) -> dict[str, tuple[str, GateLock]]:
+        """The gates kb.lock held in a commit and no longer holds, though their cards are still here:
+        {id: (the commit of its last lock, that lock)}. Such a gate is still locked: it runs nothing
+        and is not edited, and `kb gate lock` puts back its entry only while it still matches."""
+        from .loop.gate_lock import lock_history
+
+        head = self.store.head()
+        if self._lock_history is None or self._lock_history[0] != head:
+            self._lock_history = (head, lock_history(self.store.repo, LOCK_FILE) if head else {})
+        current = self.gate_locks()
+        here = {p.stem for p in self.store.card_files() if p.parent.name == "gate"}
+        return {k: v for k, v in self._lock_history[1].items() if k not in current and k in here}
 
     @property
     def embedder(self) -> Embedder:

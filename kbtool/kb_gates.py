@@ -33,13 +33,19 @@ class Gating(Reviewing):
 
         with self.store.lock():
             locks = self.gate_locks()
+            dropped = {gate_id: lock for gate_id, (_, lock) in self.dropped_locks().items()}
             named = list(refs)
             gates = [self.get(r) for r in named] if named else self.list(kind="gate")
             newly: builtins.list[str] = []
             skipped: dict[str, str] = {}
             for stored in gates:
                 gate = _gate(stored)
-                held = locks.get(stored.id)
+                held = locks.get(stored.id) or dropped.get(stored.id)
+                if stored.id in dropped and held is not None and held.sha256 == gate_hash(gate, stored.body):
+                    if not file_problems(gate, held, self.root):  # put back as it was locked: its entry returns
+                        locks[stored.id] = held
+                        newly.append(stored.id)
+                        continue
                 if held is not None:
                     if held.sha256 != gate_hash(gate, stored.body):
                         raise Conflict(
@@ -79,7 +85,7 @@ class Gating(Reviewing):
         from .loop.curation import gate_lock_problems
 
         locks = self.gate_locks()
-        problems = gate_lock_problems(self.store, locks)
+        problems = gate_lock_problems(self.store, locks, self.dropped_locks())
         return LockCheck(ok=not problems, locked=len(locks), problems=problems)
 
     def gate_project(self, in_dir: str | os.PathLike[str] | None, default_dir: Path | None = None) -> Path:
@@ -140,6 +146,11 @@ class Gating(Reviewing):
                 f"then `kb confirm {stored.id}` to run it (and `kb gate lock {stored.id}` to make it immutable)"
             )
         locked = self.gate_locks().get(stored.id)  # a kb.lock that does not parse stops here, one line
+        dropped = self.dropped_locks().get(stored.id)
+        if locked is None and dropped is not None:
+            from .loop.curation import dropped_lock_message
+
+            raise Conflict(f"nothing was run: {dropped_lock_message(stored.id, dropped[0])}")
         intact = locked is not None and locked.sha256 == gate_hash(gate, stored.body)
         if locked is not None and not intact:
             raise Conflict(
@@ -170,6 +181,7 @@ class Gating(Reviewing):
         project = self.gate_project(in_dir, default_dir)
         rel = f"runs/gates/{stored.id}.jsonl"
         if record:
+            self.store.require_writable()  # said before the command runs, not after: a run is recorded or not run
             self.store.inside(rel)  # a record that is a link out of the knowledge base: refused before anything runs
         if before is not None:
             before(gate.check.what(), project)

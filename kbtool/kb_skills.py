@@ -75,10 +75,17 @@ class SkillRegistry(Searching):
 
     def export_skills(self, names: Iterable[str], to: str | os.PathLike[str]) -> builtins.list[Path]:
         """Copy skills to to/<name>/ (e.g. .claude/skills), replacing earlier exports of them."""
+        from .skills.bundled import KB_SKILL, kb_skill_folder
         from .skills.registry import export
 
-        chosen = [self.skill(n) for n in names]  # every name checked before anything is copied
-        return [export(self.root / s.path, s.name, Path(to)) for s in chosen]
+        folders = []
+        for name in names:  # every name checked before anything is copied
+            if name == KB_SKILL and not (self.skills_dir / KB_SKILL).exists():
+                folders.append((kb_skill_folder(), name))  # kbtool's own: every knowledge base can hand it on
+            else:
+                found = self.skill(name)
+                folders.append((self.root / found.path, found.name))
+        return [export(folder, name, Path(to)) for folder, name in folders]
 
     def pack_skill(
         self,

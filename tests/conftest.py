@@ -25,6 +25,12 @@ for _variable in ("KB_AGENT", "AI_AGENT", "CLAUDECODE", "CODEX_THREAD_ID", "CODE
 # user's ~/.cache; every daemon and server the tests start inherits it.
 os.environ.setdefault("KB_CACHE_DIR", tempfile.mkdtemp(prefix="kb-test-cache-"))
 
+# Tests commit with git directly (a hand edit, a teammate's push): they bring their own identity, so the suite
+# runs on a fresh machine or CI runner whose HOME has no ~/.gitconfig. A repository's own user.name still wins.
+_GIT_IDENTITY = Path(tempfile.mkdtemp(prefix="kb-test-git-")) / "gitconfig"
+_GIT_IDENTITY.write_text("[user]\n\tname = kb tests\n\temail = tests@kb.invalid\n")
+os.environ["GIT_CONFIG_GLOBAL"] = str(_GIT_IDENTITY)
+
 
 @pytest.fixture
 def kb(tmp_path: Path) -> kbtool.KnowledgeBase:

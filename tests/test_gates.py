@@ -214,3 +214,36 @@ def test_a_gate_judges_the_project_kb_toml_names_and_refuses_to_guess(kb, tmp_pa
     config.write_text(config.read_text().replace("../project", "../nowhere"))
     with pytest.raises(kbtool.BadInput, match=r"kb.toml \[gates\] project = '../nowhere': no such folder"):
         kbtool.open(kb.root).run_gate(gate)
+
+
+def test_a_gate_whose_lock_entry_is_deleted_stays_locked(cli, kb, tmp_path):
+    """Deleting a gate's entry from kb.lock does not unlock it: the lock's history is in git. The edited
+    gate runs nothing, verify and lint name it, and `kb gate lock` does not move the lock to the new text."""
+    script = with_script(kb)
+    gate = script_gate(kb)
+    assert cli("gate", "lock", gate).exit_code == 0
+    lock = kb.root / "kb.lock"
+    data = json.loads(lock.read_text())
+    del data["gates"][gate]
+    lock.write_text(json.dumps(data))
+    path = kb.root / "kb" / "gate" / f"{gate}.md"
+    path.write_text(path.read_text().replace("threshold: 12", "threshold: 1000"))
+    git(kb.root, "commit", "-qam", "loosen the gate")  # the edit and the deletion, committed as if harmless
+    script.write_text(script.read_text() + "open('ran', 'w')\n")
+    before = tree_state(kb.root)
+    run = cli("gate", "run", gate, "--in", str(tmp_path))
+    assert run.exit_code == 2 and "was locked" in run.stderr and "nothing was run" in run.stderr, run.output
+    assert not (tmp_path / "ran").exists() and tree_state(kb.root) == before
+    verify = cli("gate", "verify")
+    assert verify.exit_code == 1 and f"gate '{gate}' was locked" in verify.stdout, verify.output
+    lint = json.loads(cli("lint", "--json", "--skip", "duplicates").stdout)["problems"]
+    assert any(p["code"] == "gate-lock" and p["id"] == gate and "was locked" in p["message"] for p in lint), lint
+    assert cli("gate", "lock", gate).exit_code == 2 and tree_state(kb.root) == before  # not relocked as edited
+    edit = cli("edit", gate, "--title", "Something else")
+    assert edit.exit_code == 2 and tree_state(kb.root) == before
+
+    # put back as it was locked: the entry is restored by `kb gate lock`, and the gate runs again
+    git(kb.root, "checkout", "HEAD~1", "--", f"kb/gate/{gate}.md", "gates/tpot.py")
+    git(kb.root, "commit", "-qam", "restore the gate")
+    assert cli("gate", "lock", gate).exit_code == 0
+    assert gate in json.loads(lock.read_text())["gates"] and cli("gate", "verify").exit_code == 0

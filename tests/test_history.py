@@ -44,3 +44,18 @@ def test_kb_recent_prints_and_dumps_the_changes(cli, kb):
         {"id": "is-the-change-listed", "kind": "gap", "change": "added", "title": "Is the change listed?"}
     ]
     assert cli("recent", "--kind", "recipe").exit_code == 2
+
+
+def test_a_cards_log_is_its_own_files_history_not_a_similar_cards(cli, kb):
+    """git log --follow takes a new file for a rename of a deleted similar one: a card's history is its own."""
+    text = "Decode at batch 1 is bound by weight reads; " * 20
+    old = kb.add("constraint", "Weight reads bound decode", values={"rule": text}, body=text)
+    kb.edit(old.id, fields=["severity=must"])
+    # one commit drops it and adds a similar card (a sync or a hand edit can): git sees a rename
+    new_path = kb.root / "kb" / "constraint" / "weight-reads-bound-decode-at-batch-one.md"
+    new_path.write_text((kb.root / old.path).read_text().replace(f"id: {old.id}", f"id: {new_path.stem}"))
+    git(kb.root, "rm", "-q", old.path)
+    git(kb.root, "add", str(new_path))
+    git(kb.root, "commit", "-qm", "replace the card")
+    shown = json.loads(cli("log", new_path.stem, "--json").stdout)
+    assert [c["subject"] for c in shown] == ["replace the card"], shown

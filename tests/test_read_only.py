@@ -87,3 +87,24 @@ def test_a_read_only_clone_never_indexed_is_searched_too(kb, read_only):
     found = read_only("search", "streaming SSE", "-k", "1")
     assert found.returncode == 0 and "does-openai-compatible-streaming" in found.stdout, found.stderr
     assert not (kb.root / ".kb").exists()
+
+
+@pytest.fixture
+def locked_gate(kb, tmp_path) -> str:
+    """A locked command gate that leaves a mark in the folder it runs in."""
+    command = 'echo \'{"tpot_ms": 9.5}\' && touch "$PWD/ran"'
+    check = {"command": command, "metric": "tpot_ms", "op": "<=", "threshold": 12}
+    gate = kb.add("gate", "TPOT under 12 ms", status="confirmed", values={"check": check}).id
+    kb.lock_gates([gate])
+    return gate
+
+
+def test_a_gate_run_that_cannot_be_recorded_runs_nothing(kb, locked_gate, read_only, tmp_path):
+    """The run would be appended to runs/gates/: refused before the command runs, not after."""
+    project = tmp_path / "project"
+    project.mkdir()
+    out = read_only("gate", "run", locked_gate, "--in", str(project))
+    assert one_line_error(out) and "read-only" in out.stderr, out.stderr
+    assert not (project / "ran").exists()
+    assert read_only("gate", "run", locked_gate, "--in", str(project), "--no-record").returncode == 0
+    assert (project / "ran").exists()

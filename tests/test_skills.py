@@ -364,3 +364,15 @@ def test_lint_fails_on_a_broken_skill_and_warns_on_hard_to_find_ones(kb, cli, mo
     result = cli("lint")
     assert result.exit_code == 1 and "skills/broken/SKILL.md: [skill-invalid]" in result.stdout
     assert cli("lint", "--skip", "skills").exit_code == 0
+
+
+def test_the_kb_skill_exports_from_a_fresh_knowledge_base(cli, kb, tmp_path):
+    """The README's `kb skill export kb profile-decode --to .claude/skills` on a knowledge base just made:
+    the kb skill is kbtool's own when the knowledge base has none."""
+    made = cli("skill", "new", "profile-decode", "--description", "Profile decode. Use when TPOT misses.")
+    assert made.exit_code == 0
+    out = cli("skill", "export", "kb", "profile-decode", "--to", str(tmp_path / "skills"))
+    assert out.exit_code == 0, out.output
+    exported = (tmp_path / "skills" / "kb" / "SKILL.md").read_text()
+    assert exported == (REPO_ROOT / "skills" / "kb" / "SKILL.md").read_text()
+    assert (tmp_path / "skills" / "profile-decode" / "SKILL.md").is_file()

@@ -189,9 +189,12 @@ def reopened_gaps(open_gaps: list[CardSummary]) -> list[Problem]:
     ]
 
 
-def gate_lock_problems(store: Store, locks: dict[str, GateLock]) -> list[Problem]:
+def gate_lock_problems(
+    store: Store, locks: dict[str, GateLock], dropped: dict[str, tuple[str, GateLock]] | None = None
+) -> list[Problem]:
     """`kb lint`'s gates check and `kb gate verify`: each locked gate whose card or files no longer
-    match kb.lock, and each lock whose gate is gone."""
+    match kb.lock, each lock whose gate is gone, and each gate whose entry was taken out of kb.lock
+    (dropped: it stays locked)."""
     gates = {}
     for path in store.card_files():
         if path.parent.name == "gate":
@@ -224,7 +227,17 @@ def gate_lock_problems(store: Store, locks: dict[str, GateLock]) -> list[Problem
             )
         else:
             out += [Problem(f, "gate-lock", why, gate_id) for f, why in file_problems(gate.card, lock, store.root)]
+    for gate_id, (sha, _) in sorted((dropped or {}).items()):
+        out.append(Problem("kb.lock", "gate-lock", dropped_lock_message(gate_id, sha), gate_id))
     return out
+
+
+def dropped_lock_message(gate_id: str, sha: str) -> str:
+    return (
+        f"gate {gate_id!r} was locked (kb.lock at commit {sha[:10]}) and its entry has since been taken out of "
+        f"kb.lock; a gate that was locked stays locked: restore the entry (git show {sha[:10]}:kb.lock), or "
+        f"supersede the gate with a new one"
+    )
 
 
 def stale(cards: list[StoredCard], max_age_days: int, today: date) -> list[Problem]:

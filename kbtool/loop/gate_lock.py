@@ -15,6 +15,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..model.cards import Gate
 from ..model.errors import BadInput
@@ -58,6 +59,25 @@ def parse_lock(text: str | None) -> dict[str, GateLock]:
         }
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
         raise BadInput(f"kb.lock: not a valid lock file ({exc}); restore it from git") from None
+
+
+def lock_history(repo: Any, lock_file: str) -> dict[str, tuple[str, GateLock]]:
+    """Every gate kb.lock has held in a commit, with the newest entry and its commit: {id: (sha, lock)}.
+    A gate whose entry is deleted from kb.lock stays locked (its entry is here), so taking a line out of
+    kb.lock is no way around a lock. A commit whose kb.lock does not parse is passed over."""
+    try:
+        shas = repo.git.log("--format=%H", "--", lock_file).split()
+    except Exception:  # no commits yet, or not a git repository: no history to hold anything
+        return {}
+    found: dict[str, tuple[str, GateLock]] = {}
+    for sha in shas:  # newest first: the first entry seen for a gate is its last lock
+        try:
+            entries = parse_lock(repo.git.show(f"{sha}:{lock_file}"))
+        except Exception:  # deleted in that commit, or not a lock file then
+            continue
+        for gate_id, entry in entries.items():
+            found.setdefault(gate_id, (sha, entry))
+    return found
 
 
 def render_lock(entries: dict[str, GateLock]) -> str:

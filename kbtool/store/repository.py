@@ -17,10 +17,11 @@ only the journal goes. A card is on disk only if it is committed, or its writer 
 from __future__ import annotations
 
 import base64
+import getpass
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,12 +60,13 @@ class Commit:
 
 
 class Store:
-    def __init__(self, root: Path, notices: list[str] | None = None):
+    def __init__(self, root: Path, note: Callable[[str], None] | None = None):
         self.root = root.resolve()
+        self._note = note  # how a write tells its caller something worth saying (kb signs as itself)
+        self.signs_as_kb = False  # git has no identity here: commits are signed kb <kb@localhost>
         self._repo: git.Repo | None = None
         self._file_lock: FileLock | None = None
         self._state_dir: Path | None = None
-        self.notices = notices if notices is not None else []  # the facade's: what a read left out, and why
         self.card_links_out: list[LinkOut] = []  # found by the last card_paths(): left out, kb lint names them
 
     # --- paths -----------------------------------------------------------------
@@ -135,8 +137,8 @@ class Store:
     def skipped(self, link: LinkOut) -> None:
         """Say that a read left a link out, once per process."""
         said = f"{link.says(self.relative(link.path))}{LEFT_OUT}"
-        if said not in self.notices:
-            self.notices.append(said)
+        if self._note is not None:  # the facade's: said once
+            self._note(said)
 
     def refusal(self, link: LinkOut) -> str:
         """What a read or write through a link out of the knowledge base is refused with."""
@@ -201,7 +203,9 @@ class Store:
                 raise StoreError(
                     f"{self.root}: not a git repository; a knowledge base lives in one (kb init)"
                 ) from None
-            self._repo.git.update_environment(**identity_env(self._repo))
+            fallback = identity_env(self._repo)
+            self._repo.git.update_environment(**fallback)
+            self.signs_as_kb = bool(fallback)
         return self._repo
 
     @classmethod
@@ -282,6 +286,8 @@ class Store:
         Takes the lock (again, if the caller holds it: call it under `lock()` when the content depends
         on what is already there). Whatever interrupts it, Ctrl-C included, leaves the files as they were.
         """
+        if self.repo is not None and self.signs_as_kb and self._note is not None:
+            self._note(NO_IDENTITY)
         with self.lock():
             paths = {rel: self.inside(rel) for rel in files}
             before = {rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()}
@@ -336,7 +342,8 @@ class Store:
     def history(self, rel: str) -> list[Commit]:
         fmt = "%H%x1f%aI%x1f%an%x1f%s%x1f%B%x1e"
         try:
-            out = self.repo.git.log("--follow", f"--format={fmt}", "--", rel)
+            # not --follow: its rename guess would take a deleted similar card's commits for this one's
+            out = self.repo.git.log("--no-renames", f"--format={fmt}", "--", rel)
         except git.GitCommandError:
             return []
         commits = []
@@ -351,7 +358,7 @@ class Store:
         """The newest `limit` commits of a file, each with its patch to that file: one git call."""
         fmt = "%x1e%H%x1f%aI%x1f%an%x1f%s%x1f%B%x1d"
         try:
-            out = self.repo.git.log("--follow", f"-{limit}", f"--format={fmt}", "-p", "--", rel)
+            out = self.repo.git.log("--no-renames", f"-{limit}", f"--format={fmt}", "-p", "--", rel)
         except git.GitCommandError:
             return []
         found = []
@@ -434,6 +441,12 @@ def _replace(path: Path, content: str | bytes | None) -> None:
         raise
 
 
+NO_IDENTITY = (
+    "git has no user.name or user.email here, so kb signs its commits kb <kb@localhost>; say who you are with "
+    'git config --global user.name "Your Name" and user.email'
+)
+
+
 def identity_env(repo: git.Repo) -> dict[str, str]:
     """Commits need an author; where git has none configured, kb signs as itself."""
     reader = repo.config_reader()
@@ -446,5 +459,12 @@ def identity_env(repo: git.Repo) -> dict[str, str]:
 
 
 def author_name(store: Store) -> str | None:
+    """Who a person's write or review is by: git's user.name, else the login name (a fresh container has
+    no git identity and often no $USER; the account still has a name)."""
     name = os.environ.get("GIT_AUTHOR_NAME") or store.repo.config_reader().get_value("user", "name", default="")
-    return str(name) or os.environ.get("USER") or None
+    if name:
+        return str(name)
+    try:
+        return getpass.getuser() or None
+    except (KeyError, OSError):  # no $USER and no passwd entry for this uid
+        return None

@@ -19,6 +19,7 @@ import typer
 from ..model.errors import BadInput
 from ..model.vocabulary import KINDS, LINT_CLASSES, words
 from .cli_base import (
+    OPENED,
     AllowSecret,
     CardRef,
     Fields,
@@ -40,6 +41,7 @@ from .cli_base import (
     print_written,
     read_text_arg,
     root_of,
+    say_identity,
     schema_app,
     show_notices,
 )
@@ -56,6 +58,7 @@ def init(
     from ..kb import KnowledgeBase
 
     kb = KnowledgeBase.init(path, name)
+    OPENED.append(kb)
     typer.echo(f"initialised knowledge base {kb.config.kb.name!r} at {kb.root}")
 
 
@@ -500,4 +503,7 @@ from . import cli_evidence, cli_gates, cli_install, cli_reuse, cli_search, cli_s
 
 
 def main() -> None:
-    app(prog_name="kb")
+    try:
+        app(prog_name="kb")
+    finally:  # the command has exited (typer ends in SystemExit): what is said once is said now
+        say_identity()

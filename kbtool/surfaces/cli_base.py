@@ -176,7 +176,20 @@ def open_kb(path: Path | None, allow_secret: bool = False) -> KnowledgeBase:
 
     base = KnowledgeBase.open(root_of(path))
     base.allow_secrets = allow_secret
+    OPENED.append(base)
     return base
+
+
+OPENED: list[KnowledgeBase] = []  # what this command opened, for what is said once at its end
+
+
+def say_identity() -> None:
+    """Once, at the end of a command that committed without a git identity: kb signed for nobody."""
+    from ..store.repository import NO_IDENTITY
+
+    if any(NO_IDENTITY in base.notices for base in OPENED):
+        typer.echo(f"kb: note: {NO_IDENTITY}", err=True)
+    OPENED.clear()
 
 
 def current_agent() -> str | None:
