@@ -16,7 +16,7 @@ from .model.errors import InvalidField, SemanticUnavailable
 from .model.records import Problem, StoredCard
 from .model.vocabulary import LINT_CLASSES
 from .store.locate import resolve_root
-from .store.repository import CARDS_DIR, Store
+from .store.repository import CARDS_DIR, LEFT_OUT, Store
 
 if TYPE_CHECKING:
     from .search.embeddings import Embedder
@@ -120,9 +120,9 @@ class KnowledgeBase(SkillRegistry):
                 # the stored vectors of the descriptions, as for cards: lint never loads the model itself
                 self._refresh_lexical()
                 skill_vectors = self.index.lead_vectors(self.embedder.model_id, skills=True)
-            problems += curation.skill_problems(
-                self.skills_dir, self.store.relative, skill_vectors, self.config.curation.duplicate_similarity
-            )
+            problems += curation.skill_problems(self.store, skill_vectors, self.config.curation.duplicate_similarity)
+        if "schema" not in skip and "skills" not in skip:  # each link out is a problem above: no note as well
+            self.notices[:] = [n for n in self.notices if not n.endswith(LEFT_OUT)]
         return problems
 
     def stats(self) -> Stats:

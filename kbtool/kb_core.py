@@ -22,6 +22,7 @@ from .model.errors import (
     Conflict,
     InvalidCard,
     KbError,
+    OutsidePath,
     SemanticUnavailable,
     SkillNotFound,
 )
@@ -30,6 +31,7 @@ from .model.records import CardSummary, StoredCard
 from .model.validation import model_for, validate_card
 from .model.vocabulary import STATE_DIR
 from .store.config import Config, load_config
+from .store.files import link_out
 from .store.locate import resolve_root
 from .store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
 
@@ -67,9 +69,10 @@ class KnowledgeBaseCore:
     def __init__(self, root: Path, embedder: Embedder | None = None):
         self.root = root.resolve()
         self.config: Config = load_config(self.root)
+        # things worth telling the user that are not errors (an index rebuilt, a link left out)
+        self.notices: builtins.list[str] = []
         self.store = Store(self.root, note=self.note)
         self.store.recover_if_interrupted()  # a writer killed mid-write: undo it before anything is read
-        self.notices: builtins.list[str] = []  # things worth telling the user that are not errors (an index rebuilt)
         if self.store.state_dir != self.root / STATE_DIR:
             self.notices.append(f"a read-only knowledge base: its search index is kept in {self.store.state_dir}")
         self._embedder = embedder
@@ -175,7 +178,15 @@ class KnowledgeBaseCore:
         found = self.summaries(kind, status, tags, where)
         for name, base in self.source_bases():
             found += [_from_source(name, s) for s in base.summaries(kind, status, tags, where)]
+            self.relay_notices(f"source {name}", base)
         return self.applying(found, applies_for, only_applying)
+
+    def relay_notices(self, label: str, base: KnowledgeBase) -> None:
+        """What another knowledge base said while it was read for this one (a card it left out), said here
+        once, labelled ("source team", "origin /path")."""
+        for notice in base.notices:
+            self.note(f"{label}: {notice}")
+        base.notices.clear()  # said once; the next read says only what is new
 
     def gaps_everywhere(
         self, applies_for: Environment = None, only_applying: bool = False
@@ -183,7 +194,10 @@ class KnowledgeBaseCore:
         """The open gaps here and in every source, high priority first (those scoped elsewhere than the
         environment after all that apply)."""
         order = {"high": 0, "medium": 1, "low": 2}
-        found = self.gaps() + [_from_source(name, g) for name, base in self.source_bases() for g in base.gaps()]
+        found = self.gaps()
+        for name, base in self.source_bases():
+            found += [_from_source(name, g) for g in base.gaps()]
+            self.relay_notices(f"source {name}", base)
         found.sort(key=lambda g: order[g.get("priority", default="medium")])
         return self.applying(found, applies_for, only_applying)
 
@@ -503,6 +517,9 @@ class KnowledgeBaseCore:
         from .loop.gate_lock import parse_lock
 
         path = self.root / LOCK_FILE
+        linked = link_out(self.root, path)
+        if linked is not None:  # not read, nor taken as no locks (every gate would run unlocked): refused
+            raise OutsidePath(self.store.refusal(linked))
         return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)
 
     def dropped_locks(self) -> dict[str, tuple[str, GateLock]]:
@@ -601,7 +618,7 @@ class KnowledgeBaseCore:
         from .skills.spec import InvalidSkill, load_skill, skill_folders
 
         out = []
-        for folder in skill_folders(self.skills_dir):
+        for folder in skill_folders(self.skills_dir, self.root, self.store.skipped):
             try:
                 out.append(load_skill(folder, self.store.relative(folder)))
             except InvalidSkill:
@@ -611,10 +628,24 @@ class KnowledgeBaseCore:
     def skill(self, name: str) -> Skill:
         from .skills.spec import SKILL_FILE, load_skill, name_violations
 
-        if name_violations(name) or not (self.skills_dir / name / SKILL_FILE).is_file():
-            known = ", ".join(s.name for s in self.skills()) or "none yet"
-            raise SkillNotFound(f"no skill named {name!r} (skills: {known})")
-        return load_skill(self.skills_dir / name, self.store.relative(self.skills_dir / name))
+        if name_violations(name):
+            raise SkillNotFound(f"no skill named {name!r} (skills: {self._skill_names()})")
+        folder = self.skill_folder(name)
+        if not (folder / SKILL_FILE).is_file():
+            raise SkillNotFound(f"no skill named {name!r} (skills: {self._skill_names()})")
+        return load_skill(folder, self.store.relative(folder))
+
+    def _skill_names(self) -> str:
+        return ", ".join(s.name for s in self.skills()) or "none yet"
+
+    def skill_folder(self, name: str) -> Path:
+        """skills/<name> (a valid skill name), refused in one line when it, or skills/, is a symbolic link
+        out of the knowledge base: nothing is read, copied or written through it."""
+        folder = self.skills_dir / name
+        linked = link_out(self.root, folder)
+        if linked is not None:
+            raise OutsidePath(self.store.refusal(linked))
+        return folder
 
 
 def _lead_fields(card: CardBase) -> builtins.list[Any]:

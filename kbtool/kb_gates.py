@@ -129,7 +129,7 @@ class Gating(Reviewing):
         The run, with the judged repository's name, remote and commit, is appended to
         runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
         that finding in the same commit (its reviewer is recorded as gate:<id>)."""
-        from .loop.gate_lock import file_problems, gate_hash
+        from .loop.gate_lock import file_problems, gate_hash, named_files
         from .loop.gates import run_gate
         from .loop.provenance import repo_state
         from .store.secrets import redact_record
@@ -161,6 +161,9 @@ class Gating(Reviewing):
         changed = file_problems(gate, locked, self.root) if intact and locked is not None else []
         if changed:
             raise Conflict(f"nothing was run: {changed[0][1]}")
+        named = named_files(gate, self.root)
+        if named.links:  # locked or not: nothing runs through a symbolic link out of the knowledge base
+            raise BadInput(f"nothing was run: gate {stored.id!r} runs {named.outside_why(next(iter(named.links)))}")
         if locked is None and require_lock:  # for callers who run no command a person has not locked
             raise BadInput(
                 f"gate {stored.id!r} is not locked, so nothing was run; only a locked gate runs here (a person "
@@ -177,16 +180,17 @@ class Gating(Reviewing):
             if not intact:
                 raise BadInput(f"--confirms: gate {stored.id!r} is not locked; only a locked gate confirms findings")
         project = self.gate_project(in_dir, default_dir)
+        rel = f"runs/gates/{stored.id}.jsonl"
         if record:
             self.store.require_writable()  # said before the command runs, not after: a run is recorded or not run
+            self.store.inside(rel)  # a record that is a link out of the knowledge base: refused before anything runs
         if before is not None:
             before(gate.check.what(), project)
         result = run_gate(gate, cwd=str(project), kb_root=str(self.root))
         if record:
-            rel = f"runs/gates/{stored.id}.jsonl"
             judged = repo_state(project)
             with self.store.lock():
-                path = self.root / rel
+                path = self.store.inside(rel)
                 earlier = path.read_text(encoding="utf-8") if path.exists() else ""
                 # a run is recorded whatever its output held: a credential in it is redacted, not committed
                 kept = redact_record({**result.record(), **({"repo": judged} if judged else {})})

@@ -198,9 +198,9 @@ class Searching(ExperimentLoop):
                 base._embedder = self._searcher.embedder  # one model for all (None when this search used none)
             found = base.run_search(request.model_copy(update={"sources": False}))
             hits += [h.model_copy(update={"id": f"{name}:{h.id}", "kb": name}) for h in found.hits]
-            for notice in base.notices:
-                self.note(f"source {name}: {notice}")
-            base.notices.clear()  # said once, with this search; the next one says only what is new
+            self.relay_notices(
+                f"source {name}", base
+            )  # said once, with this search; the next one says only what is new
         hits.sort(key=lambda h: -h.score)
         return SearchResult(query=own.query, hits=hits[: request.k])
 

@@ -36,7 +36,7 @@ class SkillRegistry(Searching):
 
         text = new_skill_text(name, description, license, compatibility, body)
         with self.store.lock():
-            if (self.skills_dir / name).exists():
+            if self.skill_folder(name).exists():
                 raise Conflict(f"skills/{name} already exists")
             self.store.write(
                 {f"skills/{name}/SKILL.md": text}, f"kb skill new {name}\n\nkb-op: skill-new\nkb-skill: {name}\n"
@@ -112,7 +112,7 @@ class SkillRegistry(Searching):
         filters = parse_filters(where)
         scope = ", ".join([*where, *(f"{k}={v}" for k, v in environment.items())])
         with self.store.lock():
-            existing = self.skills_dir / name
+            existing = self.skill_folder(name)
             if existing.exists():
                 try:
                     old = self.skill(name)

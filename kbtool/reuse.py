@@ -91,6 +91,7 @@ def import_from_kb(
             chosen = pack_cards(origin.cards(), parse_filters(list(where)), general=True, environment=environment)
         else:
             chosen = origin.list(kind=kind, where=list(where))
+        target.relay_notices(f"origin {recorded}", origin)  # a card it left out (a link out of it)
         if not chosen:
             raise BadInput(f"{location}: no card matches; nothing written")
         with target.store.lock():

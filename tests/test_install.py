@@ -344,3 +344,26 @@ def test_a_claude_code_plugin_of_the_knowledge_base(kb, env, tmp_path):
     one_line_refusal(
         kb_run(env, "--kb", str(kb.root), "agent", "plugin", str(tmp_path / "busy"), cwd=tmp_path), "not empty"
     )
+
+
+def test_uninstall_and_reinstall_keep_what_the_user_put_inside_kbs_codex_block(kb, env, tmp_path):
+    """kb's block in config.toml is kb's server table; a table the user added between its markers (by
+    hand, or by a tool that appends before the end marker) is theirs, and stays."""
+    project = tmp_path / "project"
+    project.mkdir()
+    args = ["--kb", str(kb.root), "agent", "install", "--codex", "--dir", str(project)]
+    assert kb_run(env, *args, cwd=tmp_path).returncode == 0
+    config = project / ".codex" / "config.toml"
+    end = "# <<< kb: mcp_servers.kb"
+    mine = '[mcp_servers.docs]\ncommand = "docs-mcp"\n\n[mcp_servers.docs.env]\nTOKEN_FILE = "~/.docs"\n'
+    config.write_text(config.read_text().replace(end, mine + end))
+    again = kb_run(env, *args, "--read-only", cwd=tmp_path)  # kb's entry changes: its block is rewritten
+    assert again.returncode == 0, again.stderr
+    data = tomllib.loads(config.read_text())
+    assert "--read-only" in data["mcp_servers"]["kb"]["args"]
+    assert data["mcp_servers"]["docs"] == {"command": "docs-mcp", "env": {"TOKEN_FILE": "~/.docs"}}
+    out = kb_run(env, "agent", "uninstall", "--codex", "--dir", str(project), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert tomllib.loads(config.read_text()) == {
+        "mcp_servers": {"docs": {"command": "docs-mcp", "env": {"TOKEN_FILE": "~/.docs"}}}
+    }

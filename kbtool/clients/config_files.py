@@ -85,6 +85,8 @@ def drop_server(path: Path, fmt: str, name: str) -> str:
         _toml(path, new)
     if new.strip():
         _write(path, new)
+    elif path.is_symlink():  # the user's link (a dotfiles repository): it stays, its file emptied of kb
+        _write(path, "{}\n" if fmt == "json" else "")
     else:
         path.unlink()
     return "removed"
@@ -164,12 +166,65 @@ def _block(text: str | None, name: str) -> re.Match[str] | None:
 
 
 def _without_block(text: str | None, name: str) -> str:
+    """text without kb's block; a table someone put between its markers is theirs and stays where it was.
+    Refused when the rest would not read back as everything but kb's server."""
     found = _block(text, name)
     if text is None or found is None:
         return text or ""
     before, after = text[: found.start()], text[found.end() :]
+    kept = _foreign_tables(found.group(0), name)
+    if kept:
+        before = (before.rstrip("\n") + "\n\n" if before.strip() else "") + kept
     rest = before + ("\n" if before and after else "") + after
-    return rest if not rest.strip() else rest if rest.endswith("\n") else rest + "\n"
+    rest = rest if not rest.strip() else rest if rest.endswith("\n") else rest + "\n"
+    expected = tomllib.loads(text)
+    servers = expected.get("mcp_servers", {})
+    servers.pop(name, None)
+    if not servers:
+        expected.pop("mcp_servers", None)
+    try:
+        same = tomllib.loads(rest) == expected
+    except tomllib.TOMLDecodeError:
+        same = False
+    if not same:
+        raise BadInput(
+            f"kb's block [mcp_servers.{name}] holds more than kb wrote, in a way kb cannot take apart; "
+            "move your own settings out of it (between its # >>> and # <<< lines); nothing was written"
+        )
+    return rest
+
+
+def _foreign_tables(block: str, name: str) -> str:
+    """The tables in kb's block that are not kb's server [mcp_servers.NAME] (or its sub-tables), as written."""
+    kept: list[str] = []
+    keep = False
+    for line in block.strip("\n").splitlines()[1:-1]:  # between the markers
+        keys = _header_keys(line)
+        if keys:
+            keep = keys[:2] != ("mcp_servers", name)
+        if keep:
+            kept.append(line)
+    return "\n".join(kept).strip("\n") + "\n" if any(line.strip() for line in kept) else ""
+
+
+def _header_keys(line: str) -> tuple[str, ...]:
+    """The keys a TOML table header names ([a.b], [[a.b]], ["a".b]); () for any other line."""
+    if not line.lstrip().startswith("["):
+        return ()
+    try:
+        data: Any = tomllib.loads(line + "\n")
+    except tomllib.TOMLDecodeError:
+        return ()  # a line of a multi-line array, say
+    keys: list[str] = []
+    while isinstance(data, (dict, list)) and data:
+        if isinstance(data, list):
+            data = data[-1]
+            continue
+        if len(data) != 1:
+            return ()
+        ((key, data),) = data.items()
+        keys.append(key)
+    return tuple(keys)
 
 
 def _toml_block(name: str, entry: dict[str, Any]) -> str:
@@ -187,6 +242,9 @@ def _toml_block(name: str, entry: dict[str, Any]) -> str:
 
 
 def _write(path: Path, text: str) -> None:
+    # a configuration file that is a link (~/.claude.json -> a dotfiles repository) is the user's: the
+    # file it points to, the one kb read, gets the change, and the link stays a link
+    path = Path(os.path.realpath(path)) if path.is_symlink() else path
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.with_name(f".{path.name}.kb-{os.getpid()}")
     staging.write_text(text, encoding="utf-8")

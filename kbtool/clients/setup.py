@@ -24,6 +24,7 @@ from ..skills.install import BUNDLED, install, remove
 from ..skills.lock import Lock
 from ..skills.spec import SKILL_FILE, check_skill, skill_folders
 from ..store.config import load_config
+from ..store.files import LinkOut
 from ..store.locate import named_root
 from ..store.repository import SKILLS_DIR
 from .config_files import drop_server, put_server
@@ -32,7 +33,7 @@ from .targets import Target, target
 
 @dataclass(frozen=True)
 class Change:
-    what: str  # added, updated, unchanged, removed, absent, kept
+    what: str  # added, updated, unchanged, removed, absent, kept, skipped (a link out of the knowledge base)
     path: Path
     detail: str
 
@@ -220,7 +221,16 @@ def write_plugin(
         what = "unchanged" if before == text else "updated" if before else "added"
         changes.append(Change(what, written, "manifest"))
     skills = folder / SKILLS_DIR
-    valid = [f for f in skill_folders(root / SKILLS_DIR) if f.name != KB_SKILL and not check_skill(f)]
+    links: list[LinkOut] = []  # a skill folder that leads out of the knowledge base: not the knowledge base's
+    in_kb = skill_folders(root / SKILLS_DIR, root, links.append)
+    changes += [Change("skipped", found.path, found.what()) for found in links]
+    valid = []
+    for skill_folder in (f for f in in_kb if f.name != KB_SKILL):
+        violations = check_skill(skill_folder)  # a link in it among them: nothing of an invalid skill is copied
+        if violations:
+            changes.append(Change("skipped", skill_folder, f"not a valid skill: {violations[0]}"))
+        else:
+            valid.append(skill_folder)
     sources = [kb_skill_source(root), *(f"kb:{f.name}" for f in valid)]
     kept = set()
     for source in sources:

@@ -1,7 +1,8 @@
 """`kb lint`: what makes a knowledge base untrustworthy, as a list of problems.
 
 Classes of checks (each can be skipped, `kb lint --skip CLASS`):
-- schema: cards that do not parse or validate, id or folder mismatches, duplicate ids, stray files
+- schema: cards that do not parse or validate, id or folder mismatches, duplicate ids, stray files,
+  symbolic links out of the knowledge base (symlink-out: never read, so named here)
 - links: links to cards that do not exist
 - superseded: a current card that still links to a superseded one as related
 - gaps: a gap findings closed that is open again, every one of them since refuted, superseded,
@@ -11,7 +12,8 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - stale: confirmed or tentative findings older than curation.max_finding_age_days
 - contradictions: findings with the same metric and scope and opposite effects
 - duplicates: cards of one kind whose embeddings are nearly the same (from the search index)
-- skills: SKILL.md files that break the Agent Skills specification (errors); descriptions
+- skills: SKILL.md files that break the Agent Skills specification, and skill folders that link out
+  of the knowledge base (errors); descriptions
   agents will not match well: cut off in listings, never saying when to use the skill, or
   nearly the same as another skill's (warnings)
 - secrets: text that looks like a credential in any tracked file (cards, skills, runs/, kb.toml, ...) or card
@@ -23,6 +25,7 @@ And, when a finding is added, the existing ones it likely duplicates or contradi
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -33,13 +36,14 @@ from ..model.errors import InvalidCard
 from ..model.records import CardSummary, Problem, StoredCard
 from ..model.vocabulary import words
 from ..store.config import LimitsSection, SourceSection
-from ..store.repository import CARDS_DIR, Store
+from ..store.files import LinkOut, leads_out, link_out
+from ..store.repository import CARDS_DIR, SKILLS_DIR, Store
 from ..store.sources import source_root
 from .gate_lock import GateLock, file_problems, gate_hash
 from .load import difference
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
     from datetime import date
     from pathlib import Path
 
@@ -53,8 +57,18 @@ def schema_problems(store: Store, limits: LimitsSection) -> tuple[list[Problem],
     loaded: list[StoredCard] = []
     seen: dict[str, str] = {}
     cards_dir = store.root / CARDS_DIR
+    linked = link_out(store.root, cards_dir)
+    if linked is not None:
+        return [link_problem(store, linked)], [], set()
+    links: list[Path] = []
     for path in sorted(cards_dir.rglob("*")) if cards_dir.is_dir() else []:
         rel = store.relative(path)
+        if any(found in path.parents for found in links):
+            continue  # below a link out: not read (rglob may or may not enter it, by Python version)
+        if path.is_symlink() and leads_out(store.root, path):
+            links.append(path)
+            problems.append(link_problem(store, LinkOut(path, os.readlink(path))))
+            continue
         if path.is_dir() or path.name.startswith("."):
             continue
         parts = path.relative_to(cards_dir).parts
@@ -68,6 +82,9 @@ def schema_problems(store: Store, limits: LimitsSection) -> tuple[list[Problem],
             )
             continue
         stem = path.stem
+        if not path.exists():  # a link to nothing: every read leaves it out, as it is no file
+            problems.append(Problem(rel, "invalid", f"a symbolic link to nothing (to {os.readlink(path)})", stem))
+            continue
         if stem in seen:
             problems.append(Problem(rel, "duplicate-id", f"id {stem!r} is also used by {seen[stem]}", stem))
         seen.setdefault(stem, rel)
@@ -93,6 +110,15 @@ def schema_problems(store: Store, limits: LimitsSection) -> tuple[list[Problem],
             problems.append(Problem(rel, "kind-mismatch", f"a {stored.card.kind} card in the {parts[0]} folder", stem))
         loaded.append(stored)
     return problems, loaded, set(seen)
+
+
+def link_problem(store: Store, link: LinkOut) -> Problem:
+    """A symbolic link out of the knowledge base, which every read leaves out and every write refuses."""
+    return Problem(
+        store.relative(link.path),
+        "symlink-out",
+        f"{link.what()}; kb neither reads nor writes through it: put what it points to here, or remove the link",
+    )
 
 
 def broken_links(cards: list[StoredCard], ids: set[str]) -> list[Problem]:
@@ -304,19 +330,22 @@ def duplicates(cards: list[StoredCard], vectors: dict[str, np.ndarray], threshol
     return out
 
 
-def skill_problems(
-    skills_dir: Path, relative: Callable[[Path], str], vectors: dict[str, np.ndarray], threshold: float
-) -> list[Problem]:
-    """Specification violations (errors) and discoverability warnings of every skill under skills_dir."""
+def skill_problems(store: Store, vectors: dict[str, np.ndarray], threshold: float) -> list[Problem]:
+    """Specification violations (errors) and discoverability warnings of every skill in skills/, and the
+    links there that lead out of the knowledge base (errors: no read follows them)."""
     from ..skills.spec import InvalidSkill, discoverability, load_skill, skill_folders
 
-    out, loaded = [], []
-    for folder in skill_folders(skills_dir):
+    out: list[Problem] = []
+    loaded = []
+    relative = store.relative
+    links: list[LinkOut] = []
+    for folder in skill_folders(store.root / SKILLS_DIR, store.root, links.append):
         rel = relative(folder / "SKILL.md")
         try:
             loaded.append((rel, load_skill(folder, rel)))
         except InvalidSkill as exc:
             out += [Problem(rel, "skill-invalid", violation, folder.name) for violation in exc.violations]
+    out += [link_problem(store, found) for found in links]
     for rel, skill in loaded:
         out += [Problem(rel, code, message, skill.name, "warning") for code, message in discoverability(skill)]
     named = [(rel, s) for rel, s in loaded if s.name in vectors]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 
 from ..model.cards import Gate
 from ..model.errors import BadInput
+from ..store.files import leads_out, link_out
 from .evidence import sha256_file
 
 LOCK_VERSION = 1
@@ -106,26 +108,44 @@ class NamedFiles:
     hashes: dict[str, str]
     missing: list[str]
     outside: list[str]
+    links: dict[str, str] = field(default_factory=dict)  # those of outside that are symbolic links: their targets
+
+    def outside_why(self, path: str) -> str:
+        """How one of outside leaves the knowledge base: by its path, or by a symbolic link (named)."""
+        if path in self.links:
+            return f"{path}: a symbolic link out of the knowledge base (to {self.links[path]})"
+        return f"$KB_ROOT/{path}, outside the knowledge base"
 
 
 def named_files(gate: Gate, root: Path) -> NamedFiles:
+    """No symbolic link is followed out of the knowledge base (kbtool/store/files.py): a named path, or a
+    file in a named folder, that leads out is outside, and nothing is hashed (or run) through it."""
     root = root.resolve()
     hashes: dict[str, str] = {}
-    missing, outside = [], []
+    missing: list[str] = []
+    outside: list[str] = []
+    links: dict[str, str] = {}
     for written in named_paths(gate.check.command):
         path = (root / written).resolve()
         if path != root and root not in path.parents:
             outside.append(written)
+            lexical = Path(os.path.normpath(root / written))
+            linked = link_out(root, lexical) if lexical.is_relative_to(root) else None
+            if linked is not None:
+                links[written] = linked.target
         elif path.is_file():
             hashes[path.relative_to(root).as_posix()] = sha256_file(path)
         elif path.is_dir() and path != root:
             for file in sorted(path.rglob("*")):
-                inside = file.relative_to(root).parts
-                if file.is_file() and not any(p.startswith(".") or p in SKIPPED_NAMES for p in inside):
-                    hashes[file.relative_to(root).as_posix()] = sha256_file(file)
+                rel = file.relative_to(root).as_posix()
+                if file.is_symlink() and leads_out(root, file):
+                    outside.append(rel)
+                    links[rel] = os.readlink(file)
+                elif file.is_file() and not any(p.startswith(".") or p in SKIPPED_NAMES for p in rel.split("/")):
+                    hashes[rel] = sha256_file(file)
         elif path != root:  # "$KB_ROOT/." names the whole knowledge base: no file to lock
             missing.append(written)
-    return NamedFiles(hashes, missing, outside)
+    return NamedFiles(hashes, missing, outside, links)
 
 
 def lock_entry(gate: Gate, body: str, root: Path) -> GateLock:
@@ -133,8 +153,8 @@ def lock_entry(gate: Gate, body: str, root: Path) -> GateLock:
     named = named_files(gate, root)
     if named.outside:
         raise BadInput(
-            f"gate {gate.id!r} runs $KB_ROOT/{named.outside[0]}, outside the knowledge base, which no lock can "
-            f"cover; keep the file in the knowledge base"
+            f"gate {gate.id!r} runs {named.outside_why(named.outside[0])}, which no lock can cover; keep the file "
+            "in the knowledge base"
         )
     if named.missing:
         raise BadInput(
@@ -147,9 +167,7 @@ def lock_entry(gate: Gate, body: str, root: Path) -> GateLock:
 def file_problems(gate: Gate, lock: GateLock, root: Path) -> list[tuple[str, str]]:
     """(file, what is wrong) for each file the locked gate runs that no longer matches kb.lock."""
     named = named_files(gate, root)
-    out = [
-        (p, f"gate {gate.id!r} runs $KB_ROOT/{p}, outside the knowledge base; no lock covers it") for p in named.outside
-    ]
+    out = [(p, f"gate {gate.id!r} runs {named.outside_why(p)}; no lock covers it") for p in named.outside]
     if named.hashes and not lock.files:
         shown = ", ".join(named.hashes)
         return out + [

@@ -239,8 +239,9 @@ class Index:
         """Every file the index covers, relative path -> path: the cards, then each SKILL.md."""
         root = str(self.store.root)
         files = {rel: os.path.join(root, rel) for rel in self.store.card_paths()}
-        for folder in skill_folders(self.store.root / SKILLS_DIR):
-            files[f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}"] = str(folder / SKILL_FILE)
+        for folder in skill_folders(self.store.root / SKILLS_DIR, self.store.root, self.store.skipped):
+            if not (folder / SKILL_FILE).is_symlink():  # a skill is plain files: kb lint names it, nothing reads it
+                files[f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}"] = str(folder / SKILL_FILE)
         return files
 
     def refresh_if_stale(self, embedder: Embedder | None) -> RefreshStats | None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..model.errors import BadInput, Conflict
 from ..store.config import LimitsSection
+from ..store.files import LinkOut, link_out
 from ..store.repository import SKILLS_DIR
 from .bundled import KB_SKILL, kb_skill_folder
 from .lock import IGNORED, LOCK_FILE, Lock, Locked, folder_digest
@@ -118,11 +119,16 @@ def _git(*args: str, cwd: Path | None = None) -> str:
 def _skills_in(root: Path, names: Iterable[str]) -> list[Path]:
     """The skill folders of a source: root itself, or those in root/skills/, or those directly in root;
     only the ones named, when names are given (each must be found)."""
+    links: list[LinkOut] = []  # a skill folder of the source that leads out of it: never copied
     if (root / SKILL_FILE).exists():
         found = [root]
     else:
-        found = skill_folders(root / SKILLS_DIR) or skill_folders(root)
+        found = skill_folders(root / SKILLS_DIR, root, links.append) or skill_folders(root, root, links.append)
     wanted = list(names)
+    for linked in links:
+        if not wanted or linked.path.name in wanted:
+            shown = linked.path.relative_to(root).as_posix()
+            raise BadInput(f"{linked.says(shown, 'the source')}; kb copies no file from outside it: nothing installed")
     if not wanted:
         if not found:
             raise BadInput(f"no {SKILL_FILE} at the top of the source, in its skills/ or in a folder right inside it")
@@ -169,12 +175,25 @@ def fetch(spec: str, kb_root: Path | None, names: Iterable[str] = ()) -> Iterato
         else:
             _no_ref(spec, ref)
             name = source.removeprefix("kb:")
-            folder = kb_root / SKILLS_DIR / name if kb_root is not None else None
-            if folder is None or not (folder / SKILL_FILE).is_file():
-                where = f" nor a skill in {kb_root}" if kb_root is not None else " (and no knowledge base to look in)"
-                raise BadInput(f"{spec}: not a folder, not a git repository{where}")
+            folder = _kb_skill_folder(kb_root, name, spec)
             origin = Locked(name=name, kind="kb", source=str(kb_root), sha256="", subdir=f"{SKILLS_DIR}/{name}")
             yield [_copied(folder, work, origin)]
+
+
+def _kb_skill_folder(kb_root: Path | None, name: str, spec: str) -> Path:
+    """skills/<name> of the knowledge base, refused when there is none, or when it (or skills/) is a
+    symbolic link out of the knowledge base: nothing is copied through it."""
+    if kb_root is None:
+        raise BadInput(f"{spec}: not a folder, not a git repository (and no knowledge base to look in)")
+    root = kb_root.resolve()
+    folder = root / SKILLS_DIR / name
+    linked = link_out(root, folder)
+    if linked is not None:
+        shown = linked.path.relative_to(root).as_posix()
+        raise BadInput(f"{linked.says(shown)}; kb copies nothing through it: nothing installed")
+    if not (folder / SKILL_FILE).is_file():
+        raise BadInput(f"{spec}: not a folder, not a git repository nor a skill in {kb_root}")
+    return folder
 
 
 def _no_ref(spec: str, ref: str | None) -> None:

@@ -10,14 +10,16 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model.errors import BadInput, Conflict
+from ..model.errors import BadInput, Conflict, OutsidePath
+from ..store.files import LinkOut, link_out, links_in, points_outside
 from ..store.repository import SKILLS_DIR, Executable
 from .scan import at_least, scan_skill
-from .spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, load_skill, render_skill
+from .spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, load_skill, render_skill, skill_folders
 
 NEW_BODY = """# {title}
 
@@ -69,8 +71,17 @@ def too_big(folder: Path, limit: int) -> str | None:
 
 
 def replace_folder(root: Path, name: str, files: dict[str, bytes]) -> dict[str, bytes | None]:
-    """The writes that make skills/<name>/ hold exactly these files (others in it are deleted)."""
+    """The writes that make skills/<name>/ hold exactly these files (others in it are deleted); refused
+    when skills/<name>, skills/ or a file in the folder is a symbolic link out of the knowledge base
+    (root, resolved): what is there is compared and replaced, and none of it is read through a link."""
     target = root / SKILLS_DIR / name
+    linked = link_out(root, target)
+    if linked is None and target.is_dir():
+        inner = [rel for rel, _ in links_in(target) if points_outside(root, target / rel)]
+        linked = LinkOut(target / inner[0], os.readlink(target / inner[0])) if inner else None
+    if linked is not None:
+        shown = linked.path.relative_to(root).as_posix()
+        raise OutsidePath(f"{linked.says(shown)}; kb neither reads nor writes through it, so nothing was written")
     writes: dict[str, bytes | None] = {}
     current = folder_files(target) if target.is_dir() else {}
     for rel, content in files.items():
@@ -82,18 +93,23 @@ def replace_folder(root: Path, name: str, files: dict[str, bytes]) -> dict[str, 
     return writes
 
 
-def skill_sources(path: Path) -> list[Path]:
-    """A skill folder itself, or the skill folders (holding a SKILL.md) directly inside path."""
+def skill_sources(path: Path, skipped: Callable[[LinkOut], None] | None = None) -> list[Path]:
+    """A skill folder itself, or the skill folders (holding a SKILL.md) directly inside path; one that
+    is a symbolic link out of path is left out, unread, and handed to skipped."""
     if not path.exists():
         raise BadInput(f"{path}: no such file or folder")
     if not path.is_dir():
         raise BadInput(f"{path}: give a skill folder (with {SKILL_FILE}) or a folder of them")
     if (path / SKILL_FILE).exists():
         return [path]
-    found = sorted(p for p in path.iterdir() if p.is_dir() and (p / SKILL_FILE).exists())
-    if not found:
+    links: list[LinkOut] = []
+    found = skill_folders(path.resolve(), path.resolve(), links.append)
+    for found_link in links:
+        if skipped is not None:
+            skipped(found_link)
+    if not found and not links:
         raise BadInput(f"{path}: no {SKILL_FILE} in it or in any folder directly inside it")
-    return found
+    return [path / folder.name for folder in found]
 
 
 def plan_import(
@@ -106,7 +122,12 @@ def plan_import(
     added: list[str] = []
     updated: list[str] = []
     rejected: list[Rejected] = []
-    for folder in skill_sources(path):
+    links: list[LinkOut] = []
+    folders = skill_sources(path, links.append)
+    for found in links:  # `incoming/s -> ~/.ssh`: nothing of it is read
+        why = f"{found.what('the folder given')}; kb copies no file from outside it"
+        rejected.append(Rejected(str(path / found.path.name), [why]))
+    for folder in folders:
         try:
             skill = load_skill(folder, str(folder))
         except InvalidSkill as exc:

@@ -19,7 +19,9 @@ skill with violations is never loaded as a `Skill`, so nothing downstream sees a
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,7 +32,7 @@ from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError, P
 
 from ..model import markdown
 from ..model.errors import BadInput
-from ..store.files import links_in
+from ..store.files import LinkOut, leads_out, link_out, links_in
 
 SKILL_FILE = "SKILL.md"
 NAME_MAX, DESCRIPTION_MAX, COMPATIBILITY_MAX = 64, 1024, 500
@@ -298,11 +300,28 @@ def render_skill(skill: Skill) -> str:
     return f"---\n{header}---\n\n{skill.body.lstrip(chr(10))}"
 
 
-def skill_folders(root: Path) -> list[Path]:
-    """The folders directly under root that hold a SKILL.md (valid or not), by name."""
+def skill_folders(
+    root: Path, within: Path | None = None, skipped: Callable[[LinkOut], None] | None = None
+) -> list[Path]:
+    """The folders directly under root that hold a SKILL.md (valid or not), by name. With within (the
+    resolved root of the knowledge base or source that root is in), root or a folder in it that is a
+    symbolic link out of within is left out, unread, and handed to skipped: a clone's `skills/s -> ~/.ssh`
+    is no skill of it (kbtool/store/files.py)."""
+    linked = link_out(within, root) if within is not None else None
+    if linked is not None:
+        if skipped is not None:
+            skipped(linked)
+        return []
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and (p / SKILL_FILE).exists())
+    found = []
+    for path in sorted(root.iterdir()):
+        if within is not None and path.is_symlink() and leads_out(within, path):
+            if skipped is not None:
+                skipped(LinkOut(path, os.readlink(path)))
+        elif path.is_dir() and (path / SKILL_FILE).exists():
+            found.append(path)
+    return found
 
 
 def _yaml_type(value: Any) -> str:

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..model.errors import InvalidCard, NotAKnowledgeBase
+from ..model.errors import InvalidCard, NotAKnowledgeBase, OutsidePath
 from ..model.validation import format_validation_error
 from ..model.vocabulary import CONFIG_FILE, DEFAULT_MODEL
+from .files import link_out
 
 
 class _Section(BaseModel):
@@ -108,6 +109,9 @@ class Config(_Section):
 
 def load_config(root: Path) -> Config:
     path = root / CONFIG_FILE
+    linked = link_out(root.resolve(), root.resolve() / CONFIG_FILE)
+    if linked is not None:  # a clone's kb.toml -> ~/.config/...: kb reads no settings from outside
+        raise OutsidePath(f"{linked.says(CONFIG_FILE)}; kb reads no settings through it")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

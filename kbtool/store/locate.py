@@ -13,7 +13,7 @@ import re
 import shutil
 from pathlib import Path
 
-from ..model.errors import BadInput, NotAKnowledgeBase
+from ..model.errors import BadInput, NotAKnowledgeBase, OutsidePath
 from ..model.vocabulary import CONFIG_FILE, STATE_DIR
 
 
@@ -67,8 +67,9 @@ def state_dir(root: Path) -> Path:
     """Where the derived state of the knowledge base at root lives (index, locks, the daemon's socket):
     root/.kb, or, when that cannot be written (a read-only mount, another user's checkout), a folder of
     this user's cache named for root, so reading, searching and linting still work. The first time, an
-    index already built in root/.kb is copied there rather than built again."""
+    index already built in root/.kb is copied there rather than built again. A link there is refused."""
     local = root / STATE_DIR
+    _refuse_links(local)
     try:
         local.mkdir(exist_ok=True)
     except OSError:
@@ -82,3 +83,23 @@ def state_dir(root: Path) -> Path:
             if (local / name).is_file():
                 shutil.copyfile(local / name, elsewhere / name)
     return elsewhere
+
+
+def _refuse_links(local: Path) -> None:
+    """OutsidePath when .kb, anything directly in it, or a source's copy in .kb/sources/ is a symbolic
+    link: kb would write its index, locks, socket, logs and clones wherever the link points (another
+    application's index.db). A clone can hold one: `.kb/` in .gitignore matches folders, not a link
+    named .kb."""
+    found = [local] if local.is_symlink() else []
+    for folder in (local, local / "sources"):
+        if found or folder.is_symlink() or not folder.is_dir():
+            continue
+        try:
+            found = sorted(Path(entry.path) for entry in os.scandir(folder) if entry.is_symlink())
+        except OSError:
+            found = []  # unreadable: the writability check that follows says so
+    if found:
+        raise OutsidePath(
+            f"{found[0]}: a symbolic link (to {os.readlink(found[0])}); kb keeps its index, locks and logs in "
+            f"{STATE_DIR}/ and follows no link there: remove it (kb makes what it needs); nothing was written"
+        )

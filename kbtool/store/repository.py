@@ -32,6 +32,7 @@ from filelock import FileLock, Timeout
 from ..model.errors import AmbiguousId, KbError, OutsidePath, ReadOnly
 from ..model.vocabulary import CONFIG_FILE, STATE_DIR
 from .config import default_config_text
+from .files import LinkOut, leads_out, link_out
 from .locate import state_dir
 from .secrets import check_write
 
@@ -40,6 +41,7 @@ SKILLS_DIR = "skills"
 LOCK_FILE = "kb.lock"
 GITIGNORE = ".kb/\n__pycache__/\n"
 LOCK_TIMEOUT_S = 120
+LEFT_OUT = "; left out (kb lint names it)"  # how the note on a link out of the knowledge base ends
 JOURNAL = "write-journal.json"  # in .kb/: the write in flight, until it commits or is rolled back
 
 
@@ -69,6 +71,7 @@ class Store:
         # a write whose text looks like a credential is refused unless a person says it is not one
         # (the CLI's --allow-secret); nothing an agent calls over MCP can set it
         self.allow_secrets = False
+        self.card_links_out: list[LinkOut] = []  # found by the last card_paths(): left out, kb lint names them
 
     # --- paths -----------------------------------------------------------------
 
@@ -76,6 +79,10 @@ class Store:
         """The absolute path, refusing anything that escapes the KB root."""
         full = (self.root / path).resolve()
         if full != self.root and self.root not in full.parents:
+            written = Path(os.path.normpath(self.root / path))
+            linked = link_out(self.root, written) if written.is_relative_to(self.root) else None
+            if linked is not None:
+                raise OutsidePath(f"{self.refusal(linked)}; nothing was written")
             raise OutsidePath(f"{path}: outside the knowledge base at {self.root}")
         return full
 
@@ -95,22 +102,51 @@ class Store:
     def card_paths(self) -> list[str]:
         """The card files' paths relative to the root ("kb/<kind>/<id>.md"), sorted: scandir and plain
         strings, because a warm process lists a 100k-card KB after each write (Path objects: 0.7 s).
-        A dead writer's half-done write is undone first, so no reader counts a card that never committed."""
+        A dead writer's half-done write is undone first, so no reader counts a card that never committed.
+        A link leading out of the knowledge base (a card file, a kind's folder, kb/ itself) is left out and
+        named (a note; kb lint's symlink-out): is_symlink() comes with scandir, so this costs nothing more."""
         self.recover_if_interrupted()
         cards = self.root / CARDS_DIR
         out: list[str] = []
+        self.card_links_out = []
+        if self._left_out(cards):
+            return []
         try:
-            kinds = sorted(e.name for e in os.scandir(cards) if e.is_dir() and not e.name.startswith("."))
+            kinds = sorted(
+                e.name for e in os.scandir(cards) if e.is_dir() and not e.name.startswith(".") and not self._left_out(e)
+            )
         except FileNotFoundError:
             return []
         for kind in kinds:
             names = sorted(
                 e.name
                 for e in os.scandir(cards / kind)
-                if e.name.endswith(".md") and not e.name.startswith(".") and e.is_file()
+                if e.name.endswith(".md")
+                and not e.name.startswith(".")
+                and e.is_file()
+                and not (e.is_symlink() and self._left_out(e))  # is_symlink: from scandir, no system call
             )
             out.extend(f"{CARDS_DIR}/{kind}/{name}" for name in names)
         return out
+
+    def _left_out(self, entry: os.DirEntry[str] | Path) -> bool:
+        """Whether a card listing leaves this entry out, a link out of the knowledge base (noted once)."""
+        if not entry.is_symlink() or not leads_out(self.root, Path(entry)):
+            return False
+        found = LinkOut(Path(entry), os.readlink(entry))
+        self.card_links_out.append(found)
+        self.skipped(found)
+        return True
+
+    def skipped(self, link: LinkOut) -> None:
+        """Say that a read left a link out, once per process."""
+        said = f"{link.says(self.relative(link.path))}{LEFT_OUT}"
+        if self._note is not None:  # the facade's: said once
+            self._note(said)
+
+    def refusal(self, link: LinkOut) -> str:
+        """What a read or write through a link out of the knowledge base is refused with."""
+        return f"{link.says(self.relative(link.path))}; kb neither reads nor writes through it"
 
     def card_file(self, card_id: str) -> Path | None:
         """kb/<kind>/<card_id>.md in whichever kind's folder holds it, by stat, or None. An id in two
@@ -126,6 +162,9 @@ class Store:
         if len(found) > 1:
             where = " and ".join(self.relative(p) for p in found)
             raise AmbiguousId(f"id {card_id!r} is in {where}; keep one (kb lint reports it as duplicate-id)")
+        linked = link_out(self.root, found[0]) if found else None
+        if linked is not None:
+            raise OutsidePath(self.refusal(linked))
         return found[0] if found else None
 
     @property
@@ -179,11 +218,12 @@ class Store:
         if (root / CONFIG_FILE).exists():
             raise OutsidePath(f"{root}: already a knowledge base ({CONFIG_FILE} exists)")
         root.mkdir(parents=True, exist_ok=True)
+        store = cls(root)
+        store.require_writable()  # a .kb that is a link, a read-only folder: refused before git init writes .git
         try:
             git.Repo(root, search_parent_directories=False)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             git.Repo.init(root)
-        store = cls(root)
         files = {CONFIG_FILE: default_config_text(name)}
         gitignore = root / ".gitignore"
         if not gitignore.exists():

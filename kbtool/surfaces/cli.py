@@ -424,6 +424,7 @@ def import_cmd(
         summary = base.import_cards(path)
     else:
         summary = base.import_path(path)
+    show_notices(base)  # what an origin left out
     if as_json:
         print_json(summary.to_json())
     else:

@@ -4,7 +4,7 @@ import_skills, export_skills, pack_skill). Installing skills into agents is cli_
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -17,8 +17,12 @@ from .cli_base import (
     open_kb,
     print_json,
     read_text_arg,
+    show_notices,
     skill_app,
 )
+
+if TYPE_CHECKING:
+    from ..store.files import LinkOut
 
 SkillName = Annotated[str, typer.Argument(metavar="NAME", help="A skill's name (its folder under skills/).")]
 
@@ -58,12 +62,13 @@ def skill_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
 
     base = open_kb(kb)
     skills = base.skills()
-    invalid = len(skill_folders(base.skills_dir)) - len(skills)
+    invalid = len(skill_folders(base.skills_dir, base.root)) - len(skills)
     if as_json:
         print_json([s.to_dict(body=False) for s in skills])
     else:
         for skill in skills:
             typer.echo(_skill_line(skill))
+    show_notices(base)  # a skill folder left out: a link out of the knowledge base
     if invalid:
         typer.echo(f"kb: note: {invalid} invalid skill(s) not listed; run `kb skill validate`", err=True)
 
@@ -94,8 +99,16 @@ def skill_validate(
     from ..skills.registry import skill_sources
     from ..skills.spec import InvalidSkill, discoverability, load_skill, skill_folders
 
-    folders = [f for p in paths for f in skill_sources(p)] if paths else skill_folders(open_kb(kb).skills_dir)
-    report: list[dict[str, Any]] = []
+    links: list[LinkOut] = []  # left out: nothing is read through them
+    out_of = "the folder given" if paths else "the knowledge base"
+    if paths:
+        folders = [f for p in paths for f in skill_sources(p, links.append)]
+    else:
+        base = open_kb(kb)
+        folders = skill_folders(base.skills_dir, base.root, links.append)
+    report: list[dict[str, Any]] = [
+        {"path": str(link.path), "valid": False, "violations": [link.what(out_of)], "warnings": []} for link in links
+    ]
     for folder in folders:
         try:
             warnings = [m for _, m in discoverability(load_skill(folder))]

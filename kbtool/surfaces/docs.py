@@ -18,7 +18,7 @@ from ..model.vocabulary import KINDS, LINT_CLASSES, STATUSES
 
 # What each lint class checks: `kb lint`'s row of the command reference.
 LINT_CHECKS = {
-    "schema": "invalid cards, id/folder mismatches, duplicate ids, stray files",
+    "schema": "invalid cards, id/folder mismatches, duplicate ids, stray files, links out of the knowledge base",
     "links": "broken",
     "superseded": "current cards still linking a superseded one",
     "gaps": "warnings: gaps open again, every finding that closed one since refuted, superseded, retired or deleted",
@@ -26,7 +26,7 @@ LINT_CHECKS = {
     "stale": "findings older than `curation.max_finding_age_days`",
     "contradictions": "same metric and scope, opposite effect",
     "duplicates": "embedding similarity above `curation.duplicate_similarity`",
-    "skills": "specification violations; discoverability warnings",
+    "skills": "specification violations, skill folders that link out of the knowledge base; discoverability warnings",
     "secrets": "text that looks like a credential, by detect-secrets' rules, in any tracked file but the paths "
     "`curation.secrets_ignore` names; warnings for commit messages",
     "drift": "copies from another knowledge base whose original changed since (kb import --from-kb)",

@@ -17,6 +17,7 @@ from ..loop.load import common_and_varying, describe, load_of
 from ..model.cards import Gate
 from ..model.errors import KbError
 from ..model.records import StoredCard
+from ..store.files import link_out
 from ..store.repository import CARDS_DIR
 from .charts import evidence_svg
 
@@ -163,7 +164,7 @@ def gates(kb: KnowledgeBase) -> dict[str, Any]:
 def _gate_runs(kb: KnowledgeBase, gate_id: str) -> list[dict[str, Any]]:
     """The gate's recorded runs (runs/gates/ID.jsonl, appended by `kb gate run`), oldest first."""
     path = kb.root / "runs" / "gates" / f"{gate_id}.jsonl"
-    if not path.is_file():
+    if not path.is_file() or link_out(kb.root, path) is not None:  # nothing shown from outside the knowledge base
         return []
     runs = []
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -209,7 +210,9 @@ class LintCache:
         newest = 0
         for folder, _, files in os.walk(self.kb.root / CARDS_DIR):
             for name in files:
-                newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
+                newest = max(
+                    newest, os.lstat(os.path.join(folder, name)).st_mtime_ns
+                )  # a link: its own, never followed
         lock = self.kb.root / "kb.lock"
         if lock.exists():
             newest = max(newest, lock.stat().st_mtime_ns)
