@@ -46,13 +46,17 @@ def new_token() -> str:
     return secrets.token_urlsafe(24)
 
 
-def bearer_of(scope: dict[str, Any]) -> str | None:
-    """The token of an `Authorization: Bearer T` header (the scheme in any case), else None."""
-    value = _header(scope, b"authorization")
-    scheme, _, credentials = value.strip().partition(" ")
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an `Authorization: Bearer T` header's value (the scheme in any case), else None."""
+    scheme, _, credentials = (authorization or "").strip().partition(" ")
     if scheme.lower() != "bearer" or not credentials.strip():
         return None
     return credentials.strip()
+
+
+def bearer_of(scope: dict[str, Any]) -> str | None:
+    """The bearer token an ASGI request carries, else None."""
+    return bearer_token(_header(scope, b"authorization"))
 
 
 def same_token(given: str | None, token: str) -> bool:
