@@ -52,6 +52,12 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system time of the process so far, with its children's it waited for (git)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -64,13 +70,16 @@ class Sampler(threading.Thread):
 
     def __init__(self, pid: int):
         super().__init__(daemon=True)
-        self.pid, self.samples, self.stop = pid, [], threading.Event()
-        self.started = time.monotonic()
+        self.pid, self.stop = pid, threading.Event()
+        self.samples: list[tuple[float, float]] = []  # (seconds into the run, RSS in MiB)
+        self.started, self.cpu_at_start = time.monotonic(), cpu_seconds(pid)
+        self.cpu = 0.0  # the server's CPU seconds during the run
 
     def run(self) -> None:
         while not self.stop.wait(0.5):
             try:
                 self.samples.append((time.monotonic() - self.started, rss_mib(self.pid)))
+                self.cpu = cpu_seconds(self.pid) - self.cpu_at_start
             except OSError:
                 return
 
@@ -90,7 +99,7 @@ class Agent:
         except Exception as exc:  # a transport failure (429, a dropped connection): counted, and the agent goes on
             self.calls.append((tool, time.perf_counter() - started, f"{type(exc).__name__}: {exc}"))
             return None
-        error = result.content[0].text if result.is_error else None
+        error = getattr(result.content[0], "text", "an error") if result.is_error else None
         self.calls.append((tool, time.perf_counter() - started, error))
         return None if result.is_error else result.structured_content
 
@@ -134,6 +143,11 @@ async def drive(url: str, token: str, agents: list[Agent], seconds: float) -> fl
     return time.perf_counter() - started
 
 
+def clients_cpu() -> float:
+    """This process's CPU seconds: the agents' MCP clients, which share the cores with the server."""
+    return time.process_time()
+
+
 def start_server(clone: Path, env: dict[str, str], token: str, log: Path) -> tuple[subprocess.Popen[str], str]:
     command = [sys.executable, "-m", "kbtool", "--kb", str(clone), "serve", "--http", "127.0.0.1:0", "--token", token]
     proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
@@ -151,7 +165,9 @@ def start_server(clone: Path, env: dict[str, str], token: str, log: Path) -> tup
     return proc, line.split("serving MCP at ", 1)[1].split()[0]
 
 
-def report(agents: list[Agent], elapsed: float, clone: Path, commits_before: int, sampler: Sampler, log: Path) -> int:
+def report(
+    agents: list[Agent], elapsed: float, clone: Path, commits_before: int, sampler: Sampler, log: Path, clients: float
+) -> int:
     calls = [c for a in agents for c in a.calls]
     print(f"{len(agents)} agents, {elapsed:.0f} s: {len(calls)} calls, {len(calls) / elapsed:.1f} calls/s in all")
     for tool in ("search", "get", "add_finding"):
@@ -171,6 +187,10 @@ def report(agents: list[Agent], elapsed: float, clone: Path, commits_before: int
     print(
         f"  writes acknowledged: {len(written)}; commits made: {commits}; not a file at HEAD: {len(missing)}; "
         f"distinct ids: {len(set(written))}; 'database is locked': {len(locked)}"
+    )
+    print(
+        f"  CPU in {elapsed:.0f} s: the server {sampler.cpu:.0f} s ({sampler.cpu / elapsed:.2f} cores, git included), "
+        f"the agents' clients {clients:.0f} s ({clients / elapsed:.2f} cores)"
     )
     rss = sampler.samples
     if rss:
@@ -210,12 +230,14 @@ def main() -> int:
             sampler.start()
             commits_before = int(git(clone, "rev-list", "--count", "HEAD"))
             agents = [Agent(n, args.write_every) for n in range(args.agents)]
+            clients = clients_cpu()
             elapsed = asyncio.run(drive(url, token, agents, args.seconds))
+            clients = clients_cpu() - clients
             sampler.stop.set()
         finally:
             proc.terminate()
             proc.wait(timeout=30)
-        return report(agents, elapsed, clone, commits_before, sampler, log)
+        return report(agents, elapsed, clone, commits_before, sampler, log, clients)
 
 
 if __name__ == "__main__":
