@@ -60,7 +60,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     ],
     "web": [{"access", "charts", "render"}, {"views"}, {"app", "site"}],
     "surfaces": [
-        {"docs", "mcp", "mcp_prompts", "mcp_tools", "mcp_transports", "mcp_worker", "operations"},
+        {"docs", "mcp", "mcp_prompts", "mcp_tools", "mcp_transports", "operations"},
         {"client"},
         {"cli_base"},
         {"cli_evidence", "cli_gates", "cli_install", "cli_reuse", "cli_search", "cli_skills", "cli_web"},

@@ -2,9 +2,8 @@
 (a text for the model to read, the same answer as structured content). kbtool/surfaces/mcp.py
 declares them to the SDK; this module knows nothing of the protocol beyond its result type.
 
-The calls run one at a time on a single worker thread, reads before writes (kbtool/surfaces/mcp_worker.py):
-the facade and its SQLite index are not meant for concurrent use, and the event loop stays free for
-the transport. A KbError becomes a
+The calls run one at a time on a single worker thread: the facade and its SQLite index are not
+meant for concurrent use, and the event loop stays free for the transport. A KbError becomes a
 tool error carrying its one-line message; anything else is logged and reported as a tool error
 too, so no input can take the server down.
 """
@@ -16,6 +15,7 @@ import builtins
 import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -47,22 +47,19 @@ from ..model.contracts import (
 from ..model.errors import BadInput, KbError
 from ..model.records import StoredCard, brief
 from ..store.history import commit_entry
-from .mcp_worker import ReadsFirst
 
 log = logging.getLogger("kb.serve")
 
 SNIPPET_CHARS = 200
-# the KbTools methods that write (a commit): they wait for the reads queued ahead of them (ReadsFirst)
-WRITING = frozenset({"add_finding", "add_card", "supersede", "set_status", "gate_run"})
 T = TypeVar("T")
 
 
 class KbTools:
     """The tools, each a plain method over the KnowledgeBase that returns a CallToolResult."""
 
-    def __init__(self, kb: KnowledgeBase, worker: ReadsFirst | None = None):
+    def __init__(self, kb: KnowledgeBase, worker: ThreadPoolExecutor | None = None):
         self.kb = kb
-        self._worker = worker or ReadsFirst()
+        self._worker = worker or ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve")
 
     def warm(self) -> None:
         """Bring the keyword index up to date before the first search asks; the model follows in the background."""
@@ -75,10 +72,10 @@ class KbTools:
         except Exception as exc:
             log.warning("kb serve: warming the index failed: %s", exc)
 
-    async def call(self, fn: Callable[..., CallToolResult], *args: Any, writes: bool = False) -> CallToolResult:
-        submit = self._worker.submit_write if writes else self._worker.submit
+    async def call(self, fn: Callable[..., CallToolResult], *args: Any) -> CallToolResult:
+        loop = asyncio.get_running_loop()
         try:
-            return await asyncio.wrap_future(submit(self._with_notices, fn, *args))
+            return await loop.run_in_executor(self._worker, self._with_notices, fn, *args)
         except KbError as exc:
             raise ToolError(str(exc)) from None
         except Exception as exc:
@@ -377,7 +374,7 @@ class Shelf:
     def __init__(self, bases: Mapping[str, KnowledgeBase], read_only: bool = False):
         if not bases:
             raise BadInput("no knowledge base to serve")
-        self.worker = ReadsFirst()
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve")
         self.tools = {name: KbTools(kb, self.worker) for name, kb in bases.items()}
         self.default = next(iter(self.tools))
         self.read_only = read_only
@@ -392,7 +389,7 @@ class Shelf:
     async def call(self, name: str | None, method: Callable[..., CallToolResult], *args: Any) -> CallToolResult:
         """KbTools.METHOD on the knowledge base named (the default when None)."""
         tools = self.pick(name)
-        return await tools.call(functools.partial(method, tools), *args, writes=method.__name__ in WRITING)
+        return await tools.call(functools.partial(method, tools), *args)
 
     def warm(self) -> None:
         for tools in self.tools.values():
