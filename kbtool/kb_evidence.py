@@ -60,7 +60,7 @@ class ExperimentLoop(Gating):
         An agent's finding is tentative until reviewed (kbtool.loop.review)."""
         from .loop.curation import related_findings
         from .loop.finding_input import evidence_from_metrics
-        from .loop.provenance import environment, repo_state, require_repository
+        from .loop.provenance import repo_state, require_repository
 
         if agent is not None:
             status = agent_status(status, "tentative")
@@ -97,7 +97,7 @@ class ExperimentLoop(Gating):
             "evidence": evidence,
             "applies_to": scope,
             "tags": list(tags),
-            "environment": environment(),
+            "environment": dict(self._machine_environment()),
             "status": status or ("confirmed" if evidence else "tentative"),
         }
         _check_status(data["status"])
@@ -133,6 +133,15 @@ class ExperimentLoop(Gating):
         stored = self._create(data, body, origin="new finding", extra_writes=extra)
         self._refresh_lexical()
         return stored, related
+
+    def _machine_environment(self) -> dict[str, str]:
+        """This machine's environment, read once per KnowledgeBase: a long-lived server records many findings,
+        and reading it (nine package metadata files, nvidia-smi on a GPU machine) costs more than the commit."""
+        from .loop.provenance import environment
+
+        if self._environment is None:
+            self._environment = environment()
+        return self._environment
 
     def record_finding(self, finding: FindingInput, agent: str | None = None) -> FindingAdded:
         """add_finding from one parsed JSON object (`kb add-finding --json-input`, MCP add_finding)."""

@@ -4,13 +4,15 @@ agent-written cards nobody has reviewed, confirm and refute, one commit each."""
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date
 
 from .kb_core import _drop_none
 from .kb_imports import Importing
 from .loop.review import is_unreviewed
 from .model.cards import INACTIVE_STATUSES, CardBase
-from .model.errors import BadInput
+from .model.errors import BadInput, Changed
 from .model.records import StoredCard
 from .model.validation import validate_card
 from .store.repository import author_name
@@ -31,6 +33,20 @@ class Reviewing(Importing):
         ]
         waiting = [c for c in (self.get(ref) for ref in named) if is_unreviewed(c.card)]
         return sorted(waiting, key=lambda c: (c.card.provenance.created or date.min, c.id))
+
+    @contextmanager
+    def unchanged_since(self, ref: str, version: str) -> Iterator[StoredCard]:
+        """For a change a person made looking at a card (the web view's edit form, confirm, refute): the write
+        lock held, and the card as it stands. Changed, and nothing written, when the card is no longer what
+        they saw at `version` (StoredCard.version): an edit or a review since would be overwritten unseen."""
+        with self.store.lock():  # the change itself takes it again: no writer gets in between
+            current = self.get(ref)
+            if current.version != version:
+                raise Changed(
+                    f"{current.id} changed since this page showed it (edited, confirmed or refuted since); nothing "
+                    "was saved: reload it, look again, and redo the change"
+                )
+            yield current
 
     def confirm(
         self, ref: str, reason: str | None = None, reviewer: str | None = None, agent: str | None = None

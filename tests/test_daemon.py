@@ -250,3 +250,112 @@ def test_an_index_the_daemon_rebuilds_is_said_to_the_first_client(kb, env):
     assert "is-the-rebuild-said" in first.stdout
     assert "was unreadable" in first.stderr and "rebuilding it from the cards" in first.stderr, first.stderr
     assert "was unreadable" not in kb_cmd(kb, env, "search", "rebuild said").stderr  # said once
+
+
+def daemon_pid(kb) -> int:
+    log = (kb.root / ".kb" / "daemon.log").read_text()
+    return int(log.rsplit("ready for", 1)[0].rsplit("kb daemon ", 1)[1].split()[0])
+
+
+def test_a_client_that_drips_its_request_holds_up_no_search(kb, env):
+    """A byte every 2 s never lets a per-read timeout fire: the daemon gives each client a deadline for its
+    whole request, and reads each on its own, so searches go on meanwhile."""
+    import threading
+
+    kb_cmd(kb, env, "add", "gap", "--title", "Served while a client drips?")
+    kb_cmd(kb, env, "search", "drips")
+    heard: list[bytes] = []
+    done = threading.Event()
+
+    def drip() -> None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(socket_path(kb.root)))
+            sock.settimeout(2)
+            for byte in b'{"op": "search", "requests": [' * 10:  # ~600 s at a byte every 2 s
+                if done.is_set():
+                    return
+                try:
+                    sock.sendall(bytes([byte]))
+                    heard.append(sock.recv(1 << 16))  # the daemon's answer, once it gives up on this client
+                    return
+                except TimeoutError:
+                    continue
+                except OSError:
+                    return
+
+    dripping = threading.Thread(target=drip)
+    dripping.start()
+    try:
+        out = kb_cmd(kb, env, "search", "served while", "--json")  # 120 s timeout; the dripper lasts ~600 s
+        assert json.loads(out.stdout)["hits"][0]["id"] == "served-while-a-client-drips"
+        assert "searching in this process" not in out.stderr, out.stderr
+    finally:
+        dripping.join(30)
+        done.set()
+        dripping.join(5)
+    assert heard and b"no whole request within" in heard[0], heard
+
+
+def test_a_stopped_daemon_is_searched_around(kb, env):
+    """A daemon stopped (SIGSTOP) still accepts connections, in its backlog, and answers nothing: the client
+    hears no heartbeat, says so and searches in its own process. Once the backlog is full, connecting gives
+    up as well (and a fresh daemon takes the socket over)."""
+    import signal
+
+    kb_cmd(kb, env, "add", "gap", "--title", "Answered while the daemon is stopped?")
+    kb_cmd(kb, env, "search", "stopped")
+    pid = daemon_pid(kb)
+    os.kill(pid, signal.SIGSTOP)
+    held: list[socket.socket] = []
+    try:
+        out = kb_cmd(kb, env, "search", "daemon stopped", "--json")
+        assert json.loads(out.stdout)["hits"][0]["id"] == "answered-while-the-daemon-is-stopped"
+        assert "searching in this process (the search daemon said nothing for" in out.stderr, out.stderr
+        assert "answered-while-the-daemon-is-stopped" in kb_cmd(kb, env, "gaps").stdout
+        for _ in range(1000):  # fill the stopped daemon's backlog
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            held.append(sock)
+            try:
+                sock.connect(str(socket_path(kb.root)))
+            except BlockingIOError:
+                break
+        else:
+            pytest.fail("the backlog never filled")
+        out = kb_cmd(kb, env, "search", "daemon stopped", "--json")
+        assert json.loads(out.stdout)["hits"][0]["id"] == "answered-while-the-daemon-is-stopped"
+    finally:
+        for sock in held:
+            sock.close()
+        os.kill(pid, signal.SIGCONT)
+        os.kill(pid, signal.SIGTERM)  # its socket may be a successor's now: stop_daemon would not reach it
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        json.dumps({"op": "search", "protocol": PROTOCOL, "build": "x", "requests": [{"query": "x"}]})
+        .replace('"x"}', '"x", "where": ' + "[" * 5_000 + "]" * 5_000 + "}")
+        .encode(),
+        b'{"a": "' + b"[" * 100_000 + b'"}',  # brackets inside a string are text: a JSON object, parsed
+    ],
+    ids=["bare", "inside-a-request", "inside-a-string"],
+)
+def test_a_deeply_nested_request_is_refused_and_the_daemon_serves_on(kb, env, payload):
+    kb_cmd(kb, env, "add", "gap", "--title", "Still up after a nested request?")
+    kb_cmd(kb, env, "search", "nested")
+    pid = daemon_pid(kb)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(socket_path(kb.root)))
+        sock.settimeout(30)
+        sock.sendall(payload + b"\n")
+        reply = json.loads(sock.makefile("rb").readline())
+    assert reply["ok"] is False and reply["exit_code"] == 2
+    if payload.startswith(b'{"a"'):
+        assert reply["error"] == "bad request: not a kb client's message"
+    else:
+        assert reply["error"] == "bad request: nested deeper than 32 levels"
+    out = kb_cmd(kb, env, "search", "still up", "--json")
+    assert json.loads(out.stdout)["hits"][0]["id"] == "still-up-after-a-nested-request"
+    assert "searching in this process" not in out.stderr and daemon_pid(kb) == pid

@@ -347,8 +347,12 @@ def test_a_client_past_the_rate_limit_is_told_to_slow_down(seeded, env):
         (seeded.root / "kb.toml").read_text() + "\n[limits]\nrequests_per_minute = 5\n"
     )
     with http_server(seeded, env, "--http", "127.0.0.1:0") as url:
-        codes = [httpx2.post(url, json={}).status_code for _ in range(8)]
-    assert 429 in codes and codes.index(429) >= 5, codes
+        with httpx2.Client() as client:  # one client, one connection
+            codes = [client.post(url, json={}).status_code for _ in range(8)]
+        assert 429 in codes and codes.index(429) >= 5, codes
+        # one opening a new connection for every request meets its address's ceiling (64 agents' worth)
+        codes = [httpx2.post(url, json={}).status_code for _ in range(5 * 64 + 300)]
+        assert 429 in codes and codes.index(429) >= 5 * 64 - 5, codes.index(429)
 
 
 def test_the_token_is_never_logged(seeded, env):
@@ -862,3 +866,88 @@ def test_an_agent_compares_repeated_runs_and_records_them_with_their_verdicts(se
             assert "Against the baseline: 3 run(s) against 3" in stored.body
 
     asyncio.run(go())
+
+
+def printed_token(line: str) -> str:
+    assert "writes need Authorization: Bearer " in line, line
+    return line.split("Bearer ", 1)[1].split(")")[0]
+
+
+@contextmanager
+def http_server_with_token(kb: kbtool.KnowledgeBase, env: dict[str, str], *flags: str) -> Iterator[tuple[str, str]]:
+    """`kb serve --http ...` without --token: its URL and the token it made and printed."""
+    proc = subprocess.Popen([*KB, "--kb", str(kb.root), "serve", *flags], env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        assert "serving MCP at " in line, line + proc.stderr.read()
+        yield line.split("serving MCP at ", 1)[1].split()[0], printed_token(line)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+WRITER_CALLS = {
+    "add_finding": {"title": "TPOT 0.5 ms"},
+    "add_card": {"kind": "gap", "title": "Is it?"},
+    "supersede": {"old": "a", "new": "b"},
+    "set_status": {"id": "a", "status": "refuted", "reason": "r"},
+    "gate_run": {"id": "a"},
+}
+
+
+def test_http_on_loopback_writes_need_the_token_it_printed_and_reads_do_not(seeded, env):
+    """Any local user reaches loopback: without --token, kb serve makes a token and prints it once; a call of
+    a writing tool without it is refused, nothing written; the reading tools answer anyone on loopback."""
+    assert set(WRITER_CALLS) == WRITERS
+    before = commit_count(seeded.root)
+    with http_server_with_token(seeded, env, "--http", "127.0.0.1:0") as (url, token):
+        assert len(token) >= 24
+
+        async def go():
+            async with Client(url) as client:
+                hits = (await call(client, "search", query="CUDA graph capture")).structured_content["hits"]
+                assert hits[0]["kind"] == "failure-mode"
+                for tool, args in WRITER_CALLS.items():
+                    refused = await call(client, tool, **args)
+                    assert refused.is_error and "needs this server's token" in refused.content[0].text, tool
+            # the scheme in any case (RFC 9110 §11.1)
+            async with httpx2.AsyncClient(headers={"Authorization": f"bearer {token}"}, timeout=60) as http:
+                async with Client(streamable_http_client(url, http_client=http)) as client:
+                    added = await call(client, "add_finding", title="TPOT 0.5 ms at batch 1", metrics={"tpot": "0.5ms"})
+                    assert not added.is_error, added.content[0].text
+
+        asyncio.run(go())
+        for headers in ({"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}):
+            assert httpx2.post(url, json={}, headers=headers).status_code == 401
+    assert commit_count(seeded.root) == before + 1
+
+
+def test_http_answers_on_any_loopback_address_and_no_other_host(seeded, env):
+    with http_server_with_token(seeded, env, "--http", "127.0.0.2:0") as (url, _):
+        assert url.startswith("http://127.0.0.2:")
+
+        async def go():
+            async with Client(url) as client:
+                assert not (await call(client, "gaps")).is_error
+
+        asyncio.run(go())
+        headers = {"Accept": "application/json, text/event-stream", "Host": "attacker.example"}
+        assert httpx2.post(url, json={}, headers=headers).status_code == 421
+
+
+def test_agents_sharing_loopback_each_get_their_own_rate(seeded, env):
+    """On loopback a whole team's agents come from one address: the limit is each MCP session's, so three
+    agents may together make more requests a minute than one may alone."""
+    (seeded.root / "kb.toml").write_text(
+        (seeded.root / "kb.toml").read_text() + "\n[limits]\nrequests_per_minute = 30\n"
+    )
+    with http_server_with_token(seeded, env, "--http", "127.0.0.1:0") as (url, _):
+
+        async def agent() -> list[bool]:
+            async with Client(url) as client:
+                return [not (await call(client, "gaps")).is_error for _ in range(15)]
+
+        async def team():
+            return await asyncio.gather(agent(), agent(), agent())
+
+        assert asyncio.run(team()) == [[True] * 15] * 3

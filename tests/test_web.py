@@ -17,10 +17,10 @@ pytest.importorskip("starlette")
 pytest.importorskip("jinja2")
 
 from test_sources import project, team  # noqa: F401  (fixtures: a project reading a team's knowledge base)
-from web_server import csrf_of, request, running_ui
+from web_server import form_of, request, running_ui
 
 import kbtool
-from conftest import commit_count, git, run_kb
+from conftest import commit_count, git, run_kb, tree_state
 
 AGENT_FINDING = "agent-tpot-finding"
 
@@ -205,11 +205,14 @@ def test_a_long_sweep_draws_the_first_rows_and_says_how_many_are_left_to_the_tab
 def test_confirm_refute_and_edit_are_a_commit_each(curated, fast_env):
     root = curated.root
     with running_ui(root, fast_env) as url:
-        _, _, page = request(url + f"cards/{AGENT_FINDING}")
-        secret = csrf_of(page)
-        before = commit_count(root)
 
-        status, headers, _ = request(url + f"cards/{AGENT_FINDING}/confirm", {"csrf": secret})
+        def post(action: str, **fields: str) -> tuple[int, dict[str, str], str]:
+            """A form of the card's page as it stands now, sent with the server's token."""
+            _, _, page = request(url + f"cards/{AGENT_FINDING}")
+            return request(url + f"cards/{AGENT_FINDING}/{action}", {**form_of(page), **fields}, token=url.token)
+
+        before = commit_count(root)
+        status, headers, _ = post("confirm")
         assert status == 303 and commit_count(root) == before + 1
         head = git(root, "rev-parse", "HEAD").strip()
         assert headers["location"] == f"/cards/{AGENT_FINDING}?done=confirmed&commit={head}"
@@ -217,20 +220,15 @@ def test_confirm_refute_and_edit_are_a_commit_each(curated, fast_env):
         _, _, shown = request(url + headers["location"].lstrip("/"))
         assert f"Confirmed: commit {head[:10]}" in shown and "s-confirmed" in shown
 
-        status, _, page = request(url + f"cards/{AGENT_FINDING}/refute", {"csrf": secret, "reason": " "})
+        status, _, page = post("refute", reason=" ")
         assert status == 400 and "say why it is refuted" in page and commit_count(root) == before + 1
 
-        status, headers, _ = request(
-            url + f"cards/{AGENT_FINDING}/edit",
-            {"csrf": secret, "title": "Agent TPOT finding", "tags": "tpot decode", "body": "Measured twice.\r\n"},
-        )
+        status, headers, _ = post("edit", title="Agent TPOT finding", tags="tpot decode", body="Measured twice.\r\n")
         assert status == 303 and "done=edited" in headers["location"] and commit_count(root) == before + 2
         card = (root / "kb" / "finding" / f"{AGENT_FINDING}.md").read_text()
         assert card.endswith("Measured twice.\n") and "- decode" in card
 
-        status, headers, _ = request(
-            url + f"cards/{AGENT_FINDING}/refute", {"csrf": secret, "reason": "the baseline was cold", "next": "review"}
-        )
+        status, headers, _ = post("refute", reason="the baseline was cold", next="review")
         assert status == 303 and headers["location"].startswith("/review?done=refuted")
         assert "the baseline was cold" in git(root, "log", "-1", "--format=%B")
 
@@ -239,7 +237,9 @@ def test_a_form_from_elsewhere_and_a_foreign_host_are_refused(curated, fast_env)
     root = curated.root
     with running_ui(root, fast_env) as url:
         before = commit_count(root)
-        status, _, page = request(url + f"cards/{AGENT_FINDING}/confirm", {"csrf": "guessed"})
+        _, _, page = request(url + f"cards/{AGENT_FINDING}")
+        guessed = {**form_of(page), "csrf": "guessed"}
+        status, _, page = request(url + f"cards/{AGENT_FINDING}/confirm", guessed, token=url.token)
         assert status == 403 and "CSRF" in page
         status, _, page = request(url, headers={"Host": "attacker.example:80"})
         assert status == 421
@@ -252,7 +252,8 @@ def test_a_locked_gate_cannot_be_edited_from_the_page(curated, fast_env):
     gate = "gate-ttft-vs-baseline-engine"
     with running_ui(curated.root, fast_env) as url:
         _, _, page = request(url + f"cards/{gate}/edit")
-        status, _, page = request(url + f"cards/{gate}/edit", {"csrf": csrf_of(page), "title": "x", "body": "y"})
+        fields = {**form_of(page), "title": "x", "body": "y"}
+        status, _, page = request(url + f"cards/{gate}/edit", fields, token=url.token)
     assert status == 400 and "locked" in page
     assert not git(curated.root, "status", "--porcelain").strip()
 
@@ -374,7 +375,7 @@ def test_a_sources_card_opens_read_only(project, fast_env):  # noqa: F811  (test
         status, _, page = request(url + f"cards/{card}")
         assert status == 200 and "No accuracy loss against the BF16 oracle" in page and "from team" in page
         assert '<form method="post"' not in page and "/edit" not in page
-        status, _, _ = request(url + f"cards/{card}/confirm", {"csrf": "x"})
+        status, _, _ = request(url + f"cards/{card}/confirm", {"csrf": "x", "version": "x"}, token=url.token)
         assert status == 403
 
 
@@ -383,9 +384,106 @@ def test_an_edit_that_changes_nothing_makes_no_commit_and_says_so(curated, fast_
         _, _, page = request(url + f"cards/{AGENT_FINDING}/edit")
         stored = curated.get(AGENT_FINDING)
         before = commit_count(curated.root)
-        fields = {"csrf": csrf_of(page), "title": stored.card.title, "tags": " ".join(stored.card.tags)}
-        status, headers, _ = request(url + f"cards/{AGENT_FINDING}/edit", {**fields, "body": stored.body})
+        fields = {**form_of(page), "title": stored.card.title, "tags": " ".join(stored.card.tags)}
+        status, headers, _ = request(
+            url + f"cards/{AGENT_FINDING}/edit", {**fields, "body": stored.body}, token=url.token
+        )
         assert status == 303 and headers["location"] == f"/cards/{AGENT_FINDING}?done=unchanged&commit="
         assert commit_count(curated.root) == before
         _, _, shown = request(url + headers["location"].lstrip("/"))
         assert "Nothing changed" in shown and "commit" not in shown.split('class="flash"', 1)[1].split("</p>", 1)[0]
+
+
+def test_writes_need_the_token_on_loopback_too_and_reads_stay_open(curated, fast_env):
+    """On a shared machine any local user reaches loopback: without --token kb ui makes one and prints it in
+    its address, and a write without it is refused, nothing written; reading needs none."""
+    root = curated.root
+    confirm = f"cards/{AGENT_FINDING}/confirm"
+    with running_ui(root, fast_env) as url:
+        assert len(url.token) >= 24
+        status, _, page = request(url + f"cards/{AGENT_FINDING}")
+        assert status == 200
+        fields = form_of(page, "/confirm")
+        before = tree_state(root)
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {url.token}"}):
+            status, _, text = request(url + confirm, fields, headers=headers)
+            assert status == 401 and "open the address kb ui printed" in text, (headers, text)
+        assert tree_state(root) == before
+        # the scheme is case-insensitive (RFC 9110 §11.1)
+        status, _, _ = request(url + confirm, fields, headers={"Authorization": f"bearer  {url.token}"})
+        assert status == 303 and commit_count(root) == before[0] + 1
+
+        # a browser: the printed address once, then the cookie, named for this server's port (cookies
+        # ignore ports, and two kb ui servers on one host must not take each other's)
+        status, headers, _ = request(url.printed)
+        assert status == 303 and headers["location"] == "/"
+        cookie = headers["set-cookie"].split(";")[0]
+        assert cookie == f"kb_token_{url.rstrip('/').rsplit(':', 1)[1]}={url.token}"
+        _, _, page = request(url + f"cards/{AGENT_FINDING}")
+        refute = {**form_of(page, "/refute"), "reason": "a cold cache"}
+        status, _, _ = request(url + f"cards/{AGENT_FINDING}/refute", refute, headers={"Cookie": cookie})
+        assert status == 303 and commit_count(root) == before[0] + 2
+
+
+def test_a_form_opened_before_a_change_elsewhere_is_refused_not_overwritten(curated, fast_env):
+    """The edit form, the card's Confirm and Refute, and the review queue's: each carries the version of the
+    card it showed; once the card changed (another person, the CLI, an agent), it is refused with 409."""
+    root = curated.root
+    card = f"cards/{AGENT_FINDING}"
+    with running_ui(root, fast_env) as url:
+        _, _, edit_page = request(url + card + "/edit")
+        _, _, card_page_ = request(url + card)
+        _, _, queue = request(url + "review")
+        changed = run_kb(fast_env, root, "edit", AGENT_FINDING, "--body", "Re-measured: 0.61 ms.")
+        assert changed.returncode == 0, changed.stderr
+        before = tree_state(root)
+        stale = [
+            ("edit", {**form_of(edit_page, "/edit"), "title": "Agent TPOT finding", "body": "My older text."}),
+            ("confirm", form_of(card_page_, "/confirm")),
+            ("refute", {**form_of(card_page_, "/refute"), "reason": "cold"}),
+            ("confirm", {**form_of(queue, f"{AGENT_FINDING}/confirm"), "next": "review"}),
+        ]
+        for action, fields in stale:
+            status, _, page = request(url + f"{card}/{action}", fields, token=url.token)
+            assert status == 409 and "changed since this page showed it" in page, (action, page[-600:])
+        fields = {**form_of(card_page_, "/confirm")}
+        del fields["version"]
+        status, _, page = request(url + f"{card}/confirm", fields, token=url.token)
+        assert status == 400 and "carries no version of the card" in page
+        assert tree_state(root) == before
+        assert (root / "kb" / "finding" / f"{AGENT_FINDING}.md").read_text().endswith("Re-measured: 0.61 ms.\n")
+
+        _, _, fresh = request(url + card + "/edit")  # reloaded: the change goes through
+        fields = {**form_of(fresh, "/edit"), "title": "Agent TPOT finding", "body": "Re-measured twice."}
+        status, _, _ = request(url + card + "/edit", fields, token=url.token)
+        assert status == 303 and commit_count(root) == before[0] + 1
+
+
+def test_no_page_of_kb_ui_can_be_framed_by_another_site(curated, fast_env):
+    """Confirm and Refute are a click each: a page laid over them in a frame could steal the click."""
+    with running_ui(curated.root, fast_env) as url:
+        answers = [
+            request(url),
+            request(url + f"cards/{AGENT_FINDING}"),
+            request(url + "cards/no-such-card"),
+            request(url + "static/kb.css"),
+            request(url + f"cards/{AGENT_FINDING}/confirm", {"csrf": "x"}),  # 401: no token
+            request(url + f"cards/{AGENT_FINDING}/confirm", {"csrf": "x"}, token=url.token),  # 403: no CSRF
+            request(url, headers={"Host": "attacker.example"}),  # 421
+            request(url.printed),  # 303
+        ]
+    assert [status for status, _, _ in answers] == [200, 200, 404, 200, 401, 403, 421, 303]
+    for _, headers, _ in answers:
+        headers = {k.lower(): v for k, v in headers.items()}
+        assert headers["x-frame-options"] == "DENY"
+        assert headers["content-security-policy"] == "frame-ancestors 'none'"
+
+
+def test_kb_ui_answers_on_any_loopback_address(curated, fast_env):
+    with running_ui(curated.root, fast_env, "--host", "127.0.0.2") as url:
+        assert url.startswith("http://127.0.0.2:")
+        assert request(url + "gaps")[0] == 200
+        for host in ("localhost", "LocalHost.", "127.0.0.1", "127.0.0.2", "[::1]"):
+            assert request(url + "gaps", headers={"Host": f"{host}:8765"})[0] == 200, host
+        for host in ("attacker.example", "127.0.0.1.attacker.example", "0x7f000001", ""):
+            assert request(url + "gaps", headers={"Host": host})[0] == 421, host

@@ -57,7 +57,8 @@ def test_search_open_confirm_and_see_the_commit(curated: kbtool.KnowledgeBase, f
     root = curated.root
     with running_ui(root, fast_env) as url:
         page = browser
-        page.goto(url)
+        page.goto(url.printed)  # the address kb ui printed: the browser keeps its token, which confirming needs
+        assert page.url == url
         page.fill("form.search input[name=q]", "NVFP4 block scaled format")
         page.click("form.search button[type=submit]")
         page.wait_for_url("**/search?q=*")

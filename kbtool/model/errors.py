@@ -9,6 +9,7 @@
     │   ├── AmbiguousId      a prefix that matches more than one card
     │   ├── SkillNotFound    no skill has this name
     │   ├── Conflict         an id that already exists, a locked gate, ...
+    │   │   └── Changed      a card changed since the version a change was made against
     │   ├── OutsidePath      a path that escapes the knowledge base
     │   ├── NotAKnowledgeBase  no kb.toml where one was expected
     │   ├── ReadOnly         a write to a knowledge base this process may not write (a read-only mount)
@@ -55,6 +56,10 @@ class SkillNotFound(BadInput):
 
 class Conflict(BadInput):
     pass
+
+
+class Changed(Conflict):
+    """A change made against a card as it stood (a web form's version) when it has changed since."""
 
 
 class OutsidePath(BadInput):

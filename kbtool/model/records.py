@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,6 +36,12 @@ class StoredCard:
     @property
     def id(self) -> str:
         return self.card.id
+
+    @property
+    def version(self) -> str:
+        """What the card says now, as a short hash of its text: a form carries the version it showed, so a
+        change made since it was read is refused instead of overwritten (KnowledgeBase.unchanged_since)."""
+        return hashlib.sha256(markdown.render(self.card, self.body).encode()).hexdigest()[:16]
 
     def to_dict(self, body: bool = True) -> dict[str, Any]:
         data = self.card.model_dump(mode="json", exclude_none=True)

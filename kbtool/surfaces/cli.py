@@ -448,7 +448,8 @@ def serve(
     token: Annotated[
         str | None,
         typer.Option(
-            help="Bearer token every HTTP request must carry (default: $KB_TOKEN); required off loopback.",
+            help="The bearer token a writing tool's call over HTTP must carry, and off loopback every request "
+            "(default: $KB_TOKEN, else a new one, printed).",
             show_default=False,
         ),
     ] = None,

@@ -34,14 +34,19 @@ def ui(
     ] = "127.0.0.1",
     token: Annotated[
         str | None,
-        typer.Option(help="The token a browser must present off loopback, once as ?token= (default: $KB_TOKEN)."),
+        typer.Option(
+            help="The token a browser presents once as ?token=, needed to confirm, refute or edit, and off loopback "
+            "for every page (default: $KB_TOKEN, else a new one, printed).",
+            show_default=False,
+        ),
     ] = None,
     open_browser: Annotated[bool, typer.Option("--open", help="Open it in the default browser.")] = False,
     kb: KbPath = None,
 ) -> None:
     """Serve the web view: search, cards with their evidence and history, the review queue (confirm,
-    refute, edit: a commit each), gates, gaps and lint, at http://HOST:PORT/."""
-    from ..web.access import is_loopback, listening_socket
+    refute, edit: a commit each), gates, gaps and lint, at http://HOST:PORT/. Open the address it prints,
+    with its token: the browser keeps it, and only a browser holding it may confirm, refute or edit."""
+    from ..web.access import is_loopback, listening_socket, new_token
 
     token = token or os.environ.get("KB_TOKEN") or None
     if not is_loopback(host) and not token:
@@ -50,9 +55,10 @@ def ui(
     import uvicorn
 
     base = open_kb(kb)
+    token = token or new_token()  # on a shared machine any local user reaches loopback: writes need it there too
     application = create_app(base, token=token, loopback=is_loopback(host))
     sock, url = listening_socket(host, port, "--port")
-    shown = f"{url}/?token={token}" if token else f"{url}/"
+    shown = f"{url}/?token={token}"
     print(f"kb: the web view of {base.root} at {shown}", file=sys.stderr, flush=True)
     base.warm_in_background()
     if open_browser:

@@ -23,12 +23,18 @@ from ..model.errors import BadInput, CheckFailed, KbError
 from ..model.vocabulary import CONFIG_FILE
 from ..store.locate import state_dir
 
-PROTOCOL = 1
+PROTOCOL = 2  # 2: the daemon sends HEARTBEAT while a request waits or runs
 START_TIMEOUT_S = 60.0  # until the daemon's socket accepts (it binds before loading the model)
-# the daemon answers from the keyword index while vectors build in the background; past this it is
-# stuck (stopped, deadlocked), and the search runs in this process instead, with a note
+# The daemon sends HEARTBEAT every half second while it works on a request: silence this long means it
+# is stopped (SIGSTOP, a debugger) or gone, and the search runs in this process instead, with a note.
+# A daemon that keeps beating but never answers (a request stuck in the index) is left after
+# ANSWER_TIMEOUT_S, the same way.
+HEARTBEAT = b" "  # whitespace: a reply line with any number of them in front is still one JSON document
+SILENCE_S = 5.0
 ANSWER_TIMEOUT_S = 300.0
-MAX_LINE = 64 * 1024 * 1024
+CONNECT_TIMEOUT_S = 5.0  # a stopped daemon's backlog fills, and then connect() would wait forever
+MAX_LINE = 64 * 1024 * 1024  # of a reply
+MAX_REQUEST = 16 * 1024 * 1024  # what the daemon reads; a bigger --batch searches in this process
 
 
 def socket_path(root: Path) -> Path:
@@ -104,12 +110,15 @@ class DaemonUnavailable(Exception):
 
 def _ask(root: Path, message: dict[str, Any], restarted: bool = False, start: bool = True) -> dict[str, Any]:
     message = {**message, "protocol": PROTOCOL, "build": build_id(root), "root": str(root)}
+    line = json.dumps(message, ensure_ascii=False).encode() + b"\n"
+    if len(line) > MAX_REQUEST:
+        raise DaemonUnavailable(f"the request is over the daemon's {MAX_REQUEST // (1 << 20)} MB")
     sock, started = _connect(root) if start else (_try_connect(socket_path(root)), None)
     if sock is None:
         raise DaemonUnavailable("no search daemon is running")
     try:
-        sock.settimeout(ANSWER_TIMEOUT_S)
-        sock.sendall(json.dumps(message, ensure_ascii=False).encode() + b"\n")
+        sock.settimeout(SILENCE_S)
+        sock.sendall(line)
         reply = _read_line(sock)
     except (OSError, DaemonUnavailable) as exc:
         # a daemon started just now binds its socket before it reads kb.toml: one that then fails
@@ -136,22 +145,42 @@ def _ask(root: Path, message: dict[str, Any], restarted: bool = False, start: bo
 
 
 def _read_line(sock: socket.socket) -> dict[str, Any]:
+    """The daemon's reply: its heartbeats reset the wait for the next byte (SILENCE_S), up to ANSWER_TIMEOUT_S
+    in all."""
     chunks, size = [], 0
+    deadline = time.monotonic() + ANSWER_TIMEOUT_S
     while True:
-        data = sock.recv(1 << 16)
+        sock.settimeout(max(0.0, min(SILENCE_S, deadline - time.monotonic())))
+        try:
+            data = sock.recv(1 << 16)
+        except TimeoutError:
+            silent = time.monotonic() < deadline
+            raise DaemonUnavailable(
+                f"the search daemon said nothing for {SILENCE_S:.0f} s; it may be stopped"
+                if silent
+                else f"the search daemon did not answer within {ANSWER_TIMEOUT_S:.0f} s"
+            ) from None
         if not data:
             break
         chunks.append(data)
         size += len(data)
         if data.endswith(b"\n") or size > MAX_LINE:
             break
-    if not chunks:
+    line = b"".join(chunks).strip()
+    if not line:
         raise DaemonUnavailable("the search daemon closed the connection")
-    return json.loads(b"".join(chunks))
+    try:
+        reply = json.loads(line)
+    except ValueError:  # cut off: the daemon died while it answered
+        raise DaemonUnavailable("the search daemon's answer was cut off") from None
+    if not isinstance(reply, dict):
+        raise DaemonUnavailable("the search daemon's answer was not a JSON object")
+    return reply
 
 
 def _try_connect(path: Path) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(CONNECT_TIMEOUT_S)
     try:
         sock.connect(str(path))
         return sock

@@ -155,16 +155,37 @@ def checked_arguments(tool: str, takes: set[str], arguments: dict[str, Any]) -> 
 
 
 class KbServer(MCPServer):
-    """The SDK's server, holding each call to the arguments its tool declares (checked_arguments)."""
+    """The SDK's server, holding each call to the arguments its tool declares (checked_arguments), and over
+    HTTP each call of a writing tool to the server's token (write_token)."""
 
     _takes: dict[str, set[str]] | None = None  # each tool's parameters, read once: tools are all declared by then
+    _writers: set[str] = set()  # the tools not marked read-only
+    write_token: str | None = None  # over HTTP: what a request must carry as its bearer token to write
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         if self._takes is None:
-            self._takes = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
+            tools = await self.list_tools()
+            self._writers = {t.name for t in tools if not (t.annotations and t.annotations.read_only_hint)}
+            self._takes = {t.name: set(t.input_schema.get("properties", {})) for t in tools}
+        if name in self._writers and self.write_token is not None and not self._may_write(context):
+            raise ToolError(
+                f"{name} writes to the knowledge base, which needs this server's token: send it as "
+                "Authorization: Bearer TOKEN (kb serve printed it when it started)"
+            )
         if name in self._takes:
             arguments = checked_arguments(name, self._takes[name], arguments)
         return await super().call_tool(name, _python_names(arguments), context)
+
+    def _may_write(self, context: Any) -> bool:
+        """Whether the HTTP request of this call carried the token (the transport refused a wrong one already;
+        on loopback one without it reaches the reading tools)."""
+        from ..web.access import bearer_token, same_token
+
+        try:
+            headers = getattr(context.request_context.request, "headers", None)
+        except (AttributeError, ValueError):  # no request context: not a call that came over HTTP
+            headers = None
+        return headers is not None and same_token(bearer_token(headers.get("authorization")), self.write_token or "")
 
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
         return await super().get_prompt(name, _python_names(arguments or {}), context)
@@ -196,12 +217,16 @@ def agent_name(ctx: Context | None) -> str:
 
 
 def build_server(
-    served: KnowledgeBase | Mapping[str, KnowledgeBase], read_only: bool = False, warm_on_start: bool = False
+    served: KnowledgeBase | Mapping[str, KnowledgeBase],
+    read_only: bool = False,
+    warm_on_start: bool = False,
+    write_token: str | None = None,
 ) -> tuple[MCPServer, Shelf]:
     """The MCP server over one knowledge base, or several by name (the first is the default; every tool
     takes `kb` to name another, and the `kbs` tool lists them); with read_only the writers are not
     offered at all. warm_on_start: the indexes warm up as the server starts serving (over stdio, once
-    fd 1 is the protocol's and anything a library prints goes to stderr)."""
+    fd 1 is the protocol's and anything a library prints goes to stderr). write_token: over HTTP, the
+    bearer token a call of a writing tool must come with."""
     from collections.abc import AsyncIterator
     from contextlib import asynccontextmanager
 
@@ -228,6 +253,7 @@ def build_server(
         log_level="DEBUG" if os.environ.get("KB_DEBUG") else "WARNING",
         lifespan=warming if warm_on_start else None,
     )
+    server.write_token = write_token
 
     @server.tool(annotations=READS)
     async def kbs() -> Annotated[CallToolResult, ServedKbs]:

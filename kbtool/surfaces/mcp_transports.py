@@ -1,10 +1,11 @@
-"""How `kb serve` reaches its clients: stdio, or streamable HTTP behind a bearer token (required off
-loopback) and kb.toml's request limits (size, rate). The tools themselves are kbtool/surfaces/mcp.py.
+"""How `kb serve` reaches its clients: stdio, or streamable HTTP behind a bearer token and kb.toml's request
+limits (size, rate). Over HTTP every write needs the token, on loopback too (any local user reaches
+loopback), so a server started without one makes one and prints it; on loopback reads need none, beyond
+it every request does. The tools themselves are kbtool/surfaces/mcp.py.
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import sys
 import time
@@ -13,7 +14,7 @@ from typing import Any
 from ..kb import KnowledgeBase
 from ..model.errors import BadInput
 from ..store.locate import named_root
-from ..web.access import is_loopback, listening_socket
+from ..web.access import bearer_of, is_loopback, listening_socket, new_token, same_token
 from .mcp import build_server
 
 
@@ -26,43 +27,71 @@ def parse_address(address: str) -> tuple[str, int]:
 
 
 class BearerToken:
-    """ASGI middleware: every HTTP request must carry `Authorization: Bearer <token>`, else 401."""
+    """ASGI middleware: a request with an `Authorization` header must carry `Bearer <token>` (the scheme in any
+    case), else 401; one without gets 401 too unless reads_open (on loopback: the writing tools then refuse
+    it themselves, KbServer.call_tool)."""
 
-    def __init__(self, app: Any, token: str):
-        self.app, self.expected = app, f"Bearer {token}".encode()
+    def __init__(self, app: Any, token: str, reads_open: bool = False):
+        self.app, self.token, self.reads_open = app, token, reads_open
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            sent = b"authorization" in dict(scope.get("headers") or [])
+            if not same_token(bearer_of(scope), self.token) and (sent or not self.reads_open):
                 error = "unauthorized: send Authorization: Bearer <token>"
                 await _refuse(send, 401, error, ((b"www-authenticate", b"Bearer"),))
                 return
         await self.app(scope, receive, send)
 
 
+class TokenBuckets:
+    """A token bucket per key, `per_minute` deep and refilled continuously. Memory stays bounded by the keys
+    of the last minute (a bucket refills completely in 60 s, and a full one is the same as none), pruned at
+    most once per doubling however many keys arrive."""
+
+    PRUNE_AT = 10_000
+
+    def __init__(self, per_minute: float):
+        self.per_minute = per_minute
+        self.buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, when counted)
+        self.prune_at = self.PRUNE_AT
+
+    def take(self, key: str) -> bool:
+        now = time.monotonic()
+        if len(self.buckets) > self.prune_at:
+            self.buckets = {k: (t, then) for k, (t, then) in self.buckets.items() if now - then < 60.0}
+            self.prune_at = max(self.PRUNE_AT, 2 * len(self.buckets))
+        tokens, then = self.buckets.get(key, (self.per_minute, now))
+        tokens = min(self.per_minute, tokens + (now - then) * self.per_minute / 60)
+        self.buckets[key] = (tokens - 1, now) if tokens >= 1 else (tokens, now)
+        return tokens >= 1
+
+
 class RequestLimits:
     """ASGI middleware for kb.toml [limits]: a request body over request_bytes is refused with 413, by
     its Content-Length or, when it streams without one, as soon as it passes it; a client past
-    requests_per_minute gets 429 (a token bucket per client address, refilled continuously)."""
+    requests_per_minute gets 429.
+
+    A client is a connection: MCP over HTTP keeps no session, and on loopback a whole team's agents share
+    one address, so each agent's connection has its own bucket. An address as a whole may make
+    AGENTS_PER_ADDRESS times as many, so a client opening a new connection per request is held too."""
+
+    AGENTS_PER_ADDRESS = 64
 
     def __init__(self, app: Any, limit: int, per_minute: int):
         self.app, self.limit, self.per_minute = app, limit, per_minute
-        self.buckets: dict[str, tuple[float, float]] = {}  # client -> (tokens, when counted)
+        self.connections = TokenBuckets(float(per_minute))
+        self.addresses = TokenBuckets(float(per_minute * self.AGENTS_PER_ADDRESS))
 
-    def _allowed(self, client: str) -> bool:
-        now = time.monotonic()
-        tokens, then = self.buckets.get(client, (float(self.per_minute), now))
-        tokens = min(float(self.per_minute), tokens + (now - then) * self.per_minute / 60)
-        self.buckets[client] = (tokens - 1, now) if tokens >= 1 else (tokens, now)
-        return tokens >= 1
+    def _allowed(self, scope: dict[str, Any]) -> bool:
+        address, port = (list(scope.get("client") or ()) + ["?", 0])[:2]
+        return self.connections.take(f"{address} {port}") and self.addresses.take(str(address))
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        client = (scope.get("client") or ("?",))[0]
-        if not self._allowed(client):
+        if not self._allowed(scope):
             retry = ((b"retry-after", str(max(1, round(60 / self.per_minute))).encode()),)
             await _refuse(send, 429, f"over {self.per_minute} requests a minute; slow down", retry)
             return
@@ -119,9 +148,23 @@ def serve_stdio(kb: KnowledgeBase | dict[str, KnowledgeBase], read_only: bool) -
     anyio.run(server.run_stdio_async)
 
 
+def transport_security(host: str) -> Any:
+    """On loopback, the SDK's DNS-rebinding guard, naming the address served too (127.0.0.2 is loopback as
+    well); beyond it the Host header is whatever name clients use, and the bearer token is the guard."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if not is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    names = dict.fromkeys(["127.0.0.1", "localhost", "[::1]", f"[{host}]" if ":" in host else host])
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{name}:*" for name in names],
+        allowed_origins=[f"http://{name}:*" for name in names],
+    )
+
+
 def serve_http(kb: KnowledgeBase | dict[str, KnowledgeBase], address: str, token: str | None, read_only: bool) -> None:
     import uvicorn
-    from mcp.server.transport_security import TransportSecuritySettings
 
     host, port = parse_address(address)
     if not is_loopback(host) and not token:
@@ -129,20 +172,19 @@ def serve_http(kb: KnowledgeBase | dict[str, KnowledgeBase], address: str, token
             f"--http {address}: serving beyond loopback needs --token (or KB_TOKEN); "
             "every request must then carry it as a bearer token"
         )
-    server, shelf = build_server(kb, read_only)
-    # off loopback the Host header is whatever name clients use; the bearer token is the guard
-    security = None if is_loopback(host) else TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app: Any = server.streamable_http_app(host=host, transport_security=security, stateless_http=False)
+    made = token is None
+    token = token or new_token()
+    server, shelf = build_server(kb, read_only, write_token=token)
+    app: Any = server.streamable_http_app(host=host, transport_security=transport_security(host), stateless_http=False)
     limits = shelf.pick(None).kb.config.limits  # the default knowledge base's kb.toml sets the server's limits
     app = RequestLimits(app, limits.request_bytes, limits.requests_per_minute)
-    if token:
-        app = BearerToken(app, token)
+    app = BearerToken(app, token, reads_open=is_loopback(host))
     sock, url = listening_socket(host, port, "--http")
     shelf.warm()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    print(
-        f"kb: serving MCP at {url}/mcp" + (" (bearer token required)" if token else ""),
-        file=sys.stderr,
-        flush=True,
-    )
+    if made:  # shown once, as Jupyter shows its token; one given is never printed
+        needs = f" (writes need Authorization: Bearer {token})"
+    else:
+        needs = " (bearer token required)" if not is_loopback(host) else " (writes need the bearer token)"
+    print(f"kb: serving MCP at {url}/mcp{needs}", file=sys.stderr, flush=True)
     uvicorn.Server(config).run(sockets=[sock])

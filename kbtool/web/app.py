@@ -3,9 +3,10 @@
 Plain URLs a person can share: / (search box and recent activity), /search?q=..., /cards/<id>,
 /review, /gates, /gaps, /lint. Confirm, refute and edit are POSTs, each one commit through the same
 KnowledgeBase methods `kb confirm`, `kb refute` and `kb edit` call, then a redirect to the card
-with the commit named. Every form carries this server's CSRF secret, so a page elsewhere cannot
-post to it. One request at a time touches the knowledge base (a lock), as one person at a time
-works in a local checkout.
+with the commit named. They need the server's token (kbtool.web.access). Every form carries this
+server's CSRF secret, so a page elsewhere cannot post to it, and the version of the card it showed:
+a card edited, confirmed or refuted since is refused (409), not overwritten. One request at a time
+touches the knowledge base (a lock), as one person at a time works in a local checkout.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..model.errors import BadInput, CardNotFound, KbError
+from ..model.errors import BadInput, CardNotFound, Changed, KbError
 from . import views
-from .access import LoopbackOnly, TokenCookie
+from .access import LoopbackOnly, PageHeaders, TokenCookie
 from .render import Pages
 
 if TYPE_CHECKING:
@@ -46,7 +47,9 @@ def flash_of(request: Request) -> str | None:
     return DONE[done] + (f": commit {sha[:10]}" if SHA.match(sha) else "")
 
 
-def create_app(kb: KnowledgeBase, token: str | None = None, loopback: bool = True) -> Any:
+def create_app(kb: KnowledgeBase, token: str, loopback: bool = True) -> Any:
+    """token: what a write needs (and, off loopback, every request); loopback: the server listens on loopback
+    only, so reads are open and the Host header must name loopback."""
     pages = Pages(kb.config.kb.name)
     csrf = secrets.token_urlsafe(24)
     lock = threading.Lock()
@@ -65,6 +68,8 @@ def create_app(kb: KnowledgeBase, token: str | None = None, loopback: bool = Tru
                     return handler(request)
             except CardNotFound as exc:
                 return page("error.html", "", 404, status_code=404, message=str(exc))
+            except Changed as exc:
+                return page("error.html", "", 409, status_code=409, message=str(exc))
             except KbError as exc:
                 return page("error.html", "", 400, status_code=400, message=str(exc))
 
@@ -114,9 +119,12 @@ def create_app(kb: KnowledgeBase, token: str | None = None, loopback: bool = Tru
             ref = request.path_params["id"]
 
             def run(request: Request) -> Response:
-                before = kb.store.head()
-                done = action(ref, fields)
-                after = kb.store.head()  # the action's own commit; none when nothing changed
+                if not fields.get("version"):
+                    raise BadInput("this form carries no version of the card; reload the page and try again")
+                with kb.unchanged_since(ref, fields["version"]):
+                    before = kb.store.head()
+                    done = action(ref, fields)
+                    after = kb.store.head()  # the action's own commit; none when nothing changed
                 if after == before:
                     done, after = "unchanged", ""
                 target = "/review" if fields.get("next") == "review" else f"/cards/{quote(kb.get(ref).id)}"
@@ -159,9 +167,7 @@ def create_app(kb: KnowledgeBase, token: str | None = None, loopback: bool = Tru
         Route("/cards/{id}", guarded(card)),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    app: Any = Starlette(routes=routes)
-    if token:
-        app = TokenCookie(app, token)
+    app: Any = TokenCookie(Starlette(routes=routes), token, reads_open=loopback)
     if loopback:
         app = LoopbackOnly(app)
-    return app
+    return PageHeaders(app)
