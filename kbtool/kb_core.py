@@ -13,7 +13,18 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .loop.review import agent_status, check_agent_fields
 from .model import markdown
-from .model.cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, Gap, Gate, fallback_id, is_valid_id, slugify
+from .model.cards import (
+    INACTIVE_STATUSES,
+    MODELS,
+    STATUSES,
+    CardBase,
+    Gap,
+    Gate,
+    control_character,
+    fallback_id,
+    id_problem,
+    slugify,
+)
 from .model.contracts import Change
 from .model.errors import (
     AmbiguousId,
@@ -361,10 +372,9 @@ class KnowledgeBaseCore:
         with self.store.lock():
             ids = self.ids()
             if "id" in data:
-                if not isinstance(data["id"], str) or not is_valid_id(data["id"]):
-                    raise InvalidCard(
-                        f"{origin}: id: {data['id']!r} is not a valid id (lowercase letters, digits, '.', '_', '-')"
-                    )
+                problem = id_problem(data["id"])
+                if problem:
+                    raise InvalidCard(f"{origin}: id: {problem}")
                 if data["id"] in ids:
                     raise Conflict(
                         f"a card with id {data['id']!r} already exists ({self.store.relative(ids[data['id']])})"
@@ -399,6 +409,8 @@ class KnowledgeBaseCore:
                     "(kb lint reports it)"
                 )
         self.policy.check(card, origin)
+        if "\0" in body:  # git stores a file with a NUL as binary: no diff, no merge, no search of it
+            raise BadInput(f"{origin}: the body holds a NUL character (U+0000), which no card text may")
         text = markdown.render(card, body)
         limits = self.config.limits
         if len(card.title) > limits.title_chars:
@@ -511,7 +523,7 @@ class KnowledgeBaseCore:
         if self._embedder is None:
             from .search.embeddings import make_embedder
 
-            self._embedder = make_embedder(self.config.index.embedding_model)
+            self._embedder = make_embedder(self.config.index.embedding_model, self.root)
         return self._embedder
 
     def semantic_embedder(self) -> Embedder | None:
@@ -645,6 +657,14 @@ def _unique_id(data: dict[str, Any], taken: dict[str, Path]) -> str:
     while candidate in taken:
         candidate, n = f"{base}-{n}", n + 1
     return candidate
+
+
+def checked_reason(reason: str | None) -> str | None:
+    """A reason goes into a commit message, which git log prints as it is: no control character in it."""
+    found = control_character(reason, one_line=True) if reason else None
+    if found:
+        raise BadInput(f"the reason holds the control character {found}, which a commit message may not")
+    return reason
 
 
 def _message(op: str, card: CardBase) -> str:

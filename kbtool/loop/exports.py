@@ -18,13 +18,13 @@ that direction.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
 from ..model.errors import BadInput
+from ..model.parsing import Unparsable, json_document, why_unparsable
 from .evidence import guess_direction, nested, number, read_artifact
 
 # the load keys (kbtool.loop.load) each format sets: the registry in kbtool/loop/formats.py declares them
@@ -51,9 +51,9 @@ def _artifact(path: Path, digest: str) -> dict[str, str]:
 def _load_json(path: Path, what: str) -> tuple[Any, str]:
     text, digest = read_artifact(path)
     try:
-        return json.loads(text), digest
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path}: not a valid {what}: JSON breaks at line {exc.lineno} ({exc.msg})") from None
+        return json_document(text), digest
+    except Unparsable as exc:
+        raise BadInput(f"{path}: not a valid {what}: {exc}") from None
 
 
 def _entry(metric: str, value: float, unit: str | None, **extra: Any) -> dict[str, Any]:
@@ -174,6 +174,8 @@ def parse_guidellm(path: Path) -> dict[str, Any]:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise BadInput(f"{path}: not a valid GuideLLM report: {str(exc).splitlines()[0]}") from None
+        except (ValueError, RecursionError) as exc:  # a date that does not exist, an integer too long
+            raise BadInput(f"{path}: not a valid GuideLLM report: {why_unparsable(exc)}") from None
     else:
         data, _ = _load_json(path, "GuideLLM report")
     if not is_guidellm(data):
@@ -295,8 +297,8 @@ def _emulated(data: Any) -> dict[str, Any]:
     if not isinstance(text, str):
         return {}
     try:
-        parsed = json.loads(text)
-    except ValueError:
+        parsed = json_document(text)
+    except Unparsable:
         parsed = None
     if isinstance(parsed, dict):
         return parsed
@@ -337,17 +339,17 @@ def json_runs(path: Path, text: str) -> list[Any]:
     """One JSON document, or JSON Lines (SGLang's output, vLLM's --append-result): the runs it holds."""
     if path.suffix.lower() != ".jsonl":
         try:
-            return [json.loads(text)]
-        except json.JSONDecodeError:
+            return [json_document(text)]
+        except Unparsable as exc:
             if len([line for line in text.splitlines() if line.strip()]) < 2:
-                raise BadInput(f"{path}: not valid JSON") from None
+                raise BadInput(f"{path}: not valid JSON: {exc}") from None
     runs = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                runs.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise BadInput(f"{path}:{n}: not JSON ({exc.msg})") from None
+                runs.append(json_document(line))
+            except Unparsable as exc:
+                raise BadInput(f"{path}:{n}: not JSON ({exc})") from None
     return runs
 
 

@@ -17,7 +17,6 @@ evidence entry carrying the artifact's path and sha256:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..model.errors import BadInput
+from ..model.parsing import Unparsable, json_document
 from . import exports
 from .evidence import STATISTICS, guess_direction, number, read_artifact
 from .results_tsv import looks_like_results, parse_results_tsv
@@ -77,9 +77,9 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
     """An AIPerf profile export -> {"evidence": [...], "applies_to": {...}, "conditions": {...}}."""
     text, digest = read_artifact(path)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path}: not a valid AIPerf export: JSON breaks at line {exc.lineno} ({exc.msg})") from None
+        data = json_document(text)
+    except Unparsable as exc:
+        raise BadInput(f"{path}: not a valid AIPerf export: {exc}") from None
     if not isinstance(data, dict) or "aiperf_version" not in data and "input_config" not in data:
         raise BadInput(f"{path}: not an AIPerf export (no aiperf_version or input_config)")
     config = _mapping(data.get("input_config"))
@@ -223,8 +223,8 @@ def _aiperf_dataset(config: dict[str, Any], out: dict[str, Any]) -> None:
 
 def _json_of(text: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError:
+        return json_document(text)
+    except Unparsable:
         return None
 
 
@@ -332,12 +332,12 @@ def reader_for(path: Path) -> Reader:
     text, _ = read_artifact(path)
     if path.suffix.lower() == ".json":
         try:
-            json.loads(text)
-        except ValueError as exc:
+            json_document(text)
+        except Unparsable as exc:
             lines = [line for line in text.splitlines() if line.strip()]
             if not (len(lines) > 1 and all(_json_of(line) is not None for line in lines)):  # not JSON Lines either
-                where = f" at line {exc.lineno} ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else ""
-                raise BadInput(f"{path}: not valid JSON: it breaks{where}; is the export cut short?") from None
+                cut = "; is the export cut short?" if str(exc).startswith("JSON breaks") else ""
+                raise BadInput(f"{path}: not valid JSON: {exc}{cut}") from None
     for reader in candidates:
         if reader.matches(path, text):
             return reader

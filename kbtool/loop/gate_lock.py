@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..model.cards import Gate
 from ..model.errors import BadInput
+from ..model.parsing import Unparsable, json_document
 from .evidence import sha256_file
 
 LOCK_VERSION = 1
@@ -48,13 +49,13 @@ def parse_lock(text: str | None) -> dict[str, GateLock]:
     if not text:
         return {}
     try:
-        data = json.loads(text)
+        data = json_document(text)
         gates = data["gates"]
         return {
             str(k): GateLock(str(v["sha256"]), {str(p): str(h) for p, h in (v.get("files") or {}).items()})
             for k, v in gates.items()
         }
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (Unparsable, KeyError, TypeError, AttributeError) as exc:
         raise BadInput(f"kb.lock: not a valid lock file ({exc}); restore it from git") from None
 
 

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from datetime import date
 from pathlib import PurePosixPath
-from typing import Annotated, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -23,9 +23,33 @@ SCHEMA_VERSION: Literal[1] = 1
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,119}$"
 _ID_RE = re.compile(ID_PATTERN)
+# the names Windows gives its devices, with any extension: a card file kb/gap/con.md (or aux.txt.md) cannot be
+# checked out there, so a knowledge base holding one breaks every Windows clone
+_DEVICE_NAME = re.compile(r"^(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\.|$)")
 
-CardId = Annotated[str, Field(pattern=ID_PATTERN)]
+
+def _portable_id(value: str) -> str:
+    if _DEVICE_NAME.match(value):
+        raise ValueError(f"{value!r} is a device name on Windows (con, prn, aux, nul, com0-9, lpt0-9), no file name")
+    return value
+
+
+CardId = Annotated[str, Field(pattern=ID_PATTERN), AfterValidator(_portable_id)]
 NonEmpty = Annotated[str, Field(min_length=1)]
+
+# C0 and C1 control characters and DEL: ESC starts a terminal escape (a title printed by kb list or git log could
+# recolour or rewrite the screen), NUL ends a string where git and the OS read one. A field that holds lines
+# keeps its tabs and line breaks.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# bidirectional overrides and isolates: a title with one reads, in a listing or a commit subject, other than it is
+_BIDI_CONTROL = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+
+
+def control_character(text: str, one_line: bool = False) -> str | None:
+    """The first character of text that no card field may hold, as U+XXXX; with one_line (a title, a
+    reason in a commit subject), bidirectional controls too."""
+    found = _CONTROL.search(text) or (_BIDI_CONTROL.search(text) if one_line else None)
+    return f"U+{ord(found.group()):04X}" if found else None
 
 
 def _one_line(title: str) -> str:
@@ -34,7 +58,31 @@ def _one_line(title: str) -> str:
         raise ValueError("must not be blank")
     if "\n" in title or "\r" in title:
         raise ValueError("must be one line (say the rest in the body)")
+    found = control_character(title, one_line=True)
+    if found:
+        raise ValueError(f"holds the control character {found}; a title is plain text on one line")
     return title
+
+
+def _first_control_character(data: Any, path: str = "") -> str | None:
+    """'applies_to.hardware: U+0000' for the first string (key or value) in data holding a control character.
+    Walked without recursion: whatever nesting the input has."""
+    stack: list[tuple[str, Any]] = [(path, data)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, str):
+            found = control_character(node)
+            if found:
+                return f"{where or 'a field'}: holds the control character {found}"
+        elif isinstance(node, dict):
+            for key in node:
+                if isinstance(key, str) and control_character(key):
+                    return f"{where or 'a field'}: the key {key!r} holds the control character {control_character(key)}"
+            # pushed last first, so the first field given is the one named
+            stack.extend((f"{where}.{key}" if where else str(key), node[key]) for key in reversed(list(node)))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((f"{where}[{i}]", node[i]) for i in reversed(range(len(node))))
+    return None
 
 
 Title = Annotated[str, Field(min_length=1), AfterValidator(_one_line)]
@@ -126,6 +174,14 @@ class CardBase(Model):
     links: Links = Links()
     source: Source | None = Field(default=None, description="where an imported card came from")
     schema_version: Literal[1] = SCHEMA_VERSION
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_control_characters(cls, data: Any) -> Any:
+        found = _first_control_character(data)
+        if found:
+            raise ValueError(f"{found}, which no card text may (a terminal escape, a NUL)")
+        return data
 
 
 class Contract(CardBase):
@@ -380,7 +436,18 @@ if tuple(MODELS) != KINDS:  # the light vocabulary names the kinds for the CLI's
 
 
 def is_valid_id(value: str) -> bool:
-    return bool(_ID_RE.match(value))
+    return id_problem(value) is None
+
+
+def id_problem(value: Any) -> str | None:
+    """Why value cannot be a card's id (it names the card's file), or None."""
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        return f"{value!r} is not a valid id (at most 120 lowercase letters, digits, '.', '_', '-')"
+    try:
+        _portable_id(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def slugify(title: str, limit: int = 64) -> str:
@@ -389,6 +456,8 @@ def slugify(title: str, limit: int = 64) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
     if len(slug) > limit:
         slug = slug[:limit].rsplit("-", 1)[0] or slug[:limit]
+    if _DEVICE_NAME.match(slug):  # a title "Con" or "COM1": a word, but no file name on Windows
+        slug = f"{slug}-card"
     return slug
 
 
