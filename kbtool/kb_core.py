@@ -42,7 +42,7 @@ from .model.validation import model_for, validate_card
 from .model.vocabulary import STATE_DIR
 from .store.config import Config, load_config
 from .store.locate import resolve_root
-from .store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
+from .store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name, is_file
 
 if TYPE_CHECKING:
     import threading
@@ -243,7 +243,7 @@ class KnowledgeBaseCore:
         if ":" in ref:
             base, rest = self.owner_of(ref)
             return base.card_or_skill(rest)
-        if ref and "/" not in ref and (self.skills_dir / ref / SKILL_FILE).is_file():
+        if ref and "/" not in ref and is_file(self.skills_dir / ref / SKILL_FILE):
             return self.skill(ref)
         try:
             return self.get(ref)

@@ -96,6 +96,10 @@ def parse_lm_eval(path: Path) -> dict[str, Any]:
             if not sep or metric.endswith("_stderr") or not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue  # the alias, and "N/A" scores of a group without its own
             stderr = scores.get(f"{metric}_stderr,{filt}")
+            if isinstance(stderr, (int, float)) and not isinstance(stderr, bool) and stderr < 0:
+                raise BadInput(
+                    f"{path}: {task}.{metric}_stderr,{filt}: {stderr:g} is negative; a standard error is not"
+                )
             wants = (higher.get(task) or {}).get(metric)
             count = (samples.get(task) or {}).get("effective")
             conditions = {
@@ -194,12 +198,12 @@ def parse_guidellm(path: Path) -> dict[str, Any]:
             stats = {
                 key: number(block[source], f"{where}.{source}")
                 for key, source in (("p50", "median"), ("std", "std_dev"), ("min", "min"), ("max", "max"))
-                if isinstance(block.get(source), (int, float))
+                if block.get(source) is not None  # a "NaN" or a list is refused, not passed over
             }
             for label, value in (block.get("percentiles") or {}).items():
                 # GuideLLM's p01 and p05 are the 1st and 5th percentiles (p001 and p999 are 0.1 and 99.9)
                 name_as_kb = f"p{int(label[1:])}" if re.fullmatch(r"p\d\d", label) else None
-                if name_as_kb and isinstance(value, (int, float)) and name_as_kb not in stats:
+                if name_as_kb and value is not None and name_as_kb not in stats:
                     stats[name_as_kb] = number(value, f"{where}.percentiles.{label}")
             count = block.get("count")
             evidence.append(
@@ -371,7 +375,7 @@ def parse_serving(path: Path) -> dict[str, Any]:
         latencies: dict[str, dict[str, float]] = {}
         for key, value in run.items():
             found = LATENCY_KEY.match(key)
-            if found and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if found and value is not None:  # null: not measured; anything else is a number or refused
                 stat, metric = found.groups()
                 stat = {"mean": "avg", "median": "p50"}.get(stat, stat.replace(".", "_") if "." in stat else stat)
                 latencies.setdefault(metric, {})[stat] = number(value, f"{where}: {key}")
@@ -386,7 +390,7 @@ def parse_serving(path: Path) -> dict[str, Any]:
                 _entry(metric, value, "ms", stats=stats, samples=samples, conditions=measured, artifact=artifact)
             )
         for key, unit in THROUGHPUTS.items():
-            if isinstance(run.get(key), (int, float)) and not isinstance(run.get(key), bool):
+            if run.get(key) is not None:  # "NaN", a list: refused by number(), not passed over
                 evidence.append(
                     _entry(
                         key,

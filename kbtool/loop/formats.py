@@ -89,6 +89,10 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
     artifact = {"path": str(path), "sha256": digest}
     evidence = []
     for name, entry in data.items():
+        if _is_metric_list(entry):
+            raise BadInput(f"{path}: {name}: a list, where AIPerf writes a metric as one entry (unit, avg, ...)")
+        if isinstance(entry, dict) and "unit" in entry and "avg" not in entry and any(s in entry for s in STATISTICS):
+            raise BadInput(f"{path}: {name}: a metric entry with statistics but no avg")
         if not isinstance(entry, dict) or "unit" not in entry or "avg" not in entry:
             continue
         value = number(entry["avg"], f"{path}: {name}.avg")
@@ -123,6 +127,19 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
     ] or [m for m in _sequence(_mapping(config.get("endpoint")).get("model_names")) if isinstance(m, str) and m]
     applies = {"model": models[0] if len(models) == 1 else models} if models else {}
     return {"evidence": evidence, "applies_to": applies, "conditions": conditions}
+
+
+def _is_metric_list(value: Any) -> bool:
+    """A list of numbers or of metric entries: what a metric could not be read from, and must not be passed over
+    as if it were a section of the export (error_summary, a list of errors, is one of those)."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(
+            (isinstance(v, (int, float)) and not isinstance(v, bool)) or (isinstance(v, dict) and "avg" in v)
+            for v in value
+        )
+    )
 
 
 def _mapping(value: Any) -> dict[str, Any]:

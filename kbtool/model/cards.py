@@ -237,6 +237,24 @@ _NEVER_NEGATIVE_UNIT = re.compile(
 )
 
 
+# Metric names that say their unit or what they measure (latency_ms, tok_s, memory_gb, ttft): what a results TSV's
+# columns are called, with no unit beside the number. A change, a difference or a gain in them may be negative.
+_NEVER_NEGATIVE_NAME = re.compile(
+    r"(?:^|[_\W])(?:ns|us|ms|s|secs?|seconds?|[kmgt]i?b|bytes?|tok_s|toks?_per_s(?:ec)?|tokens_per_s(?:ec|econd)?|"
+    r"req_s|reqs?_per_s(?:ec)?|qps|rps)$|latency|throughput|ttft|tpot|itl|duration|memory|vram",
+    re.IGNORECASE,
+)
+_SIGNED_NAME = re.compile(r"delta|change|diff|gain|improv|reduc|saving|regress|overhead|speedup|ratio", re.IGNORECASE)
+
+
+def never_negative(metric: str, unit: str | None) -> bool:
+    """Whether a measure of this metric and unit cannot be below zero: a duration, rate, size or count, said by
+    its unit, or with no unit by its name."""
+    if unit is not None and unit.strip():
+        return bool(_NEVER_NEGATIVE_UNIT.search(unit.strip()))
+    return bool(_NEVER_NEGATIVE_NAME.search(metric)) and not _SIGNED_NAME.search(metric)
+
+
 class Evidence(Model):
     """One measured number behind a finding: what, how much, against what, from where."""
 
@@ -269,16 +287,21 @@ class Evidence(Model):
         count = self.stats.get("count")
         if count is not None and (count < 0 or count != int(count)):
             raise ValueError(f"stats.count: {count:g} is not a count of runs or requests")
-        if self.stats.get("std", 0) < 0:
-            raise ValueError(f"stats.std: {self.stats['std']:g} is negative; a standard deviation is not")
-        if self.unit is None or not _NEVER_NEGATIVE_UNIT.search(self.unit.strip()):
+        for spread, what in (("std", "a standard deviation"), ("stderr", "a standard error")):
+            if self.stats.get(spread, 0) < 0:
+                raise ValueError(f"stats.{spread}: {self.stats[spread]:g} is negative; {what} is not")
+        if not never_negative(self.metric, self.unit):
             return self
         # a change (candidate minus baseline, and its interval) may be negative; the measures themselves not
         measured = {f"stats.{k}": v for k, v in self.stats.items() if not k.startswith("change_")}
         numbers = {"value": self.value, "baseline": self.baseline, **measured}
+        said = f"{self.unit} " if self.unit else ""
         for where, number in numbers.items():
             if number is not None and number < 0:
-                raise ValueError(f"{where}: {number:g} {self.unit} is negative; a duration, rate, size or count is not")
+                named = "" if self.unit else f" ({self.metric} names one)"
+                raise ValueError(
+                    f"{where}: {number:g} {said}is negative; a duration, rate, size or count{named} is not"
+                )
         return self
 
 

@@ -115,7 +115,7 @@ class Store:
             kinds = sorted(e.name for e in os.scandir(cards) if e.is_dir() and not e.name.startswith("."))
         except FileNotFoundError:
             return None
-        found = [path for kind in kinds if (path := cards / kind / f"{card_id}.md").is_file()]
+        found = [path for kind in kinds if is_file(path := cards / kind / f"{card_id}.md")]
         if len(found) > 1:
             where = " and ".join(self.relative(p) for p in found)
             raise AmbiguousId(f"id {card_id!r} is in {where}; keep one (kb lint reports it as duplicate-id)")
@@ -407,3 +407,12 @@ def identity_env(repo: git.Repo) -> dict[str, str]:
 def author_name(store: Store) -> str | None:
     name = os.environ.get("GIT_AUTHOR_NAME") or store.repo.config_reader().get_value("user", "name", default="")
     return str(name) or os.environ.get("USER") or None
+
+
+def is_file(path: Path) -> bool:
+    """Whether a file is there; a name longer than the file system takes (ENAMETOOLONG: an id of 5,000
+    characters, typed or in a URL) names none, rather than failing the lookup."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False

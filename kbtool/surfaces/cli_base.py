@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from ..model.errors import BadInput, KbError
+from ..model.errors import BadInput, KbError, one_line
 from ..model.vocabulary import STATUSES, words
 from ..store.locate import resolve_root
 
@@ -36,7 +36,7 @@ class KbGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except KbError as exc:
-            typer.echo(f"kb: error: {exc}", err=True)
+            typer.echo(f"kb: error: {one_line(str(exc), type(exc).__name__)}", err=True)
             raise typer.Exit(exc.exit_code) from None
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # usage errors and exits: typer prints and exits as usual
@@ -46,7 +46,8 @@ class KbGroup(TyperGroup):
         except Exception as exc:  # a bug in kb: say so in one line, keep the traceback for KB_DEBUG
             if os.environ.get("KB_DEBUG"):
                 raise
-            typer.echo(f"kb: internal error: {type(exc).__name__}: {exc} (set KB_DEBUG=1 for the traceback)", err=True)
+            said = one_line(f"{type(exc).__name__}: {exc}", type(exc).__name__)
+            typer.echo(f"kb: internal error: {said} (set KB_DEBUG=1 for the traceback)", err=True)
             raise typer.Exit(1) from None
 
 
