@@ -661,7 +661,7 @@ def _unique_id(data: dict[str, Any], taken: dict[str, Path]) -> str:
 
 def checked_reason(reason: str | None) -> str | None:
     """A reason goes into a commit message, which git log prints as it is: no control character in it."""
-    found = control_character(reason, one_line=True) if reason else None
+    found = control_character(reason) if reason else None
     if found:
         raise BadInput(f"the reason holds the control character {found}, which a commit message may not")
     return reason

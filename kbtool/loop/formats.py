@@ -353,7 +353,7 @@ def reader_for(path: Path) -> Reader:
         except Unparsable as exc:
             lines = [line for line in text.splitlines() if line.strip()]
             if not (len(lines) > 1 and all(_json_of(line) is not None for line in lines)):  # not JSON Lines either
-                cut = "; is the export cut short?" if str(exc).startswith("JSON breaks") else ""
+                cut = "; is the export cut short?" if str(exc).startswith("it breaks") else ""
                 raise BadInput(f"{path}: not valid JSON: {exc}{cut}") from None
     for reader in candidates:
         if reader.matches(path, text):

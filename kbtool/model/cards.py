@@ -38,17 +38,15 @@ CardId = Annotated[str, Field(pattern=ID_PATTERN), AfterValidator(_portable_id)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 # C0 and C1 control characters and DEL: ESC starts a terminal escape (a title printed by kb list or git log could
-# recolour or rewrite the screen), NUL ends a string where git and the OS read one. A field that holds lines
+# recolour or rewrite the screen), NUL ends a string where git and the OS read one. Bidirectional overrides and
+# isolates make text read, in a listing or a commit subject, other than it is stored. A field that holds lines
 # keeps its tabs and line breaks.
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-# bidirectional overrides and isolates: a title with one reads, in a listing or a commit subject, other than it is
-_BIDI_CONTROL = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-def control_character(text: str, one_line: bool = False) -> str | None:
-    """The first character of text that no card field may hold, as U+XXXX; with one_line (a title, a
-    reason in a commit subject), bidirectional controls too."""
-    found = _CONTROL.search(text) or (_BIDI_CONTROL.search(text) if one_line else None)
+def control_character(text: str) -> str | None:
+    """The first character of text that no card field (nor a reason in a commit message) may hold, as U+XXXX."""
+    found = _CONTROL.search(text)
     return f"U+{ord(found.group()):04X}" if found else None
 
 
@@ -58,7 +56,7 @@ def _one_line(title: str) -> str:
         raise ValueError("must not be blank")
     if "\n" in title or "\r" in title:
         raise ValueError("must be one line (say the rest in the body)")
-    found = control_character(title, one_line=True)
+    found = control_character(title)
     if found:
         raise ValueError(f"holds the control character {found}; a title is plain text on one line")
     return title

@@ -35,7 +35,7 @@ def json_document(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise Unparsable(f"JSON breaks at line {exc.lineno} ({exc.msg})") from None
+        raise Unparsable(f"it breaks at line {exc.lineno} ({exc.msg})") from None
     except (ValueError, RecursionError) as exc:
         raise Unparsable(why_unparsable(exc)) from None
 
