@@ -342,3 +342,24 @@ def test_an_export_compared_with_itself_changes_nothing(cli, kb, tmp_path):
     )
     verdicts = {e["conditions"].get("verdict") for e in json.loads(both.stdout)["evidence"]}
     assert verdicts <= {None, "no clear change"}, verdicts
+
+
+@pytest.mark.parametrize("args", [["compare", LONG_ID, LONG_ID], ["import", LONG_ID], ["skill", "scan", LONG_ID],
+                                  ["skill", "install", LONG_ID], ["export", "--out", f"{LONG_ID}.jsonl"]])  # fmt: skip
+def test_a_path_longer_than_any_file_name_is_refused_in_one_line(cli, kb, args):
+    before = tree_state(kb.root)
+    result = cli(*args)
+    assert refused(result), result.output
+    assert "internal error" not in result.stderr and len(result.stderr) < 1200
+    assert tree_state(kb.root) == before
+
+
+def test_an_export_onto_a_folder_names_the_folder_and_leaves_no_staging_file(cli, kb, tmp_path):
+    cli("add", "gap", "--title", "A gap to export")
+    folder = tmp_path / "cards"
+    folder.mkdir()
+    for out in (folder, ""):
+        result = cli("export", "--out", str(out))
+        assert refused(result, "--out", "a folder, not a file"), result.output
+        assert ".partial" not in result.stderr
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")] and not any(folder.iterdir())
