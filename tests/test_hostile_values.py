@@ -363,3 +363,13 @@ def test_an_export_onto_a_folder_names_the_folder_and_leaves_no_staging_file(cli
         assert refused(result, "--out", "a folder, not a file"), result.output
         assert ".partial" not in result.stderr
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")] and not any(folder.iterdir())
+
+
+def test_no_commit_message_carries_a_terminal_escape(cli, kb, tmp_path):
+    """A title or a reason with one is refused; a folder's name that goes into a message is written out."""
+    skill = tmp_path / "from \x1b[2J\u202e" / "tidy-notes"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: tidy-notes\ndescription: Use when notes need tidying.\n---\n\n# Tidy\n")
+    assert cli("skill", "import", str(skill)).exit_code == 0
+    log = git(kb.root, "log", "--format=%B")
+    assert "\x1b" not in log and "\u202e" not in log and "from \\x1b[2J\\u202e" in log

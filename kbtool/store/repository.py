@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -241,6 +242,7 @@ class Store:
         Takes the lock (again, if the caller holds it: call it under `lock()` when the content depends
         on what is already there). Whatever interrupts it, Ctrl-C included, leaves the files as they were.
         """
+        message = _printable(message)  # a folder's or a project's name in it, too, is shown by git log as it is
         with self.lock():
             paths = {rel: self.inside(rel) for rel in files}
             before = {rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()}
@@ -416,3 +418,12 @@ def is_file(path: Path) -> bool:
         return path.is_file()
     except OSError:
         return False
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _printable(message: str) -> str:
+    """A commit message with each control character (a terminal escape, a NUL, which git refuses in an
+    argument) and bidirectional override written out as \\xNN or \\uNNNN; lines and tabs kept."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 256 else f"\\u{ord(m[0]):04x}", message)
