@@ -63,21 +63,18 @@ class _Loader(_PARSER):  # type: ignore[misc,valid-type]  # whichever of the two
     show first), a date that does not exist (2024-02-30, year 0) and an integer too long to convert."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue  # <<: a merge, which the base constructor resolves (explicit keys win, as YAML says)
-            key = self.construct_object(key_node, deep=True)
-            try:
-                twice = key in seen
+        given = sum(1 for key, _ in node.value if key.tag != "tag:yaml.org,2002:merge")  # before merges resolve
+        mapping = super().construct_mapping(node, deep=deep)
+        if len(mapping) < given and not any(key.tag == "tag:yaml.org,2002:merge" for key, _ in node.value):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:  # a key given twice: which one, and where
+                key = self.construct_object(key_node)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"the key {key!r} is given twice; say it once", key_node.start_mark
+                    )
                 seen.add(key)
-            except TypeError:  # an unhashable key: the base constructor says so
-                break
-            if twice:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"the key {key!r} is given twice; say it once", key_node.start_mark
-                )
-        return super().construct_mapping(node, deep=deep)
+        return mapping
 
     def construct_yaml_timestamp(self, node: yaml.ScalarNode) -> Any:
         try:
