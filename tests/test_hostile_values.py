@@ -373,3 +373,32 @@ def test_no_commit_message_carries_a_terminal_escape(cli, kb, tmp_path):
     assert cli("skill", "import", str(skill)).exit_code == 0
     log = git(kb.root, "log", "--format=%B")
     assert "\x1b" not in log and "\u202e" not in log and "from \\x1b[2J\\u202e" in log
+
+
+def test_hostile_values_over_mcp_are_tool_errors_and_nothing_is_written(kb, fast_env):
+    """The same values from an agent: each a tool error in one line, the server serving on."""
+    import asyncio
+
+    from test_mcp import stdio
+
+    async def go() -> None:
+        async with stdio(kb, fast_env) as client:
+            before = tree_state(kb.root)
+            cases = [
+                ("add_card", {"kind": "gap", "title": "a\x00b"}, "U+0000"),
+                ("add_card", {"kind": "gap", "title": "\x1b[2Jred"}, "U+001B"),
+                ("add_card", {"kind": "gap", "title": "ok", "fields": {"applies_to": {"hardware": "\u202eB200"}}},
+                 "U+202E"),
+                ("add_finding", {"title": "t", "metrics": {"latency_ms": -5}}, "is negative"),
+                ("add_finding", {"title": "t", "metrics": {"tpot": "1e-400ms"}}, "too small"),
+                ("add_finding", {"title": "t", "metrics": {"tpot": "5 ms extra"}}, "a unit is one word"),
+                ("get", {"id": LONG_ID}, "no card or skill"),
+            ]  # fmt: skip
+            for tool, args, words in cases:
+                result = await client.call_tool(tool, args)
+                text = result.content[0].text
+                assert result.is_error and words in text and "\n" not in text.strip(), (tool, text)
+            assert tree_state(kb.root) == before
+            assert not (await client.call_tool("list", {})).is_error
+
+    asyncio.run(go())
