@@ -261,7 +261,11 @@ _NEVER_NEGATIVE_NAME = re.compile(
     r"req_s|reqs?_per_s(?:ec)?|qps|rps)$|latency|throughput|ttft|tpot|itl|duration|memory|vram",
     re.IGNORECASE,
 )
-_SIGNED_NAME = re.compile(r"delta|change|diff|gain|improv|reduc|saving|regress|overhead|speedup|ratio", re.IGNORECASE)
+_SIGNED_NAME = re.compile(
+    r"delta|change|diff|gain|improv|reduc|saving|regress|overhead|speedup|ratio|slack|margin|headroom|offset|skew|"
+    r"bias|drift|error|residual",
+    re.IGNORECASE,
+)
 
 
 def never_negative(metric: str, unit: str | None) -> bool:
