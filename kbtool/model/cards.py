@@ -79,7 +79,7 @@ def _strings_in(data: Any) -> str:
     return "\n".join(strings)
 
 
-def _first_control_character(data: Any, path: str = "") -> str | None:
+def first_control_character(data: Any, path: str = "") -> str | None:
     """'applies_to.hardware: U+0000' for the first string (key or value) in data holding a control character.
     Walked without recursion: whatever nesting the input has."""
     if not _CONTROL.search(_strings_in(data)):
@@ -191,14 +191,6 @@ class CardBase(Model):
     links: Links = Links()
     source: Source | None = Field(default=None, description="where an imported card came from")
     schema_version: Literal[1] = SCHEMA_VERSION
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_control_characters(cls, data: Any) -> Any:
-        found = _first_control_character(data)
-        if found:
-            raise ValueError(f"{found}, which no card text may (a terminal escape, a NUL)")
-        return data
 
 
 class Contract(CardBase):
