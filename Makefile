@@ -61,6 +61,7 @@ bench: install
 	$(PY) bench/bench_quality.py --split test
 	$(PY) bench/bench_reliability.py --kills 60
 	$(PY) bench/bench_team_server.py
+	$(PY) bench/bench_hostile_values.py
 
 schemas: install
 	$(KB) --kb . schema export

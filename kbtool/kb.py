@@ -35,13 +35,13 @@ class KnowledgeBase(SkillRegistry):
     def open_several(cls, paths: Iterable[str | os.PathLike[str]]) -> builtins.list[KnowledgeBase]:
         """Several knowledge bases in one process (`kb serve --kb team=... --kb project=...`): those that
         name the same embedding model share one copy of it, loaded once."""
-        from .search.embeddings import make_embedder
+        from .search.embeddings import make_embedder, model_location
 
         bases: builtins.list[KnowledgeBase] = []
         shared: dict[str, Embedder] = {}
         for path in paths:
             base = cls.open(path)
-            model = os.environ.get("KB_EMBEDDER") or base.config.index.embedding_model
+            model = os.environ.get("KB_EMBEDDER") or model_location(base.config.index.embedding_model, base.root)
             if model not in shared:
                 try:
                     shared[model] = make_embedder(model)  # made, not loaded: the model loads on first use

@@ -13,7 +13,18 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .loop.review import agent_status, check_agent_fields
 from .model import markdown
-from .model.cards import INACTIVE_STATUSES, MODELS, STATUSES, CardBase, Gap, Gate, fallback_id, is_valid_id, slugify
+from .model.cards import (
+    INACTIVE_STATUSES,
+    MODELS,
+    STATUSES,
+    CardBase,
+    Gap,
+    Gate,
+    control_character,
+    fallback_id,
+    id_problem,
+    slugify,
+)
 from .model.contracts import Change
 from .model.errors import (
     AmbiguousId,
@@ -33,7 +44,7 @@ from .model.vocabulary import STATE_DIR
 from .store.config import Config, load_config
 from .store.files import link_out
 from .store.locate import resolve_root
-from .store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name
+from .store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Commit, Store, author_name, is_file
 
 if TYPE_CHECKING:
     import threading
@@ -254,7 +265,7 @@ class KnowledgeBaseCore:
         if ":" in ref:
             base, rest = self.owner_of(ref)
             return base.card_or_skill(rest)
-        if ref and "/" not in ref and (self.skills_dir / ref / SKILL_FILE).is_file():
+        if ref and "/" not in ref and is_file(self.skills_dir / ref / SKILL_FILE):
             return self.skill(ref)
         try:
             return self.get(ref)
@@ -383,10 +394,9 @@ class KnowledgeBaseCore:
         with self.store.lock():
             ids = self.ids()
             if "id" in data:
-                if not isinstance(data["id"], str) or not is_valid_id(data["id"]):
-                    raise InvalidCard(
-                        f"{origin}: id: {data['id']!r} is not a valid id (lowercase letters, digits, '.', '_', '-')"
-                    )
+                problem = id_problem(data["id"])
+                if problem:
+                    raise InvalidCard(f"{origin}: id: {problem}")
                 if data["id"] in ids:
                     raise Conflict(
                         f"a card with id {data['id']!r} already exists ({self.store.relative(ids[data['id']])})"
@@ -421,6 +431,8 @@ class KnowledgeBaseCore:
                     "(kb lint reports it)"
                 )
         self.policy.check(card, origin)
+        if "\0" in body:  # git stores a file with a NUL as binary: no diff, no merge, no search of it
+            raise BadInput(f"{origin}: the body holds a NUL character (U+0000), which no card text may")
         text = markdown.render(card, body)
         limits = self.config.limits
         if len(card.title) > limits.title_chars:
@@ -540,7 +552,7 @@ class KnowledgeBaseCore:
         if self._embedder is None:
             from .search.embeddings import make_embedder
 
-            self._embedder = make_embedder(self.config.index.embedding_model)
+            self._embedder = make_embedder(self.config.index.embedding_model, self.root)
         return self._embedder
 
     def semantic_embedder(self) -> Embedder | None:
@@ -688,6 +700,14 @@ def _unique_id(data: dict[str, Any], taken: dict[str, Path]) -> str:
     while candidate in taken:
         candidate, n = f"{base}-{n}", n + 1
     return candidate
+
+
+def checked_reason(reason: str | None) -> str | None:
+    """A reason goes into a commit message, which git log prints as it is: no control character in it."""
+    found = control_character(reason) if reason else None
+    if found:
+        raise BadInput(f"the reason holds the control character {found}, which a commit message may not")
+    return reason
 
 
 def _message(op: str, card: CardBase) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .kb_core import _check_status, _drop_none, _gap
+from .kb_core import _check_status, _drop_none, _gap, checked_reason
 from .kb_gates import Gating
 from .loop.review import SETTABLE_STATUSES, agent_status, check_agent_status, check_agent_supersede
 from .model import markdown
@@ -177,6 +177,7 @@ class ExperimentLoop(Gating):
     ) -> tuple[StoredCard, StoredCard]:
         """OLD is superseded by NEW: links both ways and OLD's status, in one commit (the reason in its
         message). An agent may not supersede a gate, nor a confirmed card by an unconfirmed one."""
+        checked_reason(reason)
         with self.store.lock():
             old, new = self.get(old_ref), self.get(new_ref)
             if old.id == new.id:
@@ -223,6 +224,7 @@ class ExperimentLoop(Gating):
             raise BadInput(f"status {status!r}: one of {', '.join(SETTABLE_STATUSES)}")
         if status != "confirmed" and not (reason and reason.strip()):
             raise BadInput(f"say why it is {status}: a reason (it goes into the commit, for kb log)")
+        checked_reason(reason)
         if agent is None and status in ("confirmed", "refuted"):
             return self.confirm(ref, reason) if status == "confirmed" else self.refute(ref, reason or "")
         with self.store.lock():

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import date
 
-from .kb_core import _drop_none
+from .kb_core import _drop_none, checked_reason
 from .kb_imports import Importing
 from .loop.review import is_unreviewed
 from .model.cards import INACTIVE_STATUSES, CardBase
@@ -64,6 +64,7 @@ class Reviewing(Importing):
     def _review(self, ref: str, status: str, reason: str | None, reviewer: str | None, agent: str | None) -> StoredCard:
         if agent is not None:
             raise BadInput(f"{agent} is an agent: a person reviews cards (an agent may not confirm or refute them)")
+        checked_reason(reason)
         verb = "confirm" if status == "confirmed" else "refute"
         with self.store.lock():
             current = self.get(ref)

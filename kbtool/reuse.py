@@ -25,16 +25,15 @@ import git
 from .model import markdown
 from .model.cards import Gate
 from .model.contracts import ImportSummary
-from .model.errors import BadInput, Conflict, KbError
+from .model.errors import BadInput, Conflict, KbError, NotAKnowledgeBase
 from .model.records import CardSummary, StoredCard
 from .model.validation import validate_card
+from .store.git_urls import GIT_ENV, check_git_url
 from .store.locate import find_root
 from .store.repository import Executable
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
-
-GIT_ENV = {"GIT_TERMINAL_PROMPT": "0"}
 
 
 def _is_git_url(location: str) -> bool:
@@ -54,6 +53,8 @@ def open_origin(location: str, scratch: Path) -> tuple[KnowledgeBase, str, str]:
         except (ValueError, KbError):
             raise BadInput(f"{location}: a knowledge base with no commit yet; nothing to copy") from None
         return base, str(base.root), commit
+    if not path.is_dir():
+        check_git_url(location, "the knowledge base to copy from")
     if not (_is_git_url(location) or path.is_dir()):
         raise BadInput(f"{location}: not a knowledge base (no kb.toml) nor a git repository")
     recorded = str(path.resolve()) if path.is_dir() else location
@@ -63,8 +64,13 @@ def open_origin(location: str, scratch: Path) -> tuple[KnowledgeBase, str, str]:
     except git.GitCommandError as exc:
         last = (str(exc.stderr or exc).strip().splitlines() or ["failed"])[-1].strip().strip("'")
         raise BadInput(f"{location}: git clone: {last}") from None
-    base = KnowledgeBase.open(clone)
-    return base, recorded, base.store.repo.head.commit.hexsha
+    try:
+        base = KnowledgeBase.open(clone)
+        return base, recorded, base.store.repo.head.commit.hexsha
+    except NotAKnowledgeBase:  # said of the scratch clone, which the person never named
+        raise BadInput(f"{location}: a git repository with no kb.toml at its top, not a knowledge base") from None
+    except ValueError:  # an empty repository: HEAD names no commit
+        raise BadInput(f"{location}: a repository with no commit yet; nothing to copy") from None
 
 
 def import_from_kb(

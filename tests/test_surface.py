@@ -18,14 +18,18 @@ from kbtool.surfaces.cli import app
 # __main__.py are the entry points above everything.
 ARCHITECTURE: dict[str, list[set[str]]] = {
     "model": [
-        {"errors", "evidence_layout", "vocabulary"},
+        {"errors", "evidence_layout", "parsing", "vocabulary"},
         {"cards"},
         {"applicability", "schemas", "validation"},
         {"fields", "markdown", "policy"},
         {"records"},
         {"contracts"},
     ],
-    "store": [{"config", "files", "locate", "merge", "secrets"}, {"repository", "sources"}, {"history", "sync"}],
+    "store": [
+        {"config", "files", "git_urls", "locate", "merge", "secrets"},
+        {"repository", "sources"},
+        {"history", "sync"},
+    ],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan"}, {"pack", "registry"}, {"install"}],
     "clients": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)

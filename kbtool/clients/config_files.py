@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.errors import BadInput, Conflict
+from ..model.parsing import Unparsable, json_document, toml_document
 
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -115,9 +116,9 @@ def _json(path: Path, text: str | None) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path}: not JSON ({exc.msg}, line {exc.lineno}); nothing was written") from None
+        data = json_document(text)
+    except Unparsable as exc:
+        raise BadInput(f"{path}: not JSON ({exc}); nothing was written") from None
     if not isinstance(data, dict):
         raise BadInput(f"{path}: not a JSON object; nothing was written")
     return data
@@ -148,8 +149,8 @@ def _dumps_like(data: dict[str, Any], original: str | None) -> str:
 
 def _toml(path: Path, text: str | None) -> dict[str, Any]:
     try:
-        return tomllib.loads(text or "")
-    except tomllib.TOMLDecodeError as exc:
+        return toml_document(text or "")
+    except Unparsable as exc:
         raise BadInput(f"{path}: not TOML ({exc}); nothing was written") from None
 
 

@@ -22,6 +22,7 @@ _VALUE = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*
 # a unit starts with a letter, %, µ, ° or / and holds no separators kb would otherwise cut a number at
 _UNIT = re.compile(r"^(?:[^\W\d_]|[%µ°/])[^=,;]*$")
 _NON_DECIMAL = re.compile(r"^[xXbBoO][0-9a-fA-F]")  # 0x10, 0b101, 0o17: not decimal numbers
+_NONZERO_DIGIT = re.compile(r"[1-9]")
 MAX_ARTIFACT_BYTES = 256 << 20  # AIPerf's profile export of a long run is a few MB; a bigger file is no export
 # statistics AIPerf reports per metric; "avg" is the value, the rest go to stats
 STATISTICS = ("avg", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99", "min", "max", "std", "count", "sum")
@@ -47,6 +48,8 @@ def value_with_unit(text: str, flag: str) -> tuple[float, str | None]:
     value = float(match.group(1))
     if not math.isfinite(value):
         raise BadInput(f"{flag}: {text!r} is not a finite number")
+    if value == 0 and _NONZERO_DIGIT.search(match.group(1).split("e")[0].split("E")[0]):
+        raise BadInput(f"{flag}: {text!r} is too small for a number kb can hold (it would be stored as 0)")
     unit = match.group(2)
     if unit and (
         not _UNIT.match(unit)
@@ -57,6 +60,8 @@ def value_with_unit(text: str, flag: str) -> tuple[float, str | None]:
             f"{flag}: {text!r} is not a number and a unit (write decimal digits, one point and no thousands "
             "separators, then the unit: e.g. 1792tok/s or 0.56ms)"
         )
+    if unit and any(c.isspace() for c in unit):  # '5 ms extra': a unit is one word, a remark goes elsewhere
+        raise BadInput(f"{flag}: {text!r}: a unit is one word (ms, tok/s, GiB), not {unit!r}")
     return value, unit or None
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from ..model import markdown
 from ..model.cards import CardBase
 from ..model.errors import BadInput, KbError
+from ..model.parsing import Unparsable, json_document
 from ..model.records import StoredCard
 from ..model.validation import validate_card
 
@@ -47,9 +48,9 @@ def read_lines(text: str, origin: str, max_bytes: int) -> list[tuple[CardBase, s
             continue
         where = f"{origin}:{number}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"{where}: not JSON ({exc.msg})") from None
+            record = json_document(line)
+        except Unparsable as exc:
+            raise BadInput(f"{where}: not JSON ({exc})") from None
         if not isinstance(record, dict) or not isinstance(record.get("card"), dict):
             raise BadInput(f'{where}: expected {{"card": {{...}}, "body": "..."}}')
         extra = set(record) - {"card", "body", "applies"}

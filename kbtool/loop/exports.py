@@ -18,13 +18,13 @@ that direction.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
 from ..model.errors import BadInput
+from ..model.parsing import Unparsable, json_document, why_unparsable
 from .evidence import guess_direction, nested, number, read_artifact
 
 # the load keys (kbtool.loop.load) each format sets: the registry in kbtool/loop/formats.py declares them
@@ -51,9 +51,9 @@ def _artifact(path: Path, digest: str) -> dict[str, str]:
 def _load_json(path: Path, what: str) -> tuple[Any, str]:
     text, digest = read_artifact(path)
     try:
-        return json.loads(text), digest
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path}: not a valid {what}: JSON breaks at line {exc.lineno} ({exc.msg})") from None
+        return json_document(text), digest
+    except Unparsable as exc:
+        raise BadInput(f"{path}: not a valid {what}: {exc}") from None
 
 
 def _entry(metric: str, value: float, unit: str | None, **extra: Any) -> dict[str, Any]:
@@ -96,6 +96,10 @@ def parse_lm_eval(path: Path) -> dict[str, Any]:
             if not sep or metric.endswith("_stderr") or not isinstance(value, (int, float)) or isinstance(value, bool):
                 continue  # the alias, and "N/A" scores of a group without its own
             stderr = scores.get(f"{metric}_stderr,{filt}")
+            if isinstance(stderr, (int, float)) and not isinstance(stderr, bool) and stderr < 0:
+                raise BadInput(
+                    f"{path}: {task}.{metric}_stderr,{filt}: {stderr:g} is negative; a standard error is not"
+                )
             wants = (higher.get(task) or {}).get(metric)
             count = (samples.get(task) or {}).get("effective")
             conditions = {
@@ -174,6 +178,8 @@ def parse_guidellm(path: Path) -> dict[str, Any]:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
             raise BadInput(f"{path}: not a valid GuideLLM report: {str(exc).splitlines()[0]}") from None
+        except (ValueError, RecursionError) as exc:  # a date that does not exist, an integer too long
+            raise BadInput(f"{path}: not a valid GuideLLM report: {why_unparsable(exc)}") from None
     else:
         data, _ = _load_json(path, "GuideLLM report")
     if not is_guidellm(data):
@@ -192,12 +198,12 @@ def parse_guidellm(path: Path) -> dict[str, Any]:
             stats = {
                 key: number(block[source], f"{where}.{source}")
                 for key, source in (("p50", "median"), ("std", "std_dev"), ("min", "min"), ("max", "max"))
-                if isinstance(block.get(source), (int, float))
+                if block.get(source) is not None  # a "NaN" or a list is refused, not passed over
             }
             for label, value in (block.get("percentiles") or {}).items():
                 # GuideLLM's p01 and p05 are the 1st and 5th percentiles (p001 and p999 are 0.1 and 99.9)
                 name_as_kb = f"p{int(label[1:])}" if re.fullmatch(r"p\d\d", label) else None
-                if name_as_kb and isinstance(value, (int, float)) and name_as_kb not in stats:
+                if name_as_kb and value is not None and name_as_kb not in stats:
                     stats[name_as_kb] = number(value, f"{where}.percentiles.{label}")
             count = block.get("count")
             evidence.append(
@@ -295,8 +301,8 @@ def _emulated(data: Any) -> dict[str, Any]:
     if not isinstance(text, str):
         return {}
     try:
-        parsed = json.loads(text)
-    except ValueError:
+        parsed = json_document(text)
+    except Unparsable:
         parsed = None
     if isinstance(parsed, dict):
         return parsed
@@ -337,17 +343,17 @@ def json_runs(path: Path, text: str) -> list[Any]:
     """One JSON document, or JSON Lines (SGLang's output, vLLM's --append-result): the runs it holds."""
     if path.suffix.lower() != ".jsonl":
         try:
-            return [json.loads(text)]
-        except json.JSONDecodeError:
+            return [json_document(text)]
+        except Unparsable as exc:
             if len([line for line in text.splitlines() if line.strip()]) < 2:
-                raise BadInput(f"{path}: not valid JSON") from None
+                raise BadInput(f"{path}: not valid JSON: {exc}") from None
     runs = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
             try:
-                runs.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise BadInput(f"{path}:{n}: not JSON ({exc.msg})") from None
+                runs.append(json_document(line))
+            except Unparsable as exc:
+                raise BadInput(f"{path}:{n}: not JSON ({exc})") from None
     return runs
 
 
@@ -369,7 +375,7 @@ def parse_serving(path: Path) -> dict[str, Any]:
         latencies: dict[str, dict[str, float]] = {}
         for key, value in run.items():
             found = LATENCY_KEY.match(key)
-            if found and isinstance(value, (int, float)) and not isinstance(value, bool):
+            if found and value is not None:  # null: not measured; anything else is a number or refused
                 stat, metric = found.groups()
                 stat = {"mean": "avg", "median": "p50"}.get(stat, stat.replace(".", "_") if "." in stat else stat)
                 latencies.setdefault(metric, {})[stat] = number(value, f"{where}: {key}")
@@ -384,7 +390,7 @@ def parse_serving(path: Path) -> dict[str, Any]:
                 _entry(metric, value, "ms", stats=stats, samples=samples, conditions=measured, artifact=artifact)
             )
         for key, unit in THROUGHPUTS.items():
-            if isinstance(run.get(key), (int, float)) and not isinstance(run.get(key), bool):
+            if run.get(key) is not None:  # "NaN", a list: refused by number(), not passed over
                 evidence.append(
                     _entry(
                         key,

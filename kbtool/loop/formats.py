@@ -17,7 +17,6 @@ evidence entry carrying the artifact's path and sha256:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..model.errors import BadInput
+from ..model.parsing import Unparsable, json_document
 from . import exports
 from .evidence import STATISTICS, guess_direction, number, read_artifact
 from .results_tsv import looks_like_results, parse_results_tsv
@@ -77,9 +77,9 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
     """An AIPerf profile export -> {"evidence": [...], "applies_to": {...}, "conditions": {...}}."""
     text, digest = read_artifact(path)
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{path}: not a valid AIPerf export: JSON breaks at line {exc.lineno} ({exc.msg})") from None
+        data = json_document(text)
+    except Unparsable as exc:
+        raise BadInput(f"{path}: not a valid AIPerf export: {exc}") from None
     if not isinstance(data, dict) or "aiperf_version" not in data and "input_config" not in data:
         raise BadInput(f"{path}: not an AIPerf export (no aiperf_version or input_config)")
     config = _mapping(data.get("input_config"))
@@ -89,6 +89,10 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
     artifact = {"path": str(path), "sha256": digest}
     evidence = []
     for name, entry in data.items():
+        if _is_metric_list(entry):
+            raise BadInput(f"{path}: {name}: a list, where AIPerf writes a metric as one entry (unit, avg, ...)")
+        if isinstance(entry, dict) and "unit" in entry and "avg" not in entry and any(s in entry for s in STATISTICS):
+            raise BadInput(f"{path}: {name}: a metric entry with statistics but no avg")
         if not isinstance(entry, dict) or "unit" not in entry or "avg" not in entry:
             continue
         value = number(entry["avg"], f"{path}: {name}.avg")
@@ -123,6 +127,19 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
     ] or [m for m in _sequence(_mapping(config.get("endpoint")).get("model_names")) if isinstance(m, str) and m]
     applies = {"model": models[0] if len(models) == 1 else models} if models else {}
     return {"evidence": evidence, "applies_to": applies, "conditions": conditions}
+
+
+def _is_metric_list(value: Any) -> bool:
+    """A list of numbers or of metric entries: what a metric could not be read from, and must not be passed over
+    as if it were a section of the export (error_summary, a list of errors, is one of those)."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(
+            (isinstance(v, (int, float)) and not isinstance(v, bool)) or (isinstance(v, dict) and "avg" in v)
+            for v in value
+        )
+    )
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -223,8 +240,8 @@ def _aiperf_dataset(config: dict[str, Any], out: dict[str, Any]) -> None:
 
 def _json_of(text: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError:
+        return json_document(text)
+    except Unparsable:
         return None
 
 
@@ -332,12 +349,12 @@ def reader_for(path: Path) -> Reader:
     text, _ = read_artifact(path)
     if path.suffix.lower() == ".json":
         try:
-            json.loads(text)
-        except ValueError as exc:
+            json_document(text)
+        except Unparsable as exc:
             lines = [line for line in text.splitlines() if line.strip()]
             if not (len(lines) > 1 and all(_json_of(line) is not None for line in lines)):  # not JSON Lines either
-                where = f" at line {exc.lineno} ({exc.msg})" if isinstance(exc, json.JSONDecodeError) else ""
-                raise BadInput(f"{path}: not valid JSON: it breaks{where}; is the export cut short?") from None
+                cut = "; is the export cut short?" if str(exc).startswith("it breaks") else ""
+                raise BadInput(f"{path}: not valid JSON: {exc}{cut}") from None
     for reader in candidates:
         if reader.matches(path, text):
             return reader

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..model.cards import Gate
 from ..model.errors import BadInput
+from ..model.parsing import Unparsable, json_document
 from ..store.files import leads_out, link_out
 from .evidence import sha256_file
 
@@ -51,13 +52,13 @@ def parse_lock(text: str | None) -> dict[str, GateLock]:
     if not text:
         return {}
     try:
-        data = json.loads(text)
+        data = json_document(text)
         gates = data["gates"]
         return {
             str(k): GateLock(str(v["sha256"]), {str(p): str(h) for p, h in (v.get("files") or {}).items()})
             for k, v in gates.items()
         }
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as exc:
+    except (Unparsable, KeyError, TypeError, AttributeError) as exc:
         raise BadInput(f"kb.lock: not a valid lock file ({exc}); restore it from git") from None
 
 

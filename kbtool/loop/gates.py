@@ -6,7 +6,6 @@ makes the verdict worth having, the lock, is kbtool.loop.gate_lock's.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import operator
 import os
@@ -21,6 +20,7 @@ from typing import Any
 from ..model.cards import Gate
 from ..model.contracts import GateRunResult
 from ..model.errors import BadInput
+from ..model.parsing import Unparsable, json_document
 from .gate_compare import judge
 
 OPS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq}
@@ -44,14 +44,14 @@ def read_metric(stdout: str, metric: str, regex: str | None) -> float:
         return _finite(data, metric)
     for line in reversed([line.strip() for line in stdout.splitlines() if line.strip()] or [stdout]):
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError:
+            data = json_document(line)
+        except Unparsable:
             continue
         break
     else:
         try:
-            data = json.loads(stdout)
-        except json.JSONDecodeError:
+            data = json_document(stdout)
+        except Unparsable:
             raise ValueError(
                 "the output holds no JSON object (give the gate a check.regex to read plain text)"
             ) from None

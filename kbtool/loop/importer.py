@@ -23,6 +23,7 @@ from typing import Any
 from ..model.cards import slugify
 from ..model.errors import BadInput
 from ..model.markdown import sections
+from ..model.parsing import Unparsable, json_document
 from ..search.embeddings import has_cjk
 from ..store.files import links_in, points_outside
 from .evidence import nested
@@ -153,8 +154,8 @@ def _fenced(value: Any) -> str:
 
 def plan_blueprint(file: Path, collection: str) -> Iterator[PlannedCard]:
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json_document(file.read_text(encoding="utf-8"))
+    except (Unparsable, UnicodeDecodeError) as exc:
         raise BadInput(f"{file}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise BadInput(f"{file}: a blueprint is a JSON object")

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..model.cards import never_negative
 from ..model.errors import BadInput
 from .evidence import guess_direction, read_artifact, value_with_unit
 
 TEXT_COLUMNS = ("status", "description")
+DEFAULT_METRIC = "metric"  # what --metric-name is when not given
 MISSING = ("", "-", "n/a", "na", "nan")
 
 
@@ -79,14 +81,7 @@ def read_session(path: Path, metric_name: str = "metric") -> Session:
         for i, name in enumerate(lowered)
         if i > 0 and name not in TEXT_COLUMNS and _numbers_only(path, [row[i] for _, row in body if i < len(row)])
     ]
-    if metric_name in header:
-        metric_at, name = header.index(metric_name), metric_name
-    elif "metric" in lowered:
-        metric_at, name = lowered.index("metric"), metric_name
-    elif numeric:
-        metric_at, name = numeric[0], header[numeric[0]]
-    else:
-        raise BadInput(f"{path}: no column of numbers to read as the metric (its header is {header})")
+    metric_at, name = _metric_column(path, header, numeric, metric_name)
     experiments = []
     for n, row in body:
         cells = row + [""] * (len(header) - len(row))
@@ -113,6 +108,28 @@ def read_session(path: Path, metric_name: str = "metric") -> Session:
     if not experiments:
         raise BadInput(f"{path}: a results TSV with a header and no experiment")
     return Session(path, name, header[metric_at], header[0] or "commit", experiments, digest)
+
+
+def _metric_column(path: Path, header: list[str], numeric: list[int], metric_name: str) -> tuple[int, str]:
+    """(the column the metric is read from, the metric's name). A name given (--metric-name) must be a column
+    of numbers: a misspelt one is refused, naming those there are, rather than another column read in its
+    place. Not given ("metric"), it is kb's older `metric` column, else the first column of numbers."""
+    lowered = [h.lower() for h in header]
+    columns = ", ".join(header[i] for i in numeric) or "none"
+    if metric_name.lower() in lowered:
+        at = lowered.index(metric_name.lower())
+        if at not in numeric:
+            raise BadInput(
+                f"{path}: --metric-name {metric_name}: that column holds no numbers (those that do: {columns})"
+            )
+        return at, header[at]
+    if "metric" in lowered:  # kb's older layout: the metric's column is called metric, and --metric-name names it
+        return lowered.index("metric"), metric_name
+    if metric_name != DEFAULT_METRIC:
+        raise BadInput(f"{path}: --metric-name {metric_name}: no such column (its columns of numbers: {columns})")
+    if not numeric:
+        raise BadInput(f"{path}: no column of numbers to read as the metric (its header is {header})")
+    return numeric[0], header[numeric[0]]
 
 
 def _numbers_only(path: Path, cells: list[str]) -> bool:
@@ -142,6 +159,11 @@ def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]
             continue
         if e.value is None:
             raise BadInput(f"{path}: line {e.row} is kept but has no {session.column}")
+        if e.value < 0 and never_negative(session.metric, e.unit):
+            raise BadInput(
+                f"{path}: line {e.row}: {session.column} {e.value:g} is negative, and a duration, rate, size or "
+                "count is not"
+            )
         conditions: dict[str, Any] = {
             "format": "results-tsv",
             "commit" if session.label_column.lower() == "commit" else session.label_column: e.label,

@@ -13,7 +13,7 @@ import re
 import unicodedata
 from datetime import date
 from pathlib import PurePosixPath
-from typing import Annotated, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
@@ -23,9 +23,31 @@ SCHEMA_VERSION: Literal[1] = 1
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,119}$"
 _ID_RE = re.compile(ID_PATTERN)
+# the names Windows gives its devices, with any extension: a card file kb/gap/con.md (or aux.txt.md) cannot be
+# checked out there, so a knowledge base holding one breaks every Windows clone
+_DEVICE_NAME = re.compile(r"^(?:con|prn|aux|nul|com[0-9]|lpt[0-9])(?:\.|$)")
 
-CardId = Annotated[str, Field(pattern=ID_PATTERN)]
+
+def _portable_id(value: str) -> str:
+    if _DEVICE_NAME.match(value):
+        raise ValueError(f"{value!r} is a device name on Windows (con, prn, aux, nul, com0-9, lpt0-9), no file name")
+    return value
+
+
+CardId = Annotated[str, Field(pattern=ID_PATTERN), AfterValidator(_portable_id)]
 NonEmpty = Annotated[str, Field(min_length=1)]
+
+# C0 and C1 control characters and DEL: ESC starts a terminal escape (a title printed by kb list or git log could
+# recolour or rewrite the screen), NUL ends a string where git and the OS read one. Bidirectional overrides and
+# isolates make text read, in a listing or a commit subject, other than it is stored. A field that holds lines
+# keeps its tabs and line breaks.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def control_character(text: str) -> str | None:
+    """The first character of text that no card field (nor a reason in a commit message) may hold, as U+XXXX."""
+    found = _CONTROL.search(text)
+    return f"U+{ord(found.group()):04X}" if found else None
 
 
 def _one_line(title: str) -> str:
@@ -34,7 +56,50 @@ def _one_line(title: str) -> str:
         raise ValueError("must not be blank")
     if "\n" in title or "\r" in title:
         raise ValueError("must be one line (say the rest in the body)")
+    found = control_character(title)
+    if found:
+        raise ValueError(f"holds the control character {found}; a title is plain text on one line")
     return title
+
+
+def _strings_in(data: Any) -> str:
+    """Every string in data (keys and values), one a line: one regex search over them is how every card read
+    is checked (0.007 ms a starter card), the walk naming the field only when one holds a control character."""
+    stack, strings = [data], []
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is str:
+            strings.append(node)
+        elif kind is dict:
+            strings.extend(key for key in node if type(key) is str)
+            stack.extend(node.values())
+        elif kind is list or kind is tuple:
+            stack.extend(node)
+    return "\n".join(strings)
+
+
+def first_control_character(data: Any, path: str = "") -> str | None:
+    """'applies_to.hardware: U+0000' for the first string (key or value) in data holding a control character.
+    Walked without recursion: whatever nesting the input has."""
+    if not _CONTROL.search(_strings_in(data)):
+        return None
+    stack: list[tuple[str, Any]] = [(path, data)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, str):
+            found = control_character(node)
+            if found:
+                return f"{where or 'a field'}: holds the control character {found}"
+        elif isinstance(node, dict):
+            for key in node:
+                if isinstance(key, str) and control_character(key):
+                    return f"{where or 'a field'}: the key {key!r} holds the control character {control_character(key)}"
+            # pushed last first, so the first field given is the one named
+            stack.extend((f"{where}.{key}" if where else str(key), node[key]) for key in reversed(list(node)))
+        elif isinstance(node, (list, tuple)):
+            stack.extend((f"{where}[{i}]", node[i]) for i in reversed(range(len(node))))
+    return None
 
 
 Title = Annotated[str, Field(min_length=1), AfterValidator(_one_line)]
@@ -181,6 +246,28 @@ _NEVER_NEGATIVE_UNIT = re.compile(
 )
 
 
+# Metric names that say their unit or what they measure (latency_ms, tok_s, memory_gb, ttft): what a results TSV's
+# columns are called, with no unit beside the number. A change, a difference or a gain in them may be negative.
+_NEVER_NEGATIVE_NAME = re.compile(
+    r"(?:^|[_\W])(?:ns|us|ms|s|secs?|seconds?|[kmgt]i?b|bytes?|tok_s|toks?_per_s(?:ec)?|tokens_per_s(?:ec|econd)?|"
+    r"req_s|reqs?_per_s(?:ec)?|qps|rps)$|latency|throughput|ttft|tpot|itl|duration|memory|vram",
+    re.IGNORECASE,
+)
+_SIGNED_NAME = re.compile(
+    r"delta|change|diff|gain|improv|reduc|saving|regress|overhead|speedup|ratio|slack|margin|headroom|offset|skew|"
+    r"bias|drift|error|residual",
+    re.IGNORECASE,
+)
+
+
+def never_negative(metric: str, unit: str | None) -> bool:
+    """Whether a measure of this metric and unit cannot be below zero: a duration, rate, size or count, said by
+    its unit, or with no unit by its name."""
+    if unit is not None and unit.strip():
+        return bool(_NEVER_NEGATIVE_UNIT.search(unit.strip()))
+    return bool(_NEVER_NEGATIVE_NAME.search(metric)) and not _SIGNED_NAME.search(metric)
+
+
 class Evidence(Model):
     """One measured number behind a finding: what, how much, against what, from where."""
 
@@ -213,16 +300,21 @@ class Evidence(Model):
         count = self.stats.get("count")
         if count is not None and (count < 0 or count != int(count)):
             raise ValueError(f"stats.count: {count:g} is not a count of runs or requests")
-        if self.stats.get("std", 0) < 0:
-            raise ValueError(f"stats.std: {self.stats['std']:g} is negative; a standard deviation is not")
-        if self.unit is None or not _NEVER_NEGATIVE_UNIT.search(self.unit.strip()):
+        for spread, what in (("std", "a standard deviation"), ("stderr", "a standard error")):
+            if self.stats.get(spread, 0) < 0:
+                raise ValueError(f"stats.{spread}: {self.stats[spread]:g} is negative; {what} is not")
+        if not never_negative(self.metric, self.unit):
             return self
         # a change (candidate minus baseline, and its interval) may be negative; the measures themselves not
         measured = {f"stats.{k}": v for k, v in self.stats.items() if not k.startswith("change_")}
         numbers = {"value": self.value, "baseline": self.baseline, **measured}
+        said = f"{self.unit} " if self.unit else ""
         for where, number in numbers.items():
             if number is not None and number < 0:
-                raise ValueError(f"{where}: {number:g} {self.unit} is negative; a duration, rate, size or count is not")
+                named = "" if self.unit else f" ({self.metric} names one)"
+                raise ValueError(
+                    f"{where}: {number:g} {said}is negative; a duration, rate, size or count{named} is not"
+                )
         return self
 
 
@@ -380,7 +472,18 @@ if tuple(MODELS) != KINDS:  # the light vocabulary names the kinds for the CLI's
 
 
 def is_valid_id(value: str) -> bool:
-    return bool(_ID_RE.match(value))
+    return id_problem(value) is None
+
+
+def id_problem(value: Any) -> str | None:
+    """Why value cannot be a card's id (it names the card's file), or None."""
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        return f"{value!r} is not a valid id (at most 120 lowercase letters, digits, '.', '_', '-')"
+    try:
+        _portable_id(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def slugify(title: str, limit: int = 64) -> str:
@@ -389,6 +492,8 @@ def slugify(title: str, limit: int = 64) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_title.lower()).strip("-")
     if len(slug) > limit:
         slug = slug[:limit].rsplit("-", 1)[0] or slug[:limit]
+    if _DEVICE_NAME.match(slug):  # a title "Con" or "COM1": a word, but no file name on Windows
+        slug = f"{slug}-card"
     return slug
 
 

@@ -16,10 +16,12 @@
     │   └── SemanticUnavailable  the embedding model's packages are not installed (the `semantic` extra)
     └── CheckFailed          exit code 1: the command ran and a check it performs failed
 
-The CLI maps `exit_code` to the process exit status and prints `str(error)` as one line.
+The CLI maps `exit_code` to the process exit status and prints `str(error)` as one line (one_line).
 """
 
 from __future__ import annotations
+
+import re
 
 
 class KbError(Exception):
@@ -80,3 +82,23 @@ class SemanticUnavailable(BadInput):
 
 class CheckFailed(KbError):
     exit_code = 1
+
+
+MESSAGE_CHARS = 1_000  # an error longer than this is a value echoed whole (5,000 digits, a pasted file)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(message: str, fallback: str) -> str:
+    """An error as a terminal shows it: one line (line breaks folded into spaces), no control character
+    (an escape sequence or bidi override echoed from the input is shown as \\xNN), never empty
+    (fallback: the error's kind), and never a screenful (the middle of a very long one left out)."""
+    text = " ".join(part.strip() for part in message.splitlines() if part.strip())
+    text = _CONTROL.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}", text
+    )
+    if not text:
+        return fallback
+    if len(text) > MESSAGE_CHARS:
+        cut = len(text) - MESSAGE_CHARS
+        text = f"{text[: MESSAGE_CHARS * 2 // 3]} ... ({cut:,} characters left out) ... {text[-MESSAGE_CHARS // 3 :]}"
+    return text

@@ -13,13 +13,13 @@ Each schema is applied, after the built-in model, to the card's frontmatter as J
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .cards import CardBase
 from .errors import InvalidCard
+from .parsing import Unparsable, json_document
 from .validation import field_path
 from .vocabulary import CONFIG_FILE, INACTIVE_STATUSES, KINDS
 
@@ -49,15 +49,23 @@ class Policy:
                 if not path.is_relative_to(root.resolve()):
                     raise InvalidCard(f"{where}: outside the knowledge base")
                 try:
-                    schema = json.loads(path.read_text(encoding="utf-8"))
+                    schema = json_document(path.read_text(encoding="utf-8"))
                 except FileNotFoundError:
                     raise InvalidCard(f"{where}: no such file") from None
-                except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                except (OSError, UnicodeDecodeError, Unparsable) as exc:
                     raise InvalidCard(f"{where}: not a JSON file ({exc})") from None
+                outside = _refs_outside(schema)
+                if outside is not None:
+                    raise InvalidCard(
+                        f"{where}: $ref {outside!r} points outside the file, and kb fetches nothing; put the "
+                        "definition under $defs and refer to it as #/$defs/NAME"
+                    )
                 try:
                     Draft202012Validator.check_schema(schema)
                 except exceptions.SchemaError as exc:
                     raise InvalidCard(f"{where}: not a valid JSON Schema ({exc.message})") from None
+                except RecursionError:
+                    raise InvalidCard(f"{where}: nested too deeply to read") from None
                 rules.setdefault(kind, []).append((rel, Draft202012Validator(schema)))
         return cls(rules)
 
@@ -67,8 +75,14 @@ class Policy:
             return []
         data = card.model_dump(mode="json", exclude_none=True)
         out: list[str] = []
+        from referencing.exceptions import Unresolvable
+
         for rel, validator in [*self.rules.get(EVERY_KIND, []), *self.rules.get(card.kind, [])]:
-            for error in sorted(validator.iter_errors(data), key=lambda e: (list(e.absolute_path), e.message)):
+            try:
+                errors = sorted(validator.iter_errors(data), key=lambda e: (list(e.absolute_path), e.message))
+            except Unresolvable as exc:  # a $ref to a place in the file that is not there
+                raise InvalidCard(f"{CONFIG_FILE}: schema: {rel}: a $ref does not resolve ({exc})") from None
+            for error in errors:
                 out += [f"{line} ({rel})" for line in _describe(error)]
         return list(dict.fromkeys(out))  # one `required` error per missing name, each naming them all
 
@@ -76,6 +90,22 @@ class Policy:
         found = self.problems(card)
         if found:
             raise InvalidCard(f"{origin}: " + "; ".join(found))
+
+
+def _refs_outside(schema: Any) -> str | None:
+    """The first $ref (or $dynamicRef) that is not a pointer into the schema itself (#...): another file or
+    a URL, which jsonschema would try to fetch. Walked without recursion: the schema may nest deeply."""
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("$ref", "$dynamicRef") and isinstance(value, str) and not value.startswith("#"):
+                    return value
+                stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
 
 
 def _describe(error: Any) -> list[str]:

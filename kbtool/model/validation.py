@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from . import evidence_layout
-from .cards import KINDS, MODELS, CardBase
+from .cards import KINDS, MODELS, CardBase, first_control_character
 from .errors import InvalidCard, UnknownKind
 
 # pydantic error types -> what a person reading the message needs to hear
@@ -98,6 +98,10 @@ def validate_card(data: Any, origin: str, from_json: bool = False) -> CardBase:
         raise InvalidCard(f"{origin}: kind: required field is missing")
     if not isinstance(kind, str) or kind not in MODELS:
         raise InvalidCard(f"{origin}: kind: {kind!r} is not one of {', '.join(KINDS)}")
+    # here, not in a model validator: one that sees the data first makes strict JSON validation read dates as text
+    control = first_control_character(data)
+    if control:
+        raise InvalidCard(f"{origin}: {control}, which no card text may (a terminal escape, a NUL)")
     if kind == "finding":
         try:  # a card file writes what evidence entries share once; each entry is whole in memory
             data = evidence_layout.expand(data)

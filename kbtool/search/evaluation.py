@@ -9,7 +9,6 @@ any was), MRR@10 and nDCG@10.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.errors import BadInput
+from ..model.parsing import Unparsable, json_document
 from ..model.vocabulary import MODES
 
 SPLITS = ("dev", "test")
@@ -41,9 +41,9 @@ def load_gold(path: Path, split: str | None = None) -> list[GoldQuery]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"{path}:{n}: not JSON ({exc.msg})") from None
+            row = json_document(line)
+        except Unparsable as exc:
+            raise BadInput(f"{path}:{n}: not JSON ({exc})") from None
         if not isinstance(row, dict) or not isinstance(row.get("q"), str) or not row["q"].strip():
             raise BadInput(f'{path}:{n}: expected {{"q": "...", "relevant": [...]}}')
         relevant = row.get("relevant")

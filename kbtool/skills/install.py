@@ -22,6 +22,7 @@ from pathlib import Path
 from ..model.errors import BadInput, Conflict
 from ..store.config import LimitsSection
 from ..store.files import LinkOut, link_out
+from ..store.git_urls import GIT_ENV, check_git_url
 from ..store.repository import SKILLS_DIR
 from .bundled import KB_SKILL, kb_skill_folder
 from .lock import IGNORED, LOCK_FILE, Lock, Locked, folder_digest
@@ -32,7 +33,6 @@ from .spec import SKILL_FILE, load_skill, skill_folders
 DEFAULT_TO = Path(".agents") / "skills"  # the project folder the Agent Skills clients share (Codex, Cursor, ...)
 BUNDLED = f"kbtool:{KB_SKILL}"  # the kb skill that ships inside kbtool
 TRUST_HINT = "read every finding with `kb skill scan`; --trust installs it anyway"
-GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "", "SSH_ASKPASS": ""}  # never wait for a password
 
 
 @dataclass(frozen=True)
@@ -90,8 +90,8 @@ def split_ref(spec: str) -> tuple[str, str | None]:
 
 
 def is_git_source(source: str, ref: str | None) -> bool:
-    if "://" in source or source.startswith("git@") or source.endswith(".git"):
-        return True
+    if "://" in source or "::" in source or source.startswith("git@") or source.endswith(".git"):
+        return True  # "::": a remote helper's URL, which _from_git refuses rather than calls it no folder
     path = Path(source)
     return path.is_dir() and (ref is not None or _is_bare_repository(path))
 
@@ -207,7 +207,7 @@ def _subdir(folder: Path, root: Path) -> str | None:
 
 
 def _from_git(url: str, ref: str | None, work: Path, names: Iterable[str]) -> list[Candidate]:
-    source = str(Path(url).resolve()) if Path(url).is_dir() else url
+    source = str(Path(url).resolve()) if Path(url).is_dir() else check_git_url(url, "skill source")
     # named as the repository: a skill at its top must bear the name of the folder holding it
     checkout = work / "repo" / (source.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git") or "repo")
     _git("clone", "--quiet", "--no-checkout", "--", source, str(checkout))
@@ -383,6 +383,7 @@ def _respec(entry: Locked, to: Path, kb_root: Path | None) -> tuple[str, list[st
         return entry.source, ([entry.name] if entry.kind == "folder" and entry.subdir else [])
     ref = entry.ref
     if ref is not None:
+        check_git_url(entry.source, f"{LOCK_FILE}: {entry.name}: source")  # a lock file is text anyone may edit
         with tempfile.TemporaryDirectory(prefix="kb-skill-") as scratch:
             _git("clone", "--quiet", "--bare", "--", entry.source, scratch + "/repo")
             ref = newest_ref(Path(scratch) / "repo", ref)

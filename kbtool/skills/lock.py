@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model.errors import BadInput
+from ..model.parsing import json_document
 
 LOCK_FILE = "kb-skills-lock.json"
 LOCK_VERSION = 1
@@ -79,7 +80,7 @@ class Lock:
         self.skills: dict[str, Locked] = {}
         if self.path.is_file():
             try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
+                data = json_document(self.path.read_text(encoding="utf-8"))
                 entries = data["skills"]
                 if not isinstance(entries, dict):
                     raise TypeError

@@ -11,7 +11,6 @@ blueprints do that) read as text.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import date
 from typing import Any
@@ -21,6 +20,7 @@ from ..model.applicability import applies
 from ..model.cards import INACTIVE_STATUSES, Constraint, FailureMode, Finding, Gate
 from ..model.errors import BadInput
 from ..model.fields import Filter, values_at
+from ..model.parsing import Unparsable, json_document
 from ..model.records import StoredCard
 from .scan import refusal, scan_files
 from .spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, name_violations, render_skill
@@ -237,8 +237,8 @@ def _as_json(text: str) -> dict[str, Any] | list[Any] | None:
     if not stripped.startswith(("{", "[")):
         return None
     try:
-        data = json.loads(stripped)
-    except ValueError:
+        data = json_document(stripped)
+    except Unparsable:
         return None
     return data if isinstance(data, (dict, list)) else None
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..model.errors import InvalidCard, NotAKnowledgeBase, OutsidePath
+from ..model.parsing import Unparsable, toml_document
 from ..model.validation import format_validation_error
 from ..model.vocabulary import CONFIG_FILE, DEFAULT_MODEL
 from .files import link_out
@@ -113,10 +113,16 @@ def load_config(root: Path) -> Config:
     if linked is not None:  # a clone's kb.toml -> ~/.config/...: kb reads no settings from outside
         raise OutsidePath(f"{linked.says(CONFIG_FILE)}; kb reads no settings through it")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = toml_document(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise NotAKnowledgeBase(f"{root}: not a knowledge base (no {CONFIG_FILE}); run `kb init`") from None
-    except tomllib.TOMLDecodeError as exc:
+    except UnicodeDecodeError as exc:
+        raise InvalidCard(
+            f"{CONFIG_FILE}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x})"
+        ) from None
+    except OSError as exc:  # a folder named kb.toml, a file this user may not read
+        raise InvalidCard(f"{CONFIG_FILE}: cannot read ({exc.strerror})") from None
+    except Unparsable as exc:
         raise InvalidCard(f"{CONFIG_FILE}: malformed TOML: {exc}") from None
     try:
         config = Config.model_validate(data)

@@ -20,6 +20,7 @@ import base64
 import getpass
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -158,7 +159,7 @@ class Store:
             kinds = sorted(e.name for e in os.scandir(cards) if e.is_dir() and not e.name.startswith("."))
         except FileNotFoundError:
             return None
-        found = [path for kind in kinds if (path := cards / kind / f"{card_id}.md").is_file()]
+        found = [path for kind in kinds if is_file(path := cards / kind / f"{card_id}.md")]
         if len(found) > 1:
             where = " and ".join(self.relative(p) for p in found)
             raise AmbiguousId(f"id {card_id!r} is in {where}; keep one (kb lint reports it as duplicate-id)")
@@ -294,6 +295,7 @@ class Store:
         """
         if self.repo is not None and self.signs_as_kb and self._note is not None:
             self._note(NO_IDENTITY)
+        message = _printable(message)  # a folder's or a project's name in it, too, is shown by git log as it is
         with self.lock():
             paths = {rel: self.inside(rel) for rel in files}
             before = {rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()}
@@ -476,3 +478,21 @@ def author_name(store: Store) -> str | None:
         return getpass.getuser() or None
     except (KeyError, OSError):  # no $USER and no passwd entry for this uid
         return None
+
+
+def is_file(path: Path) -> bool:
+    """Whether a file is there; a name longer than the file system takes (ENAMETOOLONG: an id of 5,000
+    characters, typed or in a URL) names none, rather than failing the lookup."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _printable(message: str) -> str:
+    """A commit message with each control character (a terminal escape, a NUL, which git refuses in an
+    argument) and bidirectional override written out as \\xNN or \\uNNNN; lines and tabs kept."""
+    return _UNPRINTABLE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 256 else f"\\u{ord(m[0]):04x}", message)

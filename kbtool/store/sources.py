@@ -12,8 +12,7 @@ import git
 
 from ..model.errors import BadInput
 from .config import SourceSection
-
-GIT_ENV = {"GIT_TERMINAL_PROMPT": "0"}  # a source needing a password fails at once instead of waiting
+from .git_urls import GIT_ENV, check_git_url
 
 
 def source_root(root: Path, state_dir: Path, source: SourceSection) -> Path:
@@ -33,7 +32,11 @@ def update(root: Path, state_dir: Path, source: SourceSection) -> str:
             return git.Repo(where).head.commit.hexsha
         except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
             return ""
-    url = str((root / source.url).resolve()) if (root / source.url).is_dir() else source.url
+    url = (
+        str((root / source.url).resolve())
+        if (root / source.url).is_dir()
+        else check_git_url(source.url, f"source {source.name}: url")
+    )
     env = {**os.environ, **GIT_ENV}
     try:
         if not (where / ".git").is_dir():

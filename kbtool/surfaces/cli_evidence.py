@@ -7,7 +7,6 @@ underneath); `kb plot`, a metric across findings or a session's progress as a pi
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +15,7 @@ import typer
 
 from ..loop import formats
 from ..model.errors import BadInput
+from ..model.parsing import Unparsable, json_document
 from ..model.vocabulary import DIRECTIONS, words
 from .cli_base import (
     AllowSecret,
@@ -248,8 +248,6 @@ def add_finding(
 
 def _json_stdin() -> Any:
     try:
-        return json.loads(sys.stdin.read())
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"--json-input: stdin is not JSON ({exc.msg} at line {exc.lineno})") from None
-    except RecursionError:
-        raise BadInput("--json-input: nested too deeply to be a finding") from None
+        return json_document(sys.stdin.read())
+    except Unparsable as exc:
+        raise BadInput(f"--json-input: stdin is not JSON ({exc})") from None

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ..model.errors import BadInput
 from .cli_base import For, JsonOut, KbPath, OnlyApplying, Where, app, make_app, open_kb, print_json, show_notices
 
 sources_app = make_app("The knowledge bases this one reads from (kb.toml [[sources]]), which search and list cover.")
@@ -56,10 +57,16 @@ def export(
         for line in lines:
             typer.echo(line)
         return
+    if not out.name or out.is_dir():
+        raise BadInput(f"--out {out}: a folder, not a file to write the cards to")
     text = "".join(f"{line}\n" for line in lines)  # whole before the file is touched: a bad card leaves none
     staging = out.with_name(f".{out.name}.partial")
-    staging.write_text(text, encoding="utf-8")
-    staging.replace(out)
+    try:
+        staging.write_text(text, encoding="utf-8")
+        staging.replace(out)
+    except OSError as exc:  # said of the file asked for, not of the staging file beside it
+        staging.unlink(missing_ok=True)
+        raise BadInput(f"--out {out}: cannot write it ({exc.strerror or exc})") from None
     typer.echo(f"{text.count(chr(10))} cards written to {out}", err=True)
 
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from ..model.errors import BadInput
+from ..model.parsing import Unparsable, json_document
 from ..model.vocabulary import MODES, words
 from .cli_base import (
     For,
@@ -90,9 +91,9 @@ def _batch_request(line: str, n: int, defaults: dict[str, Any]) -> dict[str, Any
     text = line.strip()
     if text.startswith("{"):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"--batch line {n}: not JSON ({exc.msg})") from None
+            data = json_document(text)
+        except Unparsable as exc:
+            raise BadInput(f"--batch line {n}: not JSON ({exc})") from None
         if not isinstance(data, dict) or not isinstance(data.get("q", data.get("query")), str):
             raise BadInput(f'--batch line {n}: expected {{"q": "..."}}')
         return {**defaults, **data}

@@ -4,7 +4,6 @@ these; neither reads a card file or runs git itself."""
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from markdown_it import MarkdownIt
 from ..loop.load import common_and_varying, describe, load_of
 from ..model.cards import Gate
 from ..model.errors import KbError
+from ..model.parsing import Unparsable, json_document
 from ..model.records import StoredCard
 from ..store.files import link_out
 from ..store.repository import CARDS_DIR
@@ -169,8 +169,8 @@ def _gate_runs(kb: KnowledgeBase, gate_id: str) -> list[dict[str, Any]]:
     runs = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
-            record = json.loads(line)
-        except ValueError:
+            record = json_document(line)
+        except Unparsable:
             continue  # a torn line: the others still show
         if isinstance(record, dict):
             runs.append(record)

@@ -1,0 +1,48 @@
+"""JSON and TOML that people and tools hand kb, read so that whatever the text holds, the answer is the
+document or one line saying why not.
+
+The standard parsers refuse malformed text with their own error class, but two more inputs end in
+other exceptions, which a caller catching only the parser's error turns into a crash: an integer of
+more digits than Python converts (ValueError, "Exceeds the limit (4300 digits)") and nesting deeper
+than the interpreter's stack (RecursionError). Here each is an Unparsable with a reason in words,
+for the caller to prefix with the file or flag it read.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from typing import Any
+
+
+class Unparsable(ValueError):
+    """Why a text is not the document it should be, in one line without the origin."""
+
+
+def why_unparsable(exc: BaseException) -> str:
+    """A parser's failure in a few words: what any JSON, TOML or YAML reader may raise."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read"
+    text = str(exc)
+    if "integer string conversion" in text:
+        return f"holds an integer of more than {sys.get_int_max_str_digits():,} digits"
+    return " ".join(text.split()) or type(exc).__name__
+
+
+def json_document(text: str) -> Any:
+    """The JSON document text holds, or Unparsable."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise Unparsable(f"it breaks at line {exc.lineno} ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:
+        raise Unparsable(why_unparsable(exc)) from None
+
+
+def toml_document(text: str) -> dict[str, Any]:
+    """The TOML document text holds, or Unparsable."""
+    try:
+        return tomllib.loads(text)
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError is a ValueError
+        raise Unparsable(why_unparsable(exc)) from None
