@@ -25,7 +25,11 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"records"},
         {"contracts"},
     ],
-    "store": [{"config", "files", "locate", "merge"}, {"repository", "sources"}, {"history", "sync"}],
+    "store": [
+        {"config", "files", "interrupts", "locate", "merge"},
+        {"incoming", "repository", "sources"},
+        {"history", "sync"},
+    ],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan"}, {"pack", "registry"}, {"install"}],
     "clients": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)

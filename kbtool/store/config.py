@@ -104,9 +104,16 @@ class Config(_Section):
 def load_config(root: Path) -> Config:
     path = root / CONFIG_FILE
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise NotAKnowledgeBase(f"{root}: not a knowledge base (no {CONFIG_FILE}); run `kb init`") from None
+    return parse_config(text)
+
+
+def parse_config(text: str) -> Config:
+    """kb.toml's text, checked; InvalidCard says what is wrong with it."""
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidCard(f"{CONFIG_FILE}: malformed TOML: {exc}") from None
     try:

@@ -499,4 +499,13 @@ from . import cli_evidence, cli_gates, cli_install, cli_reuse, cli_search, cli_s
 
 
 def main() -> None:
-    app(prog_name="kb")
+    from ..store import interrupts
+
+    interrupts.handle_for_this_process()
+    try:
+        app(prog_name="kb")
+    except interrupts.Terminated as exc:  # before the command began (during it, the command says so itself)
+        typer.echo("kb: interrupted; nothing was committed", err=True)
+        raise SystemExit(interrupts.exit_code(exc)) from None
+    finally:
+        interrupts.ignore_from_now_on()
