@@ -45,15 +45,18 @@ def faulted(
     after: float | None,
     cwd: Path | None = None,
     prepare: Callable[[], None] | None = None,
+    temp: Path | None = None,
 ) -> Outcome:
     """`kb [--kb ROOT] ARGS` in a forked child that gets sig after `after` seconds (prepare, run in the child
     first, may arrange another moment); returns once it and every git process it started are gone.
-    Asserts it left nothing in its temp folder."""
+    Asserts it left nothing in its temp folder (unless given one: a killed process cannot clean up, the next
+    command must)."""
     from kbtool.surfaces.cli import main
 
     with tempfile.TemporaryDirectory(prefix="kb-fault-") as scratch:
-        out, temp = Path(scratch) / "out", Path(scratch) / "tmp"
-        temp.mkdir()
+        out, own_temp = Path(scratch) / "out", temp is None
+        temp = temp or Path(scratch) / "tmp"
+        temp.mkdir(exist_ok=True)
         started = time.monotonic()
         pid = os.fork()
         if pid == 0:  # the child: kb's CLI as its console script runs it, and nothing of pytest after it
@@ -87,7 +90,7 @@ def faulted(
         seconds = time.monotonic() - started
         _wait_for_group(pid)
         left = sorted(p.name for p in temp.iterdir())
-        assert not left, f"left in the temp folder: {left}"
+        assert not own_temp or not left, f"left in the temp folder: {left}"
         return Outcome(os.waitstatus_to_exitcode(status), out.read_text(), seconds)
 
 
@@ -262,7 +265,8 @@ def _clone(bare: Path, where: Path, who: str) -> kbtool.KnowledgeBase:
 SKILL = "---\nname: {name}\ndescription: Profile a decode step.\n---\n\n# {name}\n\n1. {step}\n"
 
 
-def test_skill_install_is_whole_or_absent_at_every_signal(tmp_path):
+def skills_repository(tmp_path: Path) -> Path:
+    """A bare repository of two skills, tagged v1 and v2 (each step says its version)."""
     work = tmp_path / "skills-src"
     for version in (1, 2):
         for name in ("profile-decode", "tune-moe"):
@@ -275,28 +279,75 @@ def test_skill_install_is_whole_or_absent_at_every_signal(tmp_path):
         git(work, "tag", f"v{version}")
     bare = tmp_path / "skills.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
-    project = tmp_path / "project"
+    return bare
+
+
+def installed_whole(project: Path, temp: Path) -> dict[str, str]:
+    """The next skill command (verify) finds every installed skill as its lock says, no staging folder, and
+    nothing of a killed install in the temp folder; the version of each skill."""
     skills = project / ".agents" / "skills"
+    verified = faulted(None, ["skill", "verify", "--json"], signal.SIGINT, NEVER, cwd=project, temp=temp)
+    states = {s["name"]: s["state"] for s in json.loads(verified.output)["skills"]}
+    assert verified.status == 0 and set(states.values()) <= {"ok"}, states  # none unlocked, modified or missing
+    listed = sorted([*states, *(["kb-skills-lock.json"] if states else [])])
+    assert sorted(p.name for p in skills.iterdir()) == listed if skills.is_dir() else not states, "staging left"
+    assert not list(temp.iterdir()), f"a killed install's clone is left: {list(temp.iterdir())}"
+    locked = json.loads((skills / "kb-skills-lock.json").read_text())["skills"] if states else {}
+    versions = {name: (skills / name / "SKILL.md").read_text().split("Version ")[1][0] for name in states}
+    assert {name: entry["ref"] for name, entry in locked.items()} == {n: f"v{v}" for n, v in versions.items()}
+    return versions
+
+
+def test_skill_install_is_whole_or_absent_at_every_signal(tmp_path):
+    bare = skills_repository(tmp_path)
+    project, temp = tmp_path / "project", tmp_path / "tmp"
     project.mkdir()
+    installed: dict[str, str] = {}
 
     def run(sig: int, at: float | None, n: int) -> float:
-        version = 1 + n % 2  # each install moves both skills to the other tag
-        lock = skills / "kb-skills-lock.json"
-        before = lock.read_text() if lock.exists() else None
-        outcome = faulted(None, ["skill", "install", f"{bare}@v{version}"], sig, at, cwd=project)
-        verified = faulted(None, ["skill", "verify", "--json"], sig, NEVER, cwd=project)
-        states = {s["name"]: s["state"] for s in json.loads(verified.output)["skills"]}
-        assert verified.status == 0 and set(states.values()) <= {"ok"}, (sig, at, outcome, states)
-        assert sorted(p.name for p in skills.iterdir()) == sorted(
-            [*states, *(["kb-skills-lock.json"] if states else [])]
-        )
-        made = lock.exists() and lock.read_text() != before
-        if made:
-            assert all(f"Version {version}." in (skills / name / "SKILL.md").read_text() for name in states)
-        said_what_happened(outcome, sig, made)
+        version = str(1 + n % 2)  # each install moves both skills to the other tag
+        before = dict(installed)
+        outcome = faulted(None, ["skill", "install", f"{bare}@v{version}"], sig, at, cwd=project, temp=temp)
+        after = installed_whole(project, temp)
+        assert after in (before, {"profile-decode": version, "tune-moe": version}), after  # both moved, or neither
+        if set(before.values()) != {version}:  # (the last install was stopped before it moved them: nothing to do)
+            said_what_happened(outcome, sig, after != before)
+        installed.update(after)
         return outcome.seconds
 
     each_point(run)
+
+
+def _killed_in_git(command: str) -> Callable[[], None]:
+    return signal_in_git(command, signal.SIGKILL)
+
+
+def _killed_between_renames() -> None:
+    """For faulted(prepare=...): killed once the switch has put the first skill in place."""
+    real = Path.rename
+
+    def dying(self, target):
+        out = real(self, target)
+        if Path(target).parent.name == "skills" and Path(target).name in ("profile-decode", "tune-moe"):
+            os.kill(os.getpid(), signal.SIGKILL)  # one skill in its place in the skills folder, the other not yet
+        return out
+
+    Path.rename = dying  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("kill", [_killed_in_git("clone"), _killed_between_renames], ids=["in-clone", "mid-switch"])
+def test_a_killed_skill_install_is_finished_or_undone_by_the_next_command(tmp_path, kill):
+    """Before: a skill installed that the lock did not name (verify passed), and the clone left in /tmp."""
+    bare = skills_repository(tmp_path)
+    project, temp = tmp_path / "project", tmp_path / "tmp"
+    project.mkdir()
+    assert faulted(None, ["skill", "install", f"{bare}@v1"], signal.SIGINT, NEVER, cwd=project, temp=temp).status == 0
+    killed = faulted(
+        None, ["skill", "install", f"{bare}@v2"], signal.SIGKILL, NEVER, cwd=project, temp=temp, prepare=kill
+    )
+    assert killed.status == -signal.SIGKILL, killed
+    versions = installed_whole(project, temp)
+    assert set(versions.values()) == ({"2"} if kill is _killed_between_renames else {"1"}), versions
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

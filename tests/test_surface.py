@@ -30,7 +30,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"incoming", "repository", "sources"},
         {"history", "sync"},
     ],
-    "skills": [{"spec"}, {"bundled", "lock"}, {"scan"}, {"pack", "registry"}, {"install"}],
+    "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry"}, {"install"}],
     "clients": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
