@@ -29,7 +29,7 @@ from .model.errors import BadInput, Conflict, KbError
 from .model.records import CardSummary, StoredCard
 from .model.validation import validate_card
 from .store.locate import find_root
-from .store.repository import Executable
+from .store.repository import Executable, git_reason
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -61,8 +61,7 @@ def open_origin(location: str, scratch: Path) -> tuple[KnowledgeBase, str, str]:
     try:
         git.Repo.clone_from(recorded, clone, env=GIT_ENV, depth=1)
     except git.GitCommandError as exc:
-        last = (str(exc.stderr or exc).strip().splitlines() or ["failed"])[-1].strip().strip("'")
-        raise BadInput(f"{location}: git clone: {last}") from None
+        raise BadInput(f"{location}: git clone: {git_reason(exc)}") from None
     base = KnowledgeBase.open(clone)
     return base, recorded, base.store.repo.head.commit.hexsha
 

@@ -280,8 +280,8 @@ def test_git_s_reason_is_never_empty():
     fatal: line, never nothing."""
     from git import GitCommandError
 
-    from kbtool.store.sync import _last_line
+    from kbtool.store.repository import git_reason
 
     broken = GitCommandError(["git", "fetch"], 1, b"fatal: bad object worktrees/sync-1/HEAD\nerror: not all sent\n\n")
-    assert _last_line(broken) == "fatal: bad object worktrees/sync-1/HEAD"
-    assert _last_line(GitCommandError(["git", "fetch"], 128, b"\n")) == "exit status 128"
+    assert git_reason(broken) == "fatal: bad object worktrees/sync-1/HEAD"
+    assert git_reason(GitCommandError(["git", "fetch"], 128, b"\n")) == "exit status 128"

@@ -12,6 +12,7 @@ import git
 
 from ..model.errors import BadInput
 from .config import SourceSection
+from .repository import git_reason
 
 GIT_ENV = {"GIT_TERMINAL_PROMPT": "0"}  # a source needing a password fails at once instead of waiting
 
@@ -55,5 +56,5 @@ def update(root: Path, state_dir: Path, source: SourceSection) -> str:
         repo.git.checkout("--quiet", "--force", "--detach", commit)
         return commit
     except git.GitCommandError as exc:
-        last = (str(exc.stderr or exc).strip().splitlines() or ["failed"])[-1].strip().strip("'")
+        last = git_reason(exc)
         raise BadInput(f"source {source.name}: git {exc.command[1] if len(exc.command) > 1 else ''}: {last}") from None

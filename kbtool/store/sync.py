@@ -20,7 +20,7 @@ from ..model.errors import BadInput, CheckFailed
 from . import incoming
 from .config import load_config
 from .merge import Clash, Unmergeable, merge_card, merge_log, merge_text
-from .repository import LOCK_FILE, Store
+from .repository import LOCK_FILE, Store, git_reason
 
 CARD_FILE = re.compile(r"^kb/[a-z-]+/[^/]+\.md$")
 ATTEMPTS = 3  # fetch-merge-push rounds before giving up on a remote others keep pushing to
@@ -86,7 +86,7 @@ def _fetch(repo: git.Repo, remote: str, branch: str) -> None:
     except git.GitCommandError as exc:
         if "couldn't find remote ref" in str(exc.stderr):
             return  # a remote without this branch yet: the push creates it
-        raise BadInput(f"git fetch {remote}: {_last_line(exc)}") from None
+        raise BadInput(f"git fetch {remote}: {git_reason(exc)}") from None
 
 
 def _exists(repo: git.Repo, ref: str) -> bool:
@@ -194,7 +194,7 @@ def _push(repo: git.Repo, remote: str, branch: str, upstream: str, result: SyncR
     except git.GitCommandError as exc:
         if "rejected" in str(exc.stderr) or "fetch first" in str(exc.stderr):
             return False
-        raise BadInput(f"git push {remote}: {_last_line(exc)}") from None
+        raise BadInput(f"git push {remote}: {git_reason(exc)}") from None
     repo.git.update_ref(upstream, head)
     result.sent += count
     return True
@@ -203,12 +203,3 @@ def _push(repo: git.Repo, remote: str, branch: str, upstream: str, result: SyncR
 def _changed(repo: git.Repo, before: str) -> list[str]:
     head = repo.head.commit.hexsha
     return [] if head == before else repo.git.diff("--name-only", before, head).splitlines()
-
-
-def _last_line(exc: git.GitCommandError) -> str:
-    """git's reason in one line: its fatal: or error: line when there is one, else its last words; never
-    empty (git ends some messages with a blank line)."""
-    lines = [line.strip().removeprefix("stderr: ").strip("'").strip() for line in str(exc.stderr or "").splitlines()]
-    lines = [line for line in lines if line]
-    reasons = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return (reasons or lines or [f"exit status {exc.status}"])[0 if reasons else -1]
