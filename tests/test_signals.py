@@ -110,6 +110,19 @@ def signal_in_git(command: str, sig: int) -> Callable[[], None]:
     return lambda: sys.setprofile(profile)
 
 
+def signal_at_os_call(function: str, nth: int, sig: int) -> Callable[[], None]:
+    """For faulted(prepare=...): the child sends itself sig as it makes its nth call of os.FUNCTION."""
+    calls = [0]
+
+    def profile(_frame, event, arg):
+        if event == "c_call" and getattr(arg, "__name__", None) == function and arg.__module__ == "posix":
+            calls[0] += 1
+            if calls[0] == nth:
+                os.kill(os.getpid(), sig)
+
+    return lambda: sys.setprofile(profile)
+
+
 def _wait_for_group(pgid: int) -> None:
     """A process killed with SIGKILL leaves its git child running: wait for it, as the next command would
     come after it."""
@@ -403,3 +416,15 @@ def test_a_sync_killed_while_git_sets_up_its_merge_recovers(tmp_path):
     again = faulted(bob.root, ["sync"], signal.SIGINT, NEVER)
     assert again.status == 0 and again.output.startswith("received 1 commit(s), sent 2"), again.output
     assert {c.card.title for c in kbtool.open(bob.root).cards()} == {"Alice asks?", "Bob asks?"}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_before_the_commit_puts_the_files_back_and_says_so(kb, sig):
+    """Sent as the card's file is written (the first fsync is the journal's, the second the card's)."""
+    before = git(kb.root, "rev-parse", "HEAD")
+    args = ["add", "gap", "--title", "Signalled while written?"]
+    outcome = faulted(kb.root, args, sig, NEVER, prepare=signal_at_os_call("fsync", 2, sig))
+    assert outcome.status == 128 + sig and outcome.output == "kb: interrupted; nothing was committed\n", outcome
+    assert not (kb.root / "kb" / "gap" / "signalled-while-written.md").exists()
+    assert git(kb.root, "status", "--porcelain", "--untracked-files=all") == ""  # before any other command runs
+    assert git(kb.root, "rev-parse", "HEAD") == before

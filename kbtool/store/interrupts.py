@@ -11,6 +11,10 @@ The CLI runs each command inside `command()`: there SIGTERM and SIGHUP raise `Te
 cleanup runs, as it does for Ctrl-C), and once a critical section has completed, the command runs to
 its end however it is signalled: a change that was committed is reported as done, never as
 interrupted. A second signal after that one interrupts at once.
+
+Only the main thread's handlers are Python's to change: a section in another thread (the MCP server and
+the web view write from worker threads) blocks the signals in that thread's mask alone, and the server's
+own shutdown goes on as it would.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from types import FrameType
 from typing import Any
 
 SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
-EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143, getattr(signal, "SIGHUP", 0): 129}
 
 
 class Terminated(BaseException):
@@ -76,8 +79,8 @@ def deferred(commits: bool = True) -> Iterator[None]:
     the CLI a signal received within it is delivered when it ends; in the CLI, when the section
     completes and commits is true (completing it made the change: a commit, a switch of folders),
     the command runs to its end first."""
-    blocked = set(SIGNALS)
-    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)  # any thread: git inherits the mask
+    masks = hasattr(signal, "pthread_sigmask")  # POSIX; elsewhere only the handlers defer
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(SIGNALS)) if masks else set()  # git inherits it
     main = _in_main_thread()
     if main:
         if _state.depth == 0:
@@ -88,7 +91,8 @@ def deferred(commits: bool = True) -> Iterator[None]:
         yield
         completed = commits
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)  # what arrived meanwhile reaches _record now
+        if masks:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)  # what arrived meanwhile reaches _record now
         if main:
             _state.depth -= 1
             if _state.depth == 0:
@@ -158,4 +162,4 @@ def committed_before_interrupt() -> bool:
 def exit_code(exc: BaseException) -> int:
     """The shell's status for a command a signal ended: 128 + the signal's number."""
     signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
-    return EXIT_CODES.get(signum, 128 + signum)
+    return 128 + int(signum)

@@ -6,12 +6,17 @@ back as they were, so a failed write leaves neither a half-written card nor a st
 The lock (in the ignored .kb/ folder) serialises writers across processes: id allocation,
 file writes and commits happen under it, so concurrent writers all land.
 
-A writer can also die mid-write (kill -9, a power cut, Ctrl-C): before it touches a file it
-records, in .kb/write-journal.json, what each path held and which commit HEAD was. The next
-process that holds the lock (any writer; a reader when no writer is running) finds the journal:
-if HEAD has not moved, the write never committed, so its paths are put back as they were and
-git's own lock, left by the killed commit, is removed; if HEAD moved, the commit landed and
-only the journal goes. A card is on disk only if it is committed, or its writer is still live.
+A writer can also die mid-write (kill -9, a power cut): before it touches a file it records, in
+.kb/write-journal.json, what each path held and which commit HEAD was. The next process that
+holds the lock (any writer; a reader when no writer is running) finds the journal: if HEAD has
+not moved, the write never committed, so its paths are put back as they were and git's own lock,
+left by the killed commit, is removed; if HEAD moved, the commit landed and only the journal goes.
+Either way the temp files the killed write left go too. Ctrl-C and SIGTERM are not deaths: before
+the commit they put the files back at once, and once the commit has begun they wait for it
+(store/interrupts.py), so a git commit never finishes behind a write that was rolled back. A card
+is on disk only if it is committed, or its writer is still live. Sync's fast-forward is the same
+journaled change, and its merge worktree is journaled too, so a killed sync leaves no worktree
+that breaks `git fsck` and `git fetch`.
 """
 
 from __future__ import annotations
@@ -369,7 +374,7 @@ class Store:
                 checkout = Path((Path(entry.path) / "gitdir").read_text(encoding="utf-8").strip()).parent
             except OSError:  # killed before git wrote it: the name says whose it is
                 checkout = self.state_dir / entry.name
-            if checkout.parent == self.state_dir and checkout.name.startswith(WORKTREE_PREFIX):
+            if checkout.parent.resolve() == self.state_dir.resolve() and checkout.name.startswith(WORKTREE_PREFIX):
                 shutil.rmtree(checkout, ignore_errors=True)
                 shutil.rmtree(entry.path, ignore_errors=True)
 
