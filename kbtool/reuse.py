@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from .model.records import CardSummary, StoredCard
 from .model.validation import validate_card
 from .store.locate import find_root
 from .store.repository import Executable, git_reason
+from .store.scratch import scratch as temp_folder
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -79,7 +79,7 @@ def import_from_kb(
     findings and active constraints, failure modes and gates that match it or hold anywhere, none scoped
     elsewhere than the environment). Links to cards neither copied nor already here are left out (kb lint
     would call them broken)."""
-    with tempfile.TemporaryDirectory(prefix="kb-origin-") as scratch:
+    with temp_folder("kb-origin-") as scratch:
         origin, recorded, commit = open_origin(location, Path(scratch))
         if origin.root == target.root:
             raise BadInput(f"{location}: this very knowledge base")
@@ -229,7 +229,7 @@ def new_project(
     root = (directory or Path(name)).expanduser().resolve()
     if root.exists() and any(root.iterdir()):
         raise BadInput(f"{root}: not empty; a new project starts in a new folder")
-    with tempfile.TemporaryDirectory(prefix="kb-origin-") as scratch:
+    with temp_folder("kb-origin-") as scratch:
         origin, recorded, _ = open_origin(location, Path(scratch))  # checked before anything is created
         label = source_name or _source_label(origin.config.kb.name)
     created = not root.exists()

@@ -428,3 +428,17 @@ def test_a_signal_before_the_commit_puts_the_files_back_and_says_so(kb, sig):
     assert not (kb.root / "kb" / "gap" / "signalled-while-written.md").exists()
     assert git(kb.root, "status", "--porcelain", "--untracked-files=all") == ""  # before any other command runs
     assert git(kb.root, "rev-parse", "HEAD") == before
+
+
+def test_a_killed_clone_of_another_knowledge_base_is_removed_by_the_next_one(kb, tmp_path):
+    """`kb import --from-kb URL` (and new-project) clone into the temp folder; SIGKILL leaves the clone."""
+    bare = tmp_path / "team.git"
+    kb.add("gap", "Shared question?")
+    subprocess.run(["git", "clone", "-q", "--bare", str(kb.root), str(bare)], check=True)
+    project, temp = kbtool.init(tmp_path / "project", name="project"), tmp_path / "tmp"
+    args = ["import", "--from-kb", str(bare)]
+    killed = faulted(project.root, args, signal.SIGKILL, NEVER, prepare=_killed_in_git("clone"), temp=temp)
+    assert killed.status == -signal.SIGKILL and list(temp.iterdir()), killed  # the clone it could not remove
+    again = faulted(project.root, args, signal.SIGINT, NEVER, temp=temp)
+    assert again.status == 0, again.output
+    assert not list(temp.iterdir()) and [c.id for c in kbtool.open(project.root).cards()] == ["shared-question"]

@@ -26,7 +26,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     "store": [
-        {"config", "files", "interrupts", "locate", "merge"},
+        {"config", "files", "interrupts", "locate", "merge", "scratch"},
         {"incoming", "repository", "sources"},
         {"history", "sync"},
     ],

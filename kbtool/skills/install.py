@@ -22,6 +22,7 @@ from pathlib import Path
 from ..model.errors import BadInput, Conflict
 from ..store.config import LimitsSection
 from ..store.repository import SKILLS_DIR
+from ..store.scratch import scratch
 from . import staging
 from .bundled import KB_SKILL, kb_skill_folder
 from .lock import IGNORED, LOCK_FILE, Lock, Locked, folder_digest
@@ -142,7 +143,7 @@ def fetch(spec: str, kb_root: Path | None, names: Iterable[str] = ()) -> Iterato
     `kbtool:kb` (kbtool's own kb skill), a git repository (URL, or a local path that is a bare
     repository or is given a ref), a folder, or the name of a skill in the knowledge base."""
     source, ref = split_ref(spec)
-    with staging.scratch() as work:
+    with scratch(staging.SCRATCH_PREFIX) as work:
         if source == BUNDLED:
             _no_ref(spec, ref)
             origin = Locked(name=KB_SKILL, kind="bundled", source=BUNDLED, sha256="")
@@ -359,9 +360,9 @@ def _respec(entry: Locked, to: Path, kb_root: Path | None) -> tuple[str, list[st
         return entry.source, ([entry.name] if entry.kind == "folder" and entry.subdir else [])
     ref = entry.ref
     if ref is not None:
-        with staging.scratch() as scratch:
-            _git("clone", "--quiet", "--bare", "--", entry.source, str(scratch / "repo"))
-            ref = newest_ref(scratch / "repo", ref)
+        with scratch(staging.SCRATCH_PREFIX) as work:
+            _git("clone", "--quiet", "--bare", "--", entry.source, str(work / "repo"))
+            ref = newest_ref(work / "repo", ref)
     spec = entry.source + (f"@{ref}" if ref else "")
     return spec, [entry.subdir.rsplit("/", 1)[-1]] if entry.subdir else []
 

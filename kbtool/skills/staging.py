@@ -9,8 +9,8 @@ staging is complete), and then switched in by renames, with Ctrl-C and SIGTERM h
 (renames are idempotent to redo) and drops one whose plan was not (nothing had moved yet).
 
 A skill's git clone is made in the temp folder under a name carrying the process id
-(`kb-skill-PID-XXXX`); a process killed with SIGKILL cannot remove its own, so the next skill command
-removes those of processes that are gone.
+(`kb-skill-PID-XXXX`, kbtool/store/scratch.py); a process killed with SIGKILL cannot remove its own, so
+the next skill command removes those of processes that are gone.
 """
 
 from __future__ import annotations
@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 
+from ..store import scratch
 from ..store.interrupts import deferred
 from .lock import LOCK_FILE, Lock
 
@@ -31,54 +30,15 @@ SCRATCH_PREFIX = "kb-skill-"  # in the temp folder: a skill fetched (a git clone
 PLAN = "plan.json"  # written last: the staging is complete and the switch may be finished by anyone
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's live process
-    return True
-
-
-def _owner(name: str, prefix: str) -> int | None:
-    """The process id in a name made by this module (PREFIX + PID [+ -XXXX]), or None."""
-    digits = name.removeprefix(prefix).split("-", 1)[0]
-    return int(digits) if name.startswith(prefix) and digits.isdigit() else None
-
-
-@contextmanager
-def scratch() -> Iterator[Path]:
-    """A temp folder for fetching skills, removed afterwards; removes first those killed processes left."""
-    _remove_dead_scratch()
-    with tempfile.TemporaryDirectory(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-") as folder:
-        yield Path(folder)
-
-
-def _remove_dead_scratch() -> None:
-    temp = Path(tempfile.gettempdir())
-    try:
-        entries = list(os.scandir(temp))
-    except OSError:
-        return
-    for entry in entries:
-        pid = _owner(entry.name, SCRATCH_PREFIX)
-        if pid is not None and not _alive(pid) and entry.is_dir(follow_symlinks=False):
-            if entry.stat(follow_symlinks=False).st_uid == os.getuid():
-                shutil.rmtree(entry.path, ignore_errors=True)
-
-
 def recover(to: Path) -> None:
     """Finish (or drop) each switch a killed process left in the skills folder `to`; runs before every skill
     command reads or changes it."""
-    _remove_dead_scratch()
+    scratch.remove_dead()
     if not to.is_dir():
         return
     for entry in os.scandir(to):
-        pid = _owner(entry.name, STAGING_PREFIX)
-        if pid is None or _alive(pid) and pid != os.getpid():
+        pid = scratch.owner(entry.name, STAGING_PREFIX)
+        if pid is None or scratch.alive(pid) and pid != os.getpid():
             continue  # not a staging folder, or a live install's own
         staging = Path(entry.path)
         with deferred(commits=False):
