@@ -88,7 +88,7 @@ def _card_problem(repo: git.Repo, change: Change, limits: LimitsSection) -> str 
     parts = change.path.split("/")
     if len(parts) != 3 or parts[1] not in KINDS or not parts[2].endswith(".md") or parts[2].startswith("."):
         return f"not a card: cards live in {CARDS_DIR}/<kind>/<id>.md with kind one of {', '.join(KINDS)}"
-    size = int(repo.git.cat_file("-s", change.blob))
+    _, _, size = repo.git.get_object_header(change.blob)  # one cat-file process for every blob of a sync
     too_big = limits.card_too_big(size)
     if too_big:
         return too_big
@@ -106,7 +106,7 @@ def _card_problem(repo: git.Repo, change: Change, limits: LimitsSection) -> str 
 
 def _invalid(check: Callable[[str], object], repo: git.Repo, change: Change) -> str | None:
     """What check(text) raises for the blob, as one line; None when it passes."""
-    data = repo.git.cat_file("blob", change.blob, stdout_as_string=False)
+    _, _, _, data = repo.git.get_object_data(change.blob)
     try:
         check(data.decode("utf-8"))
     except UnicodeDecodeError:
