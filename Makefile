@@ -60,6 +60,7 @@ bench: install
 	$(PY) bench/bench_embedding_backends.py
 	$(PY) bench/bench_quality.py --split test
 	$(PY) bench/bench_reliability.py --kills 60
+	$(PY) bench/bench_signals.py --each 6
 
 schemas: install
 	$(KB) --kb . schema export
