@@ -62,6 +62,7 @@ bench: install
 	$(PY) bench/bench_reliability.py --kills 60
 	$(PY) bench/bench_team_server.py
 	$(PY) bench/bench_hostile_values.py
+	$(PY) bench/bench_signals.py --each 6
 
 schemas: install
 	$(KB) --kb . schema export

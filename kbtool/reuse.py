@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,8 @@ from .model.records import CardSummary, StoredCard
 from .model.validation import validate_card
 from .store.git_urls import GIT_ENV, check_git_url
 from .store.locate import find_root
-from .store.repository import Executable
+from .store.repository import Executable, git_reason
+from .store.scratch import scratch as temp_folder
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase
@@ -62,8 +62,7 @@ def open_origin(location: str, scratch: Path) -> tuple[KnowledgeBase, str, str]:
     try:
         git.Repo.clone_from(recorded, clone, env=GIT_ENV, depth=1)
     except git.GitCommandError as exc:
-        last = (str(exc.stderr or exc).strip().splitlines() or ["failed"])[-1].strip().strip("'")
-        raise BadInput(f"{location}: git clone: {last}") from None
+        raise BadInput(f"{location}: git clone: {git_reason(exc)}") from None
     try:
         base = KnowledgeBase.open(clone)
         return base, recorded, base.store.repo.head.commit.hexsha
@@ -86,7 +85,7 @@ def import_from_kb(
     findings and active constraints, failure modes and gates that match it or hold anywhere, none scoped
     elsewhere than the environment). Links to cards neither copied nor already here are left out (kb lint
     would call them broken)."""
-    with tempfile.TemporaryDirectory(prefix="kb-origin-") as scratch:
+    with temp_folder("kb-origin-") as scratch:
         origin, recorded, commit = open_origin(location, Path(scratch))
         if origin.root == target.root:
             raise BadInput(f"{location}: this very knowledge base")
@@ -237,7 +236,7 @@ def new_project(
     root = (directory or Path(name)).expanduser().resolve()
     if root.exists() and any(root.iterdir()):
         raise BadInput(f"{root}: not empty; a new project starts in a new folder")
-    with tempfile.TemporaryDirectory(prefix="kb-origin-") as scratch:
+    with temp_folder("kb-origin-") as scratch:
         origin, recorded, _ = open_origin(location, Path(scratch))  # checked before anything is created
         label = source_name or _source_label(origin.config.kb.name)
     created = not root.exists()

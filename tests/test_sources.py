@@ -349,3 +349,14 @@ def test_a_new_project_is_all_or_nothing(team, env, tmp_path):
         if folder != busy:
             assert not folder.exists(), args
     assert sorted(p.name for p in busy.iterdir()) == ["notes.txt"]
+
+
+def test_a_git_source_or_origin_that_cannot_be_cloned_is_named_with_git_s_reason(tmp_path, env):
+    """GitPython quotes git's message, so its last line was only the quote: the reason printed was empty."""
+    gone = tmp_path / "gone.git"
+    project = kbtool.init(tmp_path / "lost", name="lost")
+    add_source(project, f'[[sources]]\nname = "team"\nurl = "{gone}.git"\n')
+    for args in (["sources", "update"], ["import", "--from-kb", f"{gone}.git"]):
+        out = kb_run(env, project.root, *args)
+        assert out.returncode == 2 and "fatal: repository" in out.stderr and "does not exist" in out.stderr, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr

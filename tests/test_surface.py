@@ -26,11 +26,11 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     "store": [
-        {"config", "files", "git_urls", "locate", "merge", "secrets"},
-        {"repository", "sources"},
+        {"config", "files", "git_urls", "interrupts", "locate", "merge", "scratch", "secrets"},
+        {"incoming", "repository", "sources"},
         {"history", "sync"},
     ],
-    "skills": [{"spec"}, {"bundled", "lock"}, {"scan"}, {"pack", "registry"}, {"install"}],
+    "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry"}, {"install"}],
     "clients": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [

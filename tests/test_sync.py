@@ -209,3 +209,79 @@ def test_a_bad_export_file_is_refused_whole(kb, env, tmp_path):
         assert out.returncode == 2 and words in out.stderr and out.stderr.count("\n") == 1, (name, out.stderr)
         assert tree_state(kb.root) == before, name
     assert kb_run(env, kb.root, "export", "--format", "csv").returncode == 2
+
+
+def pushed_by_hand(side: kbtool.KnowledgeBase, files: dict[str, str], links: dict[str, str] | None = None) -> None:
+    """A commit kb never checked (written with git alone), pushed to the remote."""
+    for rel, text in files.items():
+        (side.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (side.root / rel).write_text(text)
+    for rel, target in (links or {}).items():
+        (side.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (side.root / rel).symlink_to(target)
+    git(side.root, "add", "-A")
+    git(side.root, "commit", "-qm", "by hand")
+    git(side.root, "push", "-q", "origin", "HEAD")
+
+
+GAP = "---\nid: {id}\nkind: gap\ntitle: A gap?\nquestion: Why?\n---\n\nbody\n"
+HOSTILE = {
+    "invalid card": ({"kb/gap/no-question.md": "---\nid: no-question\nkind: gap\ntitle: T?\n---\n"}, None, "question"),
+    "not YAML": ({"kb/gap/torn.md": "---\nid: [torn\n---\n"}, None, "kb/gap/torn.md"),
+    "id not the file name": ({"kb/gap/one.md": GAP.format(id="two")}, None, "differs from the file name"),
+    "a card in another kind's folder": ({"kb/finding/a-gap.md": GAP.format(id="a-gap")}, None, "folder"),
+    "a stray file": ({"kb/gap/notes.txt": "hello\n"}, None, "not a card"),
+    "a bad kb.toml": ({"kb.toml": "[kb\nname = 1\n"}, None, "kb.toml"),
+    "a symbolic link": ({}, {"kb/gap/passwd.md": "/etc/passwd"}, "symbolic link"),
+    "a linked folder": ({}, {"skills/etc": "/etc"}, "symbolic link"),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE, ids=list(HOSTILE))
+@pytest.mark.parametrize("bob_moved", [False, True], ids=["fast-forward", "merge"])
+def test_sync_checks_what_it_brings_in_before_it_lands(remote_and_clones, env, case, bob_moved):
+    _, alice, bob = remote_and_clones
+    files, links, words = HOSTILE[case]
+    pushed_by_hand(alice, files, links)
+    if bob_moved:
+        bob.add("gap", "Bob asks?")
+    before = tree_state(bob.root)
+    out = kb_run(env, bob.root, "sync")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "sync with origin refused" in out.stderr and words in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr, out.stderr
+    assert tree_state(bob.root) == before
+    assert len(git(bob.root, "worktree", "list").splitlines()) == 1
+
+
+def test_an_untracked_file_in_the_way_stops_the_sync_in_one_line(remote_and_clones, env):
+    _, alice, bob = remote_and_clones
+    added = alice.add("gap", "Alice asks?")
+    assert kb_run(env, alice.root, "sync").returncode == 0
+    (bob.root / added.path).parent.mkdir(parents=True, exist_ok=True)
+    (bob.root / added.path).write_text("bob's own notes, never committed\n")
+    before = tree_state(bob.root)
+    out = kb_run(env, bob.root, "sync")
+    assert out.returncode == 2 and f"{added.path}: an untracked file" in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert tree_state(bob.root) == before and (bob.root / added.path).read_text().startswith("bob's own")
+
+
+def test_a_remote_git_cannot_reach_is_named_in_one_line(remote_and_clones, env, tmp_path):
+    _, alice, _ = remote_and_clones
+    git(alice.root, "remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    out = kb_run(env, alice.root, "sync")
+    assert out.returncode == 2 and "does not appear to be a git repository" in out.stderr, out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_git_s_reason_is_never_empty():
+    """git ends some refusals with a blank line (a fetch that finds a broken object): the reason is its
+    fatal: line, never nothing."""
+    from git import GitCommandError
+
+    from kbtool.store.repository import git_reason
+
+    broken = GitCommandError(["git", "fetch"], 1, b"fatal: bad object worktrees/sync-1/HEAD\nerror: not all sent\n\n")
+    assert git_reason(broken) == "fatal: bad object worktrees/sync-1/HEAD"
+    assert git_reason(GitCommandError(["git", "fetch"], 128, b"\n")) == "exit status 128"

@@ -3,9 +3,10 @@
 pinned in that folder's lock file (kbtool/skills/lock.py).
 
 Every skill asked for is fetched and checked (the specification, the size limit, the security
-scan) before any is written; each lands by a rename, so an agent reading the folder sees the old
-skill or the new one. An installed folder someone changed since is never overwritten or removed
-without --force: the change may be theirs.
+scan) before any is written; then the skills and the lock land together, by renames from a staging
+folder (kbtool/skills/staging.py), so an agent reading the folder sees the old skill or the new one,
+and a killed install is finished or undone by the next skill command. An installed folder someone
+changed since is never overwritten or removed without --force: the change may be theirs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -24,6 +24,8 @@ from ..store.config import LimitsSection
 from ..store.files import LinkOut, link_out
 from ..store.git_urls import GIT_ENV, check_git_url
 from ..store.repository import SKILLS_DIR
+from ..store.scratch import scratch
+from . import staging
 from .bundled import KB_SKILL, kb_skill_folder
 from .lock import IGNORED, LOCK_FILE, Lock, Locked, folder_digest
 from .registry import too_big
@@ -147,8 +149,7 @@ def fetch(spec: str, kb_root: Path | None, names: Iterable[str] = ()) -> Iterato
     `kbtool:kb` (kbtool's own kb skill), a git repository (URL, or a local path that is a bare
     repository or is given a ref), a folder, or the name of a skill in the knowledge base."""
     source, ref = split_ref(spec)
-    with tempfile.TemporaryDirectory(prefix="kb-skill-") as scratch:
-        work = Path(scratch)
+    with scratch(staging.SCRATCH_PREFIX) as work:
         if source == BUNDLED:
             _no_ref(spec, ref)
             origin = Locked(name=KB_SKILL, kind="bundled", source=BUNDLED, sha256="")
@@ -280,6 +281,7 @@ def install(
     to = to.resolve()
     if to.exists() and not to.is_dir():
         raise Conflict(f"--to {to}: a file, not a folder to install skills into")
+    staging.recover(to)
     lock = Lock(to)
     with fetch(spec, kb_root, names) as candidates:
         scans = {}
@@ -292,9 +294,9 @@ def install(
             if refused and not trust:
                 raise BadInput(refused)
             _check_replaceable(lock, to / candidate.name, candidate.name, force)
-        to.mkdir(parents=True, exist_ok=True)
-        done = [_place(lock, candidate, to, scans[candidate.name]) for candidate in candidates]
-    lock.save()
+        done = [_planned(lock, candidate, to, scans[candidate.name]) for candidate in candidates]
+        changed = {d.name: c.folder for d, c in zip(done, candidates, strict=True) if d.change != "unchanged"}
+        staging.switch(to, changed, lock)  # the folders and the lock together, or neither
     return done
 
 
@@ -308,26 +310,18 @@ def _check_replaceable(lock: Lock, target: Path, name: str, force: bool) -> None
         raise Conflict(f"{target} was changed since kb installed it; --force replaces it (and the change)")
 
 
-def _place(lock: Lock, candidate: Candidate, to: Path, findings: list[ScanFinding]) -> Installed:
+def _planned(lock: Lock, candidate: Candidate, to: Path, findings: list[ScanFinding]) -> Installed:
+    """What installing candidate changes (its lock entry set in lock); nothing is written yet."""
     target = to / candidate.name
     digest = folder_digest(candidate.folder)
-    origin = candidate.origin
-    locked = Locked(**{**origin.__dict__, "sha256": digest})
+    locked = Locked(**{**candidate.origin.__dict__, "sha256": digest})
     before = lock.skills.get(candidate.name)
     if target.is_dir() and folder_digest(target) == digest:
         change = "unchanged"
     else:
         change = "updated" if target.exists() else "added"
-        staging = Path(tempfile.mkdtemp(prefix=f".{candidate.name}.", dir=to))
-        try:
-            shutil.copytree(candidate.folder, staging / candidate.name)
-            if target.exists() or target.is_symlink():
-                target.rename(staging / "old")  # removed with the staging folder
-            (staging / candidate.name).rename(target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
     if change == "unchanged" and before is not None and before.to_json() != locked.to_json():
-        change = "updated"  # the same files from another source or commit: the pin moves
+        change = "updated"  # the same files from another source or commit: the pin moves (the folder stays)
     lock.skills[candidate.name] = locked
     return Installed(
         name=candidate.name, path=target, change=change, locked=locked, before=before, findings=tuple(findings)
@@ -337,6 +331,7 @@ def _place(lock: Lock, candidate: Candidate, to: Path, findings: list[ScanFindin
 def verify(to: Path) -> list[Checked]:
     """Each locked skill against its folder, and any skill folder the lock does not name."""
     to = to.resolve()
+    staging.recover(to)
     lock = Lock(to)
     out = []
     for name, entry in lock.skills.items():
@@ -358,6 +353,7 @@ def update(
     """Fetch each locked skill (or the ones named) again from its source, git ones at the newest ref,
     and install what changed; a folder changed by hand stops the update unless force."""
     to = to.resolve()
+    staging.recover(to)
     lock = Lock(to)
     wanted = list(names) or list(lock.skills)
     unknown = [n for n in wanted if n not in lock.skills]
@@ -384,9 +380,9 @@ def _respec(entry: Locked, to: Path, kb_root: Path | None) -> tuple[str, list[st
     ref = entry.ref
     if ref is not None:
         check_git_url(entry.source, f"{LOCK_FILE}: {entry.name}: source")  # a lock file is text anyone may edit
-        with tempfile.TemporaryDirectory(prefix="kb-skill-") as scratch:
-            _git("clone", "--quiet", "--bare", "--", entry.source, scratch + "/repo")
-            ref = newest_ref(Path(scratch) / "repo", ref)
+        with scratch(staging.SCRATCH_PREFIX) as work:
+            _git("clone", "--quiet", "--bare", "--", entry.source, str(work / "repo"))
+            ref = newest_ref(work / "repo", ref)
     spec = entry.source + (f"@{ref}" if ref else "")
     return spec, [entry.subdir.rsplit("/", 1)[-1]] if entry.subdir else []
 
@@ -394,6 +390,7 @@ def _respec(entry: Locked, to: Path, kb_root: Path | None) -> tuple[str, list[st
 def remove(to: Path, names: Iterable[str], force: bool = False) -> list[Path]:
     """Delete installed skills and their lock entries; one changed since it was installed stays unless force."""
     to = to.resolve()
+    staging.recover(to)
     lock = Lock(to)
     wanted = list(names)
     for name in wanted:  # every one checked before any is removed
@@ -402,12 +399,8 @@ def remove(to: Path, names: Iterable[str], force: bool = False) -> list[Path]:
         target = to / name
         if target.is_dir() and not force and folder_digest(target) != lock.skills[name].sha256:
             raise Conflict(f"{target} was changed since kb installed it; --force removes it (and the change)")
-    removed = []
+    removed = [to / name for name in wanted if (to / name).is_dir()]
     for name in wanted:
-        target = to / name
-        if target.is_dir():
-            shutil.rmtree(target)
-            removed.append(target)
         del lock.skills[name]
-    lock.save()
+    staging.switch(to, dict.fromkeys(wanted), lock)  # the folders and the lock together, or neither
     return removed

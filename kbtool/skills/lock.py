@@ -88,11 +88,9 @@ class Lock:
                 raise BadInput(f"{self.path}: not a kb skills lock file (JSON with a skills object)") from None
             self.skills = {name: Locked.from_json(name, entry) for name, entry in sorted(entries.items())}
 
-    def save(self) -> None:
+    def text(self) -> str | None:
+        """The lock file's text; None when it names no skill (and so is not kept)."""
         if not self.skills:
-            self.path.unlink(missing_ok=True)
-            return
+            return None
         data = {"version": LOCK_VERSION, "skills": {n: s.to_json() for n, s in sorted(self.skills.items())}}
-        staging = self.path.with_name(f".{LOCK_FILE}.{os.getpid()}")
-        staging.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        staging.replace(self.path)
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

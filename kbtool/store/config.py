@@ -113,7 +113,7 @@ def load_config(root: Path) -> Config:
     if linked is not None:  # a clone's kb.toml -> ~/.config/...: kb reads no settings from outside
         raise OutsidePath(f"{linked.says(CONFIG_FILE)}; kb reads no settings through it")
     try:
-        data = toml_document(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise NotAKnowledgeBase(f"{root}: not a knowledge base (no {CONFIG_FILE}); run `kb init`") from None
     except UnicodeDecodeError as exc:
@@ -122,6 +122,13 @@ def load_config(root: Path) -> Config:
         ) from None
     except OSError as exc:  # a folder named kb.toml, a file this user may not read
         raise InvalidCard(f"{CONFIG_FILE}: cannot read ({exc.strerror})") from None
+    return parse_config(text)
+
+
+def parse_config(text: str) -> Config:
+    """kb.toml's text, checked; InvalidCard says what is wrong with it."""
+    try:
+        data = toml_document(text)
     except Unparsable as exc:
         raise InvalidCard(f"{CONFIG_FILE}: malformed TOML: {exc}") from None
     try:

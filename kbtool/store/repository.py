@@ -6,22 +6,30 @@ back as they were, so a failed write leaves neither a half-written card nor a st
 The lock (in the ignored .kb/ folder) serialises writers across processes: id allocation,
 file writes and commits happen under it, so concurrent writers all land.
 
-A writer can also die mid-write (kill -9, a power cut, Ctrl-C): before it touches a file it
-records, in .kb/write-journal.json, what each path held and which commit HEAD was. The next
-process that holds the lock (any writer; a reader when no writer is running) finds the journal:
-if HEAD has not moved, the write never committed, so its paths are put back as they were and
-git's own lock, left by the killed commit, is removed; if HEAD moved, the commit landed and
-only the journal goes. A card is on disk only if it is committed, or its writer is still live.
+A writer can also die mid-write (kill -9, a power cut): before it touches a file it records, in
+.kb/write-journal.json, what each path held and which commit HEAD was. The next process that
+holds the lock (any writer; a reader when no writer is running) finds the journal: if HEAD has
+not moved, the write never committed, so its paths are put back as they were and git's own lock,
+left by the killed commit, is removed; if HEAD moved, the commit landed and only the journal goes.
+Either way the temp files the killed write left go too. Ctrl-C and SIGTERM are not deaths: before
+the commit they put the files back at once, and once the commit has begun they wait for it
+(store/interrupts.py), so a git commit never finishes behind a write that was rolled back. A card
+is on disk only if it is committed, or its writer is still live. Sync's fast-forward is the same
+journaled change, and its merge worktree is journaled too, so a killed sync leaves no worktree
+that breaks `git fsck` and `git fetch`.
 """
 
 from __future__ import annotations
 
 import base64
 import getpass
+import glob
 import json
 import os
 import re
+import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,6 +42,7 @@ from ..model.errors import AmbiguousId, KbError, OutsidePath, ReadOnly
 from ..model.vocabulary import CONFIG_FILE, STATE_DIR
 from .config import default_config_text
 from .files import LinkOut, leads_out, link_out
+from .interrupts import deferred
 from .locate import state_dir
 from .secrets import check_write
 
@@ -44,12 +53,34 @@ GITIGNORE = ".kb/\n__pycache__/\n"
 LOCK_TIMEOUT_S = 120
 LEFT_OUT = "; left out (kb lint names it)"  # how the note on a link out of the knowledge base ends
 JOURNAL = "write-journal.json"  # in .kb/: the write in flight, until it commits or is rolled back
+JOURNAL_TEMP = f".{JOURNAL}.tmp"  # the journal being written (one name: only the lock's holder writes it)
+WORKTREE_PREFIX = "sync-"  # in .kb/: the worktree a sync merges in (store/sync.py), named sync-PID
+LIVE_GIT_S = 2.0  # an index.lock younger than this may be a live git's (one a killed writer started)
 
 
 class StoreError(KbError):
     """git refused a write; the files were restored."""
 
     exit_code = 1
+
+
+@dataclass(frozen=True)
+class _Journal:
+    """A change in flight: the commit HEAD was before it, and what each path it changes held (None: absent)."""
+
+    head: str | None
+    files: dict[str, bytes | None]
+    new_dirs: list[str]  # folders it creates, deepest first
+
+    def to_json(self) -> str:
+        encoded = {rel: (None if b is None else base64.b64encode(b).decode()) for rel, b in self.files.items()}
+        return json.dumps({"head": self.head, "files": encoded, "new_dirs": self.new_dirs})
+
+    @classmethod
+    def from_json(cls, text: str) -> _Journal:
+        data = json.loads(text)
+        files = {rel: (None if b is None else base64.b64decode(b)) for rel, b in data["files"].items()}
+        return cls(data["head"], files, list(data["new_dirs"]))
 
 
 @dataclass(frozen=True)
@@ -257,7 +288,7 @@ class Store:
     def recover_if_interrupted(self) -> None:
         """For readers: undo a dead writer's half-done write before anything reads the files (a stat
         when there is none; nothing when a writer is live, as its journal is then its own)."""
-        if not (self.state_dir / JOURNAL).exists():
+        if not (self.state_dir / JOURNAL).exists() and not (self.state_dir / JOURNAL_TEMP).exists():
             return
         try:
             with self._write_lock.acquire(timeout=0):
@@ -266,24 +297,19 @@ class Store:
             pass
 
     def recover(self) -> list[str]:
-        """Under the lock: put back what an interrupted write changed; the paths it restored."""
+        """Under the lock, where no other writer is live: settle what a killed process left (its write,
+        its temp files, sync's merge worktree); the paths it put back."""
+        self._remove_leftovers()
         journal = self.state_dir / JOURNAL
         try:
-            data = json.loads(journal.read_text(encoding="utf-8"))
-            files = {rel: (None if b is None else base64.b64decode(b)) for rel, b in data["files"].items()}
-            head, new_dirs = data["head"], [self.inside(d) for d in data["new_dirs"]]
+            record = _Journal.from_json(journal.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return []
         except (ValueError, KeyError, TypeError):
             journal.unlink(missing_ok=True)  # torn while it was being written: the write had not begun
             return []
-        if self.head() != head:  # the commit landed; only the journal was left
-            journal.unlink(missing_ok=True)
-            return []
-        (self.root / ".git" / "index.lock").unlink(missing_ok=True)  # the killed commit's, if it got that far
-        self._restore({rel: self.inside(rel) for rel in files}, files, new_dirs)
-        journal.unlink(missing_ok=True)
-        return sorted(files)
+        landed = self._settle(record, killed=True)
+        return [] if landed else sorted(record.files)
 
     def write(self, files: Mapping[str, str | bytes | None], message: str) -> str:
         """Write (or, for None, delete) files relative to the root in one commit; returns its sha. A file
@@ -291,40 +317,124 @@ class Store:
         wrote it, unless allow_secrets.
 
         Takes the lock (again, if the caller holds it: call it under `lock()` when the content depends
-        on what is already there). Whatever interrupts it, Ctrl-C included, leaves the files as they were.
+        on what is already there). Atomic to every signal (see `journaled`).
         """
         if self.repo is not None and self.signs_as_kb and self._note is not None:
             self._note(NO_IDENTITY)
         message = _printable(message)  # a folder's or a project's name in it, too, is shown by git log as it is
         with self.lock():
             paths = {rel: self.inside(rel) for rel in files}
-            before = {rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()}
             if not self.allow_secrets:  # every file and the message, before anything is touched
+                before = {rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()}
                 check_write(files, before, message)
-            new_dirs = _missing_dirs(paths.values(), self.root)
-            self._begin(before, new_dirs)
-            try:
+
+            def write_files() -> None:
                 for rel, text in files.items():
                     _replace(paths[rel], text)
+
+            def commit() -> None:
                 self.repo.git.add("--all", "--", *files)
                 self.repo.git.commit("--quiet", "-m", message, "--", *files)
-            except BaseException as exc:
-                self._restore(paths, before, new_dirs)
-                (self.state_dir / JOURNAL).unlink(missing_ok=True)
-                if not isinstance(exc, (git.GitCommandError, OSError)):
-                    raise  # Ctrl-C, a signal: the files are back, the interruption goes on up
-                raise StoreError(_refusal(exc)) from None
-            (self.state_dir / JOURNAL).unlink(missing_ok=True)
+
+            self.journaled(files, write_files, commit)
             return self.repo.head.commit.hexsha
 
-    def _begin(self, before: Mapping[str, bytes | None], new_dirs: list[Path]) -> None:
-        """Record the write about to happen, durably, before any file is touched."""
-        data = {
-            "head": self.head(),
-            "files": {rel: (None if b is None else base64.b64encode(b).decode()) for rel, b in before.items()},
-            "new_dirs": [self.relative(d) for d in new_dirs],
-        }
-        _replace(self.state_dir / JOURNAL, json.dumps(data))
+    def journaled(self, rels: Iterable[str], prepare: Callable[[], None], land: Callable[[], None]) -> None:
+        """A change to the files at rels that moves HEAD: prepare() gets it ready (writes files), land() makes
+        it (commits, fast-forwards). Whatever interrupts it, the change is whole or undone: the files are
+        journaled first, an interruption before land() puts them back, and once land() has begun, Ctrl-C
+        and SIGTERM wait for it (store/interrupts.py); a kill is settled by the next open."""
+        with self.lock():
+            paths = {rel: self.inside(rel) for rel in rels}
+            record = _Journal(
+                head=self.head(),
+                files={rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()},
+                new_dirs=[self.relative(d) for d in _missing_dirs(paths.values(), self.root)],
+            )
+            self.begin(record)
+            try:
+                prepare()
+                with deferred():
+                    land()
+                    (self.state_dir / JOURNAL).unlink(missing_ok=True)
+            except BaseException as exc:
+                with deferred(commits=False):  # a rollback is not cut in two either
+                    landed = self._settle(record, killed=False)
+                if not isinstance(exc, (git.GitCommandError, OSError)):
+                    raise  # Ctrl-C, a signal: the files are as HEAD says, the interruption goes on up
+                if not landed:
+                    raise StoreError(_refusal(exc)) from None
+
+    @contextmanager
+    def worktree(self, commit: str) -> Iterator[git.Repo]:
+        """A detached worktree of commit in the state folder, for work that must not touch this checkout (sync's
+        merge); removed afterwards, and, if this process is killed meanwhile, by the next open (it is journaled,
+        so a reader's open clears it too: git fsck and fetch fail while a half-made worktree is registered)."""
+        place = self.state_dir / f"{WORKTREE_PREFIX}{os.getpid()}"
+        self.begin(_Journal(self.head(), {}, []))
+        try:
+            with deferred(commits=False):
+                shutil.rmtree(place, ignore_errors=True)
+                self.repo.git.worktree("add", "--detach", "--quiet", str(place), commit)
+            work = git.Repo(place)
+            work.git.update_environment(**identity_env(self.repo))
+            yield work
+        finally:
+            with deferred(commits=False):
+                shutil.rmtree(place, ignore_errors=True)
+                self.repo.git.worktree("prune")
+                (self.state_dir / JOURNAL).unlink(missing_ok=True)
+
+    def begin(self, record: _Journal) -> None:
+        """Record a change about to happen, durably, before any file is touched (recover() settles it)."""
+        temp = self.state_dir / JOURNAL_TEMP
+        with temp.open("w", encoding="utf-8") as handle:
+            handle.write(record.to_json())
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, self.state_dir / JOURNAL)
+
+    def _settle(self, record: _Journal, killed: bool) -> bool:
+        """Finish with an interrupted change: if HEAD moved past the journal's commit, it landed and its files
+        stay; otherwise they are put back. Temp files it left go either way. Whether it landed. killed: its
+        writer died (recovery), so an index.lock may be its git's; else this process's git is done and any
+        index.lock is someone else's."""
+        if killed:
+            _wait_for_live_git(self.git_dir)
+        landed = self.head() != record.head
+        paths = {rel: self.inside(rel) for rel in record.files}
+        for path in paths.values():
+            _remove_temp_files(path)
+        if not landed:
+            if killed:
+                (self.git_dir / "index.lock").unlink(missing_ok=True)  # the killed commit's, if it got that far
+            self._restore(paths, record.files, [self.inside(d) for d in record.new_dirs])
+        elif paths:
+            self._unstage(paths)  # a commit killed after its ref moved may not have written the index
+        (self.state_dir / JOURNAL).unlink(missing_ok=True)
+        return landed
+
+    @property
+    def git_dir(self) -> Path:
+        return Path(self.repo.git_dir)
+
+    def _remove_leftovers(self) -> None:
+        """What a killed process leaves that no journal names: a torn journal's temp file, and the worktrees
+        sync merges in (kb's own, in its state folder; any there is stale, as no writer is live)."""
+        for entry in os.scandir(self.state_dir) if self.state_dir.is_dir() else []:
+            if entry.name.startswith(f".{JOURNAL}.") and entry.name.endswith(".tmp"):  # older kbs' name too
+                Path(entry.path).unlink(missing_ok=True)
+            elif entry.name.startswith(WORKTREE_PREFIX) and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+        admin = Path(self.repo.common_dir) / "worktrees"
+        for entry in os.scandir(admin) if admin.is_dir() else []:
+            try:
+                checkout = Path((Path(entry.path) / "gitdir").read_text(encoding="utf-8").strip()).parent
+            except OSError:  # killed before git wrote it: the name says whose it is
+                checkout = self.state_dir / entry.name
+            if checkout.parent.resolve() == self.state_dir.resolve() and checkout.name.startswith(WORKTREE_PREFIX):
+                shutil.rmtree(checkout, ignore_errors=True)
+                shutil.rmtree(entry.path, ignore_errors=True)
 
     def head(self) -> str | None:
         try:
@@ -338,12 +448,15 @@ class Store:
             if content is None:
                 path.unlink(missing_ok=True)
             else:
-                path.write_bytes(content)
+                path.write_bytes(content)  # killed midway, the journal is still there to do it again
         for directory in new_dirs:  # deepest first
             try:
                 directory.rmdir()
             except OSError:
                 pass  # not empty: something else lives there now
+        self._unstage(paths)
+
+    def _unstage(self, paths: Mapping[str, Path]) -> None:
         try:
             self.repo.git.reset("--quiet", "--", *paths)
         except git.GitCommandError:
@@ -414,6 +527,16 @@ def _refusal(exc: BaseException) -> str:
     return f"git refused the write ({detail[:300]}); nothing was changed"
 
 
+def git_reason(exc: git.GitCommandError) -> str:
+    """git's reason in one line: its first fatal: or error: line, else its last words; never empty (GitPython
+    quotes git's stderr, so a message ending in a newline ends in a line holding only the quote, and git ends
+    some messages with a blank line)."""
+    cleaned = (line.strip().removeprefix("stderr: ").strip("'").strip() for line in str(exc.stderr or "").splitlines())
+    lines = [line for line in cleaned if line]
+    reasons = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return reasons[0] if reasons else lines[-1] if lines else f"exit status {exc.status}"
+
+
 def _missing_dirs(paths: Iterable[Path], root: Path) -> list[Path]:
     """Folders a write will create, deepest first, so a rollback can remove them again."""
     missing: set[Path] = set()
@@ -423,6 +546,26 @@ def _missing_dirs(paths: Iterable[Path], root: Path) -> list[Path]:
                 break
             missing.add(parent)
     return sorted(missing, key=lambda p: len(p.parts), reverse=True)
+
+
+def _wait_for_live_git(git_dir: Path) -> None:
+    """A writer killed with SIGKILL leaves its git child running: give a fresh index.lock (the child's) the
+    moment it needs to finish, so what HEAD says is final before anyone decides by it."""
+    lock = git_dir / "index.lock"
+    while True:
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return
+        if age >= LIVE_GIT_S:
+            return  # stale: its git died too
+        time.sleep(0.05)
+
+
+def _remove_temp_files(path: Path) -> None:
+    """The temp files _replace makes beside path (.NAME.XXXXXXXX.tmp), left when it was killed midway."""
+    for temp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        temp.unlink(missing_ok=True)
 
 
 class Executable(bytes):

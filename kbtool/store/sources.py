@@ -13,6 +13,7 @@ import git
 from ..model.errors import BadInput
 from .config import SourceSection
 from .git_urls import GIT_ENV, check_git_url
+from .repository import git_reason
 
 
 def source_root(root: Path, state_dir: Path, source: SourceSection) -> Path:
@@ -58,5 +59,5 @@ def update(root: Path, state_dir: Path, source: SourceSection) -> str:
         repo.git.checkout("--quiet", "--force", "--detach", commit)
         return commit
     except git.GitCommandError as exc:
-        last = (str(exc.stderr or exc).strip().splitlines() or ["failed"])[-1].strip().strip("'")
+        last = git_reason(exc)
         raise BadInput(f"source {source.name}: git {exc.command[1] if len(exc.command) > 1 else ''}: {last}") from None

@@ -10,16 +10,17 @@ someone pushed meanwhile is retried from the fetch.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import git
 
 from ..model.errors import BadInput, CheckFailed
+from . import incoming
+from .config import load_config
 from .merge import Clash, Unmergeable, merge_card, merge_log, merge_text
-from .repository import LOCK_FILE, Store, identity_env
+from .repository import LOCK_FILE, Store, git_reason
 
 CARD_FILE = re.compile(r"^kb/[a-z-]+/[^/]+\.md$")
 ATTEMPTS = 3  # fetch-merge-push rounds before giving up on a remote others keep pushing to
@@ -85,7 +86,7 @@ def _fetch(repo: git.Repo, remote: str, branch: str) -> None:
     except git.GitCommandError as exc:
         if "couldn't find remote ref" in str(exc.stderr):
             return  # a remote without this branch yet: the push creates it
-        raise BadInput(f"git fetch {remote}: {_last_line(exc)}") from None
+        raise BadInput(f"git fetch {remote}: {git_reason(exc)}") from None
 
 
 def _exists(repo: git.Repo, ref: str) -> bool:
@@ -103,19 +104,20 @@ def _integrate(store: Store, repo: git.Repo, upstream: str, remote: str, result:
         return  # nothing there that is not here
     result.received += len(repo.git.rev_list(f"{head}..{theirs}").split())
     target = theirs if base == head else _merged_commit(store, repo, head, theirs, base, upstream, remote, result)
-    repo.git.merge("--ff-only", "--quiet", target)
+    refused = incoming.problems(repo, store.root, head, target, load_config(store.root).limits)
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise BadInput(f"sync with {remote} refused: {refused[0]}{more}; this knowledge base is as it was")
+    changed = [c.path for c in incoming.changes(repo, head, target)]
+    store.journaled(changed, lambda: None, lambda: repo.git.merge("--ff-only", "--quiet", target))
 
 
 def _merged_commit(
     store: Store, repo: git.Repo, head: str, theirs: str, base: str, upstream: str, remote: str, result: SyncResult
 ) -> str:
     """Both sides moved: merge in a worktree of its own, commit there, and return the commit."""
-    place = store.state_dir / f"sync-{os.getpid()}"
-    shutil.rmtree(place, ignore_errors=True)
-    repo.git.worktree("add", "--detach", "--quiet", str(place), head)
-    try:
-        work = git.Repo(place)
-        work.git.update_environment(**identity_env(repo))
+    with store.worktree(head) as work:
+        place = Path(work.working_dir)
         try:
             work.git.merge("--no-ff", "--no-commit", "--quiet", theirs)
         except git.GitCommandError:
@@ -144,9 +146,6 @@ def _merged_commit(
         message = f"kb sync: merge {upstream.removeprefix('refs/remotes/')}\n\nkb-op: sync\n"
         work.git.commit("--quiet", "--no-verify", "-m", message)
         return work.head.commit.hexsha
-    finally:
-        shutil.rmtree(place, ignore_errors=True)
-        repo.git.worktree("prune")
 
 
 def _show(repo: git.Repo, rev: str, rel: str) -> str | None:
@@ -195,7 +194,7 @@ def _push(repo: git.Repo, remote: str, branch: str, upstream: str, result: SyncR
     except git.GitCommandError as exc:
         if "rejected" in str(exc.stderr) or "fetch first" in str(exc.stderr):
             return False
-        raise BadInput(f"git push {remote}: {_last_line(exc)}") from None
+        raise BadInput(f"git push {remote}: {git_reason(exc)}") from None
     repo.git.update_ref(upstream, head)
     result.sent += count
     return True
@@ -204,8 +203,3 @@ def _push(repo: git.Repo, remote: str, branch: str, upstream: str, result: SyncR
 def _changed(repo: git.Repo, before: str) -> list[str]:
     head = repo.head.commit.hexsha
     return [] if head == before else repo.git.diff("--name-only", before, head).splitlines()
-
-
-def _last_line(exc: git.GitCommandError) -> str:
-    text = str(exc.stderr or exc).strip()
-    return (text.splitlines() or ["failed"])[-1].strip().removeprefix("stderr: ").strip("'")

@@ -509,7 +509,14 @@ from . import cli_evidence, cli_gates, cli_install, cli_reuse, cli_search, cli_s
 
 
 def main() -> None:
+    from ..store import interrupts
+
+    interrupts.handle_for_this_process()
     try:
         app(prog_name="kb")
-    finally:  # the command has exited (typer ends in SystemExit): what is said once is said now
-        say_identity()
+    except interrupts.Terminated as exc:  # before the command began (during it, the command says so itself)
+        typer.echo("kb: interrupted; nothing was committed", err=True)
+        raise SystemExit(interrupts.exit_code(exc)) from None
+    finally:
+        interrupts.ignore_from_now_on()
+        say_identity()  # the command has exited (typer ends in SystemExit): what is said once is said now

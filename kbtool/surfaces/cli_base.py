@@ -22,6 +22,7 @@ from typer.core import TyperGroup
 
 from ..model.errors import BadInput, KbError, one_line
 from ..model.vocabulary import STATUSES, words
+from ..store import interrupts
 from ..store.locate import resolve_root
 
 if TYPE_CHECKING:
@@ -33,8 +34,23 @@ class KbGroup(TyperGroup):
     """Maps library errors to one-line messages and exit codes, for every subcommand."""
 
     def invoke(self, ctx: Any) -> Any:  # a typer.Context; typed as the base class's click Context allows
+        with interrupts.command() as finished_despite:
+            result = self._invoke(ctx)
+        if finished_despite:  # the signal came once the change was committed: it is done, and says so
+            typer.echo("kb: note: interrupted after the change was committed; it is complete", err=True)
+        return result
+
+    def _invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except (KeyboardInterrupt, interrupts.Terminated) as exc:
+            done = (
+                "what was committed before it stays"
+                if interrupts.committed_before_interrupt()
+                else "nothing was committed"
+            )
+            typer.echo(f"kb: interrupted; {done}", err=True)
+            raise typer.Exit(interrupts.exit_code(exc)) from None
         except KbError as exc:
             typer.echo(f"kb: error: {one_line(str(exc), type(exc).__name__)}", err=True)
             raise typer.Exit(exc.exit_code) from None
