@@ -213,6 +213,8 @@ OPENED: list[KnowledgeBase] = []  # what this command opened, for what is said o
 
 def say_identity() -> None:
     """Once, at the end of a command that committed without a git identity: kb signed for nobody."""
+    if not OPENED:  # a search the daemon answered opened nothing, and must not load git to say so
+        return
     from ..store.repository import NO_IDENTITY
 
     if any(NO_IDENTITY in base.notices for base in OPENED):
