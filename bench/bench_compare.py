@@ -1,4 +1,4 @@
-"""Judging runs by their load (kbtool.loop.pairing, kbtool.loop.repeats): `kb compare` on the real
+"""Judging runs by their load (kbtool.evidence.pairing, kbtool.evidence.repeats): `kb compare` on the real
 duration-bound AIPerf runs (3 a side), and the in-process pairing of sweeps of growing size, where every
 entry's load is compared with the others' (the cost grows with loads x metrics).
 
@@ -23,8 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kbtool.loop.repeats import compare  # noqa: E402
-from kbtool.loop.runs import read_run  # noqa: E402
+from kbtool.evidence.repeats import compare  # noqa: E402
+from kbtool.evidence.runs import read_run  # noqa: E402
 
 DURATION = ROOT / "tests" / "data" / "aiperf-duration"
 AIPERF = ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"

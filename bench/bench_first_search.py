@@ -42,7 +42,7 @@ def stop(root: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys; from pathlib import Path; from kbtool.surfaces.client import stop_daemon; "
+            "import sys; from pathlib import Path; from kbtool.surfaces.daemon.client import stop_daemon; "
             "stop_daemon(Path(sys.argv[1]))",
             str(root),
         ],

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import kbtool
 from bench_search import synthetic_kb
 from kbtool.search.embeddings import HashingEmbedder
-from kbtool.surfaces.client import run_operation, stop_daemon
+from kbtool.surfaces.daemon.client import run_operation, stop_daemon
 
 
 def p50_ms(fn, calls: int) -> float:
@@ -93,7 +93,7 @@ def bench(n: int, calls: int) -> None:
         os.environ["KB_EMBEDDER"] = "hashing"
         try:
             kbtool.open(root).search("start the daemon")  # index with the hashing model id the daemon uses
-            from kbtool.surfaces.client import run_searches
+            from kbtool.surfaces.daemon.client import run_searches
 
             run_searches(root, [{"query": "start the daemon"}])
             daemon = {

@@ -169,7 +169,7 @@ def bench_cold_cli(runs: int = 20) -> None:
     subprocess.run(
         [sys.executable, "-m", "kbtool", "--kb", str(REPO), "index"], check=True, capture_output=True, env=env
     )
-    from kbtool.surfaces.client import stop_daemon
+    from kbtool.surfaces.daemon.client import stop_daemon
 
     stop_daemon(REPO)
     cmd = [str(REPO / ".venv" / "bin" / "kb"), "--kb", str(REPO), "search", "NVFP4 MoE decode", "--json"]

@@ -1,5 +1,5 @@
 """Gate metrics that compare a candidate with a baseline, printed as one JSON object for a command gate
-to read (check.metric names a key of it): a command line over kbtool.loop.gate_compare, the code a
+to read (check.metric names a key of it): a command line over kbtool.curation.gate_compare, the code a
 gate's check.compare runs inside kb, so a script and a compare check see the same means, intervals and
 verdicts (those of `kb compare`). A gate that needs nothing else should use check.compare, as the
 starter gates do; a command gate that calls this script names it as "$KB_ROOT/gates/compare.py", and
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 try:
-    from kbtool.loop.gate_compare import compare_sides, least_favourable, public
+    from kbtool.curation.gate_compare import compare_sides, least_favourable, public
     from kbtool.model.errors import BadInput
 except ImportError:  # run by hand with a python that has no kb
     print("compare: kbtool is not importable here; run it with kb's python (KB_PYTHON)", file=sys.stderr)

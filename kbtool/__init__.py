@@ -38,7 +38,7 @@ _EXPORTS = {
     "NotAKnowledgeBase": "model.errors",
     "CheckFailed": "model.errors",
     "SemanticUnavailable": "model.errors",
-    "KnowledgeBase": "kb",
+    "KnowledgeBase": "facade.knowledge_base",
     "Problem": "model.records",
     "StoredCard": "model.records",
     "StoreError": "store.repository",
@@ -48,9 +48,9 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:
-    from .kb import KnowledgeBase
-    from .model.cards import KINDS, MODELS, STATUSES, CardBase
-    from .model.errors import (
+    from kbtool.facade.knowledge_base import KnowledgeBase
+    from kbtool.model.cards import KINDS, MODELS, STATUSES, CardBase
+    from kbtool.model.errors import (
         AmbiguousId,
         BadInput,
         CardNotFound,
@@ -64,9 +64,9 @@ if TYPE_CHECKING:
         SemanticUnavailable,
         UnknownKind,
     )
-    from .model.records import Problem, StoredCard
-    from .search.embeddings import Embedder, HashingEmbedder, SentenceTransformerEmbedder
-    from .store.repository import StoreError
+    from kbtool.model.records import Problem, StoredCard
+    from kbtool.search.embeddings import Embedder, HashingEmbedder, SentenceTransformerEmbedder
+    from kbtool.store.repository import StoreError
 
 
 def __getattr__(name: str) -> Any:
@@ -83,14 +83,14 @@ def __dir__() -> list[str]:
 
 def open(path: str | _os.PathLike[str] | None = None, **options: Any) -> KnowledgeBase:
     """The knowledge base at path, else $KB_DIR, else the nearest ancestor with kb.toml."""
-    from .kb import KnowledgeBase
+    from kbtool.facade.knowledge_base import KnowledgeBase
 
     return KnowledgeBase.open(path, **options)
 
 
 def init(path: str | _os.PathLike[str], name: str | None = None) -> KnowledgeBase:
     """Create a knowledge base (a git repository with kb.toml) at path."""
-    from .kb import KnowledgeBase
+    from kbtool.facade.knowledge_base import KnowledgeBase
 
     return KnowledgeBase.init(path, name)
 

@@ -1,3 +1,3 @@
-from .surfaces.cli import main
+from kbtool.surfaces.cli import main
 
 main()

@@ -153,7 +153,7 @@ def test_a_core_install_from_pypi_dependencies_used_on_another_folder(tmp_path):
             [
                 str(env_dir / "bin" / "python"),
                 "-c",
-                f"from kbtool.surfaces.client import stop_daemon; from pathlib import Path; "
+                f"from kbtool.surfaces.daemon.client import stop_daemon; from pathlib import Path; "
                 f"[stop_daemon(Path(p)) for p in ({str(clone)!r}, {str(tmp_path / 'my-kb')!r})]",
             ],
             capture_output=True,

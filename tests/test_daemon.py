@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import modules_loaded_by
-from kbtool.surfaces.client import PROTOCOL, socket_path, stop_daemon
+from kbtool.surfaces.daemon.client import PROTOCOL, socket_path, stop_daemon
 
 
 @pytest.fixture
@@ -83,8 +83,8 @@ def test_the_client_process_stays_light(kb, env):
         "git",
         "yaml",
         "markdown_it",
-        "kbtool.kb",
-        "kbtool.kb_core",
+        "kbtool.facade.knowledge_base",
+        "kbtool.facade.core",
         "kbtool.search.index",
     }
     assert not heavy & loaded, heavy & loaded
@@ -108,13 +108,13 @@ def test_the_build_identity_is_the_code_and_settings_not_file_times(kb, tmp_path
     restart anything; a changed file, kb.toml or embedder setting does."""
     import shutil
 
-    from kbtool.surfaces import client
+    from kbtool.surfaces.daemon import client
 
     package = Path(client.__file__).parents[1]
     copy = tmp_path / "copy" / "kbtool"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
     probe = (
-        "import sys; from pathlib import Path; from kbtool.surfaces.client import build_id; "
+        "import sys; from pathlib import Path; from kbtool.surfaces.daemon.client import build_id; "
         "print(build_id(Path(sys.argv[1])))"
     )
 
@@ -187,7 +187,9 @@ def test_list_gaps_and_stats_use_a_running_daemon_and_see_every_write(kb, env):
     assert json.loads(kb_cmd(kb, env, "stats", "--json").stdout)["open_gaps"] == 2
     assert (kb.root / ".kb" / "daemon.log").read_text() == log  # no second daemon started
     stdout, loaded = modules_loaded_by(["--kb", str(kb.root), "list"], env=env)
-    assert "is-fp8-kv-cache-accurate-enough" in stdout and "kbtool.kb" not in loaded  # the daemon answered it
+    assert (
+        "is-fp8-kv-cache-accurate-enough" in stdout and "kbtool.facade.knowledge_base" not in loaded
+    )  # the daemon answered it
 
 
 def test_a_daemon_that_cannot_start_is_said_at_once(kb, env):

@@ -12,7 +12,7 @@ import pytest
 
 import kbtool
 from conftest import git
-from kbtool.loop.environment import reasons
+from kbtool.evidence.environment import reasons
 from kbtool.model.applicability import gpu_model
 
 KB = [sys.executable, "-m", "kbtool"]

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT, tree_state
-from kbtool.loop.runs import read_run
+from kbtool.evidence.runs import read_run
 from kbtool.model import evidence_layout, markdown
 
 AIPERF = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"

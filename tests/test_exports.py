@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from conftest import REPO_ROOT, tree_state
-from kbtool.loop import exports, formats
+from kbtool.evidence import exports, formats
 from kbtool.model.errors import BadInput
 
 DATA = REPO_ROOT / "tests" / "data"
@@ -271,7 +271,7 @@ DETAILED = [
 
 @pytest.mark.parametrize("path", DETAILED, ids=["vllm", "sglang"])
 def test_per_request_lists_give_the_interval_of_the_mean(path, tmp_path):
-    from kbtool.loop.statistics import bootstrap_mean_interval, bootstrap_pooled_mean_interval
+    from kbtool.evidence.statistics import bootstrap_mean_interval, bootstrap_pooled_mean_interval
 
     text = path.read_text()
     run = json.loads(text) if path.suffix == ".json" else json.loads(text.splitlines()[0])

@@ -1,4 +1,4 @@
-"""Benchmark-format readers behind one protocol (kbtool/loop/formats.py): chosen by what a file holds
+"""Benchmark-format readers behind one protocol (kbtool/evidence/formats.py): chosen by what a file holds
 (its ending narrows the choice), named in the help from the same list, and a new reader is one entry
 in READERS."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT, tree_state
-from kbtool.loop import formats
+from kbtool.evidence import formats
 from kbtool.model.errors import BadInput
 
 AIPERF = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"

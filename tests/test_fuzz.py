@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import kbtool
 from kbtool import HashingEmbedder, KbError
-from kbtool.loop.evidence import value_with_unit
-from kbtool.loop.finding_input import finding_arguments
+from kbtool.evidence.finding_input import finding_arguments
+from kbtool.evidence.values import value_with_unit
 from kbtool.model import markdown
 from kbtool.model.contracts import FindingInput, SearchRequest
 from kbtool.model.vocabulary import KINDS

@@ -1,6 +1,6 @@
-"""A gate's comparison (kbtool.loop.gate_compare, run by kb for a check.compare, and by gates/compare.py
-for a command gate) reads runs and judges them with the code `kb compare` runs (kbtool.loop.runs,
-kbtool.loop.repeats): the same means, intervals and verdicts, for AIPerf artifact folders, folders of
+"""A gate's comparison (kbtool.curation.gate_compare, run by kb for a check.compare, and by gates/compare.py
+for a command gate) reads runs and judges them with the code `kb compare` runs (kbtool.evidence.runs,
+kbtool.evidence.repeats): the same means, intervals and verdicts, for AIPerf artifact folders, folders of
 repeated runs, sweeps and lm-evaluation-harness scores. Over a sweep the least favourable load decides;
 what cannot be measured fails, saying why (the script: exit 2, one line)."""
 
@@ -17,7 +17,7 @@ import pytest
 from test_repeats import vllm_runs
 
 from conftest import REPO_ROOT
-from kbtool.loop.gate_compare import judge
+from kbtool.curation.gate_compare import judge
 from kbtool.model.cards import GateCheck
 
 COMPARE = REPO_ROOT / "gates" / "compare.py"

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import REPO_ROOT, tree_state
-from kbtool.surfaces.client import socket_path
+from kbtool.surfaces.daemon.client import socket_path
 
 BOMB = """---
 id: bomb

@@ -311,7 +311,7 @@ def test_an_error_is_one_line_and_never_empty():
 def test_an_internal_error_message_is_one_line(kb, fast_env):
     """Whatever an unforeseen exception says (several lines, nothing), the CLI prints one line."""
     code = (
-        "import sys, kbtool.kb as k\n"
+        "import sys, kbtool.facade.knowledge_base as k\n"
         "def broken(cls, *a, **kw):\n    raise RuntimeError('first line\\nsecond line')\n"
         "k.KnowledgeBase.open = classmethod(broken)\n"
         "from kbtool.surfaces.cli import main\n"

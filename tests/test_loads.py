@@ -1,4 +1,4 @@
-"""Load identity (kbtool/loop/load.py, kbtool/loop/pairing.py): runs pair by what the benchmark was asked
+"""Load identity (kbtool/evidence/load.py, kbtool/evidence/pairing.py): runs pair by what the benchmark was asked
 to do, never by what came out or which system answered; different loads never get a verdict; a sweep
 keeps every load; and kb never records less than it was given. Each case runs on the real exports in
 tests/data or on copies of them changed in the one way the case is about."""
@@ -14,8 +14,8 @@ import pytest
 from test_mcp import call, stdio
 
 from conftest import REPO_ROOT, commit_count, tree_state
-from kbtool.loop import exports, formats, load
-from kbtool.loop.runs import read_run, runs_in
+from kbtool.evidence import exports, formats, load
+from kbtool.evidence.runs import read_run, runs_in
 
 DATA = REPO_ROOT / "tests" / "data"
 DURATION = DATA / "aiperf-duration"
@@ -304,7 +304,7 @@ def test_an_earlier_aiperf_config_gives_the_same_load(tmp_path):
 
 
 def test_opposite_effects_at_different_loads_contradict_nothing():
-    from kbtool.loop.curation import related_findings
+    from kbtool.curation.checks import related_findings
 
     def finding(rate: float, value: float) -> dict:
         ev = {"metric": "ttft", "value": value, "baseline": 10.0, "direction": "lower"}

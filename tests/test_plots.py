@@ -1,4 +1,4 @@
-"""`kb plot` (kbtool/loop/plots.py): pictures checked as images. A PNG's size comes from its header and its
+"""`kb plot` (kbtool/evidence/plots.py): pictures checked as images. A PNG's size comes from its header and its
 pixels from matplotlib's reader (the kept runs' green, the baseline's grey are there); an SVG parses as XML
 and names what it draws. Refusals write nothing."""
 
@@ -14,8 +14,8 @@ import pytest
 from test_repeats import add_finding, vllm_runs
 
 from conftest import REPO_ROOT
-from kbtool.loop import plots
-from kbtool.loop.results_tsv import read_session
+from kbtool.evidence import plots
+from kbtool.evidence.results_tsv import read_session
 from kbtool.model.errors import BadInput
 
 pytest.importorskip("matplotlib")

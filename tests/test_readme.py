@@ -151,7 +151,7 @@ class Shell:
 
     def stop_daemons(self, *roots: Path) -> None:
         code = (
-            "from kbtool.surfaces.client import stop_daemon; from pathlib import Path; import sys; "
+            "from kbtool.surfaces.daemon.client import stop_daemon; from pathlib import Path; import sys; "
             "[stop_daemon(Path(p)) for p in sys.argv[1:]]"
         )
         subprocess.run([sys.executable, "-c", code, *map(str, roots)], capture_output=True, timeout=120)

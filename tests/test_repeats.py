@@ -1,4 +1,4 @@
-"""Verdicts that survive noise (kbtool/loop/repeats.py): runs give a mean with a 95% interval, a change
+"""Verdicts that survive noise (kbtool/evidence/repeats.py): runs give a mean with a 95% interval, a change
 against the baseline's runs gets its own interval, and one crossing zero leaves a finding tentative."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import math
 import pytest
 
 from conftest import REPO_ROOT
-from kbtool.loop import curation, repeats
+from kbtool.curation import checks as curation
+from kbtool.evidence import repeats
 
 VLLM = REPO_ROOT / "tests" / "data" / "vllm" / "run_1_TP8_DP1_CTX1024_C100_P100_O128.json"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO_ROOT
-from kbtool.loop import formats
-from kbtool.loop.results_tsv import read_session
+from kbtool.evidence import formats
+from kbtool.evidence.results_tsv import read_session
 from kbtool.model.errors import BadInput
 
 DATA = REPO_ROOT / "tests" / "data" / "results-tsv"

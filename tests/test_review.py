@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import commit_count, git, tree_state
-from kbtool.loop.review import agent_from_env
+from kbtool.curation.review import agent_from_env
 from kbtool.surfaces.cli import app
 
 AGENT = {"KB_AGENT": "claude-code", "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}

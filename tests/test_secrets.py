@@ -366,7 +366,7 @@ def test_lint_keeps_what_it_found_by_content_and_judges_what_changed(cli, kb):
     assert len(secrets_found()) == 2
     cache.write_text("{not json")
     assert len(secrets_found()) == 2
-    from kbtool.loop.committed_secrets import _rules
+    from kbtool.curation.committed_secrets import _rules
 
     cache.write_text(json.dumps({"rules": _rules(), "files": {"x": "nope"}, "head": 3, "messages": [["a", "b"]]}))
     assert len(secrets_found()) == 2

@@ -12,10 +12,10 @@ import kbtool
 from conftest import REPO_ROOT, modules_loaded_by
 from kbtool.surfaces.cli import app
 
-# The architecture: packages in order, and within each package its modules in layers. A module
-# may import from an earlier package, or from its own package's earlier layers (or its own layer).
-# The facade (kbtool/kb.py) sits between the loop and the surfaces; kbtool/__init__.py and
-# __main__.py are the entry points above everything.
+# The architecture: packages in order (a subpackage by its dotted path under kbtool), and within each
+# package its modules in layers. A module may import from an earlier package, or from its own
+# package's earlier layers (or its own layer). The facade is a star: every part is built on the core
+# alone, and KnowledgeBase composes them; the entry points (kbtool/__init__.py, __main__.py) sit above all.
 ARCHITECTURE: dict[str, list[set[str]]] = {
     "model": [
         {"errors", "evidence_layout", "parsing", "vocabulary"},
@@ -26,12 +26,12 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     "store": [
-        {"config", "files", "git_urls", "interrupts", "locate", "merge", "scratch", "secrets"},
+        {"commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch", "secrets"},
         {"incoming", "repository", "sources"},
-        {"history", "sync"},
+        {"history", "sync", "importer", "exchange"},
     ],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry"}, {"install"}],
-    "clients": [{"targets", "config_files"}, {"setup"}],
+    "agents": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
         {"chunking", "onnx_queries", "vectors", "rerankers"},
@@ -41,34 +41,35 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"index"},
         {"pipeline"},
     ],
-    "loop": [
-        {"environment", "evidence", "exchange", "gate_lock", "importer", "load", "provenance", "review"},
-        {"curation", "committed_secrets", "exports", "finding_input", "results_tsv", "statistics"},
+    "evidence": [
+        {"environment", "values", "load", "provenance"},
+        {"exports", "finding_input", "results_tsv", "statistics"},
         {"formats", "plots"},
         {"pairing", "runs"},
         {"repeats"},
-        {"gate_compare", "run_evidence"},  # a gate's comparison reads and judges runs as `kb compare` does
+        {"run_evidence"},
+    ],
+    "curation": [
+        {"review", "gate_lock"},
+        {"checks", "committed_secrets"},
+        {"gate_compare"},  # a gate's comparison reads and judges runs as `kb compare` does
         {"gates"},  # runs a gate: its command, or its comparison
     ],
-    # the facade a layer a module: each class builds on the one below, KnowledgeBase on them all
+    # a star: each part needs only the core; KnowledgeBase composes them all
     "facade": [
-        {"kb_core"},
-        {"kb_imports"},
-        {"kb_review"},
-        {"kb_gates"},
-        {"kb_evidence"},
-        {"kb_search"},
-        {"kb_skills"},
-        {"kb"},
-        {"reuse"},
+        {"core"},
+        {"curation", "findings", "gates", "imports", "review", "search", "skills", "sources"},
+        {"knowledge_base"},
+        {"new_project"},
     ],
-    "web": [{"access", "charts", "render"}, {"views"}, {"app", "site"}],
-    "surfaces": [
-        {"docs", "mcp", "mcp_prompts", "mcp_tools", "mcp_transports", "operations"},
-        {"client"},
-        {"cli_base"},
-        {"cli_evidence", "cli_gates", "cli_install", "cli_reuse", "cli_search", "cli_skills", "cli_web"},
-        {"cli", "daemon"},
+    "surfaces": [{"docs", "operations"}],
+    "surfaces.web": [{"access", "charts", "render"}, {"views"}, {"app", "site"}],
+    "surfaces.mcp": [{"prompts", "tools"}, {"server"}, {"transports"}],
+    "surfaces.daemon": [{"client"}, {"server"}],
+    "surfaces.cli": [
+        {"base"},
+        {"evidence", "gates", "install", "reuse", "search", "skills", "web"},
+        {"__init__"},  # the app: every command group registers on it
     ],
     "entry": [{"__init__", "__main__"}],
 }
@@ -83,36 +84,46 @@ def place(package: str, module: str) -> tuple[int, int]:
 
 def source_files() -> list[tuple[str, str, Path]]:
     """(package, module, path) of every module of kbtool, the migrations included."""
-    top = {"__init__": "entry", "__main__": "entry"}
-    top.update({module: "facade" for layer in ARCHITECTURE["facade"] for module in layer})
-    files = [(top[p.stem], p.stem, p) for p in (REPO_ROOT / "kbtool").glob("*.py")]
-    files += [(p.parent.name, p.stem, p) for p in (REPO_ROOT / "kbtool").glob("*/*.py") if p.stem != "__init__"]
+    files = []
+    for path in (REPO_ROOT / "kbtool").rglob("*.py"):
+        parts = path.relative_to(REPO_ROOT / "kbtool").with_suffix("").parts
+        package = ".".join(parts[:-1]) or "entry"
+        if parts[-1] != "__init__" or package in ("entry", "surfaces.cli"):
+            files.append((package, parts[-1], path))
     files += [("migrations", p.stem, p) for p in (REPO_ROOT / "migrations").glob("*.py") if p.stem != "__init__"]
     return sorted(files)
 
 
-def imported(package: str, node: ast.ImportFrom) -> list[tuple[str, str]]:
-    """The (package, module) pairs one relative import names, seen from a module of package."""
-    top_level = package in ("facade", "entry")
-    if node.level == 1 and not top_level:  # from .x import ... / from . import x, y
-        return [(package, node.module.split(".")[0])] if node.module else [(package, a.name) for a in node.names]
-    if node.module is None and node.level == 2:  # from .. import __version__: the package's own constant
-        return []
-    if top_level and node.module is None:  # from . import reuse (at the top)
-        return [("facade", a.name) for a in node.names]
-    parts = (node.module or "").split(".")  # from ..model.cards / from .model.cards (at the top)
-    if any(parts[0] in layer for layer in ARCHITECTURE["facade"]):
-        return [("facade", parts[0])]
-    return [(parts[0], parts[1])] if len(parts) > 1 else [(parts[0], a.name) for a in node.names]
+def imported(node: ast.ImportFrom | ast.Import) -> list[tuple[str, str]]:
+    """The (package, module) pairs one import of kbtool names (`from kbtool.model.cards import X`,
+    `from kbtool.surfaces.mcp import prompts`, `import kbtool.surfaces.cli.web`)."""
+    dotted = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+    found = []
+    for name in dotted:
+        parts = name.split(".")
+        if parts[0] != "kbtool" or len(parts) == 1:
+            continue  # another library, or `from kbtool import X`: the entry point
+        inner = parts[1:]
+        for cut in range(len(inner), 0, -1):  # the longest declared package the name starts with
+            package = ".".join(inner[:cut])
+            if package in ARCHITECTURE:
+                rest = inner[cut:]
+                if rest:
+                    found.append((package, rest[0]))
+                elif isinstance(node, ast.ImportFrom):
+                    modules = {m for layer in ARCHITECTURE[package] for m in layer}
+                    found += [(package, a.name) for a in node.names if a.name in modules]
+                    if not any(a.name in modules for a in node.names):
+                        found.append((package, "__init__"))
+                else:
+                    found.append((package, "__init__"))
+                break
+    return found
 
 
-def names_its_whole(package: str, node: ast.ImportFrom, tree: ast.Module) -> bool:
-    """A part of the facade may name the class it is part of, KnowledgeBase, for typing alone (under
-    `if TYPE_CHECKING:`): a type to annotate with, not a dependency at run time."""
-    if package != "facade" or node.module != "kb" or [a.name for a in node.names] != ["KnowledgeBase"]:
-        return False
-    guards = [n for n in ast.walk(tree) if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"]
-    return any(node in ast.walk(guard) for guard in guards)
+def imports_of(path: Path) -> set[tuple[str, str]]:
+    tree = ast.parse(path.read_text())
+    return {t for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for t in imported(n)}
 
 
 def test_every_module_has_a_place_and_imports_only_downwards():
@@ -121,13 +132,44 @@ def test_every_module_has_a_place_and_imports_only_downwards():
     assert on_disk == declared, f"undeclared: {on_disk - declared}; gone: {declared - on_disk}"
     for package, module, path in source_files():
         mine = place(package, module)
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.level >= 1 and not names_its_whole(package, node, tree):
-                for target in imported(package, node):
-                    there = place(*target)
-                    allowed = there[0] < mine[0] or (there[0] == mine[0] and there[1] <= mine[1])
-                    assert allowed, f"{path.relative_to(REPO_ROOT)} imports {'.'.join(target)}, a higher layer"
+        for target in imports_of(path):
+            if target == (package, module) or target[1] == "__init__" and target[0] != "surfaces.cli":
+                continue
+            there = place(*target)
+            allowed = there[0] < mine[0] or (there[0] == mine[0] and there[1] <= mine[1])
+            assert allowed, f"{path.relative_to(REPO_ROOT)} imports {'.'.join(target)}, a higher layer"
+
+
+def test_no_import_circle_not_even_for_typing():
+    """Imports under `if TYPE_CHECKING:` and inside functions count too: a circle there is still one the
+    reader has to hold in their head, and the next refactor turns it into a runtime one."""
+    graph = {(package, module): imports_of(path) for package, module, path in source_files()}
+    done: set[tuple[str, str]] = set()
+
+    def visit(node: tuple[str, str], trail: list[tuple[str, str]]) -> None:
+        if node in trail:
+            circle = trail[trail.index(node) :] + [node]
+            raise AssertionError("import circle: " + " -> ".join(".".join(n) for n in circle))
+        if node in done or node not in graph:
+            return
+        for target in graph[node]:
+            if target != node:
+                visit(target, [*trail, node])
+        done.add(node)
+
+    for node in graph:
+        visit(node, [])
+
+
+def test_the_facade_is_a_star_not_a_chain():
+    """Each part of KnowledgeBase subclasses the core alone; KnowledgeBase composes them."""
+    from kbtool.facade.core import KnowledgeBaseCore
+    from kbtool.facade.knowledge_base import KnowledgeBase
+
+    parts = KnowledgeBase.__bases__
+    assert len(parts) >= 5
+    for part in parts:
+        assert part.__bases__ == (KnowledgeBaseCore,), f"{part.__name__} builds on {part.__bases__}"
 
 
 def test_all_is_what_the_package_exports():
@@ -135,7 +177,14 @@ def test_all_is_what_the_package_exports():
     assert kbtool.__all__ == sorted([*kbtool._EXPORTS, "open", "init", "__version__"])
     for name in kbtool.__all__:
         assert getattr(kbtool, name) is not None, name
-    for module in ("model.cards", "model.errors", "kb", "model.records", "store.repository", "search.embeddings"):
+    for module in (
+        "model.cards",
+        "model.errors",
+        "facade.knowledge_base",
+        "model.records",
+        "store.repository",
+        "search.embeddings",
+    ):
         defined = importlib.import_module(f"kbtool.{module}")
         assert all(
             getattr(kbtool, n) is getattr(defined, n)

@@ -82,8 +82,8 @@ def test_the_gaps_page_says_why_a_gap_is_open_again(curated, fast_env):
 
 def card_page(kb: kbtool.KnowledgeBase, ref: str) -> str:
     """A card's page as `kb ui` renders it (views.card through the template), in this process."""
-    from kbtool.web import views
-    from kbtool.web.render import Pages
+    from kbtool.surfaces.web import views
+    from kbtool.surfaces.web.render import Pages
 
     return Pages(kb.config.kb.name).render("card.html", page="card", **views.card(kb, ref, similar=0))
 
@@ -179,8 +179,8 @@ def test_a_rate_sweep_shows_each_rows_rate_and_the_common_load_once(kb):
 
 
 def test_rows_of_one_metric_that_differ_only_in_what_is_not_load_say_that_too():
-    """The model is never load (kbtool.loop.load.NOT_LOAD), yet it is what tells these two bars apart."""
-    from kbtool.web.charts import evidence_svg
+    """The model is never load (kbtool.evidence.load.NOT_LOAD), yet it is what tells these two bars apart."""
+    from kbtool.surfaces.web.charts import evidence_svg
 
     evidence = [
         {"metric": "speedup", "value": v, "unit": "x", "baseline": 1.0, "conditions": {"model": m, "run": 1}}
@@ -191,7 +191,7 @@ def test_rows_of_one_metric_that_differ_only_in_what_is_not_load_say_that_too():
 
 
 def test_a_long_sweep_draws_the_first_rows_and_says_how_many_are_left_to_the_table():
-    from kbtool.web.charts import MAX_ROWS, evidence_svg
+    from kbtool.surfaces.web.charts import MAX_ROWS, evidence_svg
 
     evidence = [
         {"metric": "ttft", "value": 10.0, "unit": "ms", "baseline": 12.0, "conditions": {"request_rate": r}}

@@ -31,10 +31,12 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, TypeVar
 
-from .cards import AppliesTo
-from .errors import InvalidField
+from kbtool.model.cards import AppliesTo
+from kbtool.model.errors import BadInput, InvalidField
 
 Applies = Literal["scoped", "family", "general", "other"]
+# the environment a read is for: FIELD=VALUE pairs (`--for hardware=H100`) or a mapping; None: kb.toml's
+Environment = Mapping[str, str] | Iterable[str] | None
 # from the strongest claim to the weakest: across fields, the weakest one holds
 ORDER: tuple[Applies, ...] = ("general", "scoped", "family", "other")
 
@@ -158,3 +160,11 @@ def ranked(
     if only_applying:
         return [(item, how) for item, how in marked if how != "other"]
     return sorted(marked, key=lambda pair: pair[1] == "other")  # stable: the given order within each
+
+
+def nothing_to_judge() -> BadInput:
+    """The refusal of --only-applying (only_applying) when no environment is given nor configured."""
+    return BadInput(
+        "--only-applying: no environment to judge by; give --for FIELD=VALUE (hardware=H100) or set it in "
+        "kb.toml [environment]"
+    )

@@ -11,13 +11,15 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Container
 from datetime import date
 from pathlib import PurePosixPath
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from .vocabulary import COMPARE_MEASURES, INACTIVE_STATUSES, KINDS, STATUSES, Status  # noqa: F401 - the names cards exports
+from kbtool.model.errors import InvalidCard
+from kbtool.model.vocabulary import COMPARE_MEASURES, INACTIVE_STATUSES, KINDS, STATUSES, Status  # noqa: F401 - the names cards exports
 
 SCHEMA_VERSION: Literal[1] = 1
 
@@ -389,7 +391,7 @@ ProjectPath = Annotated[str, Field(min_length=1), AfterValidator(_in_project)]
 
 
 class GateCompare(Model):
-    """A comparison kb runs itself (kbtool.loop.gate_compare), with the code `kb compare` runs: no script
+    """A comparison kb runs itself (kbtool.curation.gate_compare), with the code `kb compare` runs: no script
     to lock, none to copy into a project."""
 
     candidate: ProjectPath = Field(default="runs/candidate", description="the candidate's runs, in the judged project")
@@ -504,3 +506,36 @@ def fallback_id(kind: str, title: str) -> str:
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def checked_status(status: str) -> str:
+    """status, when it is one a card may have; else InvalidCard naming those it may."""
+    if status not in STATUSES:
+        raise InvalidCard(f"status: {status!r} is not one of {', '.join(STATUSES)}")
+    return status
+
+
+def fill_defaults(data: dict[str, Any]) -> None:
+    """The one field a kind needs that its title already says (a gap's question, a finding's claim)."""
+    model = MODELS[data["kind"]]
+    if model.from_title and model.lead:
+        data.setdefault(model.lead, data["title"])
+
+
+def unique_id(data: dict[str, Any], taken: Container[str]) -> str:
+    """An id for a new card from its title (its kind and a hash when the title gives none), made unique
+    against taken with -2, -3, ..."""
+    title = data.get("title")
+    base = slugify(title) if isinstance(title, str) else ""
+    if not base:
+        base = fallback_id(data.get("kind", "card"), str(title))
+    candidate, n = base, 2
+    while candidate in taken:
+        candidate, n = f"{base}-{n}", n + 1
+    return candidate
+
+
+def lead_fields(card: CardBase) -> list[Any]:
+    """The field that says what a card is about, beyond its title (a claim, a symptom, a question)."""
+    value = getattr(card, card.lead) if card.lead else None
+    return [value] if value else []

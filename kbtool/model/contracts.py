@@ -25,11 +25,11 @@ from pydantic import (
     field_validator,
 )
 
-from .applicability import Applies, parse_environment
-from .errors import BadInput
-from .records import Problem
-from .validation import describe_error, field_path, model_for
-from .vocabulary import DIRECTIONS, KINDS, MODES, STATUSES, words
+from kbtool.model.applicability import Applies, parse_environment
+from kbtool.model.errors import BadInput
+from kbtool.model.records import Problem
+from kbtool.model.validation import describe_error, field_path, model_for
+from kbtool.model.vocabulary import DIRECTIONS, KINDS, MODES, STATUSES, words
 
 if TYPE_CHECKING:
     from typing import Self

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from .cards import MODELS, CardBase
-from .errors import InvalidField
-from .validation import describe_error
+from kbtool.model.cards import MODELS, CardBase
+from kbtool.model.errors import InvalidField
+from kbtool.model.validation import describe_error
 
 # Set by kb itself; an assignment to them would break the store's invariants (file stem = id).
 RESERVED = frozenset({"id", "kind", "schema_version"})
@@ -222,3 +222,8 @@ def _declares(model: type[BaseModel], parts: list[str]) -> bool:
     except InvalidField:
         return False
     return True
+
+
+def drop_none(data: dict[str, Any]) -> dict[str, Any]:
+    """data without its None values, at every depth of nested mappings: a card's file leaves them out."""
+    return {k: (drop_none(v) if isinstance(v, dict) else v) for k, v in data.items() if v is not None}

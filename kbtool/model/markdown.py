@@ -16,11 +16,11 @@ from typing import Any, Literal
 import yaml
 from markdown_it import MarkdownIt
 
-from . import evidence_layout
-from .cards import CardBase
-from .errors import InvalidCard
-from .parsing import why_unparsable
-from .validation import validate_card
+from kbtool.model import evidence_layout
+from kbtool.model.cards import CardBase
+from kbtool.model.errors import InvalidCard
+from kbtool.model.parsing import why_unparsable
+from kbtool.model.validation import validate_card
 
 FENCE = "---"
 

@@ -11,6 +11,7 @@ for the caller to prefix with the file or flag it read.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tomllib
 from typing import Any
@@ -46,3 +47,20 @@ def toml_document(text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except (ValueError, RecursionError) as exc:  # TOMLDecodeError is a ValueError
         raise Unparsable(why_unparsable(exc)) from None
+
+
+# a run of Chinese, Japanese or Korean characters: no spaces between words, so words are not split on them
+CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+
+
+def has_cjk(text: str) -> bool:
+    return CJK_RUN.search(text) is not None
+
+
+def nested(data: Any, *keys: str) -> Any:
+    """data[k1][k2]... in parsed JSON, or None where a level is missing or not an object."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data

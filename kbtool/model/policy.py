@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cards import CardBase
-from .errors import InvalidCard
-from .parsing import Unparsable, json_document
-from .validation import field_path
-from .vocabulary import CONFIG_FILE, INACTIVE_STATUSES, KINDS
+from kbtool.model.cards import CardBase
+from kbtool.model.errors import InvalidCard
+from kbtool.model.parsing import Unparsable, json_document
+from kbtool.model.validation import field_path
+from kbtool.model.vocabulary import CONFIG_FILE, INACTIVE_STATUSES, KINDS
 
 EVERY_KIND = "*"
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from . import markdown
-from .cards import CardBase
-from .errors import InvalidCard
+from kbtool.model import markdown
+from kbtool.model.cards import CardBase, Gap, Gate
+from kbtool.model.errors import InvalidCard
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,12 @@ class CardSummary:
             value = value[part]
         return value
 
+    def from_source(self, name: str) -> CardSummary:
+        """This card as a knowledge base that reads it from its source `name` lists it: SOURCE:ID, and
+        kb: SOURCE in its data."""
+        data = {**self.data, "kb": name}
+        return CardSummary(f"{name}:{self.id}", self.kind, self.title, self.status, self.path, data)
+
     def to_dict(self, body: bool = False) -> dict[str, Any]:
         """The same shape as StoredCard.to_dict(body=False)."""
         rest = {k: v for k, v in self.data.items() if k not in ("id", "kind", "title", "status")}
@@ -119,3 +125,17 @@ class Problem:
     def line(self) -> str:
         """How `kb lint` and the MCP lint tool show it: the warnings marked, the check's code named."""
         return f"{self.path}: {'warning: ' if self.severity == 'warning' else ''}[{self.code}] {self.message}"
+
+
+def gate_of(stored: StoredCard) -> Gate:
+    """The card of stored, when it is a gate; else InvalidCard saying what it is."""
+    if not isinstance(stored.card, Gate):
+        raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gate")
+    return stored.card
+
+
+def gap_of(stored: StoredCard) -> Gap:
+    """The card of stored, when it is a gap; else InvalidCard saying what it is."""
+    if not isinstance(stored.card, Gap):
+        raise InvalidCard(f"{stored.id} is a {stored.card.kind}, not a gap")
+    return stored.card

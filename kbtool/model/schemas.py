@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .cards import MODELS
+from kbtool.model.cards import MODELS
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

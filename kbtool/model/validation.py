@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
-from . import evidence_layout
-from .cards import KINDS, MODELS, CardBase, first_control_character
-from .errors import InvalidCard, UnknownKind
+from kbtool.model import evidence_layout
+from kbtool.model.cards import KINDS, MODELS, CardBase, first_control_character
+from kbtool.model.errors import InvalidCard, UnknownKind
 
 # pydantic error types -> what a person reading the message needs to hear
 _EXPECTED = {

@@ -33,7 +33,7 @@ LINT_CLASSES = (
     "drift",
 )
 DIRECTIONS = ("higher", "lower")  # which way a metric is better
-# what of a gate's comparison (check.compare, kbtool.loop.gate_compare) its threshold judges
+# what of a gate's comparison (check.compare, kbtool.curation.gate_compare) its threshold judges
 COMPARE_MEASURES = ("speedup", "speedup_low", "delta", "delta_low", "delta_high", "change_pct")
 PRIORITIES = ("high", "medium", "low")  # of a gap
 

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..model.cards import CardBase, content_hash
-from ..model.markdown import sections
+from kbtool.model.cards import CardBase, content_hash
+from kbtool.model.markdown import sections
 
 MAX_CHARS = 1200  # ~256 word pieces: what all-MiniLM-L6-v2 reads before it truncates
 _SKIP = {"id", "kind", "title", "status", "schema_version", "provenance", "links", "tags", "applies_to"}

@@ -24,13 +24,14 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from ..model.errors import BadInput, SemanticUnavailable
-from ..model.vocabulary import DEFAULT_MODEL
+from kbtool.model.errors import BadInput, SemanticUnavailable
+from kbtool.model.parsing import CJK_RUN
+from kbtool.model.vocabulary import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .onnx_queries import OnnxQueryEncoder
+    from kbtool.search.onnx_queries import OnnxQueryEncoder
 
 HASHING = "hashing"
 PRECISIONS = ("auto", "fp32", "bf16")
@@ -52,23 +53,18 @@ class Embedder(Protocol):
 
 
 _WORD = re.compile(r"[a-z0-9]+(?:[._-][a-z0-9]+)*")
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 
 def cjk_bigrams(text: str) -> list[str]:
     """Overlapping character bigrams of every CJK run: the usual way to index Chinese without a segmenter."""
     grams: list[str] = []
-    for run in _CJK_RUN.findall(text):
+    for run in CJK_RUN.findall(text):
         grams.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
     return grams
 
 
 def without_cjk(text: str) -> str:
-    return _CJK_RUN.sub(" ", text)
-
-
-def has_cjk(text: str) -> bool:
-    return _CJK_RUN.search(text) is not None
+    return CJK_RUN.sub(" ", text)
 
 
 class HashingEmbedder:
@@ -213,7 +209,7 @@ class SentenceTransformerEmbedder:
 
     def prepare_for_queries(self) -> None:
         """Queries through onnxruntime (~4 ms instead of ~17 ms here) when it is installed and agrees."""
-        from .onnx_queries import query_encoder
+        from kbtool.search.onnx_queries import query_encoder
 
         with self._loading:
             if self._fast_queries is None:

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model.errors import BadInput
-from ..model.parsing import Unparsable, json_document
-from ..model.vocabulary import MODES
+from kbtool.model.errors import BadInput
+from kbtool.model.parsing import Unparsable, json_document
+from kbtool.model.vocabulary import MODES
 
 SPLITS = ("dev", "test")
 
@@ -167,6 +167,6 @@ class PlainBM25:
 
 
 def _tokens(text: str) -> list[str]:
-    from .embeddings import cjk_bigrams, without_cjk
+    from kbtool.search.embeddings import cjk_bigrams, without_cjk
 
     return re.findall(r"[^\W_]+", without_cjk(text).lower()) + cjk_bigrams(text)

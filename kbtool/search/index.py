@@ -25,25 +25,25 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from filelock import FileLock
 
-from ..model.cards import content_hash
-from ..model.errors import InvalidCard
-from ..model.fields import Filter, values_at
-from ..model.records import CardSummary, StoredCard
-from .chunking import Chunk, chunk_card, chunk_skill
-from .embeddings import Embedder, cjk_bigrams
-from .ranking import COLUMN_WEIGHTS, Phrase, fts_match
+from kbtool.model.cards import content_hash
+from kbtool.model.errors import InvalidCard
+from kbtool.model.fields import Filter, values_at
+from kbtool.model.records import CardSummary, StoredCard
+from kbtool.search.chunking import Chunk, chunk_card, chunk_skill
+from kbtool.search.embeddings import Embedder, cjk_bigrams
+from kbtool.search.ranking import COLUMN_WEIGHTS, Phrase, fts_match
 
 if TYPE_CHECKING:
     import threading
 
     import numpy as np
 
-    from .lexical import Postings
-    from .vectors import ChunkMatrix
+    from kbtool.search.lexical import Postings
+    from kbtool.search.vectors import ChunkMatrix
 
-from ..skills.spec import SKILL_FILE, InvalidSkill, load_skill, skill_folders
-from ..store.config import LimitsSection
-from ..store.repository import CARDS_DIR, SKILLS_DIR, Store
+from kbtool.skills.spec import SKILL_FILE, InvalidSkill, load_skill, skill_folders
+from kbtool.store.config import LimitsSection
+from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Store
 
 # numpy (the vector leg) and sqlite-utils (migrations) load where they are used: `kb list`, gaps and
 # stats read the index without either, ~0.25 s less for a cold command.
@@ -188,7 +188,7 @@ class Index:
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_STEPS:
             from sqlite_utils import Database
 
-            from ..migrations.index import index_migrations
+            from kbtool.migrations.index import index_migrations
 
             index_migrations.apply(Database(conn))
             conn.execute(f"PRAGMA user_version = {SCHEMA_STEPS}")
@@ -431,7 +431,7 @@ class Index:
         return self._chunk_card
 
     def _chunk_matrix(self, embedder: Embedder) -> ChunkMatrix:
-        from .vectors import ChunkMatrix
+        from kbtool.search.vectors import ChunkMatrix
 
         matrix = self._matrices.get(embedder.model_id)
         if matrix is None:
@@ -454,7 +454,7 @@ class Index:
         then, and again whenever too much changed at once to patch them."""
         import threading
 
-        from .lexical import Postings
+        from kbtool.search.lexical import Postings
 
         if self._postings_reading is not None and self._postings_reading.is_alive():
             return

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ranking import COLUMN_WEIGHTS, Phrase
-from .ranking import KEYWORD_COLUMNS as COLUMNS
+from kbtool.search.ranking import COLUMN_WEIGHTS, Phrase
+from kbtool.search.ranking import KEYWORD_COLUMNS as COLUMNS
 
 K1, B = 1.2, 0.75  # FTS5's bm25() constants
 CJK = COLUMNS.index("cjk")

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..store.locate import cache_dir
+from kbtool.store.locate import cache_dir
 
 if TYPE_CHECKING:
     import numpy as np

@@ -13,13 +13,23 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.contracts import HitSource, SearchHit, SearchRequest, SearchResult
-from ..model.errors import BadInput
-from ..model.fields import card_conditions, parse_filters
-from .embeddings import Embedder
-from .index import Index
-from .ranking import LEG_WEIGHTS, Fused, LegHit, card_ranking, clean_query, fuse, phrases, query_terms, snippet
-from .rerankers import DEPTH, Candidate, Reranker, rerank
+from kbtool.model.contracts import HitSource, SearchHit, SearchRequest, SearchResult
+from kbtool.model.errors import BadInput
+from kbtool.model.fields import card_conditions, parse_filters
+from kbtool.search.embeddings import Embedder
+from kbtool.search.index import Index
+from kbtool.search.ranking import (
+    LEG_WEIGHTS,
+    Fused,
+    LegHit,
+    card_ranking,
+    clean_query,
+    fuse,
+    phrases,
+    query_terms,
+    snippet,
+)
+from kbtool.search.rerankers import DEPTH, Candidate, Reranker, rerank
 
 __all__ = ["CANDIDATES", "SearchRequest", "Searcher"]
 

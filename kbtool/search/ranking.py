@@ -16,8 +16,9 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..model.cards import INACTIVE_STATUSES
-from .embeddings import cjk_bigrams, has_cjk, without_cjk
+from kbtool.model.cards import INACTIVE_STATUSES
+from kbtool.model.parsing import has_cjk
+from kbtool.search.embeddings import cjk_bigrams, without_cjk
 
 MAX_QUERY_TERMS = 64  # a pasted 100 KB log is a query of its first words, not a 20k-term OR
 # the keyword leg's share of the fused score, the vector leg's the rest: best on the dev splits,

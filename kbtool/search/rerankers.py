@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..model.errors import BadInput, KbError
-from ..model.vocabulary import words
+from kbtool.model.errors import BadInput, KbError
+from kbtool.model.vocabulary import words
 
 DEPTH = 50  # fused cards a reranker sees: the ones a first page of results can come from
 NONE = "none"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model.errors import KbError
-from .spec import SKILL_FILE
+from kbtool.model.errors import KbError
+from kbtool.skills.spec import SKILL_FILE
 
 KB_SKILL = "kb"
 

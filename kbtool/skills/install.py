@@ -19,18 +19,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model.errors import BadInput, Conflict
-from ..store.config import LimitsSection
-from ..store.files import LinkOut, link_out
-from ..store.git_urls import GIT_ENV, check_git_url
-from ..store.repository import SKILLS_DIR
-from ..store.scratch import scratch
-from . import staging
-from .bundled import KB_SKILL, kb_skill_folder
-from .lock import IGNORED, LOCK_FILE, Lock, Locked, folder_digest
-from .registry import too_big
-from .scan import ScanFinding, refusal, scan_skill
-from .spec import SKILL_FILE, load_skill, skill_folders
+from kbtool.model.errors import BadInput, Conflict
+from kbtool.skills import staging
+from kbtool.skills.bundled import KB_SKILL, kb_skill_folder
+from kbtool.skills.lock import IGNORED, LOCK_FILE, Lock, Locked, folder_digest
+from kbtool.skills.registry import too_big
+from kbtool.skills.scan import ScanFinding, refusal, scan_skill
+from kbtool.skills.spec import SKILL_FILE, load_skill, skill_folders
+from kbtool.store.config import LimitsSection
+from kbtool.store.files import LinkOut, link_out
+from kbtool.store.git_urls import GIT_ENV, check_git_url
+from kbtool.store.repository import SKILLS_DIR
+from kbtool.store.scratch import scratch
 
 DEFAULT_TO = Path(".agents") / "skills"  # the project folder the Agent Skills clients share (Codex, Cursor, ...)
 BUNDLED = f"kbtool:{KB_SKILL}"  # the kb skill that ships inside kbtool

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model.errors import BadInput
-from ..model.parsing import json_document
+from kbtool.model.errors import BadInput
+from kbtool.model.parsing import json_document
 
 LOCK_FILE = "kb-skills-lock.json"
 LOCK_VERSION = 1

@@ -15,15 +15,15 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
-from ..model import markdown
-from ..model.applicability import applies
-from ..model.cards import INACTIVE_STATUSES, Constraint, FailureMode, Finding, Gate
-from ..model.errors import BadInput
-from ..model.fields import Filter, values_at
-from ..model.parsing import Unparsable, json_document
-from ..model.records import StoredCard
-from .scan import refusal, scan_files
-from .spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, name_violations, render_skill
+from kbtool.model import markdown
+from kbtool.model.applicability import applies
+from kbtool.model.cards import INACTIVE_STATUSES, Constraint, FailureMode, Finding, Gate
+from kbtool.model.errors import BadInput
+from kbtool.model.fields import Filter, values_at
+from kbtool.model.parsing import Unparsable, json_document
+from kbtool.model.records import StoredCard
+from kbtool.skills.scan import refusal, scan_files
+from kbtool.skills.spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, name_violations, render_skill
 
 PACK_KINDS = ("gate", "constraint", "finding", "failure-mode")
 PACK_HEADINGS = {

@@ -15,11 +15,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model.errors import BadInput, Conflict, OutsidePath
-from ..store.files import LinkOut, link_out, links_in, points_outside
-from ..store.repository import SKILLS_DIR, Executable
-from .scan import at_least, scan_skill
-from .spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, load_skill, render_skill, skill_folders
+from kbtool.model.errors import BadInput, Conflict, OutsidePath
+from kbtool.skills.scan import at_least, scan_skill
+from kbtool.skills.spec import (
+    SKILL_FILE,
+    InvalidSkill,
+    Skill,
+    frontmatter_violations,
+    load_skill,
+    render_skill,
+    skill_folders,
+)
+from kbtool.store.files import LinkOut, link_out, links_in, points_outside
+from kbtool.store.repository import SKILLS_DIR, Executable
 
 NEW_BODY = """# {title}
 

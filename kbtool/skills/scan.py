@@ -24,9 +24,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model import markdown
-from .lock import IGNORED
-from .spec import SKILL_FILE
+from kbtool.model import markdown
+from kbtool.skills.lock import IGNORED
+from kbtool.skills.spec import SKILL_FILE
 
 SEVERITIES = ("low", "medium", "high")
 SCRIPT_SUFFIXES = {".sh", ".bash", ".zsh", ".py", ".js", ".mjs", ".cjs", ".ts", ".rb", ".pl", ".ps1", ".bat", ".cmd"}

@@ -30,9 +30,9 @@ import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError, PydanticKnownError
 
-from ..model import markdown
-from ..model.errors import BadInput
-from ..store.files import LinkOut, leads_out, link_out, links_in
+from kbtool.model import markdown
+from kbtool.model.errors import BadInput
+from kbtool.store.files import LinkOut, leads_out, link_out, links_in
 
 SKILL_FILE = "SKILL.md"
 NAME_MAX, DESCRIPTION_MAX, COMPATIBILITY_MAX = 64, 1024, 500

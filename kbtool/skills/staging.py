@@ -21,9 +21,9 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..store import scratch
-from ..store.interrupts import deferred
-from .lock import LOCK_FILE, Lock
+from kbtool.skills.lock import LOCK_FILE, Lock
+from kbtool.store import scratch
+from kbtool.store.interrupts import deferred
 
 STAGING_PREFIX = ".kb-install-"  # in the skills folder: a switch being staged or made, by process id
 SCRATCH_PREFIX = "kb-skill-"  # in the temp folder: a skill fetched (a git clone), by process id

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..model.errors import InvalidCard, NotAKnowledgeBase, OutsidePath
-from ..model.parsing import Unparsable, toml_document
-from ..model.validation import format_validation_error
-from ..model.vocabulary import CONFIG_FILE, DEFAULT_MODEL
-from .files import link_out
+from kbtool.model.errors import InvalidCard, NotAKnowledgeBase, OutsidePath
+from kbtool.model.parsing import Unparsable, toml_document
+from kbtool.model.validation import format_validation_error
+from kbtool.model.vocabulary import CONFIG_FILE, DEFAULT_MODEL
+from kbtool.store.files import link_out
 
 
 class _Section(BaseModel):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ..model.errors import BadInput
+from kbtool.model.errors import BadInput
 
 PROTOCOLS = ("file", "git", "http", "https", "ssh")
 # what every git kb runs for a remote gets: no prompt for a password (it would wait for ever), only PROTOCOLS

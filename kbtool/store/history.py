@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from datetime import date
 
-from ..model.contracts import SEARCH_KINDS, Change, ChangedCard, CommitEntry
-from ..model.errors import BadInput, UnknownKind
-from .repository import CARDS_DIR, SKILLS_DIR, Commit, Store
+from kbtool.model.contracts import SEARCH_KINDS, Change, ChangedCard, CommitEntry
+from kbtool.model.errors import BadInput, UnknownKind
+from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Commit, Store
 
 _AGE = re.compile(r"^(\d+)\s*(h|d|w)$")
 _UNITS = {"h": "hours", "d": "days", "w": "weeks"}

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import git
 
-from ..model import markdown
-from ..model.cards import KINDS
-from ..model.errors import KbError
-from ..model.vocabulary import CONFIG_FILE
-from .config import LimitsSection, parse_config
+from kbtool.model import markdown
+from kbtool.model.cards import KINDS
+from kbtool.model.errors import KbError
+from kbtool.model.vocabulary import CONFIG_FILE
+from kbtool.store.config import LimitsSection, parse_config
 
 CARDS_DIR = "kb"
 SYMLINK, SUBMODULE = "120000", "160000"

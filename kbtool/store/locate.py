@@ -13,8 +13,8 @@ import re
 import shutil
 from pathlib import Path
 
-from ..model.errors import BadInput, NotAKnowledgeBase, OutsidePath
-from ..model.vocabulary import CONFIG_FILE, STATE_DIR
+from kbtool.model.errors import BadInput, NotAKnowledgeBase, OutsidePath
+from kbtool.model.vocabulary import CONFIG_FILE, STATE_DIR
 
 
 def find_root(start: Path) -> Path | None:

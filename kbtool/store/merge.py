@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model import evidence_layout, markdown
-from ..model.errors import InvalidCard, KbError
-from ..model.validation import validate_card
+from kbtool.model import evidence_layout, markdown
+from kbtool.model.errors import InvalidCard, KbError
+from kbtool.model.validation import validate_card
 
 UNIONED = ("tags", "evidence", "links")  # fields (and all under them) whose lists both sides' items join
 FOLLOW_STATUS = (("status",), ("provenance", "reviewed_by"), ("provenance", "reviewed"))

@@ -38,13 +38,14 @@ from pathlib import Path
 import git
 from filelock import FileLock, Timeout
 
-from ..model.errors import AmbiguousId, KbError, OutsidePath, ReadOnly
-from ..model.vocabulary import CONFIG_FILE, STATE_DIR
-from .config import default_config_text
-from .files import LinkOut, leads_out, link_out
-from .interrupts import deferred
-from .locate import state_dir
-from .secrets import check_write
+from kbtool.model.errors import AmbiguousId, KbError, OutsidePath, ReadOnly
+from kbtool.model.vocabulary import CONFIG_FILE, STATE_DIR
+from kbtool.store.commits import commit_message
+from kbtool.store.config import default_config_text
+from kbtool.store.files import LinkOut, leads_out, link_out
+from kbtool.store.interrupts import deferred
+from kbtool.store.locate import state_dir
+from kbtool.store.secrets import check_write
 
 CARDS_DIR = "kb"
 SKILLS_DIR = "skills"
@@ -262,7 +263,7 @@ class Store:
             files[".gitignore"] = GITIGNORE
         elif ".kb/" not in gitignore.read_text(encoding="utf-8").split():
             files[".gitignore"] = gitignore.read_text(encoding="utf-8").rstrip("\n") + "\n" + GITIGNORE
-        store.write(files, f"kb init: {name}\n\nkb-op: init")
+        store.write(files, commit_message(f"kb init: {name}", "init"))
         return store
 
     @property

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..model.errors import BadInput
+from kbtool.model.errors import BadInput
 
 # every detect-secrets plugin but the entropy ones (digests) and public IP addresses (benchmark hosts)
 PLUGINS = (

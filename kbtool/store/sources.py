@@ -10,10 +10,10 @@ from pathlib import Path
 
 import git
 
-from ..model.errors import BadInput
-from .config import SourceSection
-from .git_urls import GIT_ENV, check_git_url
-from .repository import git_reason
+from kbtool.model.errors import BadInput
+from kbtool.store.config import SourceSection
+from kbtool.store.git_urls import GIT_ENV, check_git_url
+from kbtool.store.repository import git_reason
 
 
 def source_root(root: Path, state_dir: Path, source: SourceSection) -> Path:

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import git
 
-from ..model.errors import BadInput, CheckFailed
-from . import incoming
-from .config import load_config
-from .merge import Clash, Unmergeable, merge_card, merge_log, merge_text
-from .repository import LOCK_FILE, Store, git_reason
+from kbtool.model.errors import BadInput, CheckFailed
+from kbtool.store import incoming
+from kbtool.store.commits import commit_message
+from kbtool.store.config import load_config
+from kbtool.store.merge import Clash, Unmergeable, merge_card, merge_log, merge_text
+from kbtool.store.repository import LOCK_FILE, Store, git_reason
 
 CARD_FILE = re.compile(r"^kb/[a-z-]+/[^/]+\.md$")
 ATTEMPTS = 3  # fetch-merge-push rounds before giving up on a remote others keep pushing to
@@ -143,7 +144,7 @@ def _merged_commit(
             result.merged.append(rel)
         if clashes:
             raise SyncConflict(clashes, remote)
-        message = f"kb sync: merge {upstream.removeprefix('refs/remotes/')}\n\nkb-op: sync\n"
+        message = commit_message(f"kb sync: merge {upstream.removeprefix('refs/remotes/')}", "sync")
         work.git.commit("--quiet", "--no-verify", "-m", message)
         return work.head.commit.hexsha
 

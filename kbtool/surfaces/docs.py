@@ -13,8 +13,8 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
-from ..model.cards import MODELS, AppliesTo, CardBase, Links, Provenance
-from ..model.vocabulary import KINDS, LINT_CLASSES, STATUSES
+from kbtool.model.cards import MODELS, AppliesTo, CardBase, Links, Provenance
+from kbtool.model.vocabulary import KINDS, LINT_CLASSES, STATUSES
 
 # What each lint class checks: `kb lint`'s row of the command reference.
 LINT_CHECKS = {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model.errors import BadInput
+from kbtool.model.errors import BadInput
 
 OPERATIONS = ("list", "gaps", "stats")
 JUDGED = ("for", "only_applying")  # the options that judge a read against an environment

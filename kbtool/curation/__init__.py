@@ -1,0 +1,2 @@
+"""Curation: kb lint's checks, review of agent-written cards, credentials in history, and gates (locks,
+runs, comparisons)."""

@@ -1,0 +1,474 @@
+"""`kb lint`: what makes a knowledge base untrustworthy, as a list of problems.
+
+Classes of checks (each can be skipped, `kb lint --skip CLASS`):
+- schema: cards that do not parse or validate, id or folder mismatches, duplicate ids, stray files,
+  symbolic links out of the knowledge base (symlink-out: never read, so named here)
+- links: links to cards that do not exist
+- superseded: a current card that still links to a superseded one as related
+- gaps: a gap findings closed that is open again, every one of them since refuted, superseded,
+  retired or deleted (a warning; `kb gaps` lists it again)
+- gates: a locked gate, or a file its command runs, that no longer matches kb.lock (supersede it instead),
+  locks of missing gates
+- stale: confirmed or tentative findings older than curation.max_finding_age_days
+- contradictions: findings with the same metric and scope and opposite effects
+- duplicates: cards of one kind whose embeddings are nearly the same (from the search index)
+- skills: SKILL.md files that break the Agent Skills specification, and skill folders that link out
+  of the knowledge base (errors); descriptions
+  agents will not match well: cut off in listings, never saying when to use the skill, or
+  nearly the same as another skill's (warnings)
+- secrets: text that looks like a credential in any tracked file (cards, skills, runs/, kb.toml, ...) or card
+  and skill on disk (errors), or in a commit message (warnings; kbtool/curation/committed_secrets.py)
+- drift: copies from another knowledge base whose original changed there since
+
+And, when a finding is added, the existing ones it likely duplicates or contradicts (related_findings).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kbtool.curation.gate_lock import GateLock, file_problems, gate_hash
+from kbtool.evidence.load import difference
+from kbtool.model.cards import INACTIVE_STATUSES, KINDS, Gate
+from kbtool.model.errors import InvalidCard
+from kbtool.model.records import CardSummary, Problem, StoredCard
+from kbtool.model.vocabulary import words
+from kbtool.store.config import LimitsSection, SourceSection
+from kbtool.store.files import LinkOut, leads_out, link_out
+from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Store
+from kbtool.store.sources import source_root
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from datetime import date
+    from pathlib import Path
+
+    import numpy as np
+
+LINK_FIELDS = ("supersedes", "superseded_by", "related", "contradicts", "closes")
+
+
+def schema_problems(store: Store, limits: LimitsSection) -> tuple[list[Problem], list[StoredCard], set[str]]:
+    problems: list[Problem] = []
+    loaded: list[StoredCard] = []
+    seen: dict[str, str] = {}
+    cards_dir = store.root / CARDS_DIR
+    linked = link_out(store.root, cards_dir)
+    if linked is not None:
+        return [link_problem(store, linked)], [], set()
+    links: list[Path] = []
+    for path in sorted(cards_dir.rglob("*")) if cards_dir.is_dir() else []:
+        rel = store.relative(path)
+        if any(found in path.parents for found in links):
+            continue  # below a link out: not read (rglob may or may not enter it, by Python version)
+        if path.is_symlink() and leads_out(store.root, path):
+            links.append(path)
+            problems.append(link_problem(store, LinkOut(path, os.readlink(path))))
+            continue
+        if path.is_dir() or path.name.startswith("."):
+            continue
+        parts = path.relative_to(cards_dir).parts
+        if len(parts) != 2 or parts[0] not in KINDS or path.suffix != ".md":
+            problems.append(
+                Problem(
+                    rel,
+                    "stray-file",
+                    f"not a card: cards live in kb/<kind>/<id>.md with kind one of {', '.join(KINDS)}",
+                )
+            )
+            continue
+        stem = path.stem
+        if not path.exists():  # a link to nothing: every read leaves it out, as it is no file
+            problems.append(Problem(rel, "invalid", f"a symbolic link to nothing (to {os.readlink(path)})", stem))
+            continue
+        if stem in seen:
+            problems.append(Problem(rel, "duplicate-id", f"id {stem!r} is also used by {seen[stem]}", stem))
+        seen.setdefault(stem, rel)
+        too_big = limits.card_too_big(path.stat().st_size)  # search leaves it out; say why
+        if too_big:
+            problems.append(Problem(rel, "invalid", too_big, stem))
+            continue
+        try:
+            stored = StoredCard.read(path, store.root)
+        except InvalidCard as exc:
+            problems.append(Problem(rel, "invalid", str(exc).removeprefix(f"{rel}: "), stem))
+            continue
+        if stored.card.id != stem:
+            problems.append(
+                Problem(
+                    rel,
+                    "id-mismatch",
+                    f"id {stored.card.id!r} differs from the file name; the file stem is the id",
+                    stem,
+                )
+            )
+        if stored.card.kind != parts[0]:
+            problems.append(Problem(rel, "kind-mismatch", f"a {stored.card.kind} card in the {parts[0]} folder", stem))
+        loaded.append(stored)
+    return problems, loaded, set(seen)
+
+
+def link_problem(store: Store, link: LinkOut) -> Problem:
+    """A symbolic link out of the knowledge base, which every read leaves out and every write refuses."""
+    return Problem(
+        store.relative(link.path),
+        "symlink-out",
+        f"{link.what()}; kb neither reads nor writes through it: put what it points to here, or remove the link",
+    )
+
+
+def broken_links(cards: list[StoredCard], ids: set[str]) -> list[Problem]:
+    out = []
+    for stored in cards:
+        targets = [(f"links.{name}", t) for name in LINK_FIELDS for t in getattr(stored.card.links, name)]
+        targets += [("closed_by", t) for t in getattr(stored.card, "closed_by", [])]
+        for field, target in targets:
+            if target not in ids:
+                out.append(Problem(stored.path, "broken-link", f"{field}: no card with id {target!r}", stored.id))
+    return out
+
+
+def superseded_links(cards: list[StoredCard]) -> list[Problem]:
+    status = {c.id: c.card.status for c in cards}
+    out = []
+    for stored in cards:
+        if stored.card.status in ("superseded", "retired", "refuted"):
+            continue
+        for target in stored.card.links.related:
+            if status.get(target) == "superseded":
+                out.append(
+                    Problem(
+                        stored.path,
+                        "superseded-link",
+                        f"links.related: {target} is superseded; link what superseded it instead",
+                        stored.id,
+                    )
+                )
+    return out
+
+
+def why_reopened(closed_by: list[str], closers: Mapping[str, CardSummary]) -> str | None:
+    """Why a gap that closed_by once closed is open again ('closed only by refuted finding X'), or None
+    while one of them still stands. closers: those cards by id, as the index holds them; one missing was
+    deleted; a finding with no evidence measured nothing, so it answers nothing. The gap's own closed_by
+    is never cleared for this: it stays the record of what answered it."""
+    said = []
+    for ref in closed_by:
+        closer = closers.get(ref)
+        if closer is None:
+            said.append(f"{ref} (no such card)")
+            continue
+        if closer.kind == "finding" and not closer.get("evidence"):
+            said.append(f"finding {ref}, which measured nothing")
+            continue
+        if closer.status not in INACTIVE_STATUSES:
+            return None
+        successors = (closer.get("links", "superseded_by") or []) if closer.status == "superseded" else []
+        by = f" (by {', '.join(successors)})" if successors else ""  # where the answer may be now
+        said.append(f"{closer.status} {closer.kind} {ref}{by}")
+    return f"closed only by {words(tuple(said), 'and')}" if said else None
+
+
+def reopened_gaps(open_gaps: list[CardSummary]) -> list[Problem]:
+    """The open gaps (KnowledgeBase.gaps) that findings once closed: worth a person's look, since what
+    the knowledge base believed answered them no longer stands."""
+    return [
+        Problem(
+            g.path,
+            "reopened-gap",
+            f"open again: {g.get('reopened')}; measure it anew (`kb add-finding --closes {g.id}`), "
+            f"`kb reopen {g.id}` to clear its closed_by, or retire it",
+            g.id,
+            "warning",
+        )
+        for g in open_gaps
+        if g.get("reopened")
+    ]
+
+
+def gate_lock_problems(
+    store: Store, locks: dict[str, GateLock], dropped: dict[str, tuple[str, GateLock]] | None = None
+) -> list[Problem]:
+    """`kb lint`'s gates check and `kb gate verify`: each locked gate whose card or files no longer
+    match kb.lock, each lock whose gate is gone, and each gate whose entry was taken out of kb.lock
+    (dropped: it stays locked)."""
+    gates = {}
+    for path in store.card_files():
+        if path.parent.name == "gate":
+            try:
+                stored = StoredCard.read(path, store.root)
+            except InvalidCard:
+                continue  # the schema class reports it
+            gates[stored.id] = stored
+    out = []
+    for gate_id, lock in sorted(locks.items()):
+        gate = gates.get(gate_id)
+        if gate is None:
+            out.append(
+                Problem(
+                    "kb.lock",
+                    "gate-lock",
+                    f"gate {gate_id!r} is locked but its card is gone; restore it from git",
+                    gate_id,
+                )
+            )
+        elif not isinstance(gate.card, Gate) or gate_hash(gate.card, gate.body) != lock.sha256:
+            out.append(
+                Problem(
+                    gate.path,
+                    "gate-lock",
+                    f"gate {gate_id!r} no longer matches its lock in kb.lock: gates are "
+                    "immutable; restore it from git and supersede it with a new gate instead",
+                    gate_id,
+                )
+            )
+        else:
+            out += [Problem(f, "gate-lock", why, gate_id) for f, why in file_problems(gate.card, lock, store.root)]
+    for gate_id, (sha, _) in sorted((dropped or {}).items()):
+        out.append(Problem("kb.lock", "gate-lock", dropped_lock_message(gate_id, sha), gate_id))
+    return out
+
+
+def dropped_lock_message(gate_id: str, sha: str) -> str:
+    return (
+        f"gate {gate_id!r} was locked (kb.lock at commit {sha[:10]}) and its entry has since been taken out of "
+        f"kb.lock; a gate that was locked stays locked: restore the entry (git show {sha[:10]}:kb.lock), or "
+        f"supersede the gate with a new one"
+    )
+
+
+def stale(cards: list[StoredCard], max_age_days: int, today: date) -> list[Problem]:
+    out = []
+    for c in cards:
+        created = c.card.provenance.created
+        if (
+            c.card.kind == "finding"
+            and c.card.status in ("confirmed", "tentative")
+            and created
+            and (today - created).days > max_age_days
+        ):
+            out.append(
+                Problem(
+                    c.path,
+                    "stale",
+                    f"finding is {(today - created).days} days old (max {max_age_days}); "
+                    "re-measure it, or retire or supersede it",
+                    c.id,
+                )
+            )
+    return out
+
+
+def contradictions(cards: list[StoredCard]) -> list[Problem]:
+
+    findings = [
+        c for c in cards if c.card.kind == "finding" and c.card.status not in ("refuted", "superseded", "retired")
+    ]
+    effects = [(c, c.card.model_dump(mode="json")) for c in findings]
+    out = []
+    for i, (a, da) in enumerate(effects):
+        mine = {e["metric"]: improved(e) for e in da["evidence"]}
+        for b, db in effects[i + 1 :]:
+            if b.id in a.card.links.contradicts or a.id in b.card.links.contradicts:
+                continue  # known and recorded
+            if not scope_overlaps(da["applies_to"], db["applies_to"]):
+                continue
+            theirs = {e["metric"]: improved(e) for e in db["evidence"]}
+            clash = sorted(
+                m
+                for m in set(mine) & set(theirs)
+                if mine[m] is not None and theirs[m] is not None and mine[m] != theirs[m]
+            )
+            if clash:
+                out.append(
+                    Problem(
+                        a.path,
+                        "contradiction",
+                        f"{', '.join(clash)}: {a.id} and {b.id} report opposite effects "
+                        "in overlapping scopes; refute one, narrow their applies_to, or link them with "
+                        "links.contradicts",
+                        a.id,
+                    )
+                )
+    return out
+
+
+def similar_pairs(ids: list[str], vectors: dict[str, np.ndarray], threshold: float) -> list[tuple[int, int, float]]:
+    """(i, j, cosine) for every pair i < j of ids whose vectors are at least threshold alike."""
+    import numpy as np
+
+    if len(ids) < 2:
+        return []
+    matrix = np.stack([vectors[i] for i in ids])
+    sims = matrix @ matrix.T
+    rows, cols = np.nonzero(np.triu(sims, 1) >= threshold)
+    return [(i, j, float(sims[i, j])) for i, j in zip(rows.tolist(), cols.tolist(), strict=True)]
+
+
+def duplicates(cards: list[StoredCard], vectors: dict[str, np.ndarray], threshold: float) -> list[Problem]:
+    """Pairs of one kind whose lead-chunk embeddings have cosine similarity above threshold."""
+    out = []
+    by_kind: dict[str, list[StoredCard]] = {}
+    for c in cards:
+        if c.id in vectors and c.card.status not in ("superseded", "retired", "refuted"):
+            by_kind.setdefault(c.card.kind, []).append(c)
+    for group in by_kind.values():
+        for i, j, sim in similar_pairs([c.id for c in group], vectors, threshold):
+            out.append(
+                Problem(
+                    group[i].path,
+                    "duplicate",
+                    f"{group[i].id} and {group[j].id} look like duplicates "
+                    f"(similarity {sim:.3f}); merge them or supersede one",
+                    group[i].id,
+                )
+            )
+    return out
+
+
+def skill_problems(store: Store, vectors: dict[str, np.ndarray], threshold: float) -> list[Problem]:
+    """Specification violations (errors) and discoverability warnings of every skill in skills/, and the
+    links there that lead out of the knowledge base (errors: no read follows them)."""
+    from kbtool.skills.spec import InvalidSkill, discoverability, load_skill, skill_folders
+
+    out: list[Problem] = []
+    loaded = []
+    relative = store.relative
+    links: list[LinkOut] = []
+    for folder in skill_folders(store.root / SKILLS_DIR, store.root, links.append):
+        rel = relative(folder / "SKILL.md")
+        try:
+            loaded.append((rel, load_skill(folder, rel)))
+        except InvalidSkill as exc:
+            out += [Problem(rel, "skill-invalid", violation, folder.name) for violation in exc.violations]
+    out += [link_problem(store, found) for found in links]
+    for rel, skill in loaded:
+        out += [Problem(rel, code, message, skill.name, "warning") for code, message in discoverability(skill)]
+    named = [(rel, s) for rel, s in loaded if s.name in vectors]
+    for i, j, sim in similar_pairs([s.name for _, s in named], vectors, threshold):
+        (rel, a), (_, b) = named[i], named[j]
+        out.append(
+            Problem(
+                rel,
+                "skill-near-duplicate",
+                f"the descriptions of {a.name} and {b.name} are nearly the same "
+                f"(similarity {sim:.3f}); an agent cannot tell which to load; merge them or sharpen one",
+                a.name,
+                "warning",
+            )
+        )
+    return out
+
+
+# --- a new finding among the existing ones --------------------------------------------
+
+
+def improved(ev: dict[str, Any]) -> bool | None:
+    """Whether this evidence says the change helped (value better than baseline), if it says. With an
+    interval of the change (repeated runs), only an interval clear of zero says: one that crosses it
+    says nothing, so two such findings never contradict each other."""
+    if ev.get("baseline") is None or ev.get("direction") is None or ev["value"] == ev["baseline"]:
+        return None
+    stats = ev.get("stats") or {}
+    if "change_ci95_low" in stats and "change_ci95_high" in stats:
+        low, high = stats["change_ci95_low"], stats["change_ci95_high"]
+        if low <= 0 <= high:
+            return None
+        return (low > 0) == (ev["direction"] == "higher")
+    return (ev["value"] > ev["baseline"]) == (ev["direction"] == "higher")
+
+
+def scope_overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two applies_to scopes overlap unless a field both name has no value in common."""
+    for key in set(a) & set(b):
+        left = {str(v).casefold() for v in (a[key] if isinstance(a[key], list) else [a[key]])}
+        right = {str(v).casefold() for v in (b[key] if isinstance(b[key], list) else [b[key]])}
+        if not left & right:
+            return False
+    return True
+
+
+def _words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+(?:\.[0-9]+)?", text.lower()))
+
+
+def related_findings(
+    new: dict[str, Any], existing: list[dict[str, Any]], threshold: float = 0.5
+) -> dict[str, list[str]]:
+    """Likely duplicates (same scope and metric, similar text) and contradictions (same metric, scope and
+    load, opposite effect: a change that helps at one request rate and hurts at another contradicts
+    nothing) of a new finding among existing ones, as lists of card ids."""
+    new_metrics = {e["metric"]: improved(e) for e in new.get("evidence", [])}
+    new_effects = [(e["metric"], e.get("conditions") or {}, improved(e)) for e in new.get("evidence", [])]
+    new_words = _words(f"{new.get('title', '')} {new.get('claim', '')}")
+    duplicates, contradictions = [], []
+    for card in existing:
+        if card.get("status") in INACTIVE_STATUSES or not scope_overlaps(
+            new.get("applies_to", {}), card.get("applies_to", {})
+        ):
+            continue
+        theirs = {e["metric"]: improved(e) for e in card.get("evidence", [])}
+        shared = set(new_metrics) & set(theirs)
+        if not shared:
+            continue
+        words = _words(f"{card.get('title', '')} {card.get('claim', '')}")
+        if new_words and words and len(new_words & words) / len(new_words | words) >= threshold:
+            duplicates.append(card["id"])
+        their_effects = [(e["metric"], e.get("conditions") or {}, improved(e)) for e in card.get("evidence", [])]
+        if any(
+            m == n and ours is not None and other is not None and ours != other and difference(a, b) is None
+            for m, a, ours in new_effects
+            for n, b, other in their_effects
+        ):
+            contradictions.append(card["id"])
+    return {"duplicates": duplicates, "contradictions": contradictions}
+
+
+# --- copies from other knowledge bases (kb import --from-kb) ---------------------------
+
+
+def origin_checkouts(
+    root: Path, state_dir: Path, sources: list[SourceSection], cards: list[StoredCard]
+) -> dict[str, Path]:
+    """For each origin the copies name, a git repository to read its history from: the origin's own
+    folder (or bare repository) when it is on this machine, else this knowledge base's copy of it
+    when kb.toml names it as a source."""
+    out: dict[str, Path] = {}
+    for location in {c.card.provenance.origin.kb for c in cards if c.card.provenance.origin is not None}:
+        if Path(location).is_dir():
+            out[location] = Path(location)
+            continue
+        for source in sources:
+            if location in (source.url, source.path):
+                out[location] = source_root(root, state_dir, source)
+    return out
+
+
+def drift(cards: list[StoredCard], checkouts: dict[str, Path]) -> list[Problem]:
+    """Copies whose original changed (or went) since they were copied, for each origin there is a git
+    checkout of (the origin's own folder, or this knowledge base's copy of it as a source)."""
+    out = []
+    for stored in cards:
+        origin = stored.card.provenance.origin
+        checkout = checkouts.get(origin.kb) if origin is not None else None
+        if origin is None or checkout is None:
+            continue
+        rel = f"{CARDS_DIR}/{stored.card.kind}/{origin.id}.md"
+        log = subprocess.run(
+            ["git", "-C", str(checkout), "log", "--format=%h %as", f"{origin.commit}..HEAD", "--", rel],
+            capture_output=True,
+            text=True,
+        )
+        if log.returncode != 0 or not log.stdout.strip():
+            continue  # unchanged there, or the copy's commit is not in that checkout
+        newest = log.stdout.split("\n", 1)[0]
+        there = subprocess.run(["git", "-C", str(checkout), "cat-file", "-e", f"HEAD:{rel}"], capture_output=True)
+        gone = there.returncode != 0
+        what = "was deleted there" if gone else f"changed there since the copy (latest {newest})"
+        message = f"a copy of {origin.id} from {origin.kb}, which {what}: kb import --from-kb {origin.kb} to take it"
+        out.append(Problem(stored.path, "drift", message, stored.id, severity="warning"))
+    return out

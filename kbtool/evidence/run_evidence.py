@@ -1,0 +1,114 @@
+"""A finding's evidence from benchmark runs (`kb add-finding --from ... --baseline-from ...`, MCP add_finding):
+the runs read, combined per metric and load (a sweep keeps every load), judged against the baseline at the
+same load, and said in a paragraph a person can read.
+
+Nothing is recorded that was not measured and nothing given is dropped silently: what could not be
+combined or compared is in `notes` (shown, and written into the card's body); when a baseline is given
+and nothing pairs, BadInput says why and nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kbtool.evidence.load import common_and_varying, describe
+from kbtool.evidence.provenance import portable_path
+from kbtool.evidence.repeats import combine_runs, judge
+from kbtool.evidence.runs import invalid_runs, read_run
+
+
+@dataclass
+class RunEvidence:
+    evidence: list[dict[str, Any]]
+    applies_to: dict[str, Any]
+    verdicts: list[str]  # a line a judged metric
+    notes: list[str]  # what was not combined or compared, and why
+    invalid: list[str]  # 'PATH: why' of each run its tool called invalid
+    runs: int
+    baseline_runs: int
+    summary: str = ""
+
+    @property
+    def unclear(self) -> bool:
+        """Judged, and no change's interval clear of zero."""
+        return bool(self.verdicts) and all(line.endswith(": no clear change") for line in self.verdicts)
+
+
+def _read_side(paths: Sequence[Path], metric_name: str, repo: Path | None) -> list[dict[str, Any]]:
+    parsed_runs = []
+    for path in paths:
+        parsed = read_run(path, metric_name)
+        where = portable_path(path, repo)
+        for ev in parsed["evidence"]:
+            # an artifact folder's evidence names the export in it that was read
+            read = f"{where}/{Path(ev['artifact']['path']).name}" if path.is_dir() else where
+            ev["artifact"] = {**ev["artifact"], "path": read}
+        parsed["name"] = where
+        parsed_runs.append(parsed)
+    return parsed_runs
+
+
+def evidence_from_runs(
+    runs: Sequence[Path],
+    baselines: Sequence[Path] = (),
+    metric_name: str = "metric",
+    repo: Path | None = None,
+    ignore: Iterable[str] = (),
+) -> RunEvidence:
+    """Read the candidate's runs (and the baseline's), combine each side per metric and load, and judge."""
+    ignored = list(ignore)
+    notes: list[str] = []
+    candidate = _read_side(runs, metric_name, repo)
+    evidence = combine_runs([r["evidence"] for r in candidate], ignored, notes, [r["name"] for r in candidate])
+    verdicts: list[str] = []
+    baseline = _read_side(baselines, metric_name, repo) if baselines else []
+    if baseline:
+        base_names = [r["name"] for r in baseline]
+        base_evidence = combine_runs([r["evidence"] for r in baseline], ignored, notes, base_names)
+        verdicts = judge(evidence, base_evidence, ignored, notes)
+    result = RunEvidence(
+        evidence=evidence,
+        applies_to=candidate[0]["applies_to"] if candidate else {},
+        verdicts=verdicts,
+        notes=notes,
+        invalid=invalid_runs([*candidate, *baseline]),
+        runs=len(candidate),
+        baseline_runs=len(baseline),
+    )
+    result.summary = summary(result)
+    return result
+
+
+def summary(found: RunEvidence) -> str:
+    """One paragraph: what was measured, under which load(s), against what, and what came of it."""
+    evidence = found.evidence
+    conditions = [e.get("conditions") or {} for e in evidence]
+    common, varying = common_and_varying(conditions)
+    tools = sorted({str(c["format"]) for c in conditions if c.get("format")})
+    loads = len({describe(c, varying) for c in conditions}) if varying else 1
+    metrics = len({e["metric"] for e in evidence})
+    parts = [
+        f"Measured {metrics} metric{'s' if metrics != 1 else ''}"
+        + (f" with {', '.join(tools)}" if tools else "")
+        + (f" under {common}" if common else "")
+        + (f", at {loads} loads ({', '.join(varying)} varying)" if loads > 1 else "")
+        + f", from {found.runs} run{'s' if found.runs != 1 else ''}"
+    ]
+    if found.baseline_runs:
+        said = [line.rsplit(": ", 1)[-1] for line in found.verdicts]
+        counts = {v: said.count(v) for v in dict.fromkeys(said)}
+        judged = sum(1 for e in evidence if "baseline" in e)
+        parts[0] += (
+            f" against {found.baseline_runs} baseline run{'s' if found.baseline_runs != 1 else ''} under the same "
+            f"load: {judged} of {len(evidence)} entries judged"
+        )
+        if counts:
+            parts[0] += " (" + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + ")"
+        elif judged:
+            parts[0] += " (no interval on a side: one run, no per-request records, so no verdict)"
+    if found.notes:
+        parts.append(f"{len(found.notes)} thing{'s' if len(found.notes) != 1 else ''} could not be compared (below)")
+    return ". ".join(parts) + "."

@@ -1,0 +1,554 @@
+"""The core of the KnowledgeBase facade, what every part of it needs: opening a knowledge base, reading and
+writing its cards (one commit each), the sources it reads, the environment reads are judged by, its index
+and embedder, its gate locks and its skills. Each part (kbtool/facade/*.py) builds on this alone;
+knowledge_base.KnowledgeBase composes them."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Mapping
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from kbtool.curation.review import agent_status, check_agent_fields
+from kbtool.model import markdown
+from kbtool.model.applicability import Environment, nothing_to_judge
+from kbtool.model.cards import CardBase, checked_status, fill_defaults, id_problem, unique_id
+from kbtool.model.errors import (
+    AmbiguousId,
+    BadInput,
+    CardNotFound,
+    Conflict,
+    InvalidCard,
+    KbError,
+    OutsidePath,
+    SemanticUnavailable,
+    SkillNotFound,
+)
+from kbtool.model.fields import card_conditions, drop_none, merge, parse_assignments, parse_filters
+from kbtool.model.records import CardSummary, StoredCard
+from kbtool.model.validation import model_for, validate_card
+from kbtool.model.vocabulary import STATE_DIR
+from kbtool.store.commits import card_message
+from kbtool.store.config import Config, load_config
+from kbtool.store.files import link_out
+from kbtool.store.locate import resolve_root
+from kbtool.store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Store, author_name, is_file
+
+if TYPE_CHECKING:
+    import threading
+
+    from kbtool.curation.gate_lock import GateLock
+    from kbtool.model.applicability import Applies
+    from kbtool.model.policy import Policy
+    from kbtool.search.embeddings import Embedder
+    from kbtool.search.index import Index, RefreshStats
+    from kbtool.search.pipeline import Searcher
+    from kbtool.skills.spec import Skill
+
+
+T = TypeVar("T")
+
+
+class KnowledgeBaseCore:
+    """Open, read and write cards (one commit each), the sources, the index and the embedder."""
+
+    def __init__(self, root: Path, embedder: Embedder | None = None):
+        self.root = root.resolve()
+        self.config: Config = load_config(self.root)
+        # things worth telling the user that are not errors (an index rebuilt, a link left out)
+        self.notices: builtins.list[str] = []
+        self.store = Store(self.root, note=self.note)
+        self.store.recover_if_interrupted()  # a writer killed mid-write: undo it before anything is read
+        if self.store.state_dir != self.root / STATE_DIR:
+            self.notices.append(f"a read-only knowledge base: its search index is kept in {self.store.state_dir}")
+        self._embedder = embedder
+        self._index: Index | None = None
+        self._searcher: Searcher | None = None
+        self._vectors_building: threading.Thread | None = None  # see warm_in_background
+        self._policy: Policy | None = None
+        self._preparing_queries: threading.Thread | None = None
+        self._sources: builtins.list[tuple[str, Self]] | None = None
+        self._environment: dict[str, str] | None = None  # this machine's, read once (nvidia-smi is slow)
+        self._lock_history: tuple[str | None, dict[str, tuple[str, GateLock]]] | None = None  # by HEAD
+
+    @property
+    def allow_secrets(self) -> bool:
+        """Whether a write may commit text that looks like a credential: the store refuses it unless a person
+        says it is not one (the CLI's --allow-secret); nothing an agent calls over MCP sets it."""
+        return self.store.allow_secrets
+
+    @allow_secrets.setter
+    def allow_secrets(self, allowed: bool) -> None:
+        self.store.allow_secrets = allowed
+
+    def load_file(self, path: Path) -> StoredCard:
+        return StoredCard.read(path, self.root)
+
+    def cards(self) -> builtins.list[StoredCard]:
+        """Every card that parses; `lint()` reports the ones that do not."""
+        out = []
+        for path in self.store.card_files():
+            try:
+                out.append(self.load_file(path))
+            except InvalidCard:
+                continue
+        return out
+
+    def ids(self) -> dict[str, Path]:
+        return {p.stem: p for p in self.store.card_files()}
+
+    def resolve_id(self, ref: str) -> Path:
+        """The file of the card with this id, or with this unique id prefix."""
+        exact = self.store.card_file(ref)  # a few stat calls: the common case lists no folder
+        if exact is not None:
+            return exact
+        ids = self.ids()
+        if ref in ids:
+            return ids[ref]
+        matches = sorted(i for i in ids if i.startswith(ref)) if ref else []
+        if len(matches) == 1:
+            return ids[matches[0]]
+        if not matches:
+            raise CardNotFound(f"no card with id {ref!r}")
+        shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+        raise AmbiguousId(f"{ref!r} matches {len(matches)} cards ({shown}); give more of the id")
+
+    def source_bases(self) -> builtins.list[tuple[str, Self]]:
+        """Each source that is there to read, opened once; one that is not (a git source never
+        updated, a folder gone) is left out with a notice saying how to get it."""
+        if self._sources is None:
+            from kbtool.store.sources import source_root
+
+            self._sources = []
+            for source in self.config.sources:
+                where = source_root(self.root, self.store.state_dir, source)
+                try:
+                    opened = type(self)(resolve_root(where))
+                    self._sources.append((source.name, opened))
+                except KbError as exc:
+                    hint = "run `kb sources update`" if source.url else "check its path in kb.toml"
+                    self.note(f"source {source.name} left out ({exc}); {hint}")
+        return self._sources
+
+    def owner_of(self, ref: str) -> tuple[Self, str]:
+        """(the knowledge base a reference reads from, the id there): a source's for SOURCE:ID, else
+        (self, ref). For reading: writes go through get(), which knows this knowledge base only."""
+        name, sep, rest = ref.partition(":")
+        if not sep:
+            return self, ref
+        for known, base in self.source_bases():
+            if known == name:
+                return base, rest
+        named = ", ".join(s.name for s in self.config.sources) or "none"
+        raise CardNotFound(f"no source {name!r} to read {ref!r} from (kb.toml [[sources]]: {named})")
+
+    def summaries_everywhere(
+        self,
+        kind: str | None = None,
+        status: str | None = None,
+        tags: Iterable[str] = (),
+        where: Iterable[str] = (),
+        applies_for: Environment = None,
+        only_applying: bool = False,
+    ) -> builtins.list[CardSummary]:
+        """summaries() here, then each source's, their ids as SOURCE:ID and their data with kb: SOURCE;
+        judged against the environment (applying()) when there is one."""
+        found = self.summaries(kind, status, tags, where)
+        for name, base in self.source_bases():
+            found += [s.from_source(name) for s in base.summaries(kind, status, tags, where)]
+            self.relay_notices(f"source {name}", base)
+        return self.applying(found, applies_for, only_applying)
+
+    def relay_notices(self, label: str, base: KnowledgeBaseCore) -> None:
+        """What another knowledge base said while it was read for this one (a card it left out), said here
+        once, labelled ("source team", "origin /path")."""
+        for notice in base.notices:
+            self.note(f"{label}: {notice}")
+        base.notices.clear()  # said once; the next read says only what is new
+
+    def environment_for(self, applies_for: Environment = None) -> dict[str, str]:
+        """The environment a read judges applicability by: kb.toml [environment]'s applies_to fields (the
+        default `--for` of every command here), applies_for's over them (FIELD=VALUE pairs or a mapping;
+        a field given as `any` is not judged)."""
+        from kbtool.model.applicability import environment_of, parse_environment
+
+        if isinstance(applies_for, Mapping):
+            given = parse_environment([f"{k}={v}" for k, v in applies_for.items()], "for")
+        else:
+            given = parse_environment(applies_for or ())
+        return environment_of(self.config.environment, given)
+
+    def applying(
+        self, found: builtins.list[CardSummary], applies_for: Environment = None, only_applying: bool = False
+    ) -> builtins.list[CardSummary]:
+        """found, each with how it applies to the environment (environment_for) as `applies` in its data,
+        those scoped elsewhere after all that apply, or left out with only_applying; found as it is when
+        there is no environment to judge by."""
+        environment = self.environment_for(applies_for)
+        if not environment:
+            if only_applying:
+                raise nothing_to_judge()
+            return found
+        return [
+            CardSummary(s.id, s.kind, s.title, s.status, s.path, s.data, how)
+            for s, how in self.judge(found, lambda s: s.get("applies_to"), environment, only_applying)
+        ]
+
+    def judge(
+        self, items: Iterable[T], scope_of: Callable[[T], Any], environment: dict[str, str], only_applying: bool
+    ) -> builtins.list[tuple[T, Applies]]:
+        """Each item with how it applies (kbtool.model.applicability.ranked); a value of the environment kb
+        knows no family of is said once."""
+        from kbtool.model.applicability import ranked, unknown_values
+
+        for value in unknown_values(environment):
+            self.note(f"--for {value}: kb knows no family of it, so only cards scoped to it exactly are scoped")
+        return ranked(items, scope_of, environment, only_applying)
+
+    def get(self, ref: str) -> StoredCard:
+        return self.load_file(self.resolve_id(ref))
+
+    def card_or_skill(self, ref: str) -> StoredCard | Skill:
+        """What a search hit's id names: a card (exact id), else a skill (exact name), else a card by
+        unique id prefix. Search returns both kinds, so whatever it returns can be opened."""
+        from kbtool.skills.spec import SKILL_FILE
+
+        exact = self.store.card_file(ref)
+        if exact is not None:
+            return self.load_file(exact)
+        if ":" in ref:
+            base, rest = self.owner_of(ref)
+            return base.card_or_skill(rest)
+        if ref and "/" not in ref and is_file(self.skills_dir / ref / SKILL_FILE):
+            return self.skill(ref)
+        try:
+            return self.get(ref)
+        except CardNotFound:
+            raise CardNotFound(f"no card or skill with id {ref!r}") from None
+
+    def list(
+        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+    ) -> builtins.list[StoredCard]:
+        if kind is not None:
+            model_for(kind)
+        if status is not None:
+            checked_status(status)
+        filters = parse_filters(where)
+        wanted_tags = {t.casefold() for t in tags}
+        out = []
+        for stored in self.cards():
+            card = stored.card
+            if kind and card.kind != kind or status and card.status != status:
+                continue
+            if wanted_tags and not wanted_tags <= {t.casefold() for t in card.tags}:
+                continue
+            data = card.model_dump(mode="json")
+            if all(f.matches(data) for f in filters):
+                out.append(stored)
+        return out
+
+    def summaries(
+        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+    ) -> builtins.list[CardSummary]:
+        """What list() finds, read from the index instead of the card files (which it brings up to date
+        first, by file stat): the frontmatter of each card, fast at any size. list() still parses and
+        validates the files, for callers that need the models or the bodies."""
+        return self.index.summaries(self._matching(kind, status, tags, where))
+
+    def summaries_json(
+        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+    ) -> str:
+        """summaries() as the JSON text `kb list --json` prints: an array, one card a line."""
+        return self.index.summaries_json(self._matching(kind, status, tags, where))
+
+    def _matching(
+        self, kind: str | None, status: str | None, tags: Iterable[str], where: Iterable[str]
+    ) -> set[int] | None:
+        if kind is not None:
+            model_for(kind)
+        if status is not None:
+            checked_status(status)
+        conditions = card_conditions(kind, status, tags, parse_filters(where))
+        self.index.refresh_if_stale(None)
+        return self.index.matching(conditions)
+
+    def add(
+        self,
+        kind: str,
+        title: str,
+        fields: Iterable[str] = (),
+        tags: Iterable[str] = (),
+        body: str = "",
+        status: str | None = None,
+        values: dict[str, Any] | None = None,
+        agent: str | None = None,
+    ) -> StoredCard:
+        """A new card from a title, `key=value` fields and/or already-typed values.
+
+        agent: the agent writing it (see kbtool.curation.review): the card is a draft (or tentative) that
+        names the agent, and id, status, links and provenance are not the agent's to set."""
+        model = model_for(kind)
+        fields = list(fields)
+        data: dict[str, Any] = {"kind": kind, "title": title, "tags": list(tags)}
+        if agent is not None:
+            check_agent_fields(values or {}, fields, f"add {kind}")
+            status = agent_status(status, "draft")
+            if kind == "gate" and status != "draft":
+                raise BadInput(
+                    "an agent's gate is written as a draft: a person reviews its command before it is locked or run"
+                )
+            data["provenance"] = {"agent": agent}
+        if status is not None:
+            data["status"] = checked_status(status)
+        data = merge(data, values or {})
+        data = merge(data, parse_assignments(fields, model))
+        fill_defaults(data)
+        return self._create(data, body, origin=f"new {kind}")
+
+    def add_from_text(self, kind: str, text: str, origin: str, agent: str | None = None) -> StoredCard:
+        """A new card from a whole card file (frontmatter + body)."""
+        model_for(kind)
+        data, body = markdown.load_frontmatter(text, origin)
+        if data.setdefault("kind", kind) != kind:
+            raise InvalidCard(f"{origin}: kind is {data['kind']!r} but the command adds a {kind}")
+        if agent is not None:
+            check_agent_fields(data, (), origin)
+            data.update(status=agent_status(None, "draft"), provenance={"agent": agent})
+        return self._create(data, body.lstrip("\n"), origin)
+
+    def _create(
+        self,
+        data: dict[str, Any],
+        body: str,
+        origin: str,
+        extra_writes: Callable[[CardBase], dict[str, str]] | None = None,
+    ) -> StoredCard:
+        data.setdefault("provenance", {})
+        data["provenance"].setdefault("created", date.today())
+        if "author" not in data["provenance"]:
+            data["provenance"]["author"] = author_name(self.store)
+        with self.store.lock():
+            ids = self.ids()
+            if "id" in data:
+                problem = id_problem(data["id"])
+                if problem:
+                    raise InvalidCard(f"{origin}: id: {problem}")
+                if data["id"] in ids:
+                    raise Conflict(
+                        f"a card with id {data['id']!r} already exists ({self.store.relative(ids[data['id']])})"
+                    )
+            else:
+                data["id"] = unique_id(data, ids)
+            card = validate_card(drop_none(data), origin)
+            path = self.store.card_path(card.kind, card.id)
+            rel = self.store.relative(path)
+            writes = {rel: self._render(card, body, origin), **(extra_writes(card) if extra_writes else {})}
+            self.store.write(writes, card_message("add", card))
+        return StoredCard(card, markdown.normalize_body(body), rel)
+
+    @property
+    def policy(self) -> Policy:
+        """The knowledge base's own JSON Schemas for its cards (kb.toml [schema]; kbtool/model/policy.py)."""
+        if self._policy is None:
+            from kbtool.model.policy import Policy
+
+            self._policy = Policy.load(self.root, self.config.schema_)
+        return self._policy
+
+    def _render(self, card: CardBase, body: str, origin: str) -> str:
+        """A card's file text, once it also meets this knowledge base's own schemas: every write passes here.
+        Rewriting a card that sits in another kind's folder, or under another name, is refused: the
+        write would commit it where no listing of its kind looks."""
+        parts = origin.split("/")
+        if len(parts) == 3 and parts[0] == CARDS_DIR and parts[2].endswith(".md"):
+            if (parts[1], parts[2][:-3]) != (card.kind, card.id):
+                raise InvalidCard(
+                    f"{origin} holds {card.kind} {card.id!r}; move it to {CARDS_DIR}/{card.kind}/{card.id}.md first "
+                    "(kb lint reports it)"
+                )
+        self.policy.check(card, origin)
+        if "\0" in body:  # git stores a file with a NUL as binary: no diff, no merge, no search of it
+            raise BadInput(f"{origin}: the body holds a NUL character (U+0000), which no card text may")
+        text = markdown.render(card, body)
+        limits = self.config.limits
+        if len(card.title) > limits.title_chars:
+            raise BadInput(
+                f"{origin}: the title has {len(card.title):,} characters, over the limit of {limits.title_chars:,} "
+                "(kb.toml [limits] title_chars); say the rest in the body"
+            )
+        too_big = limits.card_too_big(len(text.encode()))
+        if too_big:
+            raise BadInput(f"{origin}: {too_big}")
+        return text  # its credentials are the store's to refuse, as every file's (store/secrets.py)
+
+    def edit(
+        self,
+        ref: str,
+        fields: Iterable[str] = (),
+        body: str | None = None,
+        title: str | None = None,
+        tags: Iterable[str] | None = None,
+        status: str | None = None,
+        values: dict[str, Any] | None = None,
+        agent: str | None = None,
+    ) -> StoredCard:
+        """Change a card, one commit (none when nothing changed). An agent edits text and scope, not
+        the fields review decides (status, links, provenance): see kbtool.curation.review."""
+        fields = list(fields)
+        if agent is not None:
+            check_agent_fields(
+                {**(values or {}), **({"status": status} if status is not None else {})}, fields, f"edit {ref}"
+            )
+        with self.store.lock():
+            current = self.get(ref)
+            self._check_editable(current)
+            data = current.card.model_dump(mode="python")
+            if title is not None:
+                data["title"] = title
+            if tags is not None:
+                data["tags"] = list(tags)
+            if status is not None:
+                data["status"] = checked_status(status)
+            data = merge(data, values or {})
+            data = merge(data, parse_assignments(fields, type(current.card)))
+            card = validate_card(drop_none(data), current.path)
+            new_body = current.body if body is None else body
+            text = self._render(card, new_body, current.path)
+            if text == markdown.render(current.card, current.body):
+                return current
+            self.store.write({current.path: text}, card_message("edit", card))
+        return StoredCard(card, markdown.normalize_body(new_body), current.path)
+
+    def _check_editable(self, stored: StoredCard) -> None:
+        """A locked gate is immutable: the way to change it is a new gate that supersedes it."""
+        if stored.card.kind == "gate" and (stored.id in self.gate_locks() or stored.id in self.dropped_locks()):
+            raise Conflict(
+                f"gate {stored.id!r} is locked in kb.lock and cannot be edited; add a new gate and "
+                f"`kb supersede {stored.id} NEW_GATE` instead"
+            )
+
+    def _refresh_lexical(self) -> None:
+        """Keep the keyword index current after a write; vectors follow at the next semantic search."""
+        try:
+            self.index.refresh(None)
+        except Exception as exc:
+            self.notices.append(f"the search index was not refreshed ({exc}); the next search refreshes it")
+
+    def gate_locks(self) -> dict[str, GateLock]:
+        """kb.lock: each locked gate's hash and the hashes of the files its command runs."""
+        from kbtool.curation.gate_lock import parse_lock
+
+        path = self.root / LOCK_FILE
+        linked = link_out(self.root, path)
+        if linked is not None:  # not read, nor taken as no locks (every gate would run unlocked): refused
+            raise OutsidePath(self.store.refusal(linked))
+        return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)
+
+    def dropped_locks(self) -> dict[str, tuple[str, GateLock]]:
+        """The gates kb.lock held in a commit and no longer holds, though their cards are still here:
+        {id: (the commit of its last lock, that lock)}. Such a gate is still locked: it runs nothing
+        and is not edited, and `kb gate lock` puts back its entry only while it still matches."""
+        from kbtool.curation.gate_lock import lock_history
+
+        head = self.store.head()
+        if self._lock_history is None or self._lock_history[0] != head:
+            self._lock_history = (head, lock_history(self.store.repo, LOCK_FILE) if head else {})
+        current = self.gate_locks()
+        here = {p.stem for p in self.store.card_files() if p.parent.name == "gate"}
+        return {k: v for k, v in self._lock_history[1].items() if k not in current and k in here}
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from kbtool.search.embeddings import make_embedder
+
+            self._embedder = make_embedder(self.config.index.embedding_model, self.root)
+        return self._embedder
+
+    def semantic_embedder(self) -> Embedder | None:
+        """The embedder, or None (with a notice) on an install without the model: keyword search,
+        lint and everything else still work there."""
+        try:
+            return self.embedder
+        except SemanticUnavailable as exc:
+            self.note(f"{exc}; keyword (BM25) results only")
+            return None
+
+    def note(self, notice: str) -> None:
+        if notice not in self.notices:
+            self.notices.append(notice)
+
+    @property
+    def index(self) -> Index:
+        if self._index is None:
+            from kbtool.search.index import Index
+
+            self._index = Index(self.store, self.notices, self.config.limits)
+        return self._index
+
+    def refresh_index(
+        self, rebuild: bool = False, semantic: bool = True, progress: Callable[[int, int], None] | None = None
+    ) -> RefreshStats:
+        """Bring .kb/index.db up to date (or rebuild it); semantic=False skips embeddings."""
+        embedder = self.semantic_embedder() if semantic else None
+        if rebuild:
+            return self.index.rebuild(embedder, progress)
+        return self.index.refresh(embedder, progress)
+
+    @property
+    def skills_dir(self) -> Path:
+        return self.root / SKILLS_DIR
+
+    def skills(self) -> builtins.list[Skill]:
+        """Every valid skill, by name; `lint()` names the invalid ones."""
+        from kbtool.skills.spec import InvalidSkill, load_skill, skill_folders
+
+        out = []
+        for folder in skill_folders(self.skills_dir, self.root, self.store.skipped):
+            try:
+                out.append(load_skill(folder, self.store.relative(folder)))
+            except InvalidSkill:
+                continue
+        return out
+
+    def skill(self, name: str) -> Skill:
+        from kbtool.skills.spec import SKILL_FILE, load_skill, name_violations
+
+        if name_violations(name):
+            raise SkillNotFound(f"no skill named {name!r} (skills: {self._skill_names()})")
+        folder = self.skill_folder(name)
+        if not (folder / SKILL_FILE).is_file():
+            raise SkillNotFound(f"no skill named {name!r} (skills: {self._skill_names()})")
+        return load_skill(folder, self.store.relative(folder))
+
+    def _skill_names(self) -> str:
+        return ", ".join(s.name for s in self.skills()) or "none yet"
+
+    def skill_folder(self, name: str) -> Path:
+        """skills/<name> (a valid skill name), refused in one line when it, or skills/, is a symbolic link
+        out of the knowledge base: nothing is read, copied or written through it."""
+        folder = self.skills_dir / name
+        linked = link_out(self.root, folder)
+        if linked is not None:
+            raise OutsidePath(self.store.refusal(linked))
+        return folder
+
+    def machine_environment(self) -> dict[str, str]:
+        """This machine's environment, read once per KnowledgeBase: a long-lived server records many findings,
+        and reading it (nine package metadata files, nvidia-smi on a GPU machine) costs more than the commit."""
+        from kbtool.evidence.provenance import environment
+
+        if self._environment is None:
+            self._environment = environment()
+        return self._environment
+
+    def project_environment(self) -> dict[str, str]:
+        """Where this project runs: kb.toml [environment] over what this machine reports (package
+        versions, GPU, driver)."""
+        from kbtool.evidence.provenance import environment
+
+        if self._environment is None:
+            self._environment = environment()
+        return {**self._environment, **self.config.environment}

@@ -1,0 +1,199 @@
+"""The part of the facade that keeps a knowledge base sound and says how it stands: lint (every curation
+check), stats, the open gaps, and what changed (history, recent changes)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+from datetime import date
+
+from kbtool.facade.core import KnowledgeBaseCore
+from kbtool.model.applicability import Environment
+from kbtool.model.cards import INACTIVE_STATUSES
+from kbtool.model.contracts import Change, LintReport, Stats
+from kbtool.model.errors import InvalidField
+from kbtool.model.records import CardSummary, Problem
+from kbtool.model.vocabulary import LINT_CLASSES
+from kbtool.store.repository import LEFT_OUT, Commit
+
+
+def _shown(scope: object) -> str:
+    return ", ".join(str(v) for v in scope) if isinstance(scope, list) else str(scope)
+
+
+class Curation(KnowledgeBaseCore):
+    """lint, stats, gaps and history."""
+
+    def lint_report(self, skip: Iterable[str] = (), env: bool = False) -> LintReport:
+        """`lint` as its surfaces show it: the problems, how many are errors, and whether it passes;
+        with env, also the findings that may not apply where this project runs (warnings)."""
+        return LintReport.of(self.lint(skip) + (self.environment_problems() if env else []))
+
+    def lint(self, skip: Iterable[str] = ()) -> builtins.list[Problem]:
+        """Every curation check (see kbtool.curation.checks) except the classes in skip."""
+        from kbtool.curation import checks as curation
+
+        skip = set(skip)
+        unknown = skip - set(LINT_CLASSES)
+        if unknown:
+            raise InvalidField(f"--skip {sorted(unknown)[0]}: not a lint class ({', '.join(LINT_CLASSES)})")
+        problems: builtins.list[Problem] = []
+        if "schema" not in skip or "links" not in skip:
+            schema, loaded, ids = curation.schema_problems(self.store, self.config.limits)
+            problems += [] if "schema" in skip else schema
+            if "schema" not in skip:  # the knowledge base's own schemas, on every card the models accept
+                problems += [
+                    Problem(s.path, "kb-schema", found, s.id) for s in loaded for found in self.policy.problems(s.card)
+                ]
+            problems += [] if "links" in skip else curation.broken_links(loaded, ids)
+        cards = self.cards()
+        if "superseded" not in skip:
+            problems += curation.superseded_links(cards)
+        if "gaps" not in skip:
+            problems += curation.reopened_gaps(self.gaps())  # the gaps `kb gaps` lists again, as it says why
+        if "gates" not in skip:
+            problems += curation.gate_lock_problems(self.store, self.gate_locks(), self.dropped_locks())
+        if "stale" not in skip:
+            problems += curation.stale(cards, self.config.curation.max_finding_age_days, date.today())
+        if "contradictions" not in skip:
+            problems += curation.contradictions(cards)
+        if "duplicates" not in skip and self.semantic_embedder() is None:
+            skip.add("duplicates")  # compares stored embeddings; the note says how to get the model
+            self.note("the duplicates check needs embeddings and was skipped")
+        if "duplicates" not in skip and cards:
+            self._refresh_lexical()
+            vectors = self.index.lead_vectors(self.embedder.model_id)
+            if len(vectors) < len(cards):
+                self.notices.append(
+                    f"{len(cards) - len(vectors)} cards have no embedding yet, so the duplicate check "
+                    "skipped them; run `kb index`"
+                )
+            problems += curation.duplicates(cards, vectors, self.config.curation.duplicate_similarity)
+        if "secrets" not in skip:
+            from kbtool.curation.committed_secrets import committed_secrets
+
+            problems += committed_secrets(self.store, self.config.curation.secrets_ignore)
+        if "drift" not in skip:
+            checkouts = curation.origin_checkouts(self.root, self.store.state_dir, self.config.sources, cards)
+            problems += curation.drift(cards, checkouts)
+        if "skills" not in skip:
+            skill_vectors = {}
+            if "duplicates" not in skip and self.skills_dir.is_dir():
+                # the stored vectors of the descriptions, as for cards: lint never loads the model itself
+                self._refresh_lexical()
+                skill_vectors = self.index.lead_vectors(self.embedder.model_id, skills=True)
+            problems += curation.skill_problems(self.store, skill_vectors, self.config.curation.duplicate_similarity)
+        if "schema" not in skip and "skills" not in skip:  # each link out is a problem above: no note as well
+            self.notices[:] = [n for n in self.notices if not n.endswith(LEFT_OUT)]
+        return problems
+
+    def stats(self) -> Stats:
+        """Counts by kind, status and project, open gaps, stale findings, locked gates: from the index."""
+        from collections import Counter
+
+        cards = self.summaries()
+        limit, today = self.config.curation.max_finding_age_days, date.today()
+        stale = [
+            c.id
+            for c in cards
+            if c.kind == "finding"
+            and c.status in ("confirmed", "tentative")
+            and c.get("provenance", "created")
+            and (today - date.fromisoformat(c.get("provenance", "created"))).days > limit
+        ]
+        return Stats(
+            cards=len(cards),
+            by_kind=dict(Counter(c.kind for c in cards)),
+            by_status=dict(Counter(c.status for c in cards)),
+            by_project=dict(Counter(c.get("provenance", "project") or "(none)" for c in cards)),
+            open_gaps=len(self.gaps()),
+            stale_findings=stale,
+            locked_gates=len(self.gate_locks()),
+        )
+
+    def gaps(self) -> builtins.list[CardSummary]:
+        """Open gaps, high priority first, oldest first: those nothing closed, and those closed only by
+        cards that no longer stand (refuted, superseded, retired or deleted), each with why in its
+        data's `reopened`. A gap itself retired or superseded is not open."""
+        from kbtool.curation.checks import why_reopened
+
+        order = {"high": 0, "medium": 1, "low": 2}
+        candidates = [g for g in self.summaries(kind="gap") if g.status not in INACTIVE_STATUSES]
+        # what closed them, from the same index in one pass: no card file read
+        closers = self.index.by_ids({ref for g in candidates for ref in g.get("closed_by") or []})
+        open_gaps = []
+        for g in candidates:
+            closed_by = g.get("closed_by") or []
+            if closed_by:
+                why = why_reopened(closed_by, closers)
+                if why is None:
+                    continue
+                # a copy: the summary's data is the index's own
+                g = CardSummary(g.id, g.kind, g.title, g.status, g.path, {**g.data, "reopened": why})
+            open_gaps.append(g)
+        # created is an ISO date string in the index: it sorts as the date does
+        return sorted(
+            open_gaps,
+            key=lambda g: (order[g.get("priority", default="medium")], g.get("provenance", "created") or "", g.id),
+        )
+
+    def gaps_everywhere(
+        self, applies_for: Environment = None, only_applying: bool = False
+    ) -> builtins.list[CardSummary]:
+        """The open gaps here and in every source, high priority first (those scoped elsewhere than the
+        environment after all that apply)."""
+        order = {"high": 0, "medium": 1, "low": 2}
+        found = self.gaps()
+        for name, base in self.source_bases():
+            found += [g.from_source(name) for g in base.gaps()]
+            self.relay_notices(f"source {name}", base)
+        found.sort(key=lambda g: order[g.get("priority", default="medium")])
+        return self.applying(found, applies_for, only_applying)
+
+    def history(self, ref: str) -> builtins.list[Commit]:
+        return self.store.history(self.store.relative(self.resolve_id(ref)))
+
+    def history_with_diffs(self, ref: str, limit: int = 10) -> builtins.list[tuple[Commit, str]]:
+        """The card's newest commits with what each changed in its file (the web view's history)."""
+        return self.store.history_with_diffs(self.store.relative(self.resolve_id(ref)), limit)
+
+    def recent(
+        self, since: str | None = None, kind: str | None = None, limit: int | None = None
+    ) -> builtins.list[Change]:
+        """What changed, newest first: each commit with the cards and skills it added, modified or
+        deleted ("what did the last agent learn?"). since: a date (2026-12-01), an age (7d, 12h, 2w)
+        or a commit (everything after it); kind: only changes to cards of this kind (or skills);
+        limit: the newest that many commits."""
+        from kbtool.store.history import recent_changes
+
+        return recent_changes(self.store, since, kind, {s.id: s.title for s in self.summaries()}, limit)
+
+    def environment_problems(self) -> builtins.list[Problem]:
+        """`kb lint --env`: a warning for each active card scoped elsewhere than this project is for (kb.toml
+        [environment] and this machine's GPU), and each finding measured with other engine, library or driver
+        releases; a note when there is no scope to judge by."""
+        from kbtool.evidence.environment import reasons
+        from kbtool.model.applicability import environment_of
+
+        target = self.project_environment()
+        environment = environment_of(target)
+        if not environment:
+            self.note(
+                "--env: nothing to judge the cards' scope by: kb.toml has no [environment] (hardware, model, "
+                "precision, ...) and this machine reports no GPU; findings are checked for package versions only"
+            )
+        out = []
+        active = [s for s in self.summaries() if s.status not in INACTIVE_STATUSES]
+        judged = {s.id: how for s, how in self.judge(active, lambda s: s.get("applies_to"), environment, False)}
+        for summary in active:
+            why = []
+            if environment and judged[summary.id] == "other":
+                scope = summary.get("applies_to") or {}
+                elsewhere = [f"{k}: {_shown(scope.get(k))}" for k in environment if scope.get(k)]
+                here = ", ".join(f"{k}={v}" for k, v in environment.items())
+                why.append(f"scoped to {'; '.join(elsewhere)}, this project is for {here}")
+            why += [w for w in reasons(summary.to_dict(), target) if not w.startswith("scoped to")]
+            if why:
+                message = f"may not apply here: {'; '.join(why)}"
+                out.append(Problem(summary.path, "env", message, summary.id, severity="warning"))
+        return out

@@ -1,0 +1,210 @@
+"""Gates (kbtool.curation.gate_lock, kbtool.curation.gates): immutable acceptance checks, locked by hash in kb.lock
+with the files their commands run, run in the project they judge, each run recorded."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from kbtool.curation.review import is_unreviewed, reviewed_card
+from kbtool.facade.core import KnowledgeBaseCore
+from kbtool.model.contracts import GateRunResult, LockCheck
+from kbtool.model.errors import BadInput, Conflict, InvalidCard
+from kbtool.model.records import gate_of
+from kbtool.store.commits import commit_message
+from kbtool.store.repository import LOCK_FILE
+
+
+class Gates(KnowledgeBaseCore):
+    """Lock, verify and run gates."""
+
+    def lock_gates(self, refs: Iterable[str] = ()) -> tuple[builtins.list[str], dict[str, str]]:
+        """Record the hash of each given gate, or of every confirmed unlocked gate, in kb.lock (one commit),
+        with the hash of each knowledge-base file its command runs ("$KB_ROOT/gates/compare.py").
+
+        Returns (the ids locked, {id: why it was skipped}). Without ids only confirmed gates are
+        locked: a draft may be an agent's proposal nobody has read, and locking it would make its
+        command the project's law. A gate an agent wrote is locked only after review. A gate whose
+        file is missing is refused, naming the file; a gate locked before kb locked files gets its
+        files locked when named."""
+        from kbtool.curation.gate_lock import file_problems, gate_hash, lock_entry, render_lock
+
+        with self.store.lock():
+            locks = self.gate_locks()
+            dropped = {gate_id: lock for gate_id, (_, lock) in self.dropped_locks().items()}
+            named = list(refs)
+            gates = [self.get(r) for r in named] if named else self.list(kind="gate")
+            newly: builtins.list[str] = []
+            skipped: dict[str, str] = {}
+            for stored in gates:
+                gate = gate_of(stored)
+                held = locks.get(stored.id) or dropped.get(stored.id)
+                if stored.id in dropped and held is not None and held.sha256 == gate_hash(gate, stored.body):
+                    if not file_problems(gate, held, self.root):  # put back as it was locked: its entry returns
+                        locks[stored.id] = held
+                        newly.append(stored.id)
+                        continue
+                if held is not None:
+                    if held.sha256 != gate_hash(gate, stored.body):
+                        raise Conflict(
+                            f"gate {stored.id!r} changed since it was locked; restore it from git, or "
+                            f"supersede it with a new gate"
+                        )
+                    problems = file_problems(gate, held, self.root)
+                    if not problems:
+                        continue
+                    if held.files:  # a file it runs changed since: that is what the lock is for
+                        raise Conflict(problems[0][1])
+                    if not named:
+                        skipped[stored.id] = "locked before kb locked the files it runs; read them, then lock it by id"
+                        continue
+                elif is_unreviewed(stored.card):
+                    if named:
+                        raise BadInput(
+                            f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has "
+                            f"reviewed it; read its command, then `kb confirm {stored.id}` before locking it"
+                        )
+                    skipped[stored.id] = f"written by {stored.card.provenance.agent}, not reviewed"
+                    continue
+                elif not named and stored.card.status != "confirmed":
+                    skipped[stored.id] = f"{stored.card.status}, not confirmed"
+                    continue
+                locks[stored.id] = lock_entry(gate, stored.body, self.root)
+                newly.append(stored.id)
+            if newly:
+                self.store.write(
+                    {LOCK_FILE: render_lock(locks)}, commit_message(f"kb gate lock: {', '.join(newly)}", "gate-lock")
+                )
+        return newly, skipped
+
+    def verify_gates(self) -> LockCheck:
+        """Every locked gate, and each file its command runs, against kb.lock: ok, how many are locked, and
+        each mismatch."""
+        from kbtool.curation.checks import gate_lock_problems
+
+        locks = self.gate_locks()
+        problems = gate_lock_problems(self.store, locks, self.dropped_locks())
+        return LockCheck(ok=not problems, locked=len(locks), problems=problems)
+
+    def gate_project(self, in_dir: str | os.PathLike[str] | None, default_dir: Path | None = None) -> Path:
+        """The project folder a gate judges: in_dir, else kb.toml's [gates] project (relative to the root),
+        else default_dir (the CLI's: the git repository it runs in). Without any, refused: a gate run on
+        the knowledge base itself judges nothing and records a failure."""
+        configured = self.config.gates.project
+        if in_dir is not None:
+            said, project = f"--in {in_dir}", Path(in_dir).expanduser()
+        elif configured:
+            said, project = f"kb.toml [gates] project = {configured!r}", self.root / Path(configured).expanduser()
+        elif default_dir is not None:
+            said, project = str(default_dir), default_dir
+        else:
+            raise BadInput(
+                "say which project the gate judges: in_dir (--in DIR), or a default in kb.toml, "
+                '[gates] project = "PATH"; nothing was run'
+            )
+        if not project.is_dir():
+            raise BadInput(f"{said}: no such folder")
+        return project.resolve()
+
+    def run_gate(
+        self,
+        ref: str,
+        record: bool = True,
+        in_dir: str | os.PathLike[str] | None = None,
+        confirms: str | None = None,
+        before: Callable[[str, Path], None] | None = None,
+        require_lock: bool = False,
+        default_dir: Path | None = None,
+    ) -> GateRunResult:
+        """Run a gate's check in the project it judges (gate_project: in_dir, kb.toml [gates] project,
+        else default_dir) and compare.
+
+        Nothing runs when kb.lock cannot be read, or when the gate is locked and its file, or a file
+        its command runs, no longer matches the lock (someone edited the command, the threshold or the
+        script by hand): the lock is what makes a gate's verdict mean something. before(what, folder)
+        is called just before the check runs, so a caller can show what is about to run.
+
+        The run, with the judged repository's name, remote and commit, is appended to
+        runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
+        that finding in the same commit (its reviewer is recorded as gate:<id>)."""
+        from kbtool.curation.gate_lock import file_problems, gate_hash, named_files
+        from kbtool.curation.gates import run_gate
+        from kbtool.evidence.provenance import repo_state
+        from kbtool.store.secrets import redact_record
+
+        stored = self.get(ref)
+        gate = gate_of(stored)
+        if is_unreviewed(gate):
+            raise BadInput(
+                f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has reviewed "
+                f"its command; read it, then `kb confirm {stored.id}` before running it"
+            )
+        if gate.status == "draft":  # text from a card runs only once a person has accepted it
+            raise BadInput(
+                f"gate {stored.id!r} is a draft, so nothing was run; read its check ({gate.check.what()}), "
+                f"then `kb confirm {stored.id}` to run it (and `kb gate lock {stored.id}` to make it immutable)"
+            )
+        locked = self.gate_locks().get(stored.id)  # a kb.lock that does not parse stops here, one line
+        dropped = self.dropped_locks().get(stored.id)
+        if locked is None and dropped is not None:
+            from kbtool.curation.checks import dropped_lock_message
+
+            raise Conflict(f"nothing was run: {dropped_lock_message(stored.id, dropped[0])}")
+        intact = locked is not None and locked.sha256 == gate_hash(gate, stored.body)
+        if locked is not None and not intact:
+            raise Conflict(
+                f"gate {stored.id!r} has changed since it was locked in kb.lock, so nothing was run; restore it "
+                f"(git checkout -- {stored.path}) or add a new gate and `kb supersede {stored.id} NEW_GATE`"
+            )
+        changed = file_problems(gate, locked, self.root) if intact and locked is not None else []
+        if changed:
+            raise Conflict(f"nothing was run: {changed[0][1]}")
+        named = named_files(gate, self.root)
+        if named.links:  # locked or not: nothing runs through a symbolic link out of the knowledge base
+            raise BadInput(f"nothing was run: gate {stored.id!r} runs {named.outside_why(next(iter(named.links)))}")
+        if locked is None and require_lock:  # for callers who run no command a person has not locked
+            raise BadInput(
+                f"gate {stored.id!r} is not locked, so nothing was run; only a locked gate runs here (a person "
+                f"reads its command, then `kb gate lock {stored.id}`)"
+            )
+        if locked is None:
+            self.note(f"gate {stored.id} is not locked (`kb gate lock {stored.id}` makes its check immutable)")
+        target = self.get(confirms) if confirms else None
+        if target is not None:
+            if target.card.kind != "finding":
+                raise InvalidCard(f"--confirms {target.id}: a gate confirms findings, and this is a {target.card.kind}")
+            if not record:
+                raise BadInput("--confirms records its verdict; it cannot be combined with --no-record")
+            if not intact:
+                raise BadInput(f"--confirms: gate {stored.id!r} is not locked; only a locked gate confirms findings")
+        project = self.gate_project(in_dir, default_dir)
+        rel = f"runs/gates/{stored.id}.jsonl"
+        if record:
+            self.store.require_writable()  # said before the command runs, not after: a run is recorded or not run
+            self.store.inside(rel)  # a record that is a link out of the knowledge base: refused before anything runs
+        if before is not None:
+            before(gate.check.what(), project)
+        result = run_gate(gate, cwd=str(project), kb_root=str(self.root))
+        if record:
+            judged = repo_state(project)
+            with self.store.lock():
+                path = self.store.inside(rel)
+                earlier = path.read_text(encoding="utf-8") if path.exists() else ""
+                # a run is recorded whatever its output held: a credential in it is redacted, not committed
+                kept = redact_record({**result.record(), **({"repo": judged} if judged else {})})
+                line = json.dumps(kept, ensure_ascii=False) + "\n"
+                writes = {rel: earlier + line}
+                verdict = "pass" if result.passed else "fail"
+                confirms = None
+                if target is not None and result.passed:
+                    current = self.get(target.id)  # as it stands now, under the lock
+                    writes[current.path] = self._render(
+                        reviewed_card(current, "confirmed", f"gate:{stored.id}"), current.body, current.path
+                    )
+                    confirms = target.id
+                subject = f"kb gate run {stored.id}: {verdict}"
+                self.store.write(writes, commit_message(subject, "gate-run", id=stored.id, confirms=confirms))
+        return result

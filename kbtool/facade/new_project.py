@@ -1,0 +1,289 @@
+"""Knowledge carried from one knowledge base into another: `kb import --from-kb` (cards copied with
+where they came from, so importing again updates them; `kb lint`'s drift check, in
+kbtool.curation.checks, says when an original changed since).
+
+A copy records provenance.origin: the origin's location (a folder or a git URL), the card's id
+there and the origin's commit at the copy. A copy is updated only by importing again from the
+same origin; a card of the same id that is not such a copy is never overwritten. A gate whose
+command runs a file of the origin ("$KB_ROOT/gates/check.py") brings that file along, to the same
+path and in the same commit: a gate copied without its script could never pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import git
+
+from kbtool.model import markdown
+from kbtool.model.cards import Gate
+from kbtool.model.contracts import ImportSummary
+from kbtool.model.errors import BadInput, Conflict, KbError, NotAKnowledgeBase
+from kbtool.model.records import CardSummary, StoredCard
+from kbtool.model.validation import validate_card
+from kbtool.store.commits import commit_message
+from kbtool.store.git_urls import GIT_ENV, check_git_url
+from kbtool.store.locate import find_root
+from kbtool.store.repository import Executable, git_reason
+from kbtool.store.scratch import scratch as temp_folder
+
+if TYPE_CHECKING:
+    from kbtool.facade.knowledge_base import KnowledgeBase
+
+
+def _is_git_url(location: str) -> bool:
+    return "://" in location or location.startswith("git@") or location.endswith(".git")
+
+
+def open_origin(location: str, scratch: Path) -> tuple[KnowledgeBase, str, str]:
+    """(the origin knowledge base, its location as copies record it, its commit): a folder is read in
+    place; a git repository (a URL, or a bare repository's path) is cloned into scratch first."""
+    from kbtool.facade.knowledge_base import KnowledgeBase
+
+    path = Path(location).expanduser()
+    if path.is_dir() and find_root(path) == path.resolve():
+        base = KnowledgeBase.open(path)
+        try:
+            commit = base.store.repo.head.commit.hexsha
+        except (ValueError, KbError):
+            raise BadInput(f"{location}: a knowledge base with no commit yet; nothing to copy") from None
+        return base, str(base.root), commit
+    if not path.is_dir():
+        check_git_url(location, "the knowledge base to copy from")
+    if not (_is_git_url(location) or path.is_dir()):
+        raise BadInput(f"{location}: not a knowledge base (no kb.toml) nor a git repository")
+    recorded = str(path.resolve()) if path.is_dir() else location
+    clone = scratch / "origin"
+    try:
+        git.Repo.clone_from(recorded, clone, env=GIT_ENV, depth=1)
+    except git.GitCommandError as exc:
+        raise BadInput(f"{location}: git clone: {git_reason(exc)}") from None
+    try:
+        base = KnowledgeBase.open(clone)
+        return base, recorded, base.store.repo.head.commit.hexsha
+    except NotAKnowledgeBase:  # said of the scratch clone, which the person never named
+        raise BadInput(f"{location}: a git repository with no kb.toml at its top, not a knowledge base") from None
+    except ValueError:  # an empty repository: HEAD names no commit
+        raise BadInput(f"{location}: a repository with no commit yet; nothing to copy") from None
+
+
+def import_from_kb(
+    target: KnowledgeBase,
+    location: str,
+    kind: str | None = None,
+    where: Iterable[str] = (),
+    applicable: bool = False,
+    environment: dict[str, str] | None = None,
+) -> ImportSummary:
+    """Copy the origin's cards (of kind, matching where) into target in one commit. applicable: instead
+    the knowledge that applies to the scope where and environment name, as a pack takes it (confirmed
+    findings and active constraints, failure modes and gates that match it or hold anywhere, none scoped
+    elsewhere than the environment). Links to cards neither copied nor already here are left out (kb lint
+    would call them broken)."""
+    with temp_folder("kb-origin-") as scratch:
+        origin, recorded, commit = open_origin(location, Path(scratch))
+        if origin.root == target.root:
+            raise BadInput(f"{location}: this very knowledge base")
+        if applicable:
+            from kbtool.model.fields import parse_filters
+            from kbtool.skills.pack import pack_cards
+
+            chosen = pack_cards(origin.cards(), parse_filters(list(where)), general=True, environment=environment)
+        else:
+            chosen = origin.list(kind=kind, where=list(where))
+        target.relay_notices(f"origin {recorded}", origin)  # a card it left out (a link out of it)
+        if not chosen:
+            raise BadInput(f"{location}: no card matches; nothing written")
+        with target.store.lock():
+            existing = {s.id: s for s in target.cards()}
+            known = set(existing) | {c.id for c in chosen}
+            locked = target.gate_locks()
+            writes: dict[str, str | bytes] = {}
+            added = updated = unchanged = files = 0
+            for stored in chosen:
+                text = _copy_text(target, stored, recorded, commit, known)
+                old = existing.get(stored.id)
+                if old is not None and not _copied_from(old, recorded):
+                    raise Conflict(
+                        f"{old.path}: a card {stored.id!r} of this knowledge base's own is here; "
+                        f"it is not a copy from {recorded}, so nothing was written"
+                    )
+                if old is not None and markdown.render(old.card, old.body) == text:
+                    unchanged += 1
+                    continue
+                if old is not None and old.card.kind == "gate" and old.id in locked:
+                    raise Conflict(f"{old.path}: a locked gate here; nothing written")
+                writes[target.store.relative(target.store.card_path(stored.card.kind, stored.id))] = text
+                added, updated = (added, updated + 1) if old else (added + 1, updated)
+                if isinstance(stored.card, Gate):
+                    runs = _files_a_gate_runs(origin, target, stored.card, recorded)
+                    writes.update(runs)
+                    files += len(runs)
+            sha = None
+            if writes:
+                carried = f", {files} file(s) their gates run" if files else ""
+                subject = f"kb import --from-kb {recorded}: {added} added, {updated} updated{carried}"
+                message = commit_message(subject, "import", origin=f"{recorded}@{commit}")
+                sha = target.store.write(writes, message)
+    if sha:
+        target.refresh_index(semantic=False)  # the copies are in the keyword leg at once; vectors follow
+    return ImportSummary(collection=recorded, added=added, updated=updated, unchanged=unchanged, retired=0, commit=sha)
+
+
+def _files_a_gate_runs(origin: KnowledgeBase, target: KnowledgeBase, gate: Gate, recorded: str) -> dict[str, bytes]:
+    """The files of the origin a copied gate's command runs, to write at the same paths here (those here
+    already, the same, left as they are). Refused when one is missing there, or no longer what the
+    origin's kb.lock holds (its gate would not run there either), or here with other content."""
+    from kbtool.curation.gate_lock import file_problems, named_files
+
+    named = named_files(gate, origin.root)
+    absent = named.outside + named.missing
+    if absent:
+        raise BadInput(
+            f"{recorded}: gate {gate.id!r} runs $KB_ROOT/{absent[0]}, which that knowledge base does not hold"
+        )
+    lock = origin.gate_locks().get(gate.id)
+    changed = file_problems(gate, lock, origin.root) if lock is not None else []
+    if changed:
+        raise Conflict(f"{recorded}: {changed[0][1]}; nothing was copied")
+    out: dict[str, bytes] = {}
+    for rel in named.hashes:
+        source, here = origin.root / rel, target.root / rel
+        data = source.read_bytes()
+        if here.exists() and here.read_bytes() == data:
+            continue
+        if here.exists():
+            raise Conflict(
+                f"{rel}: here already, and not the file gate {gate.id!r} runs in {recorded}; nothing written"
+            )
+        out[rel] = Executable(data) if os.access(source, os.X_OK) else data
+    return out
+
+
+def _copied_from(stored: StoredCard, recorded: str) -> bool:
+    origin = stored.card.provenance.origin
+    return origin is not None and origin.kb == recorded and origin.id == stored.id
+
+
+def _copy_text(target: KnowledgeBase, stored: StoredCard, recorded: str, commit: str, known: set[str]) -> str:
+    data = markdown.card_data(stored.card)
+    provenance = dict(data.get("provenance") or {})
+    provenance["origin"] = {"kb": recorded, "id": stored.id, "commit": commit}
+    data["provenance"] = provenance
+    links = {rel: [i for i in ids if i in known] for rel, ids in (data.get("links") or {}).items()}
+    data["links"] = {rel: ids for rel, ids in links.items() if ids}
+    if not data["links"]:
+        del data["links"]
+    card = validate_card(data, f"{recorded}: {stored.path}")
+    return target._render(card, stored.body, f"{recorded}: {stored.path}")
+
+
+@dataclass
+class NewProject:
+    root: Path
+    source: str  # the name the origin is read by, as a source
+    copied: dict[str, int]  # cards copied, by kind
+    locked: list[str]  # the gates locked here
+    open_gaps: list[CardSummary]  # the open questions, here and in the source, that apply
+    pack: str | None  # the knowledge pack's skill folder, relative to root
+
+    def lines(self) -> list[str]:
+        copied = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(self.copied.items()))
+        out = [
+            f"created {self.root} reading {self.source} as a source",
+            f"copied {copied or 'nothing'}; locked {len(self.locked)} gate(s)",
+        ]
+        if self.pack:
+            out.append(f"knowledge pack: {self.pack}/SKILL.md")
+        for gap in self.open_gaps:
+            question = gap.get("question", default=gap.title)
+            out.append(f"open gap [{gap.get('priority', default='medium')}] {gap.id}: {question}")
+        return out
+
+
+def new_project(
+    name: str,
+    location: str,
+    where: Iterable[str],
+    directory: Path | None = None,
+    source_name: str | None = None,
+    applies_for: Iterable[str] = (),
+) -> NewProject:
+    """A project knowledge base started from a team's: it reads the team's as a source, holds copies
+    of what applies to its environment (applies_for: hardware=H100, modality=vision) and scope (where):
+    constraints, failure modes, gates and confirmed findings, none scoped elsewhere, its gates locked, and a
+    knowledge pack of them; the environment is its kb.toml [environment], so every later command judges
+    by it; the open gaps that apply are listed."""
+    from kbtool.facade.knowledge_base import KnowledgeBase
+    from kbtool.model.applicability import parse_environment
+    from kbtool.model.fields import parse_filters
+
+    where = list(where)
+    environment = parse_environment(applies_for)
+    if not where and not environment:
+        raise BadInput(
+            "say what the project is for: --for FIELD=VALUE (e.g. hardware=H100, modality=vision), or "
+            "--where FIELD=VALUE"
+        )
+    filters = parse_filters(where)
+    root = (directory or Path(name)).expanduser().resolve()
+    if root.exists() and any(root.iterdir()):
+        raise BadInput(f"{root}: not empty; a new project starts in a new folder")
+    with temp_folder("kb-origin-") as scratch:
+        origin, recorded, _ = open_origin(location, Path(scratch))  # checked before anything is created
+        label = source_name or _source_label(origin.config.kb.name)
+    created = not root.exists()
+    try:
+        project = KnowledgeBase.init(root, name)
+        if Path(recorded).is_dir() and not _is_bare(recorded):  # a folder beside it: read in place, by a relative path
+            where_from = f"path = {json.dumps(os.path.relpath(recorded, root))}"
+        else:
+            where_from = f"url = {json.dumps(recorded)}"
+        settings = (root / "kb.toml").read_text(encoding="utf-8") + (
+            "\n# the knowledge base this project started from (kb new-project); search, list and gaps read it\n"
+            f"[[sources]]\nname = {json.dumps(label)}\n{where_from}\n"
+        )
+        if environment:
+            settings += "\n# what this project is for (kb new-project --for): the default --for of every command\n"
+            settings += "[environment]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in environment.items())
+        message = commit_message(f"kb new-project {name}: read {label} as a source", "init")
+        project.store.write({"kb.toml": settings}, message)
+        project = KnowledgeBase.open(root)  # with the source and the environment in its settings
+        if project.config.sources[0].url:
+            project.update_sources()
+        summary = import_from_kb(project, location, where=where, applicable=True, environment=environment)
+        cards = project.cards()
+        copied: dict[str, int] = {}
+        for stored in cards:
+            copied[stored.card.kind] = copied.get(stored.card.kind, 0) + 1
+        locked, _ = project.lock_gates()
+        pack_name = _source_label(f"{name}-pack")
+        pack = project.pack_skill(pack_name, where, general=True).path if summary.added else None
+        found = project.gaps_everywhere(only_applying=bool(environment))
+        applies = [g for g in found if _applies(g.data, filters)]
+        return NewProject(root, label, copied, locked, applies, pack)
+    except BaseException:
+        if created:
+            shutil.rmtree(root, ignore_errors=True)  # all or nothing: no half-made project is left
+        raise
+
+
+def _applies(data: dict, filters: list) -> bool:
+    from kbtool.model.fields import values_at
+
+    return all(f.matches(data) or not values_at(data, f.path) for f in filters)
+
+
+def _source_label(text: str) -> str:
+    out = "".join(c.lower() if c.isalnum() else "-" for c in text)
+    return "-".join(p for p in out.split("-") if p)[:40] or "team"
+
+
+def _is_bare(location: str) -> bool:
+    return not (Path(location) / "kb.toml").is_file()

@@ -1,0 +1,156 @@
+"""Review (kbtool.curation.review): a person, or a gate, decides what an agent wrote becomes a fact: the queue of
+agent-written cards nobody has reviewed, confirm and refute, one commit each."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import date
+
+from kbtool.curation.review import (
+    SETTABLE_STATUSES,
+    check_agent_status,
+    check_agent_supersede,
+    is_unreviewed,
+    reviewed_card,
+)
+from kbtool.facade.core import KnowledgeBaseCore
+from kbtool.model import markdown
+from kbtool.model.cards import INACTIVE_STATUSES
+from kbtool.model.errors import BadInput, Changed, InvalidCard
+from kbtool.model.fields import drop_none
+from kbtool.model.records import StoredCard
+from kbtool.model.validation import validate_card
+from kbtool.store.commits import card_message, checked_reason, commit_message
+from kbtool.store.repository import author_name
+
+
+class Review(KnowledgeBaseCore):
+    """The review queue, confirm and refute."""
+
+    def review_queue(self) -> builtins.list[StoredCard]:
+        """Agent-written cards nobody has confirmed or refuted yet, oldest first."""
+        # the index narrows it to agents' unreviewed cards; only those files are read
+        named = [
+            s.id
+            for s in self.summaries()
+            if s.get("provenance", "agent")
+            and not s.get("provenance", "reviewed_by")
+            and s.status not in INACTIVE_STATUSES
+        ]
+        waiting = [c for c in (self.get(ref) for ref in named) if is_unreviewed(c.card)]
+        return sorted(waiting, key=lambda c: (c.card.provenance.created or date.min, c.id))
+
+    @contextmanager
+    def unchanged_since(self, ref: str, version: str) -> Iterator[StoredCard]:
+        """For a change a person made looking at a card (the web view's edit form, confirm, refute): the write
+        lock held, and the card as it stands. Changed, and nothing written, when the card is no longer what
+        they saw at `version` (StoredCard.version): an edit or a review since would be overwritten unseen."""
+        with self.store.lock():  # the change itself takes it again: no writer gets in between
+            current = self.get(ref)
+            if current.version != version:
+                raise Changed(
+                    f"{current.id} changed since this page showed it (edited, confirmed or refuted since); nothing "
+                    "was saved: reload it, look again, and redo the change"
+                )
+            yield current
+
+    def confirm(
+        self, ref: str, reason: str | None = None, reviewer: str | None = None, agent: str | None = None
+    ) -> StoredCard:
+        """A person vouches for a card: status confirmed, their name and the date recorded, one commit."""
+        return self._review(ref, "confirmed", reason, reviewer, agent)
+
+    def refute(self, ref: str, reason: str, reviewer: str | None = None, agent: str | None = None) -> StoredCard:
+        """A person rejects a card: status refuted (search demotes it, packs leave it out), one commit with the
+        reason."""
+        if not reason or not reason.strip():
+            raise BadInput("say why it is refuted: --reason TEXT (it goes into the commit, for kb log)")
+        return self._review(ref, "refuted", reason, reviewer, agent)
+
+    def _review(self, ref: str, status: str, reason: str | None, reviewer: str | None, agent: str | None) -> StoredCard:
+        if agent is not None:
+            raise BadInput(f"{agent} is an agent: a person reviews cards (an agent may not confirm or refute them)")
+        checked_reason(reason)
+        verb = "confirm" if status == "confirmed" else "refute"
+        with self.store.lock():
+            current = self.get(ref)
+            card = reviewed_card(current, status, reviewer or author_name(self.store) or "unknown")
+            message = card_message(verb, card, reason, reviewed_by=card.provenance.reviewed_by)
+            self.store.write({current.path: self._render(card, current.body, current.path)}, message)
+        self._refresh_lexical()
+        return StoredCard(card, current.body, current.path)
+
+    def supersede(
+        self, old_ref: str, new_ref: str, reason: str | None = None, agent: str | None = None
+    ) -> tuple[StoredCard, StoredCard]:
+        """OLD is superseded by NEW: links both ways and OLD's status, in one commit (the reason in its
+        message). An agent may not supersede a gate, nor a confirmed card by an unconfirmed one."""
+        checked_reason(reason)
+        with self.store.lock():
+            old, new = self.get(old_ref), self.get(new_ref)
+            if old.id == new.id:
+                raise InvalidCard("a card cannot supersede itself")
+            if old.card.kind != new.card.kind:
+                raise InvalidCard(
+                    f"{new.id} is a {new.card.kind} and {old.id} a {old.card.kind}; supersede within one kind"
+                )
+            if agent is not None:
+                check_agent_supersede(old.card, new.card, agent)
+            old_links = old.card.links.model_copy(
+                update={"superseded_by": [*dict.fromkeys([*old.card.links.superseded_by, new.id])]}
+            )
+            new_links = new.card.links.model_copy(
+                update={"supersedes": [*dict.fromkeys([*new.card.links.supersedes, old.id])]}
+            )
+            old_card = old.card.model_copy(update={"status": "superseded", "links": old_links})
+            new_card = new.card.model_copy(update={"links": new_links})
+            # the reason goes in the commit, not the body: a locked gate's body is part of its hash
+            old_body = old.body
+            subject = f"kb supersede {old.card.kind}: {old.id} -> {new.id}"
+            message = commit_message(subject, "supersede", reason, id=old.id, superseded_by=new.id, agent=agent)
+            self.store.write(
+                {
+                    old.path: self._render(old_card, old_body, old.path),
+                    new.path: self._render(new_card, new.body, new.path),
+                },
+                message,
+            )
+        self._refresh_lexical()
+        return StoredCard(old_card, markdown.normalize_body(old_body), old.path), StoredCard(
+            new_card, new.body, new.path
+        )
+
+    def set_status(self, ref: str, status: str, reason: str | None = None, agent: str | None = None) -> StoredCard:
+        """Move a card to confirmed, refuted or retired, or reopen a gap ("open": what closed it is
+        cleared), in one commit with the reason. A person's confirm and refute are `confirm` and
+        `refute`; an agent may only withdraw its own unreviewed cards and reopen gaps
+        (kbtool.curation.review.check_agent_status). A locked gate's status is its lock's: supersede it."""
+        if status not in SETTABLE_STATUSES:
+            raise BadInput(f"status {status!r}: one of {', '.join(SETTABLE_STATUSES)}")
+        if status != "confirmed" and not (reason and reason.strip()):
+            raise BadInput(f"say why it is {status}: a reason (it goes into the commit, for kb log)")
+        checked_reason(reason)
+        if agent is None and status in ("confirmed", "refuted"):
+            return self.confirm(ref, reason) if status == "confirmed" else self.refute(ref, reason or "")
+        with self.store.lock():
+            current = self.get(ref)
+            self._check_editable(current)
+            if agent is not None:
+                check_agent_status(current.card, status, agent)
+            data = current.card.model_dump(mode="python")
+            if status == "open":
+                if current.card.kind != "gap":
+                    raise InvalidCard(f"{current.id} is a {current.card.kind}; only a gap is reopened")
+                data["closed_by"] = []
+                data["status"] = "draft" if current.card.status in INACTIVE_STATUSES else current.card.status
+            else:
+                data["status"] = status
+            card = validate_card(drop_none(data), current.path)
+            verb = "reopen" if status == "open" else "set-status"
+            subject = f"kb {verb} {card.kind}: {card.title} ({card.status})"
+            message = commit_message(subject, verb, reason, kind=card.kind, id=card.id, status=card.status, agent=agent)
+            self.store.write({current.path: self._render(card, current.body, current.path)}, message)
+        self._refresh_lexical()
+        return StoredCard(card, current.body, current.path)

@@ -1,0 +1,281 @@
+"""Search (kbtool.search): hybrid search over this knowledge base and its sources, the environment a finding
+may not apply in, and a card's neighbourhood (related)."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable
+
+from kbtool.facade.core import KnowledgeBaseCore
+from kbtool.model.applicability import nothing_to_judge
+from kbtool.model.cards import lead_fields
+from kbtool.model.contracts import MAX_K, Link, Neighbour, Related, SearchHit, SearchRequest, SearchResult, Similar
+from kbtool.model.errors import BadInput
+from kbtool.model.records import StoredCard
+
+MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
+
+
+class Search(KnowledgeBaseCore):
+    """Hybrid search, environment checks and a card's neighbourhood."""
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        kind: str | None = None,
+        status: str | None = None,
+        tags: Iterable[str] = (),
+        where: Iterable[str] = (),
+        mode: str = "hybrid",
+        explain: bool = False,
+        sources: bool = True,
+        env: bool = False,
+        applies_for: dict[str, str] | None = None,
+        only_applying: bool = False,
+    ) -> SearchResult:
+        """Hybrid search: the cards (and skills) that match, best first (see kbtool.search.pipeline);
+        the sources' too (sources), findings from elsewhere flagged (env); with applies_for
+        ({"hardware": "H100"}), each hit says how it applies and those scoped elsewhere come last (or not
+        at all, only_applying)."""
+        request = SearchRequest.parse(
+            {
+                "query": query,
+                "k": k,
+                "kind": kind,
+                "status": status,
+                "tags": list(tags),
+                "where": list(where),
+                "mode": mode,
+                "explain": explain,
+                "sources": sources,
+                "env": env,
+                "for": applies_for or {},
+                "only_applying": only_applying,
+            }
+        )
+        return self.run_search(request)
+
+    def run_search(self, request: SearchRequest) -> SearchResult:
+        from kbtool.search.pipeline import Searcher
+
+        limit = self.config.limits.query_chars
+        if len(request.query) > limit:
+            raise BadInput(
+                f"the query has {len(request.query):,} characters, over the limit of {limit:,} "
+                "(kb.toml [limits] query_chars)"
+            )
+
+        if request.mode != "bm25" and self.semantic_embedder() is None:
+            if request.mode == "vector":
+                _ = self.embedder  # raises SemanticUnavailable: a vector-only search has no fallback
+            request = request.model_copy(update={"mode": "bm25"})
+        building = self._vectors_building
+        if request.mode != "bm25" and building is not None and building.is_alive():
+            if request.mode == "vector":
+                building.join()
+            else:
+                self.note(
+                    "the semantic leg is still being built (the model and the vectors load in the background); "
+                    "keyword (BM25) results only for now"
+                )
+                request = request.model_copy(update={"mode": "bm25"})
+        semantic = request.mode != "bm25"
+        if self._searcher is None:
+            from kbtool.search.rerankers import reranker_for
+
+            self._searcher = Searcher(self.index, None, reranker_for(self.config.search.reranker))
+        if semantic and self._searcher.embedder is None:
+            self._searcher.embedder = self.embedder
+        self.index.refresh_if_stale(self._searcher.embedder if semantic else None)
+        wanted, environment = request, self._judged_by(request)
+        if environment:  # more candidates than asked for, so those that apply are not cut off below others
+            request = request.model_copy(update={"k": min(MAX_K, max(request.k * 5, 50))})
+        result = self._searcher.search(request)
+        if request.sources and self.config.sources:
+            result = self._with_sources(request, result)
+        if environment:
+            result = self._applying(result, environment, wanted.only_applying, wanted.k)
+        if request.env:
+            target = self.project_environment()
+            for i, hit in enumerate(result.hits):
+                why = self.may_not_apply(hit.id, target)
+                if why:
+                    result.hits[i] = hit.model_copy(update={"may_not_apply": why})
+        return result
+
+    def _judged_by(self, request: SearchRequest) -> dict[str, str]:
+        """The environment the hits are judged against: request.applies_for over kb.toml [environment]; with
+        env, over this project's as the machine reports it too (its GPU); said when there is none."""
+        from kbtool.model.applicability import environment_of
+
+        if not request.env:
+            environment = self.environment_for(request.applies_for)
+        else:
+            environment = environment_of(self.project_environment(), request.applies_for)
+            if not environment:
+                self.note(
+                    "--env: nothing to judge the cards' scope by: kb.toml has no [environment] (hardware, model, "
+                    "precision, ...) and this machine reports no GPU; findings are checked for package versions only"
+                )
+        if request.only_applying and not environment:
+            raise nothing_to_judge()
+        return environment
+
+    def _applying(self, result: SearchResult, environment: dict[str, str], only: bool, k: int) -> SearchResult:
+        """Each hit marked with how it applies to the environment; those scoped elsewhere after every hit
+        that applies (in score order within each), or left out with only; cut to k."""
+
+        def scope(hit: SearchHit) -> dict | None:
+            if hit.kind == "skill":
+                return None
+            base, rest = self.owner_of(hit.id)
+            summary = base.index.by_id(rest)
+            return summary.get("applies_to") if summary else None
+
+        marked = [
+            hit.model_copy(update={"applies": how}) for hit, how in self.judge(result.hits, scope, environment, only)
+        ]
+        return SearchResult(query=result.query, hits=marked[:k])
+
+    def may_not_apply(self, ref: str, target: dict[str, str] | None = None) -> builtins.list[str]:
+        """Why a finding (here, or a source's as SOURCE:ID) may not hold in the target environment."""
+        from kbtool.evidence.environment import reasons
+
+        base, rest = self.owner_of(ref)
+        summary = base.index.by_id(rest)
+        return reasons(summary.to_dict(), target or self.project_environment()) if summary else []
+
+    def _with_sources(self, request: SearchRequest, own: SearchResult) -> SearchResult:
+        """The same search in every source, each hit labelled (kb, SOURCE:ID), all ranked by score."""
+        hits = [h.model_copy(update={"kb": self.config.kb.name}) for h in own.hits]
+        for name, base in self.source_bases():
+            same_model = base.config.index.embedding_model == self.config.index.embedding_model
+            if base._embedder is None and same_model and self._searcher is not None:
+                base._embedder = self._searcher.embedder  # one model for all (None when this search used none)
+            found = base.run_search(request.model_copy(update={"sources": False}))
+            hits += [h.model_copy(update={"id": f"{name}:{h.id}", "kb": name}) for h in found.hits]
+            self.relay_notices(
+                f"source {name}", base
+            )  # said once, with this search; the next one says only what is new
+        hits.sort(key=lambda h: -h.score)
+        return SearchResult(query=own.query, hits=hits[: request.k])
+
+    def related(self, ref: str, k: int = 5, depth: int = 1) -> Related:
+        """A card's (or a skill's) neighbourhood: the cards it links to, the cards linking to it, the k
+        most similar others by meaning (a vector search on its title and lead text), and, with depth
+        2 or 3, the cards that many links away (`beyond`, at most MAX_BEYOND)."""
+        from kbtool.model.records import brief
+
+        if not 1 <= depth <= 3:
+            raise BadInput(f"depth {depth}: 1 (the links themselves), 2 or 3")
+        found = self.card_or_skill(ref)
+        if not isinstance(found, StoredCard):  # a skill: no links, only its neighbours by meaning
+            return self._similar_to(
+                found.name, found.name, f"{found.name} {found.description} {found.body[:600]}", [], [], k
+            )
+        self.index.refresh_if_stale(None)
+        links_out = [
+            Link(rel=rel, **(brief(known) if (known := self.index.by_id(target)) else {"id": target, "missing": True}))
+            for rel, targets in found.card.links.model_dump().items()
+            for target in targets
+        ]
+        links_in = [
+            Link(rel=rel, **brief(other)) for rel, other in self.index.links_to(found.id) if other.id != found.id
+        ]
+        text = " ".join([found.card.title, *(str(v) for v in lead_fields(found.card)), found.body[:600]])
+        related = self._similar_to(found.id, found.card.title, text, links_out, links_in, k)
+        if depth > 1:
+            near = [link.id for link in [*links_out, *links_in] if not link.missing]
+            related = related.model_copy(update={"beyond": self._beyond(found.id, near, depth)})
+        return related
+
+    def _beyond(self, start: str, near: builtins.list[str], depth: int) -> builtins.list[Neighbour]:
+        """Breadth first over links both ways, from the cards one link away out to depth."""
+        from kbtool.model.records import brief
+
+        seen, frontier = {start, *near}, near
+        out: builtins.list[Neighbour] = []
+        for distance in range(2, depth + 1):
+            reached = []
+            for via in frontier:
+                card = self.index.by_id(via)
+                if card is None:
+                    continue
+                steps = [(f"{rel} ->", t) for rel, ts in (card.get("links") or {}).items() for t in ts]
+                steps += [(f"{rel} <-", other.id) for rel, other in self.index.links_to(via)]
+                for rel, target in steps:
+                    known = self.index.by_id(target) if target not in seen else None
+                    if known is None or len(out) >= MAX_BEYOND:
+                        continue
+                    seen.add(target)
+                    reached.append(target)
+                    out.append(Neighbour(depth=distance, via=via, rel=rel, **brief(known)))
+            frontier = reached
+        return out
+
+    def _similar_to(
+        self,
+        ref: str,
+        title: str,
+        text: str,
+        links_out: builtins.list[Link],
+        links_in: builtins.list[Link],
+        k: int,
+    ) -> Related:
+        linked = {ref, *(link.id for link in links_out), *(link.id for link in links_in)}
+        semantic = self.semantic_embedder() is not None
+        wanted = min(k + len(linked), 1000)
+        hits = self.search(text, k=wanted, mode="vector", explain=True).hits if semantic and k else []
+        # the cosine similarity of the best-matching chunk, not the fused rank score
+        similar = sorted(
+            (
+                Similar(
+                    id=h.id,
+                    kind=h.kind,
+                    title=h.title,
+                    status=h.status,
+                    similarity=round(h.explain["vector"]["score"], 4),
+                )
+                for h in hits
+                if h.id not in linked and h.explain and h.explain.get("vector")
+            ),
+            key=lambda s: -s.similarity,  # by meaning alone: kb.toml [environment] may have put some last
+        )[:k]
+        return Related(id=ref, title=title, links_out=links_out, links_in=links_in, similar=similar)
+
+    def warm_in_background(self) -> None:
+        """For a long-lived process (the search daemon, kb serve): the keyword index now, the model and
+        the missing vectors on a background thread. Until they are ready a hybrid search answers from
+        the keyword leg, saying so, and a vector search waits: a fresh clone answers its first query in
+        about a second instead of after the whole knowledge base is embedded."""
+        import threading
+
+        from kbtool.search.index import Index
+
+        self.index.refresh(None)
+        self.index.read_postings_in_background()  # the BM25 leg from memory once read; FTS5 until then
+        embedder = self.semantic_embedder()
+        if embedder is None:
+            return
+        store, notices = self.store, self.notices
+
+        def build() -> None:
+            try:
+                Index(store).embed_missing(embedder)  # its own connection; writes a group at a time
+                embedder.embed_query("warm up")  # the model loads here even when no vector was missing
+            except Exception as exc:
+                notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")
+                return
+            # hybrid search is ready now; the faster query path (seconds to make, the first time) comes after
+            self._preparing_queries = threading.Thread(target=prepare, name="kb-queries", daemon=True)
+            self._preparing_queries.start()
+
+        def prepare() -> None:
+            try:
+                embedder.prepare_for_queries()
+            except Exception:
+                pass
+
+        self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
+        self._vectors_building.start()

@@ -1,0 +1,34 @@
+"""The part of the facade that reaches other copies of a knowledge base: its git sources updated, and the
+team's remote synced (fetch, merge card by card, push)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING
+
+from kbtool.facade.core import KnowledgeBaseCore
+
+if TYPE_CHECKING:
+    from kbtool.store.sync import SyncResult
+
+
+class Sources(KnowledgeBaseCore):
+    """Sources updated and the remote synced."""
+
+    def update_sources(self) -> builtins.list[tuple[str, str]]:
+        """`kb sources update`: each git source fetched and moved to its ref; (name, commit) of each."""
+        from kbtool.store.sources import update
+
+        done = [(source.name, update(self.root, self.store.state_dir, source)) for source in self.config.sources]
+        self._sources = None
+        return done
+
+    def sync(self, remote: str = "origin") -> SyncResult:
+        """Fetch from remote, integrate (cards both sides changed merge field by field), push; a
+        conflict raises SyncConflict and leaves this knowledge base as it was (kbtool.store.sync)."""
+        from kbtool.store.sync import sync
+
+        result = sync(self.store, remote)
+        if result.changed:
+            self._refresh_lexical()
+        return result

@@ -1,0 +1,529 @@
+"""The `kb` command: parse arguments, call the KnowledgeBase facade, print.
+
+No SQL, git or card logic here. Here: the commands on cards (init, add, show, list, edit, log,
+recent, lint, supersede, gaps, review, confirm, refute, retire, reopen, stats, import), serve and
+schema. The application, its shared options and helpers are cli_base.py; the other commands, by what
+they are about: cli_evidence (add-finding, compare, plot), cli_gates, cli_search (search, index,
+eval), cli_skills, cli_install (skill install, kb agent), cli_reuse (sync, sources, export,
+new-project), cli_web (ui, site).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kbtool.model.errors import BadInput
+from kbtool.model.vocabulary import KINDS, LINT_CLASSES, words
+from kbtool.surfaces.cli.base import (
+    OPENED,
+    AllowSecret,
+    CardRef,
+    Fields,
+    For,
+    JsonOut,
+    KbPath,
+    NoSources,
+    OnlyApplying,
+    Status,
+    Tags,
+    Where,
+    app,
+    body_from,
+    committed,
+    current_agent,
+    open_kb,
+    print_json,
+    print_rows,
+    print_written,
+    read_text_arg,
+    root_of,
+    say_identity,
+    schema_app,
+    show_notices,
+)
+
+# --- commands ------------------------------------------------------------------------
+
+
+@app.command()
+def init(
+    path: Annotated[Path, typer.Argument(help="Where to create it (default: here).")] = Path("."),
+    name: Annotated[str | None, typer.Option(help="Its name in kb.toml (default: the folder name).")] = None,
+) -> None:
+    """Create a knowledge base: a git repository with kb.toml, .gitignore and a first commit."""
+    from kbtool.facade.knowledge_base import KnowledgeBase
+
+    kb = KnowledgeBase.init(path, name)
+    OPENED.append(kb)
+    typer.echo(f"initialised knowledge base {kb.config.kb.name!r} at {kb.root}")
+
+
+@app.command()
+def add(
+    kind: Annotated[str, typer.Argument(help=f"{words(KINDS)}.")],
+    title: Annotated[str | None, typer.Option("--title", help="The card's title; its id is made from it.")] = None,
+    field: Fields = None,
+    tag: Tags = None,
+    status: Status = None,
+    body: Annotated[str | None, typer.Option(help="The markdown body.")] = None,
+    body_file: Annotated[Path | None, typer.Option(help="Read the body from this file ('-' for stdin).")] = None,
+    from_file: Annotated[Path | None, typer.Option(help="Add a whole card file (frontmatter + body).")] = None,
+    kb: KbPath = None,
+    allow_secret: AllowSecret = False,
+    as_json: JsonOut = False,
+) -> None:
+    """Add a card and commit it; prints the new id (--json: the whole card)."""
+    base = open_kb(kb, allow_secret)
+    if from_file is not None:
+        if title or field or tag or body is not None or body_file is not None or status:
+            raise BadInput("--from-file takes the whole card; give no other card options with it")
+        stored = base.add_from_text(kind, read_text_arg(from_file), str(from_file), agent=current_agent())
+    else:
+        if not title:
+            raise BadInput("--title is required (or --from-file CARD.md)")
+        stored = base.add(
+            kind,
+            title,
+            fields=field or [],
+            tags=tag or [],
+            status=status,
+            body=body_from(body, body_file) or "",
+            agent=current_agent(),
+        )
+    print_written(stored, as_json)
+
+
+@app.command()
+def show(
+    card_id: CardRef,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Print one card, or a skill by its name (what any search hit names): its file (--json: its fields,
+    path and body)."""
+    from kbtool.skills.spec import render_skill
+
+    base, ref = open_kb(kb).owner_of(card_id)  # SOURCE:ID reads a source's card
+    found = base.card_or_skill(ref)
+    if as_json:
+        print_json(found.to_dict())
+    elif not hasattr(found, "card"):  # a skill
+        typer.echo(render_skill(found), nl=False)
+    else:
+        typer.echo((base.root / found.path).read_text(encoding="utf-8"), nl=False)
+
+
+@app.command("list")
+def list_cards(
+    kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
+    status: Status = None,
+    tag: Tags = None,
+    where: Where = None,
+    applies_for: For = None,
+    only_applying: OnlyApplying = False,
+    no_sources: NoSources = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """List cards (id, kind, status, title), filtered by kind, status, tags and any field; a source's
+    cards (kb.toml [[sources]]) as SOURCE:ID after this knowledge base's own. With an environment (--for, or
+    kb.toml [environment]), each row says how the card applies to it, those scoped elsewhere last."""
+    from kbtool.surfaces.daemon.client import run_operation
+
+    query = {
+        "kind": kind,
+        "status": status,
+        "tags": tag or [],
+        "where": where or [],
+        "sources": not no_sources,
+        "for": applies_for or [],
+        "only_applying": only_applying,
+    }
+    if as_json:
+        typer.echo(run_operation(root_of(kb), "list", {**query, "json_text": True}))
+    else:
+        print_rows(run_operation(root_of(kb), "list", {**query, "brief": True}))
+
+
+@app.command()
+def edit(
+    card_id: CardRef,
+    field: Fields = None,
+    title: Annotated[str | None, typer.Option(help="A new title (the id stays).")] = None,
+    tag: Annotated[
+        list[str] | None,
+        typer.Option("--tag", "-t", help="Replace the tags with these (repeatable).", show_default=False),
+    ] = None,
+    status: Status = None,
+    body: Annotated[str | None, typer.Option(help="Replace the body.")] = None,
+    body_file: Annotated[Path | None, typer.Option(help="Replace the body with this file ('-' for stdin).")] = None,
+    kb: KbPath = None,
+    allow_secret: AllowSecret = False,
+    as_json: JsonOut = False,
+) -> None:
+    """Change fields or the body of a card; one commit (none when nothing changed)."""
+    stored = open_kb(kb, allow_secret).edit(
+        card_id,
+        fields=field or [],
+        body=body_from(body, body_file),
+        title=title,
+        tags=tag,
+        status=status,
+        agent=current_agent(),
+    )
+    print_written(stored, as_json)
+
+
+@app.command()
+def log(
+    card_id: CardRef,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """The git history of one card, newest first."""
+    commits = open_kb(kb).history(card_id)
+    if as_json:
+        print_json(
+            [
+                {"sha": c.sha, "date": c.date, "author": c.author, "subject": c.subject, "message": c.message}
+                for c in commits
+            ]
+        )
+    else:
+        for c in commits:
+            typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.subject}")
+
+
+@app.command()
+def recent(
+    since: Annotated[
+        str | None,
+        typer.Option(help="A date (2026-12-01), an age (12h, 7d, 2w) or a commit; all history when left out."),
+    ] = None,
+    kind: Annotated[str | None, typer.Option(help="Only changes to cards of this kind (or skill).")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="Show at most this many commits.")] = 20,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """What changed, newest first: each commit with the cards and skills it added, modified or deleted."""
+    changes = open_kb(kb).recent(since, kind)[:limit]
+    if as_json:
+        print_json([c.to_json() for c in changes])
+        return
+    for c in changes:
+        cards = ", ".join(f"{card.change} {card.id} [{card.kind}]" for card in c.cards)
+        typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.op or 'commit'}: {cards}")
+
+
+@app.command()
+def lint(
+    skip: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--skip",
+            help=f"A class of checks to leave out (repeatable): {words(LINT_CLASSES, 'and')}.",
+            show_default=False,
+        ),
+    ] = None,
+    env: Annotated[
+        bool,
+        typer.Option(
+            "--env", help="Also warn of findings measured on another GPU, engine or driver version than this project's."
+        ),
+    ] = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Check the knowledge base: schema, links, gate locks, stale findings, contradictions, duplicates,
+    skills. Exit 1 on any error (warnings do not fail)."""
+    base = open_kb(kb)
+    report = base.lint_report(skip=skip or [], env=env)
+    show_notices(base)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        for p in report.problems:
+            typer.echo(p.line())
+        warnings = report.count - report.errors
+        tail = f", {warnings} warning(s)" if warnings else ""
+        verdict = f"ok: no problems{tail}" if report.ok else f"{report.errors} problem(s){tail}"
+        typer.echo(verdict, err=not report.ok)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def supersede(
+    old: Annotated[str, typer.Argument(help="The card that no longer holds.")],
+    new: Annotated[str, typer.Argument(help="The card that replaces it.")],
+    reason: Annotated[str | None, typer.Option(help="Why, recorded in the old card and the commit.")] = None,
+    allow_secret: AllowSecret = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Mark OLD superseded by NEW: links both ways, one commit; search demotes OLD."""
+    old_card, new_card = open_kb(kb, allow_secret).supersede(old, new, reason, agent=current_agent())
+    if as_json:
+        print_json({"superseded": old_card.to_dict(body=False), "by": new_card.to_dict(body=False)})
+    else:
+        typer.echo(f"{old_card.id} superseded by {new_card.id}")
+
+
+@app.command()
+def gaps(
+    applies_for: For = None,
+    only_applying: OnlyApplying = False,
+    no_sources: NoSources = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Open gaps (questions worth an experiment), high priority first, the sources' among them; a gap
+    whose closing findings were all refuted, superseded, retired or deleted since is open again, and says so.
+    With an environment (--for, or kb.toml [environment]), those scoped elsewhere come last."""
+    from kbtool.surfaces.daemon.client import run_operation
+
+    asked = {"sources": not no_sources, "for": applies_for or [], "only_applying": only_applying}
+    open_gaps = run_operation(root_of(kb), "gaps", asked)
+    if as_json:
+        print_json(open_gaps)
+        return
+    for g in open_gaps:
+        why = f"  (reopened: {g['reopened']})" if g.get("reopened") else ""
+        applies = f"{g['applies']:<7}  " if g.get("applies") else ""
+        typer.echo(f"{g.get('priority', 'medium'):<6}  {applies}{g['id']}  {g.get('question', g['title'])}{why}")
+
+
+@app.command()
+def review(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Cards agents wrote that nobody has reviewed yet, oldest first: confirm or refute each."""
+    waiting = open_kb(kb).review_queue()
+    if as_json:
+        print_json([c.to_dict(body=False) for c in waiting])
+        return
+    for c in waiting:
+        typer.echo(
+            f"{c.id}  [{c.card.kind}, {c.card.status}]  by {c.card.provenance.agent}, "
+            f"{c.card.provenance.created or 'undated'}  {c.card.title}"
+        )
+    typer.echo(
+        f"{len(waiting)} card(s) to review: `kb show ID`, then `kb confirm ID` or `kb refute ID --reason R`"
+        if waiting
+        else "nothing to review",
+        err=True,
+    )
+
+
+@app.command()
+def confirm(
+    card_id: CardRef,
+    reason: Annotated[str | None, typer.Option(help="What you checked, recorded in the commit.")] = None,
+    allow_secret: AllowSecret = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Vouch for a card (an agent's, typically): status confirmed, you as reviewer; one commit."""
+    print_written(open_kb(kb, allow_secret).confirm(card_id, reason, agent=current_agent()), as_json)
+
+
+@app.command()
+def refute(
+    card_id: CardRef,
+    reason: Annotated[str, typer.Option(help="Why it does not hold, recorded in the commit.")],
+    allow_secret: AllowSecret = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Reject a card: status refuted (search demotes it, packs leave it out), you as reviewer; one commit."""
+    print_written(open_kb(kb, allow_secret).refute(card_id, reason, agent=current_agent()), as_json)
+
+
+@app.command()
+def retire(
+    card_id: CardRef,
+    reason: Annotated[str, typer.Option(help="Why it no longer applies, recorded in the commit.")],
+    allow_secret: AllowSecret = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Retire a card that no longer applies (search demotes it, packs leave it out); one commit."""
+    print_written(open_kb(kb, allow_secret).set_status(card_id, "retired", reason, agent=current_agent()), as_json)
+
+
+@app.command()
+def reopen(
+    card_id: CardRef,
+    reason: Annotated[str, typer.Option(help="Why the question is open again, recorded in the commit.")],
+    allow_secret: AllowSecret = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Reopen a gap: what closed it is cleared (the findings keep their links); one commit."""
+    print_written(open_kb(kb, allow_secret).set_status(card_id, "open", reason, agent=current_agent()), as_json)
+
+
+@app.command()
+def stats(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Counts by kind, status and project; open gaps; stale findings; locked gates."""
+    from kbtool.surfaces.daemon.client import run_operation
+
+    report = run_operation(root_of(kb), "stats")
+    if as_json:
+        print_json(report)
+        return
+    typer.echo(
+        f"{report['cards']} cards; {report['open_gaps']} open gaps; {len(report['stale_findings'])} stale findings; "
+        f"{report['locked_gates']} locked gates"
+    )
+    for key in ("by_kind", "by_status", "by_project"):
+        typer.echo(f"{key.replace('_', ' ')}: " + ", ".join(f"{k} {v}" for k, v in sorted(report[key].items())))
+
+
+@app.command("import")
+def import_cmd(
+    path: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A folder of markdown, one markdown file, a MetaInfer inference_blueprint.json, or cards "
+            "exported by `kb export --format jsonl` (FILE.jsonl).",
+            show_default=False,
+        ),
+    ] = None,
+    from_kb: Annotated[
+        str | None,
+        typer.Option(
+            "--from-kb",
+            metavar="PATH_OR_GIT_URL",
+            help="Copy another knowledge base's cards instead, each recording where it came from.",
+            show_default=False,
+        ),
+    ] = None,
+    kind: Annotated[str | None, typer.Option(help="With --from-kb: only this kind.")] = None,
+    where: Where = None,
+    kb: KbPath = None,
+    allow_secret: AllowSecret = False,
+    as_json: JsonOut = False,
+) -> None:
+    """Import documents as cards in one commit; importing again updates instead of duplicating. A .jsonl
+    file is a card export: its cards are added or updated as they are. --from-kb copies another
+    knowledge base's cards (of --kind, matching --where); importing again updates the copies, and
+    `kb lint` says when an original changed since."""
+    if (path is None) == (from_kb is None):
+        raise BadInput("give a PATH to import or --from-kb LOCATION (one of them)")
+    if path is not None and (kind or where):
+        raise BadInput("--kind and --where go with --from-kb")
+    base = open_kb(kb, allow_secret)
+    if path is None:
+        from kbtool.facade.new_project import import_from_kb
+
+        summary = import_from_kb(base, str(from_kb), kind, where or [])
+    elif path.suffix == ".jsonl":
+        summary = base.import_cards(path)
+    else:
+        summary = base.import_path(path)
+    show_notices(base)  # what an origin left out
+    if as_json:
+        print_json(summary.to_json())
+    else:
+        typer.echo(
+            f"{summary.collection}: {summary.added} added, {summary.updated} updated, "
+            f"{summary.unchanged} unchanged, {summary.retired} retired" + committed(summary.commit)
+        )
+
+
+@app.command()
+def serve(
+    http: Annotated[
+        str | None,
+        typer.Option(
+            "--http",
+            metavar="HOST:PORT",
+            help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+            show_default=False,
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="The bearer token a writing tool's call over HTTP must carry, and off loopback every request "
+            "(default: $KB_TOKEN, else a new one, printed).",
+            show_default=False,
+        ),
+    ] = None,
+    read_only: Annotated[
+        bool, typer.Option("--read-only", help="Offer only the reading tools (no writer is offered).")
+    ] = False,
+    kb: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--kb",
+            metavar="[NAME=]PATH",
+            help="A knowledge base to serve; repeat for several (NAME=PATH each, the first the default). "
+            "Default: the one given before the command, $KB_DIR, or the nearest folder above with kb.toml.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Serve knowledge bases to agents over MCP: stdio by default, or streamable HTTP."""
+    token = token or os.environ.get("KB_TOKEN") or None
+    try:
+        from kbtool.surfaces.mcp import transports as mcp_transports
+    except ImportError as exc:
+        raise BadInput(f"kb serve needs the MCP SDK ({exc.name} is missing): pip install 'kbtool[mcp]'") from None
+    if http is None and token:
+        raise BadInput("--token applies to --http; over stdio the client that started kb serve is the only peer")
+    served = mcp_transports.open_served(kb or [str(root_of(None))])
+    if http is not None:
+        mcp_transports.serve_http(served, http, token, read_only)
+    else:
+        mcp_transports.serve_stdio(served, read_only)
+
+
+@schema_app.command("export")
+def schema_export(
+    out: Annotated[
+        Path | None, typer.Option(help="Folder to write to (default: schemas/ in the knowledge base).")
+    ] = None,
+    check: Annotated[bool, typer.Option(help="Write nothing; exit 1 when the files differ from the models.")] = False,
+    kb: KbPath = None,
+) -> None:
+    """Write one JSON Schema (draft 2020-12) per card kind, generated from the models."""
+    from kbtool.model.schemas import drifted_schemas, export_schemas
+
+    directory = out if out is not None else open_kb(kb).root / "schemas"
+    if check:
+        drifted = drifted_schemas(directory)
+        if drifted:
+            typer.echo(f"schemas out of date in {directory}: {', '.join(drifted)}; run `kb schema export`", err=True)
+            raise typer.Exit(1)
+        typer.echo(f"schemas in {directory} match the models")
+        return
+    for path in export_schemas(directory):
+        typer.echo(str(path))
+
+
+# the command groups register their commands on app when imported
+import kbtool.surfaces.cli.evidence  # noqa: E402
+import kbtool.surfaces.cli.gates  # noqa: E402
+import kbtool.surfaces.cli.install  # noqa: E402
+import kbtool.surfaces.cli.reuse  # noqa: E402
+import kbtool.surfaces.cli.search  # noqa: E402
+import kbtool.surfaces.cli.skills  # noqa: E402
+import kbtool.surfaces.cli.web  # noqa: E402, F401
+
+
+def main() -> None:
+    from kbtool.store import interrupts
+
+    interrupts.handle_for_this_process()
+    try:
+        app(prog_name="kb")
+    except interrupts.Terminated as exc:  # before the command began (during it, the command says so itself)
+        typer.echo("kb: interrupted; nothing was committed", err=True)
+        raise SystemExit(interrupts.exit_code(exc)) from None
+    finally:
+        interrupts.ignore_from_now_on()
+        say_identity()  # the command has exited (typer ends in SystemExit): what is said once is said now

@@ -1,0 +1,105 @@
+"""`kb gate lock|run|verify`: immutable acceptance checks (KnowledgeBase.lock_gates, run_gate, verify_gates)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kbtool.surfaces.cli.base import CardRef, JsonOut, KbPath, gate_app, open_kb, print_json, project_dir, show_notices
+
+
+@gate_app.command("lock")
+def gate_lock(
+    ids: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Gates to lock (default: every confirmed unlocked gate; drafts are skipped and named).",
+            show_default=False,
+        ),
+    ] = None,
+    kb: KbPath = None,
+) -> None:
+    """Record gate hashes in kb.lock (committed); a locked gate can no longer be edited. Without ids,
+    every confirmed unlocked gate."""
+    locked, skipped = open_kb(kb).lock_gates(ids or [])
+    for gate, why in skipped.items():
+        typer.echo(
+            f"kb: skipped {gate}: {why} (review it, then `kb confirm {gate}` or `kb gate lock {gate}`)", err=True
+        )
+    typer.echo(
+        f"locked {', '.join(locked)}"
+        if locked
+        else "nothing locked: every confirmed gate is locked already" + (f"; {len(skipped)} skipped" if skipped else "")
+    )
+
+
+@gate_app.command("run")
+def gate_run(
+    card_id: CardRef,
+    in_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--in",
+            help="The project folder to judge: the check runs there, with $KB_ROOT set to the knowledge "
+            "base (default: kb.toml's [gates] project, else the top of the git repository you are in, else "
+            "the working directory).",
+            show_default=False,
+        ),
+    ] = None,
+    no_record: Annotated[
+        bool, typer.Option("--no-record", help="Do not append the run to runs/gates/<id>.jsonl.")
+    ] = False,
+    confirms: Annotated[
+        str | None,
+        typer.Option(
+            "--confirms",
+            metavar="FINDING",
+            help="When this locked gate passes, confirm this finding in the same commit.",
+            show_default=False,
+        ),
+    ] = None,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Run a gate's check (its command, or the comparison kb runs itself) in the project it judges, compare
+    the value with the threshold; exit 0 on pass, 1 on fail (saying why)."""
+    base = open_kb(kb)
+
+    def announce(what: str, folder: Path) -> None:
+        typer.echo(f"kb: running in {folder}: {what}", err=True)
+
+    result = base.run_gate(
+        card_id,
+        record=not no_record,
+        in_dir=in_dir,
+        confirms=confirms,
+        before=announce,
+        default_dir=project_dir(),
+    )
+    show_notices(base)
+    if as_json:
+        print_json({"gate": result.gate, **result.record()})
+    else:
+        typer.echo(result.line())
+    if not result.passed:
+        raise typer.Exit(1)
+
+
+@gate_app.command("verify")
+def gate_verify(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Check every locked gate against kb.lock; exit 1 on any mismatch."""
+    check = open_kb(kb).verify_gates()
+    problems = check.problems
+    if as_json:
+        print_json(check.to_json())
+    else:
+        for p in problems:
+            typer.echo(f"{p.path}: {p.message}")
+        typer.echo(
+            f"{check.locked} locked gates match kb.lock" if not problems else f"{len(problems)} mismatch(es)",
+            err=bool(problems),
+        )
+    if problems:
+        raise typer.Exit(1)

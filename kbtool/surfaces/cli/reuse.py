@@ -1,0 +1,163 @@
+"""`kb sync`, `kb export`: knowledge reused across machines and projects. The work is the KnowledgeBase facade's
+(kbtool.store.sync underneath)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kbtool.model.errors import BadInput
+from kbtool.surfaces.cli.base import (
+    For,
+    JsonOut,
+    KbPath,
+    OnlyApplying,
+    Where,
+    app,
+    make_app,
+    open_kb,
+    print_json,
+    show_notices,
+)
+
+sources_app = make_app("The knowledge bases this one reads from (kb.toml [[sources]]), which search and list cover.")
+app.add_typer(sources_app, name="sources")
+
+
+@app.command()
+def sync(
+    remote: Annotated[str, typer.Argument(help="The git remote to sync with.")] = "origin",
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Fetch, integrate and push: cards added on both sides both stay, a card both sides edited merges
+    field by field (tags, evidence and links unioned, status by the later change); a conflict stops
+    the sync (exit 1), names each one, and leaves this knowledge base as it was."""
+    result = open_kb(kb).sync(remote)
+    if as_json:
+        print_json(
+            {
+                "remote": result.remote,
+                "branch": result.branch,
+                "received": result.received,
+                "sent": result.sent,
+                "merged": result.merged,
+                "changed": result.changed,
+            }
+        )
+    else:
+        typer.echo(result.line())
+
+
+@app.command()
+def export(
+    fmt: Annotated[str, typer.Option("--format", help="jsonl: one card a line, {card, body}.")] = "jsonl",
+    out: Annotated[Path | None, typer.Option("--out", help="The file to write (default: stdout).")] = None,
+    where: Where = None,
+    applies_for: For = None,
+    only_applying: OnlyApplying = False,
+    kb: KbPath = None,
+) -> None:
+    """Every card (matching --where) as JSON Lines, lossless: `kb import FILE.jsonl` reads it back (into this
+    or another knowledge base) to the same cards. For an environment (--for, or kb.toml [environment]) each
+    line says how its card applies, those scoped elsewhere last."""
+    lines = open_kb(kb).export_cards(fmt, where or [], applies_for or [], only_applying)
+    if out is None:
+        for line in lines:
+            typer.echo(line)
+        return
+    if not out.name or out.is_dir():
+        raise BadInput(f"--out {out}: a folder, not a file to write the cards to")
+    text = "".join(f"{line}\n" for line in lines)  # whole before the file is touched: a bad card leaves none
+    staging = out.with_name(f".{out.name}.partial")
+    try:
+        staging.write_text(text, encoding="utf-8")
+        staging.replace(out)
+    except OSError as exc:  # said of the file asked for, not of the staging file beside it
+        staging.unlink(missing_ok=True)
+        raise BadInput(f"--out {out}: cannot write it ({exc.strerror or exc})") from None
+    typer.echo(f"{text.count(chr(10))} cards written to {out}", err=True)
+
+
+@sources_app.command("update")
+def sources_update(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Fetch each git source and move its copy (.kb/sources/NAME) to its ref; check each folder source."""
+    done = open_kb(kb).update_sources()
+    if as_json:
+        print_json([{"name": name, "commit": commit} for name, commit in done])
+    else:
+        for name, commit in done:
+            typer.echo(f"{name}: {commit[:12] if commit else 'a folder outside git'}")
+        if not done:
+            typer.echo("no sources in kb.toml (add a [[sources]] table with name and path or url)", err=True)
+
+
+@sources_app.command("list")
+def sources_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """Each source: its name, where it is read from, and how many cards it holds (or why it is left out)."""
+    base = open_kb(kb)
+    opened = dict(base.source_bases())
+    rows = []
+    for source in base.config.sources:
+        found = opened.get(source.name)
+        rows.append(
+            {
+                "name": source.name,
+                "from": source.path or f"{source.url}" + (f"@{source.ref}" if source.ref else ""),
+                "root": str(found.root) if found else None,
+                "cards": len(found.summaries()) if found else None,
+            }
+        )
+    if as_json:
+        print_json(rows)
+        return
+    for row in rows:
+        held = f"{row['cards']} cards" if row["cards"] is not None else "not there: kb sources update"
+        typer.echo(f"{row['name']}: {row['from']} ({held})")
+    show_notices(base)
+
+
+@app.command("new-project")
+def new_project(
+    name: Annotated[str, typer.Argument(help="The project's name (and its folder, unless --dir).")],
+    from_kb: Annotated[
+        str, typer.Option("--from", metavar="PATH_OR_GIT_URL", help="The knowledge base it starts from.")
+    ],
+    applies_for: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--for",
+            help="FIELD=VALUE of what the project is for (hardware=H100, modality=vision; repeatable): the cards "
+            "that apply to it are copied, none scoped elsewhere; kept as its kb.toml [environment].",
+            show_default=False,
+        ),
+    ] = None,
+    where: Where = None,
+    directory: Annotated[Path | None, typer.Option("--dir", help="Where to create it (default: ./NAME).")] = None,
+    source_name: Annotated[
+        str | None, typer.Option("--source-name", help="What the project calls the origin (default: its name).")
+    ] = None,
+    as_json: JsonOut = False,
+) -> None:
+    """A project knowledge base started from a team's: the team's read as a source, what applies to
+    --for (and matches --where) copied (constraints, failure modes, gates, confirmed findings), the gates
+    locked, a knowledge pack made, and the open gaps that apply listed."""
+    from kbtool.facade.new_project import new_project as start
+
+    made = start(name, from_kb, where or [], directory, source_name, applies_for or [])
+    if as_json:
+        print_json(
+            {
+                "root": str(made.root),
+                "source": made.source,
+                "copied": made.copied,
+                "locked": made.locked,
+                "pack": made.pack,
+                "open_gaps": [g.to_dict() for g in made.open_gaps],
+            }
+        )
+    else:
+        for line in made.lines():
+            typer.echo(line)

@@ -1,0 +1,200 @@
+"""`kb search`, `kb index` and `kb eval`: hybrid search and its index (KnowledgeBase.search, refresh_index;
+kbtool.search.evaluation for the gold queries)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from kbtool.model.errors import BadInput
+from kbtool.model.parsing import Unparsable, json_document
+from kbtool.model.vocabulary import MODES, words
+from kbtool.surfaces.cli.base import (
+    For,
+    JsonOut,
+    KbPath,
+    NoSources,
+    OnlyApplying,
+    Status,
+    Tags,
+    Where,
+    app,
+    open_kb,
+    print_json,
+    progress_bar,
+    read_text_arg,
+    root_of,
+    show_notices,
+)
+
+
+@app.command()
+def search(
+    query: Annotated[str | None, typer.Argument(help="What to look for, in words.")] = None,
+    k: Annotated[int, typer.Option("-k", help="How many cards to return.")] = 10,
+    kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
+    status: Status = None,
+    tag: Tags = None,
+    where: Where = None,
+    mode: Annotated[str, typer.Option(help=f"{words(MODES)}.")] = MODES[0],
+    explain: Annotated[bool, typer.Option(help="Show each leg's rank and score per hit.")] = False,
+    env: Annotated[
+        bool, typer.Option("--env", help="Flag findings measured on another GPU, engine or driver version.")
+    ] = False,
+    applies_for: For = None,
+    only_applying: OnlyApplying = False,
+    no_sources: NoSources = False,
+    batch: Annotated[
+        Path | None, typer.Option(help='One query per line (text, or JSON {"q": ...}); one JSON result per line.')
+    ] = None,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Hybrid search (BM25 + embeddings, fused); the index refreshes itself first."""
+    from kbtool.surfaces.daemon.client import run_searches
+
+    if (query is None) == (batch is None):
+        raise BadInput("give a QUERY or --batch FILE (one of them)")
+    options = {
+        "k": k,
+        "kind": kind,
+        "status": status,
+        "tags": tag or [],
+        "where": where or [],
+        "mode": mode,
+        "explain": explain,
+        "sources": not no_sources,
+        "env": env,
+        "for": applies_for or [],
+        "only_applying": only_applying,
+    }
+    if batch is not None:
+        requests = [
+            _batch_request(line, n, options)
+            for n, line in enumerate(read_text_arg(batch).splitlines(), 1)
+            if line.strip()
+        ]
+        for result in run_searches(root_of(kb), requests):
+            typer.echo(json.dumps(result, ensure_ascii=False))
+        return
+    [result] = run_searches(root_of(kb), [{"query": query, **options}])
+    if as_json:
+        print_json(result)
+    else:
+        print_hits(result, explain)
+
+
+def _batch_request(line: str, n: int, defaults: dict[str, Any]) -> dict[str, Any]:
+    text = line.strip()
+    if text.startswith("{"):
+        try:
+            data = json_document(text)
+        except Unparsable as exc:
+            raise BadInput(f"--batch line {n}: not JSON ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("q", data.get("query")), str):
+            raise BadInput(f'--batch line {n}: expected {{"q": "..."}}')
+        return {**defaults, **data}
+    return {**defaults, "query": text}
+
+
+def _leg_rank(leg: dict[str, Any] | None) -> str:
+    return f"rank {leg['rank']} ({leg['score']:.4f})" if leg else "-"
+
+
+def print_hits(result: dict[str, Any], explain: bool) -> None:
+    for n, hit in enumerate(result["hits"], 1):
+        applies = f"  applies: {hit['applies']}" if hit.get("applies") else ""
+        typer.echo(f"{n:>2}. {hit['id']}  [{hit['kind']}, {hit['status']}]  {hit['score']:.4f}{applies}")
+        typer.echo(f"    {hit['title']}")
+        if hit.get("source"):
+            typer.echo(f"    from {source_line(hit['source'])}")
+        typer.echo(f"    {hit['snippet']}")
+        if hit.get("may_not_apply"):
+            typer.echo(f"    may not apply here: {'; '.join(hit['may_not_apply'])}")
+        if explain:
+            legs = ", ".join(
+                f"{name} {_leg_rank(v)}" for name, v in hit["explain"].items() if name in ("bm25", "vector")
+            )
+            typer.echo(f"    explain: {legs}; demoted: {hit['explain']['demoted']}")
+    if not result["hits"]:
+        typer.echo("no matching cards", err=True)
+
+
+def source_line(source: dict[str, Any]) -> str:
+    """Where a card came from, in one line: a path or a URL (a source needs one), and the heading."""
+    where = source.get("path") or source.get("url") or "?"
+    return where + (f" # {source['heading']}" if source.get("heading") else "")
+
+
+@app.command("index")
+def index_cmd(
+    rebuild: Annotated[bool, typer.Option(help="Delete the index and build it again from the cards.")] = False,
+    lexical: Annotated[bool, typer.Option(help="Keyword index only; skip embeddings (no model loaded).")] = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Bring the search index (.kb/index.db) up to date; only changed text is re-embedded."""
+    base = open_kb(kb)
+    with progress_bar("embedding") as progress:
+        stats = base.refresh_index(rebuild=rebuild, semantic=not lexical, progress=progress)
+    show_notices(base)
+    summary = {
+        "scanned": stats.scanned,
+        "added": stats.added,
+        "updated": stats.updated,
+        "removed": stats.removed,
+        "embedded": stats.embedded,
+        "invalid": stats.invalid,
+        "seconds": round(stats.seconds, 3),
+    }
+    if as_json:
+        print_json(summary)
+    else:
+        typer.echo(
+            f"{stats.scanned} cards: {stats.added} added, {stats.updated} updated, {stats.removed} removed, "
+            f"{stats.embedded} chunks embedded in {stats.seconds:.2f} s"
+            + (f"; {len(stats.invalid)} invalid (see kb lint)" if stats.invalid else "")
+        )
+
+
+@app.command("eval")
+def eval_cmd(
+    gold: Annotated[
+        Path,
+        typer.Argument(
+            help='JSONL of {"q": ..., "relevant": [card ids, source paths or path#heading], "split": dev|test}.'
+        ),
+    ],
+    k: Annotated[int, typer.Option("-k", help="The k of recall@k.")] = 10,
+    split: Annotated[
+        str | None, typer.Option(help="Only the queries of this split: dev (tune on it) or test (report it).")
+    ] = None,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Score search on gold queries: recall@k, hit@k, MRR@10, nDCG@10 for bm25, vector and hybrid, beside a
+    plain BM25 baseline."""
+    from kbtool.search.evaluation import PlainBM25, evaluate, load_gold
+
+    base = open_kb(kb)
+    queries = load_gold(gold, split=split)
+    base.refresh_index()
+    report = evaluate(queries, lambda q, depth, mode: base.search(q, k=depth, mode=mode).to_json()["hits"], k=k)
+    plain = PlainBM25.of_cards(base.cards())
+    report["modes"]["plain bm25"] = evaluate(
+        queries, lambda q, depth, mode: plain.search(q, depth), k=k, modes=("plain",)
+    )["modes"]["plain"]
+    show_notices(base)
+    if as_json:
+        print_json(report)
+        return
+    typer.echo(f"{report['queries']} queries, k={k}" + (f", {split} split" if split else ""))
+    for mode, scores in report["modes"].items():
+        typer.echo(
+            f"  {mode:<10} recall@{k} {scores[f'recall@{k}']:.3f}  hit@{k} {scores[f'hit@{k}']:.3f}  "
+            f"MRR@10 {scores['mrr@10']:.3f}  "
+            f"nDCG@10 {scores['ndcg@10']:.3f}  missed {len(scores['missed'])}"
+        )

@@ -1,0 +1,2 @@
+"""The search daemon: a warm process per knowledge base that answers search and the light reads, and the
+client a `kb` command uses to reach it."""

@@ -1,0 +1,1 @@
+"""The MCP server: its tools, prompts, answers and transports."""
