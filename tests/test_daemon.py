@@ -110,7 +110,7 @@ def test_the_build_identity_is_the_code_and_settings_not_file_times(kb, tmp_path
 
     from kbtool.surfaces.daemon import client
 
-    package = Path(client.__file__).parents[1]
+    package = Path(client.__file__).parents[2]
     copy = tmp_path / "copy" / "kbtool"
     shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
     probe = (
