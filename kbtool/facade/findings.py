@@ -1,5 +1,5 @@
-"""The experiment loop: findings recorded from measured evidence (kbtool.loop), superseded or withdrawn, and
-evidence compared and drawn (kb compare, kb plot)."""
+"""The part of the facade that records what experiments measured: findings from evidence (kbtool.evidence),
+and evidence compared and drawn (kb compare, kb plot)."""
 
 from __future__ import annotations
 

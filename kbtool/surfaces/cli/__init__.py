@@ -2,10 +2,10 @@
 
 No SQL, git or card logic here. Here: the commands on cards (init, add, show, list, edit, log,
 recent, lint, supersede, gaps, review, confirm, refute, retire, reopen, stats, import), serve and
-schema. The application, its shared options and helpers are cli_base.py; the other commands, by what
-they are about: cli_evidence (add-finding, compare, plot), cli_gates, cli_search (search, index,
-eval), cli_skills, cli_install (skill install, kb agent), cli_reuse (sync, sources, export,
-new-project), cli_web (ui, site).
+schema. The application, its shared options and helpers are base.py; the other commands, by what
+they are about, in the modules beside it: evidence (add-finding, compare, plot), gates, search
+(search, index, eval), skills, install (skill install, kb agent), reuse (sync, sources, export,
+new-project), web (ui, site).
 """
 
 from __future__ import annotations

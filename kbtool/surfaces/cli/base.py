@@ -1,7 +1,7 @@
 """What every `kb` command shares: the application and its groups, the options many commands take,
 and the helpers that open the knowledge base and print. The commands are kbtool/surfaces/cli/__init__.py
-(cards, search, gates, skills in the knowledge base) and cli_install.py (skills and kb itself put
-into agents).
+(cards) and the modules beside this one (search, gates, skills in the knowledge base; install.py: skills
+and kb itself put into agents).
 
 Every library error becomes one line on stderr and the error's exit code (2 bad input, 1 a failed
 check); nothing prints a traceback.
