@@ -1,8 +1,10 @@
-"""The tables README.md and the kb skill show are made from the vocabulary and the card models
-(kbtool/surfaces/docs.py, through cog): they are current, and they cover every kind and lint class."""
+"""The generated parts of docs/ (through cog) and the kb skill's table are made from the CLI, the
+vocabulary and the card models (kbtool/surfaces/docs.py): they are current, they cover every kind,
+lint class and command, and they read the same on any machine."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -12,7 +14,20 @@ from conftest import REPO_ROOT
 from kbtool.model.vocabulary import KINDS, LINT_CLASSES
 from kbtool.surfaces import docs
 
-GENERATED = ["README.md"]
+
+def generated() -> list[str]:
+    """The files `make docs` regenerates and `make lint` checks: the Makefile's GENERATED."""
+    line = next(line for line in (REPO_ROOT / "Makefile").read_text().splitlines() if line.startswith("GENERATED :="))
+    return line.split(":=", 1)[1].split()
+
+
+GENERATED = generated()
+
+
+def test_every_file_with_a_cog_block_is_generated():
+    docs_files = [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]
+    with_cog = [str(p.relative_to(REPO_ROOT)) for p in docs_files if "[[[cog" in p.read_text(encoding="utf-8")]
+    assert sorted(GENERATED) == with_cog and "docs/cli.md" in GENERATED
 
 
 def test_the_generated_tables_are_current():
@@ -66,3 +81,49 @@ def test_search_does_not_index_the_generator_code():
     text = "\n".join(c.text for c in chunk_skill(skill.name, skill.description, skill.body))
     assert "| contract |" in text and "cog.outl" not in text and "[[[cog" not in text
     assert "<!--" not in (REPO_ROOT / "skills" / "kb" / "SKILL.md").read_text()  # nothing hidden from its reader
+
+
+def test_the_cli_reference_reads_the_same_at_any_terminal(monkeypatch):
+    reference = docs.cli_reference()
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert docs.cli_reference() == reference
+    assert "\x1b[" not in reference
+    helps = [line for line in reference.splitlines() if not line.startswith("- [kb")]
+    assert max(len(line) for line in helps) <= docs.HELP_WIDTH
+
+
+def test_the_cli_reference_has_a_section_for_every_command_and_subcommand():
+    reference = docs.cli_reference()
+    headings = [line.removeprefix("### ") for line in reference.splitlines() if line.startswith("### ")]
+    assert headings[:3] == ["kb", "kb init", "kb add"]
+    assert {"kb add-finding", "kb skill", "kb skill install", "kb gate run", "kb agent install"} <= set(headings)
+    assert len(headings) == len(set(headings))
+    for heading in headings:
+        assert f"](#{heading.replace(' ', '-')}): " in reference  # in the index, linked
+        assert f"Usage: {heading} " in reference
+    assert "- [kb skill](#kb-skill): The skill registry: Agent Skills (skills/\\<name\\>/SKILL.md)" in reference
+
+
+def _anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a markdown file's headings: lower case, punctuation dropped, spaces as -."""
+    found, fenced = set(), False
+    for line in text.splitlines():
+        fenced ^= line.startswith("```")
+        if not fenced and line.startswith("#"):
+            found.add(re.sub(r"[^\w\- ]", "", line.lstrip("#").strip().lower()).replace(" ", "-"))
+    return found
+
+
+def test_every_link_between_the_docs_leads_somewhere():
+    for page in [REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md"))]:
+        for link in re.findall(r"\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            if link.startswith(("http://", "https://")):
+                continue
+            path, _, anchor = link.partition("#")
+            target = (page.parent / path).resolve() if path else page
+            where = f"{page.relative_to(REPO_ROOT)}: ({link})"
+            assert target.exists(), f"{where} leads nowhere"
+            if anchor and target.suffix == ".md":
+                assert anchor in _anchors(target.read_text(encoding="utf-8")), f"{where}: no such heading"

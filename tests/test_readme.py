@@ -1,11 +1,16 @@
-"""The README as a tested contract: every command block it shows runs for real, in order, as a
-new user would run it, on a clone of this repository (the starter KB) and on a fresh knowledge
+"""The README and docs/ as a tested contract: every command block they show runs for real, in order,
+as a new user would run it, on a clone of this repository (the starter KB) and on a fresh knowledge
 base made by the quick start; the kb skill's commands run on the starter KB too.
 
-A command fails the test on a non-zero exit code the README does not announce (a trailing comment
+The README's blocks run first (its quick start makes ~/my-kb); each file of docs/ then runs in a
+fresh clone and HOME after the README's blocks, so a page needs nothing but the quick start, as a
+reader who opens it alone would have. docs/cli.md is the generated `--help` of every command
+(kbtool/surfaces/docs.py): text, no command blocks.
+
+A command fails the test on a non-zero exit code the docs do not announce (a trailing comment
 saying "exit N") or on any "internal error" or traceback. Blocks that cannot run here (the install
-itself, a third-party agent's CLI) are named below with the reason; a new or changed block that
-is not accounted for fails the test, so the README and its test change together.
+itself, a user's own run exports) are named below with the reason; a new or changed block that
+is not accounted for fails the test, so the docs and their test change together.
 """
 
 from __future__ import annotations
@@ -121,6 +126,7 @@ class Shell:
     over (cd), HOME is a fresh folder, kb is the one installed in this virtual environment."""
 
     def __init__(self, home: Path, start: Path):
+        self.home = home
         self.state = home / ".cwd"
         self.start = start
         home.mkdir(exist_ok=True)
@@ -157,6 +163,12 @@ class Shell:
         subprocess.run([sys.executable, "-c", code, *map(str, roots)], capture_output=True, timeout=120)
 
 
+DOCS = REPO_ROOT / "docs"
+GENERATED_DOCS = {"cli.md"}  # generated --help, not command blocks
+DOC_PAGES = sorted(p.name for p in DOCS.glob("*.md") if p.name not in GENERATED_DOCS)
+RUNNABLE = ("sh", "bash", "python")
+
+
 @pytest.fixture
 def clone(tmp_path: Path) -> Path:
     target = tmp_path / "kb-checkout"
@@ -164,53 +176,83 @@ def clone(tmp_path: Path) -> Path:
     return target
 
 
-def test_every_readme_block_runs_as_written(clone, tmp_path):
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    home = tmp_path / "home"
-    shell = Shell(home, clone)
+def read(name: str) -> str:
+    return (REPO_ROOT / name).read_text(encoding="utf-8")
+
+
+def run_blocks(name: str, shell: Shell, clone: Path, tmp_path: Path) -> int:
+    """Every block of one file, in order: commands run, examples checked. How many blocks ran."""
     ran_blocks = 0
-    try:
-        for block in blocks(readme):
-            where = f"README.md:{block.line_no}"
-            if block.language == "json":
-                json.loads("\n".join(block.lines))  # configuration and output examples are valid JSON
-                continue
-            if block.language == "toml":  # a kb.toml example: valid TOML that kb's settings model accepts
-                import tomllib
+    for block in blocks(read(name)):
+        where = f"{name}:{block.line_no}"
+        if block.language == "json":
+            json.loads("\n".join(block.lines))  # configuration and output examples are valid JSON
+            continue
+        if block.language == "toml":  # a kb.toml example: valid TOML that kb's settings model accepts
+            import tomllib
 
-                from kbtool.store.config import Config
+            from kbtool.store.config import Config
 
-                Config.model_validate(tomllib.loads("\n".join(block.lines)))
-                continue
-            if block.language in ("", "text"):
-                continue  # a diagram of the layout, not a command
-            if block.language == "python":
-                script = tmp_path / "readme_example.py"
-                script.write_text("\n".join(block.lines) + "\n")
-                out = subprocess.run(
-                    [sys.executable, str(script)], capture_output=True, text=True, cwd=clone, env=shell.env, timeout=900
-                )
-                assert out.returncode == 0, f"{where}: the Python example failed\n{out.stderr[-3000:]}"
-                ran_blocks += 1
-                continue
-            assert block.language in ("sh", "bash"), f"{where}: a ```{block.language} block; say how to test it"
-            if block.first in NOT_RUN:
-                continue
-            for dest, source in FILES_BEFORE.get("\n".join(commands(block)[:2]), {}).items():
-                target = Path(dest.replace("~", str(home), 1))
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, target)
-            shell.begin()
-            for command in commands(block):
-                shell.run(command, allowed_exits(command), where)
+            Config.model_validate(tomllib.loads("\n".join(block.lines)))
+            continue
+        if block.language in ("", "text"):
+            continue  # a diagram of the layout or an output, not a command
+        if block.language == "python":
+            script = tmp_path / "docs_example.py"
+            script.write_text("\n".join(block.lines) + "\n")
+            out = subprocess.run(
+                [sys.executable, str(script)], capture_output=True, text=True, cwd=clone, env=shell.env, timeout=900
+            )
+            assert out.returncode == 0, f"{where}: the Python example failed\n{out.stderr[-3000:]}"
             ran_blocks += 1
+            continue
+        assert block.language in ("sh", "bash"), f"{where}: a ```{block.language} block; say how to test it"
+        if block.first in NOT_RUN:
+            continue
+        for dest, source in FILES_BEFORE.get("\n".join(commands(block)[:2]), {}).items():
+            target = Path(dest.replace("~", str(shell.home), 1))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+        shell.begin()
+        for command in commands(block):
+            shell.run(command, allowed_exits(command), where)
+        ran_blocks += 1
+    return ran_blocks
+
+
+def run_files(names: list[str], clone: Path, tmp_path: Path) -> list[int]:
+    """The files' blocks one after the other in one session (a fresh HOME on a clone), then every
+    daemon they started stopped."""
+    shell = Shell(tmp_path / "home", clone)
+    try:
+        return [run_blocks(name, shell, clone, tmp_path) for name in names]
     finally:
-        shell.stop_daemons(clone, home / "my-kb")
-    assert ran_blocks >= 6, ran_blocks
-    # every block that was not run is accounted for, and every exception still names a real block
-    firsts = {b.first for b in blocks(readme) if b.language in ("sh", "bash")}
+        shell.stop_daemons(clone, *(found.parent for found in shell.home.glob("*/kb.toml")))
+
+
+def test_every_readme_block_runs_as_written(clone, tmp_path):
+    assert run_files(["README.md"], clone, tmp_path) == [1]  # the quick start; `make demo` is the set-up
+
+
+@pytest.mark.parametrize("page", DOC_PAGES)
+def test_every_block_of_a_docs_page_runs_after_the_quick_start(page, clone, tmp_path):
+    runnable = any(b.language in RUNNABLE for b in blocks(read(f"docs/{page}")))
+    names = ["README.md", f"docs/{page}"] if runnable else [f"docs/{page}"]  # else only examples to check
+    run_files(names, clone, tmp_path)
+
+
+def test_every_block_is_accounted_for():
+    """Every page of docs/ is run (or is generated), the generated reference holds no commands, and
+    every exception above still names a real block."""
+    assert DOC_PAGES and set(DOC_PAGES) | GENERATED_DOCS == {p.name for p in DOCS.glob("*.md")}
+    for name in GENERATED_DOCS:
+        assert {b.language for b in blocks(read(f"docs/{name}"))} <= {"text"}, f"docs/{name} holds a command block"
+    every = [b for name in ["README.md", *(f"docs/{page}" for page in DOC_PAGES)] for b in blocks(read(name))]
+    runnable = [b for b in every if b.language in RUNNABLE]
+    assert len([b for b in runnable if b.first not in NOT_RUN]) >= 10, len(runnable)
+    firsts = {b.first for b in runnable}
     assert set(NOT_RUN) <= firsts, set(NOT_RUN) - firsts
-    assert set(FILES_BEFORE) <= {"\n".join(commands(b)[:2]) for b in blocks(readme)}
+    assert set(FILES_BEFORE) <= {"\n".join(commands(b)[:2]) for b in every}
 
 
 def skill_commands(text: str) -> list[str]:

@@ -1,14 +1,17 @@
-"""The reference tables of README.md and skills/kb/SKILL.md, made from the vocabulary and the card
-models, so documentation cannot drift from the code. Both files hold cog blocks that call these:
+"""The reference parts of docs/ and skills/kb/SKILL.md, made from the vocabulary, the card models and
+the CLI itself, so documentation cannot drift from the code. The docs files hold cog blocks that call
+these (the Makefile's GENERATED lists them); the kb skill's table is refreshed in place:
 
-    cog -r README.md skills/kb/SKILL.md       # make docs
-    cog --check README.md skills/kb/SKILL.md  # make lint (CI)
+    cog -r docs/cli.md docs/concepts.md       # make docs
+    cog --check docs/cli.md docs/concepts.md  # make lint (CI)
 """
 
 from __future__ import annotations
 
+import re
 import types
 import typing
+from collections.abc import Iterator
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
@@ -86,7 +89,7 @@ def own_fields(kind: str) -> str:
 
 
 def kinds_table() -> str:
-    """README: kind | holds | its own fields."""
+    """docs/concepts.md: kind | holds | its own fields."""
     rows = ["| kind | holds | its own fields |", "|---|---|---|"]
     rows += [f"| {k} | {purpose(MODELS[k])} | {own_fields(k)} |" for k in KINDS]
     return "\n".join(rows)
@@ -107,7 +110,7 @@ KB_SKILL_TABLE = "| kind | what it holds | how you use it |"
 
 def refresh_kb_skill(path: str, check: bool = False) -> bool:
     """Make the kinds table in the kb skill (from its header row to the next blank line) anew; with
-    check, write nothing. True when the file was already current. Not cog, as README.md is: the kb
+    check, write nothing. True when the file was already current. Not cog, as docs/ is: the kb
     skill is what agents load, and generator code in an HTML comment is text hidden from its reader
     (`kb skill scan` flags it)."""
     from pathlib import Path
@@ -129,7 +132,7 @@ COMMON = ("id", "kind", "title", "status", "tags", "applies_to", "provenance", "
 
 
 def common_fields() -> str:
-    """The README's sentence on the fields every card has, made from CardBase and its parts."""
+    """docs/concepts.md's sentence on the fields every card has, made from CardBase and its parts."""
     if tuple(CardBase.model_fields) != COMMON:
         raise ValueError(f"kbtool/surfaces/docs.py: COMMON is {COMMON}, CardBase has {tuple(CardBase.model_fields)}")
 
@@ -151,3 +154,47 @@ def lint_classes() -> str:
 
 def lint_paragraph() -> str:
     return f"`kb lint`'s classes of checks, each of which `--skip` leaves out: {lint_classes()}."
+
+
+# The width the CLI reference is rendered at, whatever the terminal: a default terminal's, so the
+# reference reads as `kb COMMAND --help` prints there, and is the same on every machine.
+HELP_WIDTH = 80
+
+
+def cli_reference() -> str:
+    """docs/cli.md: an index of every command and subcommand with its first sentence, then a section
+    each with its `--help` (usage, help text, arguments, options) at HELP_WIDTH columns, in the order
+    `kb --help` lists them."""
+    import typer.main
+
+    # read at call time, and absolute: this module sits below the CLI, which it documents once built
+    from kbtool.surfaces.cli import app
+
+    root = typer.main.get_command(app)
+    top = root.context_class(root, info_name="kb", terminal_width=HELP_WIDTH, max_content_width=HELP_WIDTH)
+    contexts = list(_command_contexts(top))
+    index = [f"- [{c.command_path}](#{c.command_path.replace(' ', '-')}): {_gist(c)}" for c in contexts]
+    sections = [f"### {c.command_path}\n\n```text\n{_plain_help(c)}\n```" for c in contexts]
+    return "\n\n".join(["\n".join(index), *sections])
+
+
+def _command_contexts(ctx: Any) -> Iterator[Any]:
+    """The context of a command, then of each of its subcommands, depth first (click's, as typer vendors it)."""
+    yield ctx
+    group = ctx.command
+    for name in group.list_commands(ctx) if hasattr(group, "list_commands") else []:
+        command = group.get_command(ctx, name)
+        if command is not None and not command.hidden:
+            yield from _command_contexts(command.context_class(command, info_name=name, parent=ctx))
+
+
+def _gist(ctx: Any) -> str:
+    """A command's first sentence as markdown text: what is outside `code` escaped, so `<name>` shows."""
+    text = str(ctx.command.get_short_help_str(limit=1000))
+    parts = text.split("`") if text.count("`") % 2 == 0 else [text]
+    return "`".join(part if i % 2 else re.sub(r"([\\`*_<>\[\]])", r"\\\1", part) for i, part in enumerate(parts))
+
+
+def _plain_help(ctx: Any) -> str:
+    """A command's --help as printed without colour (the app sets no rich markup), lines right-trimmed."""
+    return "\n".join(line.rstrip() for line in ctx.get_help().splitlines())

@@ -83,7 +83,7 @@ def run_operation(root: Path, op: str, args: dict[str, Any] | None = None) -> An
         except DaemonUnavailable:
             pass
     from kbtool.facade.knowledge_base import KnowledgeBase
-    from kbtool.surfaces import operations
+    from kbtool.surfaces.daemon import operations
 
     kb = KnowledgeBase.open(root)
     result = operations.run(kb, op, args)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.model.errors import KbError
-from kbtool.surfaces import operations
+from kbtool.surfaces.daemon import operations
 from kbtool.surfaces.daemon.client import HEARTBEAT, MAX_REQUEST, PROTOCOL, build_id, socket_path
 
 IDLE_S = float(os.environ.get("KB_DAEMON_IDLE", "900"))
