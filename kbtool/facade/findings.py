@@ -221,7 +221,7 @@ class Findings(KnowledgeBaseCore):
     ) -> Plotted:
         """`kb plot --session`: an experiment session's results TSV as its progress (kbtool.evidence.plots)."""
         from kbtool.evidence.plots import draw_session, output_format
-        from kbtool.evidence.results_tsv import read_session
+        from kbtool.evidence.formats.results_tsv import read_session
 
         path = Path(out)
         fmt = output_format(path)
