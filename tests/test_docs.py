@@ -11,7 +11,8 @@ import sys
 import pytest
 
 from conftest import REPO_ROOT
-from kbtool.model.vocabulary import KINDS, LINT_CLASSES
+from kbtool.curation import lint_checks
+from kbtool.model.vocabulary import KINDS, LINT_CHECKS, LINT_CLASSES
 from kbtool.surfaces import docs
 
 
@@ -55,13 +56,24 @@ def test_every_kind_and_lint_class_is_in_the_tables():
     assert all(f"`{name}` (" in docs.lint_classes() for name in LINT_CLASSES)
 
 
-def test_a_kind_or_class_the_docs_do_not_cover_is_refused(monkeypatch):
+def test_a_kind_the_docs_do_not_cover_is_refused(monkeypatch):
     monkeypatch.setattr(docs.MODELS["gap"], "agent_use", "")
     with pytest.raises(ValueError, match="the gap model does not say its agent_use"):
         docs.agent_kinds_table()
-    monkeypatch.setattr(docs, "LINT_CHECKS", {**docs.LINT_CHECKS, "spelling": "typos"})
-    with pytest.raises(ValueError, match="LINT_CHECKS covers"):
-        docs.lint_classes()
+
+
+def test_the_docs_say_what_each_lint_class_checks_from_the_one_table():
+    """The vocabulary names and describes each class once; the docs show those words, lint runs those names."""
+    assert docs.lint_classes() == ", ".join(f"`{name}` ({what})" for name, what in LINT_CHECKS.items())
+    assert sorted(c.name for c in lint_checks.LINT_RUNS) == sorted(LINT_CLASSES)
+
+
+def test_a_lint_class_without_its_runner_or_a_runner_without_its_class_is_refused():
+    spelling = lint_checks.LintCheck("spelling", lambda run: [])
+    with pytest.raises(ImportError, match="lint classes are"):
+        lint_checks.check_runners((*lint_checks.LINT_RUNS, spelling), LINT_CLASSES)
+    with pytest.raises(ImportError, match="lint classes are"):
+        lint_checks.check_runners(lint_checks.LINT_RUNS, (*LINT_CLASSES, "spelling"))
 
 
 def test_fields_read_as_the_models_declare_them():

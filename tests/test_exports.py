@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from conftest import REPO_ROOT, tree_state
-from kbtool.evidence import exports, formats
+from kbtool.evidence import formats
+from kbtool.evidence.formats import aiperf_records, guidellm, lm_eval, mlperf, serving
 from kbtool.model.errors import BadInput
 
 DATA = REPO_ROOT / "tests" / "data"
@@ -31,7 +32,7 @@ def by_metric(parsed: dict) -> dict[str, list[dict]]:
 
 def test_lm_eval_keeps_every_top_level_score_with_its_stderr_shots_and_samples():
     raw = json.loads(LM_EVAL_2025.read_text())
-    parsed = exports.parse_lm_eval(LM_EVAL_2025)
+    parsed = lm_eval.parse_lm_eval(LM_EVAL_2025)
     got = by_metric(parsed)
     gsm = got["gsm8k/exact_match/strict-match"][0]
     assert gsm["value"] == 0.012130401819560273 and gsm["stats"] == {"stderr": 0.0030152942428909395}
@@ -61,7 +62,7 @@ def test_lm_eval_keeps_every_top_level_score_with_its_stderr_shots_and_samples()
 
 
 def test_lm_eval_says_which_way_is_better_from_the_file():
-    got = by_metric(exports.parse_lm_eval(LM_EVAL_2024))
+    got = by_metric(lm_eval.parse_lm_eval(LM_EVAL_2024))
     assert got["lambada_openai/perplexity"][0]["direction"] == "lower"  # higher_is_better: false
     assert got["piqa/acc_norm"][0]["value"] == json.loads(LM_EVAL_2024.read_text())["results"]["piqa"]["acc_norm,none"]
     assert len(got) == 10 and all(len(v) == 1 for v in got.values())
@@ -70,10 +71,10 @@ def test_lm_eval_says_which_way_is_better_from_the_file():
 @pytest.mark.parametrize("path", [GUIDELLM_JSON, GUIDELLM_YAML])
 def test_guidellm_keeps_each_metric_of_the_successful_requests(path):
     raw = yaml.safe_load(path.read_text()) if path.suffix == ".yaml" else json.loads(path.read_text())
-    parsed = exports.parse_guidellm(path)
+    parsed = guidellm.parse_guidellm(path)
     got = by_metric(parsed)
     metrics = raw["benchmarks"][0]["metrics"]
-    for name in exports.GUIDELLM_UNITS:
+    for name in guidellm.GUIDELLM_UNITS:
         block = (metrics.get(name) or {}).get("successful")
         if not block:
             continue
@@ -89,17 +90,17 @@ def test_guidellm_keeps_each_metric_of_the_successful_requests(path):
 
 
 def test_guidellm_names_the_model_and_the_load():
-    parsed = exports.parse_guidellm(GUIDELLM_JSON)
+    parsed = guidellm.parse_guidellm(GUIDELLM_JSON)
     assert parsed["applies_to"] == {"model": "Qwen/Qwen3-4B-Thinking-2507"}
     ttft = by_metric(parsed)["time_to_first_token"][0]
     assert ttft["value"] == 171.7655062675476 and ttft["conditions"]["strategy"] == "concurrent"
     assert ttft["conditions"]["concurrency"] == 4 and ttft["environment"] == {"guidellm": "0.5.0.dev0"}
-    assert exports.parse_guidellm(GUIDELLM_YAML)["applies_to"] == {"model": "llama-3-2-3b"}
+    assert guidellm.parse_guidellm(GUIDELLM_YAML)["applies_to"] == {"model": "llama-3-2-3b"}
 
 
 def test_sglang_keeps_every_run_of_the_file():
     runs = [json.loads(line) for line in SGLANG.read_text().splitlines() if line.strip()]
-    parsed = exports.parse_serving(SGLANG)
+    parsed = serving.parse_serving(SGLANG)
     assert parsed["applies_to"] == {"engine": "sglang"}
     for n, run in enumerate(runs, 1):
         mine = [ev for ev in parsed["evidence"] if ev["conditions"]["run"] == n]
@@ -160,13 +161,13 @@ def check_serving_run(run: dict, evidence: list[dict]) -> None:
     """Every number of a vLLM or SGLang run, as the reader keeps it."""
     got = {ev["metric"]: ev for ev in evidence}
     for key, value in run.items():
-        found = exports.LATENCY_KEY.match(key)
+        found = serving.LATENCY_KEY.match(key)
         if found and isinstance(value, float):
             stat, metric = found.groups()
             stat = {"mean": "avg", "median": "p50"}.get(stat, stat)
             assert got[metric]["stats"][stat] == value and got[metric]["unit"] == "ms", key
-        elif key in exports.THROUGHPUTS and isinstance(value, (int, float)):
-            assert got[key]["value"] == value and got[key]["unit"] == exports.THROUGHPUTS[key], key
+        elif key in serving.THROUGHPUTS and isinstance(value, (int, float)):
+            assert got[key]["value"] == value and got[key]["unit"] == serving.THROUGHPUTS[key], key
     for ev in evidence:
         assert ev["samples"] == run["completed"] if "samples" in ev else ev["metric"] == "failed_requests"
 
@@ -178,7 +179,7 @@ def test_every_number_of_a_serving_run_is_kept(path):
         runs = [json.loads(text)]
     except json.JSONDecodeError:
         runs = [json.loads(line) for line in text.splitlines() if line.strip()]
-    parsed = exports.parse_serving(path)
+    parsed = serving.parse_serving(path)
     for n, run in enumerate(runs, 1):
         mine = [ev for ev in parsed["evidence"] if len(runs) == 1 or ev["conditions"]["run"] == n]
         check_serving_run(run, mine)
@@ -186,7 +187,7 @@ def test_every_number_of_a_serving_run_is_kept(path):
 
 def test_a_vllm_result_names_its_model_engine_and_load(cli, kb):
     raw = json.loads(VLLM.read_text())
-    parsed = exports.parse_serving(VLLM)
+    parsed = serving.parse_serving(VLLM)
     assert parsed["applies_to"] == {"model": raw["model_id"], "engine": "vllm"}
     ttft = by_metric(parsed)["ttft"][0]
     assert ttft["value"] == raw["mean_ttft_ms"] and ttft["stats"]["p99"] == raw["p99_ttft_ms"]
@@ -194,7 +195,7 @@ def test_a_vllm_result_names_its_model_engine_and_load(cli, kb):
     failed = by_metric(parsed)["failed_requests"][0]
     assert failed["value"] == raw["failed"] and failed["direction"] == "lower"
     # an SGLang request rate of Infinity (JSON's extension) is kept as "inf", not refused
-    assert by_metric(exports.parse_serving(SGLANG_NEW))["ttft"][0]["conditions"]["request_rate"] == "inf"
+    assert by_metric(serving.parse_serving(SGLANG_NEW))["ttft"][0]["conditions"]["request_rate"] == "inf"
     result = cli("add-finding", "--title", "GLM-4.7 on 8 B200 at concurrency 100", "--from", str(VLLM), "--json")
     assert result.exit_code == 0, result.stderr
     assert {e["metric"] for e in json.loads(result.stdout)["evidence"]} == {e["metric"] for e in parsed["evidence"]}
@@ -207,7 +208,7 @@ AIPERF_SUMMARY = DATA / "aiperf" / "profile_export_aiperf.json"
 def test_aiperf_records_agree_with_aiperfs_own_summary_of_the_same_run():
     """The per-request reader's statistics, computed by kb, against the aggregate AIPerf wrote itself."""
     summary = json.loads(AIPERF_SUMMARY.read_text())
-    parsed = exports.parse_aiperf_records(AIPERF_RECORDS)
+    parsed = aiperf_records.parse_aiperf_records(AIPERF_RECORDS)
     compared = 0
     for ev in parsed["evidence"]:
         theirs = summary.get(ev["metric"])
@@ -224,13 +225,13 @@ def test_aiperf_records_agree_with_aiperfs_own_summary_of_the_same_run():
 
 
 def test_aiperf_records_carry_a_bootstrap_interval_of_the_mean():
-    first = by_metric(exports.parse_aiperf_records(AIPERF_RECORDS))["time_to_first_token"][0]
+    first = by_metric(aiperf_records.parse_aiperf_records(AIPERF_RECORDS))["time_to_first_token"][0]
     stats = first["stats"]
     assert stats["min"] < stats["ci95_low"] < stats["avg"] < stats["ci95_high"] < stats["max"]
     # a normal-theory interval of the mean is close: the bootstrap agrees with it on 30 requests
     half = 1.96 * stats["std"] / first["samples"] ** 0.5
     assert stats["ci95_low"] == pytest.approx(stats["avg"] - half, rel=0.02)
-    again = by_metric(exports.parse_aiperf_records(AIPERF_RECORDS))["time_to_first_token"][0]
+    again = by_metric(aiperf_records.parse_aiperf_records(AIPERF_RECORDS))["time_to_first_token"][0]
     assert again["stats"] == stats  # a fixed seed: the same records, the same interval
     assert formats.reader_for(AIPERF_RECORDS).name == "aiperf-records"
 
@@ -243,7 +244,7 @@ def test_every_number_of_an_mlperf_summary_is_kept(path):
     """Each `label : number` line above Test Parameters, read here by a plain split, is in the evidence."""
     text = path.read_text()
     head = text.split("Test Parameters Used")[0]
-    parsed = exports.parse_mlperf(path)
+    parsed = mlperf.parse_mlperf(path)
     kept = [ev["value"] for ev in parsed["evidence"]] + [
         v for ev in parsed["evidence"] for v in ev.get("stats", {}).values()
     ]
@@ -257,7 +258,7 @@ def test_every_number_of_an_mlperf_summary_is_kept(path):
 
 def test_an_invalid_mlperf_run_says_why():
     invalid = next(p for p in MLPERF if "llama3.1" in p.name)
-    ttft = by_metric(exports.parse_mlperf(invalid))["first_token_latency"][0]
+    ttft = by_metric(mlperf.parse_mlperf(invalid))["first_token_latency"][0]
     assert ttft["conditions"]["result"] == "INVALID"
     assert ttft["conditions"]["unsatisfied"] == "Performance constraints satisfied, Early stopping satisfied"
     assert ttft["unit"] == "ns" and ttft["stats"]["p99_9"] == 97923062578.0 and ttft["value"] == 50385872554.0
@@ -278,7 +279,7 @@ def test_per_request_lists_give_the_interval_of_the_mean(path, tmp_path):
     done = [i for i, error in enumerate(run["errors"]) if not error]
     ttft = [run["ttfts"][i] * 1000 for i in done]
     itl = [[x * 1000 for x in run["itls"][i]] for i in done if run["itls"][i]]  # one token: no gap to time
-    got = {ev["metric"]: ev for ev in exports.parse_serving(path)["evidence"]}
+    got = {ev["metric"]: ev for ev in serving.parse_serving(path)["evidence"]}
     assert got["ttft"]["value"] == run["mean_ttft_ms"] == pytest.approx(sum(ttft) / len(ttft), rel=1e-12)
     low, high = bootstrap_mean_interval(ttft)
     assert (got["ttft"]["stats"]["ci95_low"], got["ttft"]["stats"]["ci95_high"]) == (low, high)
@@ -292,7 +293,7 @@ def test_per_request_lists_give_the_interval_of_the_mean(path, tmp_path):
     damaged = {**run, "ttfts": [run["ttfts"][0] * 2, *run["ttfts"][1:]]}
     copy = tmp_path / "damaged.json"
     copy.write_text(json.dumps(damaged))
-    again = {ev["metric"]: ev for ev in exports.parse_serving(copy)["evidence"]}
+    again = {ev["metric"]: ev for ev in serving.parse_serving(copy)["evidence"]}
     assert "ci95_low" not in again["ttft"]["stats"] and "records" not in again["ttft"]["conditions"]
     assert "ci95_low" in again["itl"]["stats"]
 

@@ -1,4 +1,4 @@
-"""Benchmark-format readers behind one protocol (kbtool/evidence/formats.py): chosen by what a file holds
+"""Benchmark-format readers behind one protocol (kbtool/evidence/formats/): chosen by what a file holds
 (its ending narrows the choice), named in the help from the same list, and a new reader is one entry
 in READERS."""
 
@@ -12,6 +12,7 @@ import pytest
 
 from conftest import REPO_ROOT, tree_state
 from kbtool.evidence import formats
+from kbtool.evidence.values import read_artifact
 from kbtool.model.errors import BadInput
 
 AIPERF = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"
@@ -78,7 +79,7 @@ class JsonLines:
         return all("metric" in json.loads(line) for line in text.splitlines() if line.strip())
 
     def read(self, path: Path, metric_name: str) -> dict:
-        text, digest = formats.read_artifact(path)
+        text, digest = read_artifact(path)
         rows = [json.loads(line) for line in text.splitlines() if line.strip()]
         artifact = {"path": str(path), "sha256": digest}
         return {"evidence": [{**row, "artifact": artifact} for row in rows], "applies_to": {}, "conditions": {}}
@@ -92,5 +93,5 @@ def test_a_new_reader_is_one_entry_in_the_list(kb, tmp_path, monkeypatch):
     )
     stored, _ = kb.add_finding("Two metrics from a JSON-lines export", artifact=export)
     assert [(e.metric, e.value, e.unit) for e in stored.card.evidence] == [("tpot", 0.56, "ms"), ("ttft", 25.3, "ms")]
-    assert stored.card.evidence[0].artifact.sha256 == formats.read_artifact(export)[1]
+    assert stored.card.evidence[0].artifact.sha256 == read_artifact(export)[1]
     assert formats.reader_for(AIPERF).name == "aiperf"

@@ -14,7 +14,8 @@ import pytest
 from test_mcp import call, stdio
 
 from conftest import REPO_ROOT, commit_count, tree_state
-from kbtool.evidence import exports, formats, load
+from kbtool.evidence import formats, load
+from kbtool.evidence.formats import serving
 from kbtool.evidence.runs import read_run, runs_in
 
 DATA = REPO_ROOT / "tests" / "data"
@@ -266,7 +267,7 @@ def test_an_sglang_random_dataset_is_its_configured_lengths_and_range():
     (run,) = [
         json.loads(line) for line in (DATA / "sglang" / "agg_n100_in512_out128_c32.jsonl").read_text().splitlines()
     ]
-    conditions = exports.serving_load(run)
+    conditions = serving.serving_load(run)
     assert (conditions["input_tokens"], conditions["output_tokens"], conditions["length_range_ratio"]) == (
         512,
         128,

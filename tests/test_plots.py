@@ -15,7 +15,7 @@ from test_repeats import add_finding, vllm_runs
 
 from conftest import REPO_ROOT
 from kbtool.evidence import plots
-from kbtool.evidence.results_tsv import read_session
+from kbtool.evidence.formats.results_tsv import read_session
 from kbtool.model.errors import BadInput
 
 pytest.importorskip("matplotlib")

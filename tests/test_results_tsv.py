@@ -11,7 +11,7 @@ import pytest
 
 from conftest import REPO_ROOT
 from kbtool.evidence import formats
-from kbtool.evidence.results_tsv import read_session
+from kbtool.evidence.formats.results_tsv import read_session
 from kbtool.model.errors import BadInput
 
 DATA = REPO_ROOT / "tests" / "data" / "results-tsv"

@@ -16,6 +16,8 @@ from kbtool.surfaces.cli import app
 # package its modules in layers. A module may import from an earlier package, or from its own
 # package's earlier layers (or its own layer). The facade is a star: every part is built on the core
 # alone, and KnowledgeBase composes them; the entry points (kbtool/__init__.py, __main__.py) sit above all.
+# A subpackage its parent names in a layer (evidence's "formats") sits in that layer, its own modules
+# layered within it; a package's __init__ is checked where a package declares it.
 ARCHITECTURE: dict[str, list[set[str]]] = {
     "model": [
         {"errors", "evidence_layout", "parsing", "vocabulary"},
@@ -42,16 +44,23 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"pipeline"},
     ],
     "evidence": [
-        {"environment", "values", "load", "provenance"},
-        {"exports", "finding_input", "results_tsv", "statistics"},
-        {"formats", "plots"},
+        {"environment", "values", "provenance"},
+        {"finding_input", "statistics"},
+        {"formats"},  # the benchmark-format readers: kbtool/evidence/formats/
+        {"load", "plots"},  # the load vocabulary names keys the readers label
         {"pairing", "runs"},
         {"repeats"},
         {"run_evidence"},
     ],
+    "evidence.formats": [
+        {"reader"},
+        {"aiperf", "aiperf_records", "guidellm", "lm_eval", "mlperf", "results_tsv", "serving"},
+        {"__init__"},  # READERS: every format's reader
+    ],
     "curation": [
         {"review", "gate_lock"},
         {"checks", "committed_secrets"},
+        {"lint_checks"},  # the lint classes, each with its runner
         {"gate_compare"},  # a gate's comparison reads and judges runs as `kb compare` does
         {"gates"},  # runs a gate: its command, or its comparison
     ],
@@ -76,10 +85,18 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
 PACKAGES = list(ARCHITECTURE)
 
 
-def place(package: str, module: str) -> tuple[int, int]:
-    """(the package's rank, the module's layer in it)."""
-    layers = ARCHITECTURE[package]
-    return PACKAGES.index(package), next(i for i, names in enumerate(layers) if module in names)
+def declared(package: str) -> set[str]:
+    return {m for layer in ARCHITECTURE[package] for m in layer}
+
+
+def place(package: str, module: str) -> tuple[int, ...]:
+    """(the package's rank, the module's layer in it); for a subpackage its parent places, the subpackage's
+    place in its parent and then the module's layer in it. An import is allowed to a place not above."""
+    layer = next(i for i, names in enumerate(ARCHITECTURE[package]) if module in names)
+    parent, _, name = package.rpartition(".")
+    if parent in ARCHITECTURE and name in declared(parent):
+        return (*place(parent, name), layer)
+    return PACKAGES.index(package), layer
 
 
 def source_files() -> list[tuple[str, str, Path]]:
@@ -88,7 +105,7 @@ def source_files() -> list[tuple[str, str, Path]]:
     for path in (REPO_ROOT / "kbtool").rglob("*.py"):
         parts = path.relative_to(REPO_ROOT / "kbtool").with_suffix("").parts
         package = ".".join(parts[:-1]) or "entry"
-        if parts[-1] != "__init__" or package in ("entry", "surfaces.cli"):
+        if parts[-1] != "__init__" or "__init__" in declared(package):
             files.append((package, parts[-1], path))
     files += [("migrations", p.stem, p) for p in (REPO_ROOT / "migrations").glob("*.py") if p.stem != "__init__"]
     return sorted(files)
@@ -111,14 +128,15 @@ def imported(node: ast.ImportFrom | ast.Import) -> list[tuple[str, str]]:
                 if rest:
                     found.append((package, rest[0]))
                 elif isinstance(node, ast.ImportFrom):
-                    modules = {m for layer in ARCHITECTURE[package] for m in layer}
+                    modules = declared(package)
                     found += [(package, a.name) for a in node.names if a.name in modules]
                     if not any(a.name in modules for a in node.names):
                         found.append((package, "__init__"))
                 else:
                     found.append((package, "__init__"))
                 break
-    return found
+    # a subpackage imported by its name (`from kbtool.evidence import formats`) is its __init__
+    return [(f"{p}.{m}", "__init__") if f"{p}.{m}" in ARCHITECTURE else (p, m) for p, m in found]
 
 
 def imports_of(path: Path) -> set[tuple[str, str]]:
@@ -128,15 +146,16 @@ def imports_of(path: Path) -> set[tuple[str, str]]:
 
 def test_every_module_has_a_place_and_imports_only_downwards():
     on_disk = {(package, module) for package, module, _ in source_files()}
-    declared = {(package, m) for package, layers in ARCHITECTURE.items() for names in layers for m in names}
-    assert on_disk == declared, f"undeclared: {on_disk - declared}; gone: {declared - on_disk}"
+    # a subpackage's modules are on disk in its folder, not as a module of its parent
+    placed = {(p, m) for p in ARCHITECTURE for m in declared(p) if f"{p}.{m}" not in ARCHITECTURE}
+    assert on_disk == placed, f"undeclared: {on_disk - placed}; gone: {placed - on_disk}"
     for package, module, path in source_files():
         mine = place(package, module)
         for target in imports_of(path):
-            if target == (package, module) or target[1] == "__init__" and target[0] != "surfaces.cli":
-                continue
+            if target == (package, module) or target[1] not in declared(target[0]):
+                continue  # itself, or a package's __init__ the architecture does not place
             there = place(*target)
-            allowed = there[0] < mine[0] or (there[0] == mine[0] and there[1] <= mine[1])
+            allowed = there <= mine
             assert allowed, f"{path.relative_to(REPO_ROOT)} imports {'.'.join(target)}, a higher layer"
 
 
@@ -238,5 +257,8 @@ def test_every_package_of_kbtool_is_in_the_wheel():
     import tomllib
 
     listed = set(tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    on_disk = {"kbtool"} | {f"kbtool.{p.parent.name}" for p in (REPO_ROOT / "kbtool").glob("*/__init__.py")}
+    root = REPO_ROOT / "kbtool"
+    on_disk = {"kbtool"} | {
+        ".".join(("kbtool", *p.parent.relative_to(root).parts)) for p in root.rglob("*/__init__.py")
+    }
     assert on_disk <= listed, f"add to pyproject.toml [tool.setuptools] packages: {sorted(on_disk - listed)}"

@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from kbtool.curation.gate_lock import GateLock, file_problems, gate_hash
 from kbtool.evidence.load import difference
-from kbtool.model.cards import INACTIVE_STATUSES, KINDS, Gate
+from kbtool.model.cards import Gate
 from kbtool.model.errors import InvalidCard
 from kbtool.model.records import CardSummary, Problem, StoredCard
-from kbtool.model.vocabulary import words
+from kbtool.model.vocabulary import INACTIVE_STATUSES, KINDS, words
 from kbtool.store.config import LimitsSection, SourceSection
 from kbtool.store.files import LinkOut, leads_out, link_out
 from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Store
@@ -92,23 +92,10 @@ def schema_problems(store: Store, limits: LimitsSection) -> tuple[list[Problem],
         if too_big:
             problems.append(Problem(rel, "invalid", too_big, stem))
             continue
-        try:
-            stored = StoredCard.read(path, store.root)
-        except InvalidCard as exc:
-            problems.append(Problem(rel, "invalid", str(exc).removeprefix(f"{rel}: "), stem))
-            continue
-        if stored.card.id != stem:
-            problems.append(
-                Problem(
-                    rel,
-                    "id-mismatch",
-                    f"id {stored.card.id!r} differs from the file name; the file stem is the id",
-                    stem,
-                )
-            )
-        if stored.card.kind != parts[0]:
-            problems.append(Problem(rel, "kind-mismatch", f"a {stored.card.kind} card in the {parts[0]} folder", stem))
-        loaded.append(stored)
+        stored, found = _read_card(store, path, rel, parts[0])
+        problems += found
+        if stored is not None:
+            loaded.append(stored)
     return problems, loaded, set(seen)
 
 
@@ -367,6 +354,26 @@ def skill_problems(store: Store, vectors: dict[str, np.ndarray], threshold: floa
 # --- a new finding among the existing ones --------------------------------------------
 
 
+def _read_card(store: Store, path: Path, rel: str, folder: str) -> tuple[StoredCard | None, list[Problem]]:
+    """The card a file holds (None where it does not parse) and what is wrong with it: an id other than
+    its file's stem, a kind other than its folder's."""
+    stem = path.stem
+    try:
+        stored = StoredCard.read(path, store.root)
+    except InvalidCard as exc:
+        return None, [Problem(rel, "invalid", str(exc).removeprefix(f"{rel}: "), stem)]
+    problems = []
+    if stored.card.id != stem:
+        problems.append(
+            Problem(
+                rel, "id-mismatch", f"id {stored.card.id!r} differs from the file name; the file stem is the id", stem
+            )
+        )
+    if stored.card.kind != folder:
+        problems.append(Problem(rel, "kind-mismatch", f"a {stored.card.kind} card in the {folder} folder", stem))
+    return stored, problems
+
+
 def improved(ev: dict[str, Any]) -> bool | None:
     """Whether this evidence says the change helped (value better than baseline), if it says. With an
     interval of the change (repeated runs), only an interval clear of zero says: one that crosses it
@@ -378,8 +385,8 @@ def improved(ev: dict[str, Any]) -> bool | None:
         low, high = stats["change_ci95_low"], stats["change_ci95_high"]
         if low <= 0 <= high:
             return None
-        return (low > 0) == (ev["direction"] == "higher")
-    return (ev["value"] > ev["baseline"]) == (ev["direction"] == "higher")
+        return bool((low > 0) == (ev["direction"] == "higher"))
+    return bool((ev["value"] > ev["baseline"]) == (ev["direction"] == "higher"))
 
 
 def scope_overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:

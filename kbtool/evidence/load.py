@@ -18,10 +18,11 @@ Input and output lengths come configured (`input_tokens`: the benchmark was told
 per-request mean (`input_tokens_mean`: the prompts it sent averaged 1010.4). Configured values must be
 equal; where a side only has the mean, the two must agree within MEAN_TOLERANCE.
 
-Each benchmark-format reader declares the load keys it writes (kbtool.evidence.formats.Reader.load_keys)
-and records its own name as the `format` condition. A key one side sets is a difference when the other
-side's format could have set it and did not (a duration-bound run against a count-bound one); a key the
-other side's format never records (vLLM's results do not keep the dataset's name) is not.
+Each benchmark-format reader declares the load keys it writes (kbtool.evidence.formats.reader.Reader
+.load_keys), labels those only it writes (Reader.load_labels), and records its own name as the `format`
+condition. A key one side sets is a difference when the other side's format could have set it and did
+not (a duration-bound run against a count-bound one); a key the other side's format never records
+(vLLM's results do not keep the dataset's name) is not.
 """
 
 from __future__ import annotations
@@ -31,45 +32,28 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kbtool.evidence.formats import READERS
+
 # the load keys a format's runs can carry, by the format's name (kbtool.evidence.formats.load_keys_of), or None
 Declared = Callable[[Any], Collection[str] | None]
 
-LOAD_KEYS: dict[str, str] = {
+# the load keys many formats share, labelled; a key only one format sets is labelled by its reader
+# (kbtool.evidence.formats: MLPerf's scenario, lm-eval's n-shot, AIPerf's arrival pattern, ...)
+SHARED_LOAD_KEYS: dict[str, str] = {
     # serving benchmarks: how requests arrive, how many, how long
     "concurrency": "concurrency",
     "request_rate": "request rate (req/s)",
     "burstiness": "burstiness",
-    "arrival": "arrival pattern",
     "request_count": "configured request count",
     "duration_s": "configured duration (s)",
-    "warmup_requests": "warm-up requests",
     # what each request holds
     "input_tokens": "input tokens per request",
     "output_tokens": "output tokens per request",
     "input_tokens_mean": "input tokens per request",
     "output_tokens_mean": "output tokens per request",
-    "input_tokens_std": "input tokens per request, std",
-    "output_tokens_std": "output tokens per request, std",
-    "length_range_ratio": "length range ratio",
     "dataset": "dataset",
-    "streaming": "streaming",
-    "endpoint_type": "endpoint type",
-    # GuideLLM's scheduling strategy
-    "strategy": "strategy",
-    # accuracy evaluations (lm-evaluation-harness)
-    "n_shot": "n-shot",
-    "filter": "filter",
-    "task_version": "task version",
-    "limit": "sample limit",
-    # MLPerf LoadGen
-    "scenario": "scenario",
-    "mode": "mode",
-    "target_qps": "target QPS",
-    "target_latency_ns": "target latency (ns)",
-    "max_async_queries": "max async queries",
-    "min_query_count": "min query count",
-    "samples_per_query": "samples per query",
 }
+LOAD_KEYS: dict[str, str] = {**SHARED_LOAD_KEYS, **{k: v for r in READERS for k, v in r.load_labels.items()}}
 
 # a measured per-request mean and the configured value it stands in for
 MEANS = {"input_tokens_mean": "input_tokens", "output_tokens_mean": "output_tokens"}

@@ -12,7 +12,7 @@ share no metric, or the condition that differs with both values ("input tokens p
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kbtool.evidence.formats import load_keys_of
@@ -156,7 +156,53 @@ def pair(
             "a results TSV is an experiment session, an experiment a row, not runs of one configuration: compare "
             "the exports of two experiments' runs, or draw the session with kb plot --session"
         )
-    known = _Loads(ignored)
+    paired = _match(candidates, baselines, _Loads(ignored))
+    if baselines and not paired.matched:
+        raise BadInput(_why_nothing_pairs(candidates, baselines, ignored, bool(paired.ambiguous), suggest_ignoring))
+    for ev, base in paired.matched:
+        differed = [
+            k
+            for k in ignored
+            if difference(_conditions(ev), _conditions(base), [i for i in ignored if i != k], load_keys_of)
+        ]
+        if differed:
+            ev["conditions"] = {**_conditions(ev), "ignored_conditions": ",".join(differed)}
+    if notes is not None and baselines:
+        notes.extend(paired.notes())
+    return paired.matched
+
+
+@dataclass
+class _Paired:
+    """What pairing found: the pairs, and the candidate metrics left unjudged and why."""
+
+    matched: list[tuple[Entry, Entry]] = field(default_factory=list)
+    no_baseline: dict[str, list[str]] = field(default_factory=dict)  # by the load, as described
+    unmeasured: list[str] = field(default_factory=list)  # the baseline never measured these
+    ambiguous: list[str] = field(default_factory=list)  # several runs at one load on a side
+
+    def notes(self) -> list[str]:
+        out = [
+            f"{_few(metrics)}{f' at {where}' if where else ''}: no baseline run at this load, not judged"
+            for where, metrics in self.no_baseline.items()
+        ]
+        if self.unmeasured:
+            them = "it" if len(self.unmeasured) == 1 else "them"
+            out.append(f"{_few(self.unmeasured)}: the baseline did not measure {them}")
+        if self.ambiguous:
+            out.append(f"{_few(sorted(set(self.ambiguous)))}: several runs at one load on a side, not judged")
+        for ev, base in self.matched:
+            for key in (ev["conditions"].get("ignored_conditions") or "").split(","):
+                if key:
+                    found = difference(_conditions(ev), _conditions(base), [], load_keys_of)
+                    shown = found.line() if found else key
+                    out.append(f"{ev['metric']}: compared across {shown}, as asked (--ignore-condition {key})")
+        return out
+
+
+def _match(candidates: list[Entry], baselines: list[Entry], known: _Loads) -> _Paired:
+    """Each candidate entry with the one baseline entry of its metric at a load that is one with its own;
+    none where either side has several there (which would be a guess)."""
     theirs = _by_metric_and_load(baselines, known)
     mine = _by_metric_and_load(candidates, known)
     everywhere = {
@@ -169,46 +215,20 @@ def pair(
             matching[(number, key)] = [n for n in everywhere[key] if known.same(number, n)]
         return matching[(number, key)]
 
-    matched: list[tuple[Entry, Entry]] = []
-    no_baseline: dict[str, list[str]] = {}
-    unmeasured: list[str] = []
-    ambiguous: list[str] = []
+    paired = _Paired()
     for ev in candidates:
         number, at = known.of(ev), _metric(ev)
         options = [b for n in alike(number, True) for b in theirs.get(at, {}).get(n, [])]
         twins = [c for n in alike(number, False) for c in mine[at].get(n, [])]
         if len(options) == 1 and len(twins) == 1:
-            matched.append((ev, options[0]))
+            paired.matched.append((ev, options[0]))
         elif len(options) > 1 or len(twins) > 1:
-            ambiguous.append(ev["metric"])
+            paired.ambiguous.append(ev["metric"])
         elif at in theirs:
-            no_baseline.setdefault(describe(_conditions(ev)), []).append(ev["metric"])
+            paired.no_baseline.setdefault(describe(_conditions(ev)), []).append(ev["metric"])
         else:
-            unmeasured.append(ev["metric"])
-    if baselines and not matched:
-        raise BadInput(_why_nothing_pairs(candidates, baselines, ignored, bool(ambiguous), suggest_ignoring))
-    for ev, base in matched:
-        differed = [
-            k
-            for k in ignored
-            if difference(_conditions(ev), _conditions(base), [i for i in ignored if i != k], load_keys_of)
-        ]
-        if differed:
-            ev["conditions"] = {**_conditions(ev), "ignored_conditions": ",".join(differed)}
-    if notes is not None and baselines:
-        for where, metrics in no_baseline.items():
-            notes.append(f"{_few(metrics)}{f' at {where}' if where else ''}: no baseline run at this load, not judged")
-        if unmeasured:
-            notes.append(f"{_few(unmeasured)}: the baseline did not measure {'it' if len(unmeasured) == 1 else 'them'}")
-        if ambiguous:
-            notes.append(f"{_few(sorted(set(ambiguous)))}: several runs at one load on a side, not judged")
-        for ev, base in matched:
-            for key in (ev["conditions"].get("ignored_conditions") or "").split(","):
-                if key:
-                    found = difference(_conditions(ev), _conditions(base), [], load_keys_of)
-                    shown = found.line() if found else key
-                    notes.append(f"{ev['metric']}: compared across {shown}, as asked (--ignore-condition {key})")
-    return matched
+            paired.unmeasured.append(ev["metric"])
+    return paired
 
 
 def _by_metric_and_load(entries: list[Entry], known: _Loads) -> dict[tuple[str, str | None], dict[int, list[Entry]]]:

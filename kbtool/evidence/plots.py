@@ -3,7 +3,7 @@
 - across findings: one metric in every finding of a scope that measured it. With `by` (a condition,
   e.g. concurrency) each finding is a line over that condition; without, each finding is a bar.
   Each point carries its 95% interval when the evidence has one, and its baseline beside it.
-- over a session: an autoresearch-style results TSV (kbtool.evidence.results_tsv) as such loops plot
+- over a session: an autoresearch-style results TSV (kbtool.evidence.formats.results_tsv) as such loops plot
   it: every experiment in order, the kept ones marked and labelled, discarded ones faint, and the
   running best as a step line.
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbtool.evidence.formats.results_tsv import Session
 from kbtool.evidence.load import varying_keys
-from kbtool.evidence.results_tsv import Session
 from kbtool.model.errors import BadInput
 
 FORMATS = (".png", ".svg")

@@ -1,7 +1,7 @@
 """Measured evidence for findings: the pieces every source of evidence shares.
 
 - `--metric tpot=0.56ms` style values (value_with_unit), numbers, which way a metric is better,
-- reading an artifact with its sha256 (the benchmark-format readers in kbtool/evidence/formats.py use these).
+- reading an artifact with its sha256 (the benchmark-format readers in kbtool/evidence/formats/ use these).
 
 The run's provenance (repository, environment) is kbtool/evidence/provenance.py; the findings a new
 one likely duplicates or contradicts are found by kbtool/curation/checks.py.

@@ -6,15 +6,17 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable
 from datetime import date
+from typing import TYPE_CHECKING
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import Environment
-from kbtool.model.cards import INACTIVE_STATUSES
 from kbtool.model.contracts import Change, LintReport, Stats
-from kbtool.model.errors import InvalidField
 from kbtool.model.records import CardSummary, Problem
-from kbtool.model.vocabulary import LINT_CLASSES
-from kbtool.store.repository import LEFT_OUT, Commit
+from kbtool.model.vocabulary import INACTIVE_STATUSES
+from kbtool.store.repository import Commit
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _shown(scope: object) -> str:
@@ -30,62 +32,16 @@ class Curation(KnowledgeBaseCore):
         return LintReport.of(self.lint(skip) + (self.environment_problems() if env else []))
 
     def lint(self, skip: Iterable[str] = ()) -> builtins.list[Problem]:
-        """Every curation check (see kbtool.curation.checks) except the classes in skip."""
-        from kbtool.curation import checks as curation
+        """Every curation check (kbtool.curation.lint_checks) except the classes in skip."""
+        from kbtool.curation.lint_checks import lint
 
-        skip = set(skip)
-        unknown = skip - set(LINT_CLASSES)
-        if unknown:
-            raise InvalidField(f"--skip {sorted(unknown)[0]}: not a lint class ({', '.join(LINT_CLASSES)})")
-        problems: builtins.list[Problem] = []
-        if "schema" not in skip or "links" not in skip:
-            schema, loaded, ids = curation.schema_problems(self.store, self.config.limits)
-            problems += [] if "schema" in skip else schema
-            if "schema" not in skip:  # the knowledge base's own schemas, on every card the models accept
-                problems += [
-                    Problem(s.path, "kb-schema", found, s.id) for s in loaded for found in self.policy.problems(s.card)
-                ]
-            problems += [] if "links" in skip else curation.broken_links(loaded, ids)
-        cards = self.cards()
-        if "superseded" not in skip:
-            problems += curation.superseded_links(cards)
-        if "gaps" not in skip:
-            problems += curation.reopened_gaps(self.gaps())  # the gaps `kb gaps` lists again, as it says why
-        if "gates" not in skip:
-            problems += curation.gate_lock_problems(self.store, self.gate_locks(), self.dropped_locks())
-        if "stale" not in skip:
-            problems += curation.stale(cards, self.config.curation.max_finding_age_days, date.today())
-        if "contradictions" not in skip:
-            problems += curation.contradictions(cards)
-        if "duplicates" not in skip and self.semantic_embedder() is None:
-            skip.add("duplicates")  # compares stored embeddings; the note says how to get the model
-            self.note("the duplicates check needs embeddings and was skipped")
-        if "duplicates" not in skip and cards:
-            self._refresh_lexical()
-            vectors = self.index.lead_vectors(self.embedder.model_id)
-            if len(vectors) < len(cards):
-                self.notices.append(
-                    f"{len(cards) - len(vectors)} cards have no embedding yet, so the duplicate check "
-                    "skipped them; run `kb index`"
-                )
-            problems += curation.duplicates(cards, vectors, self.config.curation.duplicate_similarity)
-        if "secrets" not in skip:
-            from kbtool.curation.committed_secrets import committed_secrets
+        return lint(self, skip)
 
-            problems += committed_secrets(self.store, self.config.curation.secrets_ignore)
-        if "drift" not in skip:
-            checkouts = curation.origin_checkouts(self.root, self.store.state_dir, self.config.sources, cards)
-            problems += curation.drift(cards, checkouts)
-        if "skills" not in skip:
-            skill_vectors = {}
-            if "duplicates" not in skip and self.skills_dir.is_dir():
-                # the stored vectors of the descriptions, as for cards: lint never loads the model itself
-                self._refresh_lexical()
-                skill_vectors = self.index.lead_vectors(self.embedder.model_id, skills=True)
-            problems += curation.skill_problems(self.store, skill_vectors, self.config.curation.duplicate_similarity)
-        if "schema" not in skip and "skills" not in skip:  # each link out is a problem above: no note as well
-            self.notices[:] = [n for n in self.notices if not n.endswith(LEFT_OUT)]
-        return problems
+    def stored_vectors(self, skills: bool = False) -> dict[str, np.ndarray]:
+        """The stored vectors of each card's lead (with skills, each skill's description), the index refreshed
+        first: what lint compares for duplicates, without loading the model."""
+        self._refresh_lexical()
+        return self.index.lead_vectors(self.embedder.model_id, skills=skills)
 
     def stats(self) -> Stats:
         """Counts by kind, status and project, open gaps, stale findings, locked gates: from the index."""

@@ -220,8 +220,8 @@ class Findings(KnowledgeBaseCore):
         title: str | None = None,
     ) -> Plotted:
         """`kb plot --session`: an experiment session's results TSV as its progress (kbtool.evidence.plots)."""
+        from kbtool.evidence.formats.results_tsv import read_session
         from kbtool.evidence.plots import draw_session, output_format
-        from kbtool.evidence.results_tsv import read_session
 
         path = Path(out)
         fmt = output_format(path)

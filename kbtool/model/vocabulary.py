@@ -19,19 +19,23 @@ STATUSES: tuple[str, ...] = get_args(Status)
 INACTIVE_STATUSES = frozenset({"refuted", "superseded", "retired"})
 
 MODES = ("hybrid", "bm25", "vector")  # search's ranking modes, the default first
-LINT_CLASSES = (
-    "schema",
-    "links",
-    "superseded",
-    "gaps",
-    "gates",
-    "stale",
-    "contradictions",
-    "duplicates",
-    "skills",
-    "secrets",
-    "drift",
-)
+# `kb lint`'s classes of checks and what each checks, as the help, the MCP description and the docs say it
+# (kbtool/curation/lint_checks.py runs each, and checks it has a runner for every one)
+LINT_CHECKS: dict[str, str] = {
+    "schema": "invalid cards, id/folder mismatches, duplicate ids, stray files, links out of the knowledge base",
+    "links": "broken",
+    "superseded": "current cards still linking a superseded one",
+    "gaps": "warnings: gaps open again, every finding that closed one since refuted, superseded, retired or deleted",
+    "gates": "lock mismatches",
+    "stale": "findings older than `curation.max_finding_age_days`",
+    "contradictions": "same metric and scope, opposite effect",
+    "duplicates": "embedding similarity above `curation.duplicate_similarity`",
+    "skills": "specification violations, skill folders that link out of the knowledge base; discoverability warnings",
+    "secrets": "text that looks like a credential, by detect-secrets' rules, in any tracked file but the paths "
+    "`curation.secrets_ignore` names; warnings for commit messages",
+    "drift": "copies from another knowledge base whose original changed since (kb import --from-kb)",
+}
+LINT_CLASSES: tuple[str, ...] = tuple(LINT_CHECKS)
 DIRECTIONS = ("higher", "lower")  # which way a metric is better
 # what of a gate's comparison (check.compare, kbtool.curation.gate_compare) its threshold judges
 COMPARE_MEASURES = ("speedup", "speedup_low", "delta", "delta_low", "delta_high", "change_pct")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbtool.evidence.formats.reader import FunctionReader
 from kbtool.evidence.values import guess_direction, read_artifact, value_with_unit
 from kbtool.model.cards import never_negative
 from kbtool.model.errors import BadInput
@@ -184,3 +185,15 @@ def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]
     if not evidence:
         raise BadInput(f"{path}: no row has status 'keep'; nothing was measured to record")
     return {"evidence": evidence, "applies_to": {}, "conditions": {}}
+
+
+READER = FunctionReader(
+    "results-tsv",
+    "an autoresearch-style results TSV (a commit, metric columns, status, description)",
+    (".tsv", ".txt"),
+    parse_results_tsv,
+    # a .tsv is one by its name; a .txt only with a status column in its header (notes and logs end in .txt too)
+    lambda path, text: path.suffix.lower() == ".tsv" or looks_like_results(path, text),
+    # a session's rows are its experiments, each with its own columns: no load is configured
+    {"results-tsv": ()},
+)

@@ -1,0 +1,102 @@
+"""lm-evaluation-harness `results_*.json`: every task's metric under each filter, with its standard error,
+the task's n-shot and version and the number of samples; the top-level tasks and groups only when a
+group's subtasks are listed (a group's score stands for them)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from kbtool.evidence.formats.reader import FunctionReader, artifact_of, evidence_entry, json_of, load_json
+from kbtool.evidence.values import number
+from kbtool.model.errors import BadInput
+
+# the load keys (kbtool.evidence.load) an evaluation sets: how it was asked, never what it scored
+LM_EVAL_LOAD = ("n_shot", "task_version", "filter", "limit")
+
+
+def is_lm_eval(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("results"), dict) and "n-shot" in data
+
+
+def parse_lm_eval(path: Path) -> dict[str, Any]:
+    data, digest = load_json(path, "lm-evaluation-harness results file")
+    if not is_lm_eval(data):
+        raise BadInput(f"{path}: not an lm-evaluation-harness results file (no results and n-shot)")
+    results: dict[str, Any] = data["results"]
+    nested = {t for subtasks in (data.get("group_subtasks") or {}).values() for t in subtasks or []}
+    shots, versions = data.get("n-shot") or {}, data.get("versions") or {}
+    higher, samples = data.get("higher_is_better") or {}, data.get("n-samples") or {}
+    config = data.get("config") or {}
+    environment = {
+        k: str(data[key])
+        for k, key in (("lm_eval", "lm_eval_version"), ("transformers", "transformers_version"))
+        if data.get(key)
+    }
+    artifact = artifact_of(path, digest)
+    limit = config.get("limit") if isinstance(config.get("limit"), (int, float)) else None
+    evidence = []
+    for task, scores in results.items():
+        if task in nested or not isinstance(scores, dict):
+            continue
+        for key, value in scores.items():
+            metric, sep, filt = key.partition(",")
+            if not sep or metric.endswith("_stderr") or not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue  # the alias, and "N/A" scores of a group without its own
+            stderr = scores.get(f"{metric}_stderr,{filt}")
+            if isinstance(stderr, (int, float)) and not isinstance(stderr, bool) and stderr < 0:
+                raise BadInput(
+                    f"{path}: {task}.{metric}_stderr,{filt}: {stderr:g} is negative; a standard error is not"
+                )
+            wants = (higher.get(task) or {}).get(metric)
+            count = (samples.get(task) or {}).get("effective")
+            conditions = {
+                k: v
+                for k, v in (
+                    ("format", "lm-eval"),
+                    ("n_shot", shots.get(task)),
+                    ("task_version", versions.get(task)),
+                    ("filter", filt),
+                    ("limit", limit),
+                )
+                if v is not None and v != "none"
+            }
+            evidence.append(
+                evidence_entry(
+                    f"{task}/{metric}" + (f"/{filt}" if filt != "none" else ""),
+                    number(value, f"{path}: {task}.{key}"),
+                    None,
+                    stats={"stderr": number(stderr, f"{path}: {task}.{metric}_stderr")}
+                    if isinstance(stderr, (int, float)) and not isinstance(stderr, bool)
+                    else None,
+                    samples=int(count) if isinstance(count, int) else None,
+                    direction=None if wants is None else "higher" if wants else "lower",
+                    conditions=conditions,
+                    environment=environment,
+                    artifact=artifact,
+                )
+            )
+    if not evidence:
+        raise BadInput(f"{path}: an lm-evaluation-harness results file with no numeric score")
+    model = _model_name(config, data)
+    run = {k: str(config[k]) for k in ("model", "batch_size", "limit") if config.get(k) is not None}
+    return {"evidence": evidence, "applies_to": {"model": model} if model else {}, "conditions": run}
+
+
+def _model_name(config: dict[str, Any], data: dict[str, Any]) -> str | None:
+    args = str(config.get("model_args") or "")
+    found = re.search(r"(?:^|,)\s*(?:pretrained|model)=([^,]+)", args)
+    name = found.group(1) if found else data.get("model_name")
+    return str(name) if name else None
+
+
+READER = FunctionReader(
+    "lm-eval",
+    "lm-evaluation-harness results_*.json",
+    (".json",),
+    lambda path, _: parse_lm_eval(path),
+    lambda path, text: path.suffix.lower() == ".json" and is_lm_eval(json_of(text)),
+    {"lm-eval": LM_EVAL_LOAD},
+    {"n_shot": "n-shot", "filter": "filter", "task_version": "task version", "limit": "sample limit"},
+)

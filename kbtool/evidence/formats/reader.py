@@ -1,0 +1,135 @@
+"""What every benchmark-format reader is (the Reader protocol) and the small pieces readers share: an
+evidence entry with its direction guessed, the artifact's path and digest, JSON and JSON Lines read with
+clear refusals. A format's module builds on this alone; kbtool.evidence.formats lists the readers."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from kbtool.evidence.values import guess_direction, read_artifact
+from kbtool.model.errors import BadInput
+from kbtool.model.parsing import Unparsable, json_document
+
+
+class Reader(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str:
+        """What it reads, as help texts name it."""
+        ...
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        """The file endings it is chosen for."""
+        ...
+
+    @property
+    def load_keys(self) -> dict[str, tuple[str, ...]]:
+        """The load keys (kbtool.evidence.load) each format it reads can set, by the name its runs record as
+        their `format` condition: what a run of that format would have said if it had that setting."""
+        ...
+
+    @property
+    def load_labels(self) -> Mapping[str, str]:
+        """Labels of the load keys only this reader's formats set, for the one-line refusals."""
+        ...
+
+    def read(self, path: Path, metric_name: str) -> dict[str, Any]: ...
+
+    def matches(self, path: Path, text: str) -> bool:
+        """Whether the file (its path and text) is in this format."""
+        ...
+
+
+@dataclass(frozen=True)
+class FunctionReader:
+    """A reader made of a format's functions. load_labels names, for the one-line refusals, the load keys
+    only this format sets (MLPerf's scenario, lm-eval's n-shot); those many formats share are named in
+    kbtool.evidence.load."""
+
+    name: str
+    description: str
+    suffixes: tuple[str, ...]
+    parse: Callable[[Path, str], dict[str, Any]]
+    recognise: Callable[[Path, str], bool]
+    load_keys: dict[str, tuple[str, ...]]
+    load_labels: Mapping[str, str] = field(default_factory=dict)
+
+    def matches(self, path: Path, text: str) -> bool:
+        return self.recognise(path, text)
+
+    def read(self, path: Path, metric_name: str) -> dict[str, Any]:
+        return self.parse(path, metric_name)
+
+
+def artifact_of(path: Path, digest: str) -> dict[str, str]:
+    return {"path": str(path), "sha256": digest}
+
+
+def load_json(path: Path, what: str) -> tuple[Any, str]:
+    """The file's JSON document and its digest; anything else is refused naming the format expected."""
+    text, digest = read_artifact(path)
+    try:
+        return json_document(text), digest
+    except Unparsable as exc:
+        raise BadInput(f"{path}: not a valid {what}: {exc}") from None
+
+
+def evidence_entry(metric: str, value: float, unit: str | None, **extra: Any) -> dict[str, Any]:
+    """One evidence entry: the extras that say something, and the direction the metric's name implies
+    unless the export said which."""
+    made: dict[str, Any] = {"metric": metric, "value": value, **({"unit": unit} if unit else {})}
+    made.update({k: v for k, v in extra.items() if v not in (None, {}, [])})
+    if "direction" not in made and (direction := guess_direction(metric, unit)):
+        made["direction"] = direction
+    return made
+
+
+def mapping(value: Any) -> dict[str, Any]:
+    """A JSON object, or an empty one for anything else: an export's optional sections may be missing."""
+    return value if isinstance(value, dict) else {}
+
+
+def sequence(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def json_of(text: str) -> Any:
+    """The JSON document, or None where the text is not one (a reader's test of what a file holds)."""
+    try:
+        return json_document(text)
+    except Unparsable:
+        return None
+
+
+def first_json_line(text: str) -> Any:
+    line = next((line for line in text.splitlines() if line.strip()), "")
+    return json_of(line)
+
+
+def json_runs(path: Path, text: str) -> list[Any]:
+    """One JSON document, or JSON Lines (SGLang's output, vLLM's --append-result): the runs it holds."""
+    if path.suffix.lower() != ".jsonl":
+        try:
+            return [json_document(text)]
+        except Unparsable as exc:
+            if len([line for line in text.splitlines() if line.strip()]) < 2:
+                raise BadInput(f"{path}: not valid JSON: {exc}") from None
+    runs = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                runs.append(json_document(line))
+            except Unparsable as exc:
+                raise BadInput(f"{path}:{n}: not JSON ({exc})") from None
+    return runs
