@@ -99,9 +99,11 @@ class Curation(KnowledgeBaseCore):
             self.notices[:] = [n for n in self.notices if not n.endswith(LEFT_OUT)]
         return problems
 
-    def lint_page(self, skip: Iterable[str] = (), limit: int | None = None, offset: int = 0) -> LintPage:
-        """A page of the lint report (the MCP lint tool): count and errors count every problem."""
-        report = self.lint_report(skip)
+    def lint_page(
+        self, skip: Iterable[str] = (), limit: int | None = None, offset: int = 0, env: bool = False
+    ) -> LintPage:
+        """A page of the lint report (the MCP lint tool, `kb lint --json`): count and errors count every problem."""
+        report = self.lint_report(skip, env)
         problems, page = page_of(report.problems, offset, limit)
         return LintPage(
             problems=problems,
