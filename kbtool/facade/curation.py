@@ -23,8 +23,8 @@ from kbtool.model.contracts import (
     Stats,
     page_of,
 )
-from kbtool.model.errors import BadInput, InvalidField
-from kbtool.model.records import CardSummary, Problem, StoredCard, brief
+from kbtool.model.errors import BadInput, CardNotFound, InvalidField
+from kbtool.model.records import CardSummary, Problem, brief
 from kbtool.model.vocabulary import LINT_CLASSES
 from kbtool.store.repository import LEFT_OUT, Commit
 
@@ -222,9 +222,13 @@ class Curation(KnowledgeBaseCore):
         what kb did (its kb-op trailer) and its whole message; a page of it (limit, offset)."""
         from kbtool.store.history import commit_entry
 
-        found = self.card_or_skill(ref)
-        if not isinstance(found, StoredCard):
-            raise BadInput(f"{ref}: a skill; log takes a card id (a skill's history is in git under skills/)")
+        try:
+            found = self.get(ref)
+        except CardNotFound:
+            if any(skill.name == ref for skill in self.skills()):
+                why = "a skill; log takes a card id (a skill's history is in git under skills/)"
+                raise BadInput(f"{ref}: {why}") from None
+            raise
         entries = [commit_entry(c).model_copy(update={"message": c.message}) for c in self.history(ref)]
         commits, page = page_of(entries, offset, limit)
         return CardLog(id=found.id, commits=commits, **page)
