@@ -100,7 +100,7 @@ def test_add_show_list_edit_log_for_every_kind(cli, kb, kind):
     assert again["title"] == "Renamed" and again["applies_to"] == {"hardware": "H100"} and again["id"] == card_id
 
     log = json.loads(cli("log", card_id, "--json").stdout)
-    assert [e["subject"].split(":")[0] for e in log] == [f"kb edit {kind}", f"kb add {kind}"]
+    assert [e["subject"].split(":")[0] for e in log["commits"]] == [f"kb edit {kind}", f"kb add {kind}"]
     assert cli("lint").exit_code == 0
 
 

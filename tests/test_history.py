@@ -40,7 +40,7 @@ def test_kb_recent_prints_and_dumps_the_changes(cli, kb):
     shown = cli("recent", "--limit", "1")
     assert shown.exit_code == 0 and "add: added is-the-change-listed [gap]" in shown.stdout
     dumped = json.loads(cli("recent", "--json", "--kind", "gap").stdout)
-    assert dumped[0]["cards"] == [
+    assert dumped["changes"][0]["cards"] == [
         {"id": "is-the-change-listed", "kind": "gap", "change": "added", "title": "Is the change listed?"}
     ]
     assert cli("recent", "--kind", "recipe").exit_code == 2
@@ -58,4 +58,4 @@ def test_a_cards_log_is_its_own_files_history_not_a_similar_cards(cli, kb):
     git(kb.root, "add", str(new_path))
     git(kb.root, "commit", "-qm", "replace the card")
     shown = json.loads(cli("log", new_path.stem, "--json").stdout)
-    assert [c["subject"] for c in shown] == ["replace the card"], shown
+    assert [c["subject"] for c in shown["commits"]] == ["replace the card"], shown

@@ -72,7 +72,9 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"new_project"},
     ],
     "surfaces.web": [{"access", "charts", "render"}, {"views"}, {"app", "site"}],
-    "surfaces.mcp": [{"prompts", "tools"}, {"server"}, {"transports"}],
+    # tools/ is a layer of surfaces.mcp: its modules stand on answers and shelf, and server registers them
+    "surfaces.mcp": [{"answers", "prompts"}, {"shelf"}, {"tools"}, {"server"}, {"transports"}],
+    "surfaces.mcp.tools": [{"base"}, {"reading", "writing", "curating", "gates"}],
     "surfaces.daemon": [{"operations"}, {"client"}, {"server"}],
     "surfaces.cli": [
         {"base"},

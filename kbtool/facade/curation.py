@@ -10,8 +10,21 @@ from typing import TYPE_CHECKING
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import Environment
-from kbtool.model.contracts import Change, LintReport, Stats
-from kbtool.model.records import CardSummary, Problem
+from kbtool.model.contracts import (
+    CardLog,
+    CardPage,
+    Change,
+    LintPage,
+    LintReport,
+    ListedCard,
+    OpenGap,
+    OpenGaps,
+    RecentChanges,
+    Stats,
+    page_of,
+)
+from kbtool.model.errors import BadInput, CardNotFound
+from kbtool.model.records import CardSummary, Problem, brief
 from kbtool.model.vocabulary import INACTIVE_STATUSES
 from kbtool.store.repository import Commit
 
@@ -42,6 +55,58 @@ class Curation(KnowledgeBaseCore):
         first: what lint compares for duplicates, without loading the model."""
         self._refresh_lexical()
         return self.index.lead_vectors(self.embedder.model_id, skills=skills)
+
+    def lint_page(
+        self, skip: Iterable[str] = (), limit: int | None = None, offset: int = 0, env: bool = False
+    ) -> LintPage:
+        """A page of the lint report (the MCP lint tool, `kb lint --json`): count and errors count every problem."""
+        report = self.lint_report(skip, env)
+        problems, page = page_of(report.problems, offset, limit)
+        return LintPage(
+            problems=problems,
+            count=report.count,
+            errors=report.errors,
+            ok=report.ok,
+            offset=offset,
+            truncated=page["truncated"],
+        )
+
+    def card_page(
+        self,
+        kind: str | None = None,
+        status: str | None = None,
+        tags: Iterable[str] = (),
+        where: Iterable[str] = (),
+        applies_for: Environment = None,
+        only_applying: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> CardPage:
+        """A page of the cards here and in the sources that match (summaries_everywhere), as `list` shows them."""
+        found = self.summaries_everywhere(kind, status, tags, where, applies_for, only_applying)
+        shown, page = page_of(found, offset, limit)
+        cards = [ListedCard(**brief(c), path=c.path, kb=c.get("kb"), applies=c.applies) for c in shown]
+        return CardPage(cards=cards, **page)
+
+    def open_gaps(
+        self, applies_for: Environment = None, only_applying: bool = False, limit: int | None = None, offset: int = 0
+    ) -> OpenGaps:
+        """A page of the open gaps here and in the sources (gaps_everywhere), as the gaps tool shows them."""
+        found = [
+            OpenGap(
+                id=g.id,
+                title=g.title,
+                question=g.get("question", default=g.title),
+                priority=g.get("priority", default="medium"),
+                status=g.status,
+                kb=g.get("kb"),
+                reopened=g.get("reopened"),
+                applies=g.applies,
+            )
+            for g in self.gaps_everywhere(applies_for, only_applying)
+        ]
+        shown, page = page_of(found, offset, limit)
+        return OpenGaps(gaps=shown, **page)
 
     def stats(self) -> Stats:
         """Counts by kind, status and project, open gaps, stale findings, locked gates: from the index."""
@@ -108,6 +173,29 @@ class Curation(KnowledgeBaseCore):
 
     def history(self, ref: str) -> builtins.list[Commit]:
         return self.store.history(self.store.relative(self.resolve_id(ref)))
+
+    def card_log(self, ref: str, limit: int | None = None, offset: int = 0) -> CardLog:
+        """A card's history, newest first, as `kb log --json` and the MCP log tool answer it: each commit with
+        what kb did (its kb-op trailer) and its whole message; a page of it (limit, offset)."""
+        from kbtool.store.history import commit_entry
+
+        try:
+            found = self.get(ref)
+        except CardNotFound:
+            if any(skill.name == ref for skill in self.skills()):
+                why = "a skill; log takes a card id (a skill's history is in git under skills/)"
+                raise BadInput(f"{ref}: {why}") from None
+            raise
+        entries = [commit_entry(c).model_copy(update={"message": c.message}) for c in self.history(ref)]
+        commits, page = page_of(entries, offset, limit)
+        return CardLog(id=found.id, commits=commits, **page)
+
+    def recent_changes(
+        self, since: str | None = None, kind: str | None = None, limit: int | None = None, offset: int = 0
+    ) -> RecentChanges:
+        """`recent` as `kb recent --json` and the MCP recent tool answer it: a page of the changes, newest first."""
+        changes, page = page_of(self.recent(since, kind), offset, limit)
+        return RecentChanges(since=since, changes=changes, **page)
 
     def history_with_diffs(self, ref: str, limit: int = 10) -> builtins.list[tuple[Commit, str]]:
         """The card's newest commits with what each changed in its file (the web view's history)."""

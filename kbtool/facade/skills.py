@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import Environment
-from kbtool.model.contracts import RejectedSkill, SkillImport
+from kbtool.model.contracts import RejectedSkill, SkillBrief, SkillImport, SkillList, page_of
 from kbtool.model.errors import Conflict, InvalidField, KbError
 from kbtool.model.fields import parse_filters
 from kbtool.store.commits import commit_message
@@ -22,6 +22,12 @@ if TYPE_CHECKING:
 
 class Skills(KnowledgeBaseCore):
     """The skills registry and kb sync."""
+
+    def skill_list(self, limit: int | None = None, offset: int = 0) -> SkillList:
+        """A page of the valid skills: name, description and path (the MCP skills tool)."""
+        briefs = [SkillBrief(name=s.name, description=s.description, path=s.path) for s in self.skills()]
+        shown, page = page_of(briefs, offset, limit)
+        return SkillList(skills=shown, **page)
 
     def new_skill(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
     AliasChoices,
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 MAX_K = 1000  # hits one search may ask for
 OUTPUT_LIMIT = 4000  # characters of a gate command's stdout/stderr kept in its run record
+T = TypeVar("T")
 SEARCH_KINDS = (*KINDS, "skill")  # skills are indexed beside the cards
 
 # Literal[TUPLE]: the enums come from the one tuple each list is kept in; valid at run time, but mypy
@@ -244,12 +245,18 @@ class SearchPage(Contract):
 
 
 class Page(Contract):
-    """What every list-shaped MCP answer says of its page: how many there are, where this page starts,
-    and whether more follow (call again with offset = offset + the items shown)."""
+    """What every list-shaped answer (an MCP tool's, the CLI's --json) says of its page: how many there are,
+    where this page starts, and whether more follow (call again with offset = offset + the items shown)."""
 
     total: int = Field(description="how many match in all")
     offset: int = Field(description="how many were skipped before this page")
     truncated: bool = Field(description="true when more match than this page shows")
+
+
+def page_of(items: Sequence[T], offset: int = 0, limit: int | None = None) -> tuple[list[T], dict[str, Any]]:
+    """The items of one page and its Page fields (total, offset, truncated); no limit: all from offset."""
+    shown = list(items[offset:] if limit is None else items[offset : offset + limit])
+    return shown, {"total": len(items), "offset": offset, "truncated": offset + len(shown) < len(items)}
 
 
 class ListedCard(CardBrief):
@@ -334,6 +341,9 @@ class CommitEntry(Contract):
     author: str
     subject: str
     op: str | None = Field(None, description="what kb did (the kb-op trailer): add, edit, supersede, confirm, ...")
+    message: str | None = Field(
+        None, exclude_if=lambda value: value is None, description="the whole commit message (a card's log)"
+    )
 
 
 class ChangedCard(Contract):

@@ -184,17 +184,12 @@ def log(
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """The git history of one card, newest first."""
-    commits = open_kb(kb).history(card_id)
+    """The git history of one card, newest first (--json: the MCP log tool's answer, every commit)."""
+    found = open_kb(kb).card_log(card_id)
     if as_json:
-        print_json(
-            [
-                {"sha": c.sha, "date": c.date, "author": c.author, "subject": c.subject, "message": c.message}
-                for c in commits
-            ]
-        )
+        print_json(found.to_json())
     else:
-        for c in commits:
+        for c in found.commits:
             typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.subject}")
 
 
@@ -209,12 +204,13 @@ def recent(
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """What changed, newest first: each commit with the cards and skills it added, modified or deleted."""
-    changes = open_kb(kb).recent(since, kind)[:limit]
+    """What changed, newest first: each commit with the cards and skills it added, modified or deleted
+    (--json: the MCP recent tool's answer)."""
+    page = open_kb(kb).recent_changes(since, kind, limit)
     if as_json:
-        print_json([c.to_json() for c in changes])
+        print_json(page.to_json())
         return
-    for c in changes:
+    for c in page.changes:
         cards = ", ".join(f"{card.change} {card.id} [{card.kind}]" for card in c.cards)
         typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.op or 'commit'}: {cards}")
 
@@ -241,7 +237,7 @@ def lint(
     """Check the knowledge base: schema, links, gate locks, stale findings, contradictions, duplicates,
     skills. Exit 1 on any error (warnings do not fail)."""
     base = open_kb(kb)
-    report = base.lint_report(skip=skip or [], env=env)
+    report = base.lint_page(skip=skip or [], env=env)  # every problem: one page, as the MCP lint tool shows it
     show_notices(base)
     if as_json:
         print_json(report.to_json())

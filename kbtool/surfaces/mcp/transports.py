@@ -1,7 +1,7 @@
 """How `kb serve` reaches its clients: stdio, or streamable HTTP behind a bearer token and kb.toml's request
 limits (size, rate). Over HTTP every write needs the token, on loopback too (any local user reaches
 loopback), so a server started without one makes one and prints it; on loopback reads need none, beyond
-it every request does. The tools themselves are kbtool/surfaces/mcp/server.py.
+it every request does. The tools themselves are kbtool/surfaces/mcp/tools/.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def serve_http(kb: KnowledgeBase | dict[str, KnowledgeBase], address: str, token
     token = token or new_token()
     server, shelf = build_server(kb, read_only, write_token=token)
     app: Any = server.streamable_http_app(host=host, transport_security=transport_security(host), stateless_http=False)
-    limits = shelf.pick(None).kb.config.limits  # the default knowledge base's kb.toml sets the server's limits
+    limits = shelf.pick(None).config.limits  # the default knowledge base's kb.toml sets the server's limits
     app = RequestLimits(app, limits.request_bytes, limits.requests_per_minute)
     app = BearerToken(app, token, reads_open=is_loopback(host))
     sock, url = listening_socket(host, port, "--http")

@@ -1,0 +1,97 @@
+"""The knowledge bases one `kb serve` serves, by name, and the one thread their calls run on.
+
+The calls run one at a time on a single worker thread: the facade and its SQLite index are not meant for
+concurrent use, one embedding model (KnowledgeBase.open_several) is shared by all the bases, and the event
+loop stays free for the transport. A KbError becomes a tool error carrying its one-line message; anything
+else is logged and reported as a tool error too, so no input can take the server down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult
+
+from kbtool.facade.knowledge_base import KnowledgeBase
+from kbtool.model.contracts import ServedKb, ServedKbs
+from kbtool.model.errors import BadInput, KbError
+from kbtool.surfaces.mcp.answers import with_notices
+
+log = logging.getLogger("kb.serve")
+T = TypeVar("T")
+
+
+class Shelf:
+    """The knowledge bases served, by name, the first the default, and the worker their calls share."""
+
+    def __init__(self, bases: Mapping[str, KnowledgeBase], read_only: bool = False):
+        if not bases:
+            raise BadInput("no knowledge base to serve")
+        self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve")
+        self.bases = dict(bases)
+        self.default = next(iter(self.bases))
+        self.read_only = read_only
+
+    def pick(self, name: str | None) -> KnowledgeBase:
+        if name is None:
+            return self.bases[self.default]
+        if name not in self.bases:
+            raise ToolError(f"no knowledge base {name!r} here; this server serves {', '.join(self.bases)}")
+        return self.bases[name]
+
+    async def answer(self, name: str | None, work: Callable[[KnowledgeBase], CallToolResult]) -> CallToolResult:
+        """WORK on the knowledge base named (the default when None), on the worker, its notices in the answer."""
+        kb = self.pick(name)
+        return await self.run(lambda: _noticed(kb, work))
+
+    async def run(self, work: Callable[[], T]) -> T:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self.worker, work)
+        except KbError as exc:
+            raise ToolError(str(exc)) from None
+        except Exception as exc:
+            log.exception("kb serve: a tool failed")
+            raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from None
+
+    def warm(self) -> None:
+        """Bring each keyword index up to date before the first search asks; the model follows in the background."""
+        for kb in self.bases.values():
+            self.worker.submit(_warm_up, kb)
+
+    def served(self) -> ServedKbs:
+        return ServedKbs(
+            kbs=[
+                ServedKb(
+                    name=name,
+                    title=kb.config.kb.name,
+                    path=str(kb.root),
+                    cards=len(kb.summaries()),
+                    skills=len(kb.skills()),
+                    open_gaps=len(kb.gaps()),
+                    default=name == self.default,
+                    writable=not self.read_only and kb.store.writable,
+                )
+                for name, kb in self.bases.items()
+            ]
+        )
+
+
+def _noticed(kb: KnowledgeBase, work: Callable[[KnowledgeBase], CallToolResult]) -> CallToolResult:
+    kb.notices.clear()
+    answer = with_notices(work(kb), list(kb.notices))
+    kb.notices.clear()
+    return answer
+
+
+def _warm_up(kb: KnowledgeBase) -> None:
+    try:
+        kb.warm_in_background()
+        kb.notices.clear()  # said at start-up, not to the first caller
+    except Exception as exc:
+        log.warning("kb serve: warming the index failed: %s", exc)

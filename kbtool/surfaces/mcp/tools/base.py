@@ -1,0 +1,120 @@
+"""What every MCP tool is declared with: its annotations (READS, WRITES, CHANGES, RUNS), the parameters
+several tools share (their types and descriptions, written once), and the way a tool reaches the knowledge
+base it names (`on`). A tool is one function decorated with `tool(...)`; kbtool/surfaces/mcp/server.py
+registers the functions the modules of this package list in their TOOLS.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, ToolAnnotations
+from pydantic import Field
+
+from kbtool.facade.knowledge_base import KnowledgeBase
+from kbtool.model.contracts import SEARCH_KINDS, SearchRequest
+from kbtool.model.vocabulary import KINDS, STATUSES
+from kbtool.surfaces.mcp.shelf import Shelf
+
+READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# add_finding and add_card only add (a new card, one commit)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+# supersede and set_status change what an existing card means to every later search (git keeps the old text)
+CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+# gate_run runs a locked gate's check (a command, or kb's own comparison) on this machine and records the run
+# (one commit)
+RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+
+DEFAULT_BUDGET = 6000  # characters of hit text a search answer may spend; agents pay for every one
+
+Filters = Annotated[
+    dict[str, str | int | float | bool] | None,
+    Field(
+        description='field path -> value, all must match, e.g. {"applies_to.hardware": "B200"}; a path ending in '
+        '"!" leaves those out, e.g. {"applies_to.modality!": "vision"}'
+    ),
+]
+# the parameters search shares with the library take their descriptions from its contract
+SEARCH = SearchRequest.model_fields
+# Literal[TUPLE]: the MCP enums come from the one tuple each list is kept in; valid at run time, but
+# mypy accepts only literal values inside Literal[], hence the ignores
+Kind = Annotated[Literal[SEARCH_KINDS] | None, Field(description=SEARCH["kind"].description)]  # type: ignore[valid-type]
+Status = Annotated[Literal[STATUSES] | None, Field(description=SEARCH["status"].description)]  # type: ignore[valid-type]
+Tags = Annotated[list[str] | None, Field(description=SEARCH["tags"].description)]
+CardKind = Annotated[
+    Literal[KINDS] | None,  # type: ignore[valid-type]
+    Field(description="only cards of this kind (skills: the skills tool)"),
+]
+KbChoice = Annotated[
+    str | None, Field(description="which knowledge base, by name (the kbs tool lists them); default: the first")
+]
+CardId = Annotated[str, Field(description="a card id (or a unique prefix of one)")]
+Limit = Annotated[int, Field(ge=1, le=10_000, description="how many at most in this page")]
+Offset = Annotated[int, Field(ge=0, description="skip this many (for the next page)")]
+Budget = Annotated[int, Field(ge=200, le=100_000, description="characters of text to return at most")]
+For = Annotated[
+    dict[str, str] | None,
+    Field(
+        description='the environment the answer is for, applies_to field -> value, e.g. {"hardware": "H100", '
+        '"modality": "vision"} (default: the knowledge base\'s kb.toml [environment]; "any" leaves a field '
+        "unjudged): each card says how it applies (scoped, family, general, other) and those scoped elsewhere "
+        "come last"
+    ),
+]
+OnlyApplying = Annotated[bool, Field(description="with for: leave out the cards scoped elsewhere")]
+
+ToolFunction = Callable[..., Awaitable[CallToolResult]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool as the server registers it: the function (its signature is the input schema, its return
+    annotation the output schema, its docstring the description) and how it touches the knowledge base."""
+
+    function: ToolFunction
+    annotations: ToolAnnotations
+    name: str | None = None  # when the tool's name is not the function's (`list`, a builtin's)
+    description: str | None = None  # when the description is made, not written (lint's)
+
+    @property
+    def writes(self) -> bool:
+        return not self.annotations.read_only_hint
+
+
+def tool(
+    annotations: ToolAnnotations, name: str | None = None, description: str | None = None
+) -> Callable[[ToolFunction], Tool]:
+    def declare(function: ToolFunction) -> Tool:
+        return Tool(function, annotations, name, description)
+
+    return declare
+
+
+def shelf_of(ctx: Context) -> Shelf:
+    """The knowledge bases the server answering this call serves (KbServer.shelf)."""
+    shelf = getattr(ctx.mcp_server, "shelf", None)
+    if not isinstance(shelf, Shelf):
+        raise ToolError("this server serves no knowledge base")
+    return shelf
+
+
+async def on(ctx: Context, kb: str | None, work: Callable[[KnowledgeBase], CallToolResult]) -> CallToolResult:
+    """WORK on the knowledge base named by the tool's `kb` argument (the default when None)."""
+    return await shelf_of(ctx).answer(kb, work)
+
+
+def agent_name(ctx: Context | None) -> str:
+    """Who writes through this connection: the MCP client's name as it introduced itself."""
+    params = getattr(getattr(ctx, "session", None), "client_params", None) if ctx is not None else None
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    return f"mcp:{name}" if isinstance(name, str) and name.strip() else "mcp"
+
+
+def present(**values: Any) -> dict[str, Any]:
+    """The arguments given, for a request contract whose defaults are its own (None means not given)."""
+    return {key: value for key, value in values.items() if value is not None}

@@ -1,0 +1,292 @@
+"""The reading tools: what an agent asks before and after an experiment. Each is one function: its
+signature is the tool's input schema, its return annotation the output schema (the operation's contract),
+and its body one facade call whose contract kbtool/surfaces/mcp/answers.py turns into text.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from kbtool.facade.knowledge_base import KnowledgeBase
+from kbtool.model import markdown
+from kbtool.model.contracts import (
+    CardLog,
+    CardPage,
+    Document,
+    Documents,
+    OpenGaps,
+    RecentChanges,
+    Related,
+    SearchPage,
+    SearchRequest,
+    ServedKbs,
+    SkillList,
+)
+from kbtool.model.errors import KbError
+from kbtool.model.records import StoredCard
+from kbtool.model.vocabulary import MODES
+from kbtool.surfaces.mcp import answers
+from kbtool.surfaces.mcp.tools.base import (
+    DEFAULT_BUDGET,
+    READS,
+    SEARCH,
+    Budget,
+    CardId,
+    CardKind,
+    Filters,
+    For,
+    KbChoice,
+    Kind,
+    Limit,
+    Offset,
+    OnlyApplying,
+    Status,
+    Tags,
+    Tool,
+    on,
+    present,
+    shelf_of,
+    tool,
+)
+
+MAX_GET = 50  # cards one get may ask for: a context, not an export
+
+
+@tool(READS)
+async def kbs(ctx: Context) -> Annotated[CallToolResult, ServedKbs]:
+    """The knowledge bases this server serves: name (a tool's `kb` argument), path, how many cards,
+    skills and open gaps, which is the default and which may be written."""
+    shelf = shelf_of(ctx)
+    return await shelf.answer(None, lambda _: answers.served_kbs(shelf.served()))
+
+
+@tool(READS)
+async def search(
+    ctx: Context,
+    query: Annotated[str, Field(description=SEARCH["query"].description)],
+    k: Annotated[int, Field(ge=1, le=100, description="how many hits at most")] = 10,
+    kind: Kind = None,
+    status: Status = None,
+    tags: Tags = None,
+    filters: Filters = None,
+    mode: Annotated[Literal[MODES], Field(description=SEARCH["mode"].description)] = MODES[0],  # type: ignore[valid-type]
+    budget: Budget = DEFAULT_BUDGET,
+    offset: Annotated[int, Field(ge=0, le=900, description="skip this many hits (for the next ones)")] = 0,
+    env: Annotated[bool, Field(description=SEARCH["env"].description)] = False,
+    applies_for: For = None,
+    only_applying: OnlyApplying = False,
+    kb: KbChoice = None,
+) -> Annotated[CallToolResult, SearchPage]:
+    """Search the knowledge base (keywords and meaning, fused): the cards and skills that apply, best
+    first, each with id, kind, title, status, score and a one-line snippet. Superseded and refuted
+    cards rank last. `get` a hit's id (a card or a skill) for the whole of it. When the budget
+    cuts the answer, the text ends by saying how many hits it shows of how many."""
+
+    def answer(base: KnowledgeBase) -> CallToolResult:
+        asked = present(kind=kind, status=status, tags=tags, **{"for": applies_for})
+        request = SearchRequest.parse(
+            {
+                "query": query,
+                "k": k + offset,  # the hits past offset are this page
+                "where": filter_pairs(filters),
+                "mode": mode,
+                "env": env,
+                "only_applying": only_applying,
+                **asked,
+            }
+        )
+        return answers.search_page(base.run_search(request), k, offset, budget)
+
+    return await on(ctx, kb, answer)
+
+
+@tool(READS)
+async def get(
+    ctx: Context,
+    id: Annotated[
+        str | None,
+        Field(description="a card id (or a unique prefix of one), or a skill's name: any search hit's id"),
+    ] = None,
+    ids: Annotated[list[str] | None, Field(description="several ids at once (max 50), instead of id")] = None,
+    kb: KbChoice = None,
+) -> Annotated[CallToolResult, Documents]:
+    """Whole cards or skills: each one's fields as structured content and its markdown file as text.
+    Give id, or ids for several in one call; ids that match nothing are named in the answer."""
+    refs = ([id] if id else []) + list(ids or [])
+    if not refs or (id and ids):
+        raise ToolError("get: give id (one card) or ids (several), not both and not neither")
+    if len(refs) > MAX_GET:
+        raise ToolError(f"get: {len(refs)} ids, over {MAX_GET} in one call")
+    return await on(ctx, kb, lambda base: whole_documents(base, refs))
+
+
+def whole_documents(kb: KnowledgeBase, refs: list[str]) -> CallToolResult:
+    """Whole cards or skills. One id that matches nothing is an error; of several, the answer names the
+    ones that matched nothing."""
+    from kbtool.skills.spec import render_skill
+
+    texts: list[str] = []
+    documents: list[Document] = []
+    missing: list[str] = []
+    for ref in dict.fromkeys(refs):
+        try:
+            found = kb.card_or_skill(ref)
+        except KbError:
+            if len(refs) == 1:
+                raise
+            missing.append(ref)
+            continue
+        texts.append(markdown.render(found.card, found.body) if isinstance(found, StoredCard) else render_skill(found))
+        documents.append(Document.model_validate(found.to_dict()))
+    return answers.documents(Documents(cards=documents, missing=missing), texts)
+
+
+@tool(READS, name="list")
+async def list_cards(
+    ctx: Context,
+    kind: CardKind = None,
+    status: Status = None,
+    tags: Tags = None,
+    filters: Filters = None,
+    applies_for: For = None,
+    only_applying: OnlyApplying = False,
+    limit: Limit = 200,
+    offset: Offset = 0,
+    kb: KbChoice = None,
+) -> Annotated[CallToolResult, CardPage]:
+    """List cards (id, kind, title, status) that match every filter given, a page at a time; the
+    text says how many of how many it shows and the offset of the next page. With `for`, each says how
+    it applies, those scoped elsewhere last."""
+    return await on(
+        ctx,
+        kb,
+        lambda base: answers.card_page(
+            base.card_page(kind, status, tags or (), filter_pairs(filters), applies_for, only_applying, limit, offset)
+        ),
+    )
+
+
+@tool(READS)
+async def gaps(
+    ctx: Context,
+    applies_for: For = None,
+    only_applying: OnlyApplying = False,
+    limit: Limit = 50,
+    offset: Offset = 0,
+    kb: KbChoice = None,
+) -> Annotated[CallToolResult, OpenGaps]:
+    """The open questions, high priority first: what to measure next. Gaps nothing has closed yet, and
+    gaps open again because every finding that closed one was since refuted, superseded, retired or
+    deleted (`reopened` says which). With `for`, those scoped elsewhere come last."""
+    return await on(ctx, kb, lambda base: answers.open_gaps(base.open_gaps(applies_for, only_applying, limit, offset)))
+
+
+@tool(READS)
+async def related(
+    ctx: Context,
+    id: Annotated[str, Field(description="a card id or a skill's name")],
+    k: Annotated[int, Field(ge=1, le=50, description="how many similar cards")] = 5,
+    depth: Annotated[int, Field(ge=1, le=3, description="follow links this many steps (both ways)")] = 1,
+    include_bodies: Annotated[
+        bool, Field(description="add the linked cards' texts, nearest first, within the budget")
+    ] = False,
+    budget: Budget = DEFAULT_BUDGET,
+    kb: KbChoice = None,
+) -> Annotated[CallToolResult, Related]:
+    """A card's (or skill's) neighbourhood: the cards it links to, the cards linking to it, those up
+    to `depth` links away, and the most similar others; with include_bodies, their texts too, so one
+    call gathers the context of a decision."""
+
+    def answer(base: KnowledgeBase) -> CallToolResult:
+        found = base.related(id, k, depth)
+        if not include_bodies:
+            return answers.related(found, "")
+        linked = [link.id for link in [*found.links_out, *found.links_in] if not link.missing]
+        room = budget - len(answers.related_lines(found))
+        return answers.related(found, bodies(base, [*linked, *(n.id for n in found.beyond)], room))
+
+    return await on(ctx, kb, answer)
+
+
+def bodies(kb: KnowledgeBase, ids: list[str], room: int) -> str:
+    """The linked cards' texts, nearest first, as many as the room holds (the text says which it left out)."""
+    out, left = "", []
+    for card_id in dict.fromkeys(ids):
+        stored = kb.get(card_id)
+        body = f"\n\n## {stored.id} [{stored.card.kind}, {stored.card.status}] {stored.card.title}\n{stored.body}"
+        if len(out) + len(body) > room:
+            left.append(card_id)
+        else:
+            out += body
+    if left:
+        out += f"\n\n(bodies left out to keep within budget: {', '.join(left)}; get them by id)"
+    return out
+
+
+@tool(READS)
+async def skills(
+    ctx: Context, limit: Limit = 100, offset: Offset = 0, kb: KbChoice = None
+) -> Annotated[CallToolResult, SkillList]:
+    """The skills (Agent Skills procedures) in this knowledge base: name and description."""
+    return await on(ctx, kb, lambda base: answers.skill_list(base.skill_list(limit, offset)))
+
+
+@tool(READS)
+async def skill(
+    ctx: Context,
+    name: Annotated[str, Field(description="a skill's name, e.g. 'kb'")],
+    kb: KbChoice = None,
+) -> Annotated[CallToolResult, Document]:
+    """One skill's SKILL.md: when to use it and the procedure, to follow step by step."""
+    from kbtool.skills.spec import render_skill
+
+    def answer(base: KnowledgeBase) -> CallToolResult:
+        found = base.skill(name)
+        return answers.result(render_skill(found), Document.model_validate(found.to_dict()))
+
+    return await on(ctx, kb, answer)
+
+
+@tool(READS)
+async def log(
+    ctx: Context, id: CardId, limit: Limit = 50, offset: Offset = 0, kb: KbChoice = None
+) -> Annotated[CallToolResult, CardLog]:
+    """A card's history from git, newest first: each commit's date, author, subject and what kb did
+    (add, edit, supersede, confirm, refute, gate-run, ...)."""
+    return await on(ctx, kb, lambda base: answers.card_log(base.card_log(id, limit, offset)))
+
+
+@tool(READS)
+async def recent(
+    ctx: Context,
+    since: Annotated[
+        str | None,
+        Field(description="a date (2026-12-01), an age (12h, 7d, 2w) or a commit; all history when left out"),
+    ] = None,
+    kind: Kind = None,
+    limit: Limit = 20,
+    offset: Offset = 0,
+    kb: KbChoice = None,
+) -> Annotated[CallToolResult, RecentChanges]:
+    """What changed in the knowledge base, newest first: each commit with the cards and skills it
+    added, modified or deleted. "What did the last agent learn?": recent(since="1d")."""
+    return await on(ctx, kb, lambda base: answers.recent_changes(base.recent_changes(since, kind, limit, offset)))
+
+
+def filter_pairs(filters: dict[str, Any] | None) -> list[str]:
+    """The filters object as `key=value` pairs, checked here so an error names `filters`, not --where."""
+    from kbtool.model.fields import parse_filters
+
+    out = [
+        f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in (filters or {}).items()
+    ]
+    parse_filters(out, "filters")
+    return out
+
+
+TOOLS: tuple[Tool, ...] = (kbs, search, get, list_cards, gaps, related, skills, skill, log, recent)
