@@ -4,6 +4,7 @@ may not apply in, and a card's neighbourhood (related)."""
 from __future__ import annotations
 
 import builtins
+import contextlib
 from collections.abc import Iterable
 
 from kbtool.facade.core import KnowledgeBaseCore
@@ -272,10 +273,8 @@ class Search(KnowledgeBaseCore):
             self._preparing_queries.start()
 
         def prepare() -> None:
-            try:
+            with contextlib.suppress(Exception):
                 embedder.prepare_for_queries()
-            except Exception:
-                pass
 
         self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
         self._vectors_building.start()

@@ -224,7 +224,8 @@ def native_bf16() -> bool:
     if any(probe is not None for probe in probes):
         return any(probe() for probe in probes if probe is not None)
     try:  # an older torch: the kernel's CPU flags (x86 amx_bf16 / avx512_bf16, arm64 bf16)
-        flags = open("/proc/cpuinfo", encoding="ascii", errors="replace").read()
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+            flags = cpuinfo.read()
     except OSError:
         return False
     return bool(re.search(r"\b(amx_bf16|avx512_bf16|bf16)\b", flags))
