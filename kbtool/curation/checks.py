@@ -378,8 +378,8 @@ def improved(ev: dict[str, Any]) -> bool | None:
         low, high = stats["change_ci95_low"], stats["change_ci95_high"]
         if low <= 0 <= high:
             return None
-        return (low > 0) == (ev["direction"] == "higher")
-    return (ev["value"] > ev["baseline"]) == (ev["direction"] == "higher")
+        return bool((low > 0) == (ev["direction"] == "higher"))
+    return bool((ev["value"] > ev["baseline"]) == (ev["direction"] == "higher"))
 
 
 def scope_overlaps(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -16,6 +16,7 @@ import os
 import tempfile
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import Any
 
 import git
 
@@ -82,7 +83,7 @@ def _owner(rel: str) -> str | None:
     return parts[1] if parts[0] == SKILLS_DIR and len(parts) > 2 else None
 
 
-def _messages(store: Store, cache: dict) -> tuple[str | None, list[list]]:
+def _messages(store: Store, cache: dict[str, Any]) -> tuple[str | None, list[list[Any]]]:
     """(HEAD, [sha, line, kind] of each credential in a commit message): the commits since the last HEAD
     judged, when it is an ancestor of this one, else all of them."""
     head = store.head()
@@ -96,7 +97,7 @@ def _messages(store: Store, cache: dict) -> tuple[str | None, list[list]]:
     else:
         revisions, earlier = [head], []
     log = store.repo.git.log(*revisions, "--format=%H%x1f%B%x1e")
-    found = []
+    found: list[list[Any]] = []
     for record in log.split("\x1e"):
         sha, _, message = record.strip("\n").partition("\x1f")
         found += [[sha, s.line, s.kind] for s in (secrets.find_secrets(message, "message.txt") if sha else [])]
@@ -119,9 +120,9 @@ def _rules() -> str:
     return hashlib.sha256(source + VERSION.encode()).hexdigest()
 
 
-def _load(path: Path) -> dict:
+def _load(path: Path) -> dict[str, Any]:
     """The cache, if it was made by these rules and has its shape (a hand-edited one is scanned anew)."""
-    empty: dict = {"files": {}, "head": None, "messages": []}
+    empty: dict[str, Any] = {"files": {}, "head": None, "messages": []}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -150,7 +151,7 @@ def _is_finding(item: object, size: int) -> bool:
     )
 
 
-def _save(path: Path, data: dict) -> None:
+def _save(path: Path, data: dict[str, Any]) -> None:
     """Atomically, and best effort: a cache that cannot be written only costs the next lint its time."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

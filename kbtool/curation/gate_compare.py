@@ -124,7 +124,7 @@ def least_favourable(rows: list[dict[str, Any]], measure: str, op: str, threshol
             raise BadInput(f"no {measure}{where}: {row['why'].get(measure, 'not measured')}")
 
     def shortfall(row: dict[str, Any]) -> float:
-        value = row[measure]
+        value: float = row[measure]
         return (
             threshold - value
             if op in (">", ">=")

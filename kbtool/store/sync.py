@@ -150,7 +150,8 @@ def _merged_commit(
 
 def _show(repo: git.Repo, rev: str, rel: str) -> str | None:
     try:
-        return repo.git.show(f"{rev}:{rel}", strip_newline_in_stdout=False)
+        shown: str = repo.git.show(f"{rev}:{rel}", strip_newline_in_stdout=False)
+        return shown
     except git.GitCommandError:
         return None  # not there on that side
 
