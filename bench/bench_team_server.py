@@ -105,24 +105,26 @@ class Agent:
 
     async def run(self, url: str, token: str, until: float) -> None:
         headers = {"Authorization": f"Bearer {token}"}
-        async with httpx2.AsyncClient(headers=headers, timeout=300) as http:
-            async with Client(streamable_http_client(url, http_client=http)) as client:
-                found: list[str] = []
-                n = 0
-                while time.monotonic() < until:
-                    n += 1
-                    if n % self.write_every == 0:
-                        title = f"Agent {self.number} run {n}: decode at {100 + n} tok/s on the B200"
-                        metrics = {"output_throughput": f"{100 + n}tok/s"}
-                        added = await self.call(client, "add_finding", {"title": title, "metrics": metrics})
-                        if added:
-                            self.written.append(added["id"])
-                    elif n % 2 or not found:
-                        query = f"{TOPICS[(n + self.number) % len(TOPICS)]} agent {self.number} step {n}"
-                        hits = await self.call(client, "search", {"query": query, "k": 5})
-                        found = [h["id"] for h in (hits or {}).get("hits", []) if h["kind"] != "skill"] or found
-                    else:
-                        await self.call(client, "get", {"id": found[n % len(found)]})
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=300) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            found: list[str] = []
+            n = 0
+            while time.monotonic() < until:
+                n += 1
+                if n % self.write_every == 0:
+                    title = f"Agent {self.number} run {n}: decode at {100 + n} tok/s on the B200"
+                    metrics = {"output_throughput": f"{100 + n}tok/s"}
+                    added = await self.call(client, "add_finding", {"title": title, "metrics": metrics})
+                    if added:
+                        self.written.append(added["id"])
+                elif n % 2 or not found:
+                    query = f"{TOPICS[(n + self.number) % len(TOPICS)]} agent {self.number} step {n}"
+                    hits = await self.call(client, "search", {"query": query, "k": 5})
+                    found = [h["id"] for h in (hits or {}).get("hits", []) if h["kind"] != "skill"] or found
+                else:
+                    await self.call(client, "get", {"id": found[n % len(found)]})
 
 
 def percentile(samples: list[float], q: float) -> float:

@@ -297,7 +297,7 @@ def test_a_repo_that_is_not_a_repository_is_refused(cli, kb, tmp_path):
 def test_a_card_of_hundreds_of_chunks_crowds_no_other_card_out(cli, kb, searchable):
     for n in range(1, 15):
         assert cli("add", "gap", "--title", f"Does kernel fusion {n} help?").exit_code == 0
-    words = "kernel batch cache".split()
+    words = ["kernel", "batch", "cache"]
     body = " ".join(words[i % len(words)] for i in range(60_000))  # ~400 KB: within the limit, ~300 chunks
     assert cli("add", "gap", "--title", "Long", "--field", "question=Which?", "--body", body).exit_code == 0
     found = cli("search", "kernel batch cache", "-k", "5", "--json")

@@ -317,12 +317,14 @@ def test_http_off_loopback_requires_and_enforces_a_token(seeded, env):
         assert httpx2.post(url, json={}, headers={"Authorization": "Bearer wrong"}).status_code == 401
 
         async def go():
-            async with httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"}, timeout=60) as http:
-                async with Client(streamable_http_client(url, http_client=http)) as client:
-                    assert {t.name for t in (await client.list_tools()).tools} == READERS | WRITERS
-                    hits = (await call(client, "search", query="CUDA graph capture")).structured_content["hits"]
-                    assert hits[0]["kind"] == "failure-mode"
-                    assert (await call(client, "get", id="missing")).is_error
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"}, timeout=60) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                assert {t.name for t in (await client.list_tools()).tools} == READERS | WRITERS
+                hits = (await call(client, "search", query="CUDA graph capture")).structured_content["hits"]
+                assert hits[0]["kind"] == "failure-mode"
+                assert (await call(client, "get", id="missing")).is_error
 
         asyncio.run(go())
 
@@ -370,9 +372,11 @@ def test_the_token_is_never_logged(seeded, env):
         httpx2.post(url, json={}, headers={"Authorization": "Bearer wrong"})
 
         async def go():
-            async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
-                async with Client(streamable_http_client(url, http_client=http)) as client:
-                    assert not (await call(client, "gaps")).is_error
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                assert not (await call(client, "gaps")).is_error
 
         asyncio.run(go())
     finally:
@@ -911,10 +915,12 @@ def test_http_on_loopback_writes_need_the_token_it_printed_and_reads_do_not(seed
                     refused = await call(client, tool, **args)
                     assert refused.is_error and "needs this server's token" in refused.content[0].text, tool
             # the scheme in any case (RFC 9110 §11.1)
-            async with httpx2.AsyncClient(headers={"Authorization": f"bearer {token}"}, timeout=60) as http:
-                async with Client(streamable_http_client(url, http_client=http)) as client:
-                    added = await call(client, "add_finding", title="TPOT 0.5 ms at batch 1", metrics={"tpot": "0.5ms"})
-                    assert not added.is_error, added.content[0].text
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"bearer {token}"}, timeout=60) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                added = await call(client, "add_finding", title="TPOT 0.5 ms at batch 1", metrics={"tpot": "0.5ms"})
+                assert not added.is_error, added.content[0].text
 
         asyncio.run(go())
         for headers in ({"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}):

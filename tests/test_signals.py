@@ -66,7 +66,8 @@ def faulted(
                 fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o600)
                 os.dup2(fd, 1)
                 os.dup2(fd, 2)
-                sys.stdout = sys.stderr = open(1, "w", buffering=1, closefd=False)  # not pytest's capture
+                # not pytest's capture; open as long as the child lives, which exits below
+                sys.stdout = sys.stderr = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
                 if cwd is not None:
                     os.chdir(cwd)
                 os.environ.update(KB_EMBEDDER="hashing", KB_DAEMON="0", TMPDIR=str(temp))
@@ -103,9 +104,9 @@ def signal_in_git(command: str, sig: int) -> Callable[[], None]:
     """For faulted(prepare=...): the child sends itself sig as it waits for `git COMMAND` to finish."""
 
     def profile(frame, event, _arg):
-        if event == "call" and frame.f_code.co_name == "communicate":
-            if command in getattr(frame.f_locals.get("self"), "args", ()):
-                os.kill(os.getpid(), sig)
+        waiting = event == "call" and frame.f_code.co_name == "communicate"
+        if waiting and command in getattr(frame.f_locals.get("self"), "args", ()):
+            os.kill(os.getpid(), sig)
 
     return lambda: sys.setprofile(profile)
 

@@ -97,7 +97,7 @@ def _messages(store: Store, cache: dict[str, Any]) -> tuple[str | None, list[lis
     else:
         revisions, earlier = [head], []
     log = store.repo.git.log(*revisions, "--format=%H%x1f%B%x1e")
-    found = []
+    found: list[list[Any]] = []
     for record in log.split("\x1e"):
         sha, _, message = record.strip("\n").partition("\x1f")
         found += [[sha, s.line, s.kind] for s in (secrets.find_secrets(message, "message.txt") if sha else [])]

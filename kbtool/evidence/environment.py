@@ -57,7 +57,6 @@ def reasons(data: dict[str, Any], target: dict[str, str]) -> list[str]:
             theirs, ours = _release(env[package]), _release(target[package])
             if theirs and ours and theirs != ours:
                 out.append(f"measured with {package} {env[package]}, this project has {target[package]}")
-    if "driver" in env and "driver" in target:
-        if _release(env["driver"]) != _release(target["driver"]):
-            out.append(f"measured with driver {env['driver']}, this project has {target['driver']}")
+    if "driver" in env and "driver" in target and _release(env["driver"]) != _release(target["driver"]):
+        out.append(f"measured with driver {env['driver']}, this project has {target['driver']}")
     return out

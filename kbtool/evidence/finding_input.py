@@ -165,7 +165,7 @@ def _conditions(value: Any, where: str) -> dict[str, str | float | int]:
 def _direction(value: Any, where: str) -> str:
     if value not in DIRECTIONS:
         raise BadInput(f"{where}: {value!r} is not 'higher' or 'lower'")
-    return value
+    return str(value)
 
 
 def evidence_from_metrics(

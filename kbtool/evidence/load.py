@@ -197,10 +197,13 @@ def varying_keys(loads: Iterable[Mapping[str, Any]]) -> list[str]:
     varying = []
     for key in seen:
         values = [normal(row.get(key)) for row in rows]
-        if key in MEANS and all(isinstance(v, float) for v in values):
-            # measured means a few tenths apart are one length, as pairing holds them
-            if all(math.isclose(v, values[0], rel_tol=MEAN_TOLERANCE) for v in values):
-                continue
+        # measured means a few tenths apart are one length, as pairing holds them
+        if (
+            key in MEANS
+            and all(isinstance(v, float) for v in values)
+            and all(math.isclose(v, values[0], rel_tol=MEAN_TOLERANCE) for v in values)
+        ):
+            continue
         if len({repr(v) for v in values}) > 1:
             varying.append(key)
     return varying

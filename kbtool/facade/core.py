@@ -362,12 +362,12 @@ class KnowledgeBaseCore:
         Rewriting a card that sits in another kind's folder, or under another name, is refused: the
         write would commit it where no listing of its kind looks."""
         parts = origin.split("/")
-        if len(parts) == 3 and parts[0] == CARDS_DIR and parts[2].endswith(".md"):
-            if (parts[1], parts[2][:-3]) != (card.kind, card.id):
-                raise InvalidCard(
-                    f"{origin} holds {card.kind} {card.id!r}; move it to {CARDS_DIR}/{card.kind}/{card.id}.md first "
-                    "(kb lint reports it)"
-                )
+        in_a_kind_folder = len(parts) == 3 and parts[0] == CARDS_DIR and parts[2].endswith(".md")
+        if in_a_kind_folder and (parts[1], parts[2][:-3]) != (card.kind, card.id):
+            raise InvalidCard(
+                f"{origin} holds {card.kind} {card.id!r}; move it to {CARDS_DIR}/{card.kind}/{card.id}.md first "
+                "(kb lint reports it)"
+            )
         self.policy.check(card, origin)
         if "\0" in body:  # git stores a file with a NUL as binary: no diff, no merge, no search of it
             raise BadInput(f"{origin}: the body holds a NUL character (U+0000), which no card text may")

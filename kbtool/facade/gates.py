@@ -42,11 +42,15 @@ class Gates(KnowledgeBaseCore):
             for stored in gates:
                 gate = gate_of(stored)
                 held = locks.get(stored.id) or dropped.get(stored.id)
-                if stored.id in dropped and held is not None and held.sha256 == gate_hash(gate, stored.body):
-                    if not file_problems(gate, held, self.root):  # put back as it was locked: its entry returns
-                        locks[stored.id] = held
-                        newly.append(stored.id)
-                        continue
+                if (
+                    stored.id in dropped
+                    and held is not None
+                    and held.sha256 == gate_hash(gate, stored.body)
+                    and not file_problems(gate, held, self.root)
+                ):  # put back as it was locked: its entry returns
+                    locks[stored.id] = held
+                    newly.append(stored.id)
+                    continue
                 if held is not None:
                     if held.sha256 != gate_hash(gate, stored.body):
                         raise Conflict(

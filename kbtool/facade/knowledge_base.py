@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -48,10 +49,8 @@ class KnowledgeBase(Imports, Review, Gates, Findings, Search, Skills, Sources, C
             base = cls.open(path)
             model = os.environ.get("KB_EMBEDDER") or model_location(base.config.index.embedding_model, base.root)
             if model not in shared:
-                try:
+                with contextlib.suppress(SemanticUnavailable):  # each base says so itself when it searches
                     shared[model] = make_embedder(model)  # made, not loaded: the model loads on first use
-                except SemanticUnavailable:
-                    pass  # each base says so itself when it searches
             base._embedder = shared.get(model)
             bases.append(base)
         return bases

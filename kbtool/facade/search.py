@@ -4,7 +4,9 @@ may not apply in, and a card's neighbourhood (related)."""
 from __future__ import annotations
 
 import builtins
+import contextlib
 from collections.abc import Iterable
+from typing import Any
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import nothing_to_judge
@@ -126,7 +128,7 @@ class Search(KnowledgeBaseCore):
         """Each hit marked with how it applies to the environment; those scoped elsewhere after every hit
         that applies (in score order within each), or left out with only; cut to k."""
 
-        def scope(hit: SearchHit) -> dict | None:
+        def scope(hit: SearchHit) -> dict[str, Any] | None:
             if hit.kind == "skill":
                 return None
             base, rest = self.owner_of(hit.id)
@@ -272,10 +274,8 @@ class Search(KnowledgeBaseCore):
             self._preparing_queries.start()
 
         def prepare() -> None:
-            try:
+            with contextlib.suppress(Exception):
                 embedder.prepare_for_queries()
-            except Exception:
-                pass
 
         self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
         self._vectors_building.start()

@@ -19,7 +19,12 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from kbtool.model.errors import InvalidCard
-from kbtool.model.vocabulary import COMPARE_MEASURES, INACTIVE_STATUSES, KINDS, STATUSES, Status  # noqa: F401 - the names cards exports
+
+# the vocabulary's names cards exports too, re-exported explicitly (`as`) for mypy --strict
+from kbtool.model.vocabulary import COMPARE_MEASURES, Status
+from kbtool.model.vocabulary import INACTIVE_STATUSES as INACTIVE_STATUSES
+from kbtool.model.vocabulary import KINDS as KINDS
+from kbtool.model.vocabulary import STATUSES as STATUSES
 
 SCHEMA_VERSION: Literal[1] = 1
 

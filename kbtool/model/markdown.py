@@ -64,7 +64,7 @@ class _Loader(_PARSER):  # type: ignore[misc,valid-type]  # whichever of the two
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         given = sum(1 for key, _ in node.value if key.tag != "tag:yaml.org,2002:merge")  # before merges resolve
-        mapping = super().construct_mapping(node, deep=deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
         if len(mapping) < given and not any(key.tag == "tag:yaml.org,2002:merge" for key, _ in node.value):
             seen: set[Any] = set()
             for key_node, _ in node.value:  # a key given twice: which one, and where
@@ -86,7 +86,8 @@ class _Loader(_PARSER):  # type: ignore[misc,valid-type]  # whichever of the two
 
     def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         try:
-            return super().construct_yaml_int(node)
+            number: int = super().construct_yaml_int(node)
+            return number
         except ValueError as exc:
             raise yaml.constructor.ConstructorError(None, None, why_unparsable(exc), node.start_mark) from None
 

@@ -30,6 +30,7 @@ from kbtool.model.vocabulary import DEFAULT_MODEL
 
 if TYPE_CHECKING:
     import numpy as np
+    from sentence_transformers import SentenceTransformer
 
     from kbtool.search.onnx_queries import OnnxQueryEncoder
 
@@ -113,13 +114,14 @@ class SentenceTransformerEmbedder:
         self.model_id = (
             f"sentence-transformers/{DEFAULT_MODEL}" if self.path == _packaged_path() else f"local:{self.path}"
         )
-        self._loaded = None
+        self._loaded: SentenceTransformer | None = None
         # one model may serve several knowledge bases (kb serve --kb a=... --kb b=...), each warming up on a
         # thread of its own: the first to ask loads it, the others wait for that copy
         self._loading = threading.Lock()
-        self.dimension = (
-            384 if self.model_id.endswith(DEFAULT_MODEL) else self._model().get_sentence_embedding_dimension()
-        )
+        dimension = 384 if self.model_id.endswith(DEFAULT_MODEL) else self._model().get_sentence_embedding_dimension()
+        if dimension is None:  # no fixed length: the index stores vectors of one length per model
+            raise BadInput(f"embedding model {name!r}: {self.path} does not say the length of its vectors")
+        self.dimension: int = dimension
         self._fast_queries: OnnxQueryEncoder | None = (
             None  # an OnnxQueryEncoder once prepare_for_queries() has made one
         )
@@ -128,13 +130,13 @@ class SentenceTransformerEmbedder:
             raise BadInput(f"KB_EMBED_PRECISION={self.precision!r} is not one of {', '.join(PRECISIONS)}")
         self._bf16: bool | None = None  # whether documents are embedded in bfloat16; decided at the first batch
 
-    def _model(self):
+    def _model(self) -> SentenceTransformer:
         if self._loaded is not None:
             return self._loaded
         with self._loading:
             return self._load()
 
-    def _load(self):
+    def _load(self) -> SentenceTransformer:
         if self._loaded is None:
             # offline before the import: by hub name the model would hang, then fail, on a closed network
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -145,8 +147,8 @@ class SentenceTransformerEmbedder:
                 from transformers.utils import logging as hf_logging
             except ImportError:
                 raise SemanticUnavailable(SEMANTIC_HINT) from None
-            hf_logging.disable_progress_bar()
-            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
+            hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
             try:
                 self._loaded = SentenceTransformer(str(self.path), device="cpu")
             except (OSError, ValueError, KeyError) as exc:  # a folder of something else, or a broken copy
@@ -224,7 +226,8 @@ def native_bf16() -> bool:
     if any(probe is not None for probe in probes):
         return any(probe() for probe in probes if probe is not None)
     try:  # an older torch: the kernel's CPU flags (x86 amx_bf16 / avx512_bf16, arm64 bf16)
-        flags = open("/proc/cpuinfo", encoding="ascii", errors="replace").read()
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as cpuinfo:
+            flags = cpuinfo.read()
     except OSError:
         return False
     return bool(re.search(r"\b(amx_bf16|avx512_bf16|bf16)\b", flags))

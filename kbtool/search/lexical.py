@@ -17,6 +17,7 @@ grows past REBUILD_AFTER chunks, the caller reads the postings again, in the bac
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -269,10 +270,8 @@ def _return_freed_memory() -> None:
     import ctypes
     import ctypes.util
 
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def _tokenizer_of(conn: sqlite3.Connection) -> str:

@@ -43,10 +43,11 @@ class OnnxQueryEncoder:
         import numpy as np
 
         enc = self.tokenizer([text], truncation=True, max_length=self.max_length, return_tensors="np")
-        hidden = self.session.run(None, {name: enc[name].astype(np.int64) for name in self.inputs})[0]
+        hidden: np.ndarray = self.session.run(None, {name: enc[name].astype(np.int64) for name in self.inputs})[0]
         mask = enc["attention_mask"][..., None].astype(np.float32)
         pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
-        return (pooled / np.linalg.norm(pooled, axis=1, keepdims=True))[0].astype(np.float32)
+        unit: np.ndarray = (pooled / np.linalg.norm(pooled, axis=1, keepdims=True))[0]
+        return unit.astype(np.float32)
 
 
 def query_encoder(model: Any, model_path: str) -> OnnxQueryEncoder | None:
@@ -121,7 +122,8 @@ def _export(model: Any, folder: Path, path: Path) -> None:
             self.inner = transformer
 
         def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-            return self.inner(**dict(zip(names, tensors, strict=True))).last_hidden_state
+            last: torch.Tensor = self.inner(**dict(zip(names, tensors, strict=True))).last_hidden_state
+            return last
 
     sample = model.tokenizer(["a sample query", "b"], padding=True, return_tensors="pt")
     handle, tmp = tempfile.mkstemp(dir=folder, suffix=".onnx.tmp")

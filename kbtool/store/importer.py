@@ -42,7 +42,8 @@ class PlannedCard:
 
     @property
     def id(self) -> str:
-        return self.data["id"]
+        card_id: str = self.data["id"]
+        return card_id
 
 
 def import_id(*parts: str) -> str:

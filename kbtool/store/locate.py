@@ -7,6 +7,7 @@ root discovery lives here rather than beside the pydantic config models.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -70,10 +71,8 @@ def state_dir(root: Path) -> Path:
     index already built in root/.kb is copied there rather than built again. A link there is refused."""
     local = root / STATE_DIR
     _refuse_links(local)
-    try:
+    with contextlib.suppress(OSError):
         local.mkdir(exist_ok=True)
-    except OSError:
-        pass
     if local.is_dir() and os.access(local, os.W_OK):
         return local
     elsewhere = cache_dir() / "read-only" / hashlib.sha256(str(root).encode()).hexdigest()[:16]

@@ -22,6 +22,7 @@ that breaks `git fsck` and `git fetch`.
 from __future__ import annotations
 
 import base64
+import contextlib
 import getpass
 import glob
 import json
@@ -451,17 +452,14 @@ class Store:
             else:
                 path.write_bytes(content)  # killed midway, the journal is still there to do it again
         for directory in new_dirs:  # deepest first
-            try:
+            with contextlib.suppress(OSError):  # not empty: something else lives there now
                 directory.rmdir()
-            except OSError:
-                pass  # not empty: something else lives there now
         self._unstage(paths)
 
     def _unstage(self, paths: Mapping[str, Path]) -> None:
-        try:
+        # nothing staged yet (or no HEAD): the working tree is already restored
+        with contextlib.suppress(git.GitCommandError):
             self.repo.git.reset("--quiet", "--", *paths)
-        except git.GitCommandError:
-            pass  # nothing staged yet (or no HEAD): the working tree is already restored
 
     def history(self, rel: str) -> list[Commit]:
         fmt = "%H%x1f%aI%x1f%an%x1f%s%x1f%B%x1e"

@@ -24,7 +24,7 @@ import json
 import re
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -235,7 +235,7 @@ def redact(text: str) -> str:
 def redact_record(record: dict[str, Any]) -> dict[str, Any]:
     """A run's record (a line of runs/*.jsonl) with its texts redacted: each string first, then any string
     that still looks like a credential as the JSON line holds it (escaped), whole; the record is kept."""
-    redacted = _map_strings(record, redact)
+    redacted: dict[str, Any] = _map_strings(record, redact)
     if find_secrets(json.dumps(redacted, ensure_ascii=False), "run.jsonl"):
         redacted = _map_strings(
             redacted, lambda s: REDACTED if find_secrets(json.dumps(s, ensure_ascii=False), "run.jsonl") else s
@@ -245,7 +245,7 @@ def redact_record(record: dict[str, Any]) -> dict[str, Any]:
     return redacted
 
 
-def _map_strings(value: Any, change: Any) -> Any:
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):
@@ -341,7 +341,7 @@ def _whole_value(kind: str, value: str, line: str) -> str:
     when value begins it or is too short to be the secret (a URL's password stays the part it is)."""
     for pattern in getattr(_plugins_by_kind().get(kind), "denylist", ()):
         for match in pattern.finditer(line):
-            whole = match.group(0).strip(" \t=:\"'")
+            whole: str = match.group(0).strip(" \t=:\"'")
             if value and value in whole and (whole.startswith(value) or len(value) < 8):
                 return whole
     return value

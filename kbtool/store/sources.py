@@ -50,7 +50,7 @@ def update(root: Path, state_dir: Path, source: SourceSection) -> str:
         ref = source.ref or repo.git.rev_parse("--abbrev-ref", "origin/HEAD").removeprefix("origin/")
         for candidate in (f"origin/{ref}", f"refs/tags/{ref}", ref):
             try:
-                commit = repo.git.rev_parse("--verify", "--quiet", f"{candidate}^{{commit}}")
+                commit: str = repo.git.rev_parse("--verify", "--quiet", f"{candidate}^{{commit}}")
                 break
             except git.GitCommandError:
                 continue

@@ -10,6 +10,7 @@ someone pushed meanwhile is retried from the fetch.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,10 +120,8 @@ def _merged_commit(
     """Both sides moved: merge in a worktree of its own, commit there, and return the commit."""
     with store.worktree(head) as work:
         place = Path(work.working_dir)
-        try:
+        with contextlib.suppress(git.GitCommandError):  # conflicts: resolved (or reported) below
             work.git.merge("--no-ff", "--no-commit", "--quiet", theirs)
-        except git.GitCommandError:
-            pass  # conflicts: resolved (or reported) below
         ours_changed = set(repo.git.diff("--name-only", base, head).splitlines())
         theirs_changed = set(repo.git.diff("--name-only", base, theirs).splitlines())
         unmerged = set(work.git.diff("--name-only", "--diff-filter=U").splitlines())
@@ -151,7 +150,8 @@ def _merged_commit(
 
 def _show(repo: git.Repo, rev: str, rel: str) -> str | None:
     try:
-        return repo.git.show(f"{rev}:{rel}", strip_newline_in_stdout=False)
+        shown: str = repo.git.show(f"{rev}:{rel}", strip_newline_in_stdout=False)
+        return shown
     except git.GitCommandError:
         return None  # not there on that side
 

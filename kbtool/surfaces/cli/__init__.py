@@ -510,6 +510,8 @@ import kbtool.surfaces.cli.search  # noqa: E402
 import kbtool.surfaces.cli.skills  # noqa: E402
 import kbtool.surfaces.cli.web  # noqa: E402, F401
 
+__all__ = ["app", "main"]  # what the entry point, the docs generator and the tests take from here
+
 
 def main() -> None:
     from kbtool.store import interrupts

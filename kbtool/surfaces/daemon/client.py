@@ -67,7 +67,8 @@ def run_searches(root: Path, requests: list[dict[str, Any]]) -> list[dict[str, A
     if os.environ.get("KB_DAEMON", "1") == "0":
         return search_in_process(root, requests)
     try:
-        return _ask(root, {"op": "search", "requests": requests})["results"]
+        results: list[dict[str, Any]] = _ask(root, {"op": "search", "requests": requests})["results"]
+        return results
     except DaemonUnavailable as exc:
         print(f"kb: note: searching in this process ({exc})", file=sys.stderr)
         return search_in_process(root, requests)

@@ -21,6 +21,7 @@ any process is found by the next query. It exits after KB_DAEMON_IDLE seconds (d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -196,10 +197,8 @@ class Daemon:
                 self.path.unlink()
         except OSError:
             pass
-        try:
+        with contextlib.suppress(OSError):
             self.server.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     def _serve_client(self, conn: socket.socket) -> None:
         try:

@@ -64,7 +64,8 @@ def same_token(given: str | None, token: str) -> bool:
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str:
-    return dict(scope.get("headers") or []).get(name, b"").decode("latin-1")
+    headers: dict[bytes, bytes] = dict(scope.get("headers") or [])  # ASGI: a list of (name, value) pairs
+    return headers.get(name, b"").decode("latin-1")
 
 
 async def _refuse(send: Any, status: int, text: str, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:

@@ -34,7 +34,8 @@ SIMILAR = 5
 
 
 def markdown_html(text: str) -> str:
-    return _MARKDOWN.render(text)
+    html: str = _MARKDOWN.render(text)  # markdown-it types a renderer's output as Any: a plugin's may be anything
+    return html
 
 
 @dataclass
