@@ -50,8 +50,8 @@ def bench_cli(root: Path, args: list[str], label: str, n: int = 10) -> None:
 
 WRITER = (
     "import sys, kbtool\nkb = kbtool.open(sys.argv[1])\nfor i in range(int(sys.argv[3])):\n"
-    "    kb.add_finding(f'Concurrent finding {sys.argv[2]}-{i}', metrics={'tpot': (1.0 + i, 'ms')},\n"
-    "                   applies_to=[f'hardware=H{sys.argv[2]}00'])\n"
+    "    kb.record_finding(kbtool.FindingInput(title=f'Concurrent finding {sys.argv[2]}-{i}',\n"
+    "        metrics={'tpot': f'{1.0 + i}ms'}, applies_to={'hardware': f'H{sys.argv[2]}00'}))\n"
 )
 
 
