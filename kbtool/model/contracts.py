@@ -27,7 +27,7 @@ from pydantic import (
 
 from kbtool.model.applicability import Applies, parse_environment
 from kbtool.model.errors import BadInput
-from kbtool.model.fields import parse_assignments
+from kbtool.model.fields import Filter, filters_of, parse_assignments
 from kbtool.model.measures import Condition, is_scalar, metric_fields
 from kbtool.model.records import Problem
 from kbtool.model.validation import describe_error, field_path, model_for
@@ -54,6 +54,22 @@ def _strings(value: Any) -> Any:
 
 
 Strings = Annotated[tuple[str, ...], BeforeValidator(_strings)]
+
+
+def _filters(value: Any, info: ValidationInfo) -> Any:
+    """`field=value` and `field!=value` strings, as the CLI, a --batch line, the daemon and MCP send them,
+    parsed once into Filters (an unknown field: InvalidField, worded as --where has always said it)."""
+    items = (value,) if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        return value  # pydantic says it is not a list
+    for n, item in enumerate(items):
+        if not isinstance(item, (str, Filter)):
+            raise ValueError(f"{info.field_name}[{n}]: {item!r} is not a string")
+    return tuple(filters_of(items))
+
+
+# conditions on any card field, parsed once where the request is made
+Filters = Annotated[tuple[Filter, ...], BeforeValidator(_filters)]
 
 
 class Contract(BaseModel):
@@ -121,7 +137,9 @@ class SearchRequest(Contract):
     kind: SearchKind | None = Field(None, description="only cards of this kind (skill: only skills)")
     status: StatusName | None = Field(None, description="only cards with this status")
     tags: Strings = Field((), description="cards carrying all of these tags")
-    where: Strings = Field((), description="field=value conditions, all must match (applies_to.hardware=B200)")
+    where: Filters = Field(
+        (), description="field=value conditions, all must match (applies_to.hardware=B200; field!=value: not it)"
+    )
     mode: Mode = Field(MODES[0], description=f"ranking: {words(MODES)}")
     explain: bool = Field(False, strict=True, description="each hit's rank and score in each leg")
     sources: bool = Field(True, strict=True, description="also search the knowledge bases kb.toml names as [[sources]]")
