@@ -69,4 +69,3 @@ def read_artifact(path: Path) -> tuple[str, str]:
         return raw.decode("utf-8"), hashlib.sha256(raw).hexdigest()
     except UnicodeDecodeError:
         raise BadInput(f"{path}: not UTF-8 text") from None
-

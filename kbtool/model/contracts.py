@@ -137,9 +137,7 @@ class SearchRequest(Contract):
     kind: SearchKind | None = Field(None, description="only cards of this kind (skill: only skills)")
     status: StatusName | None = Field(None, description="only cards with this status")
     tags: Strings = Field((), description="cards carrying all of these tags")
-    where: Filters = Field(
-        (), description="field=value conditions, all must match (applies_to.hardware=B200; field!=value: not it)"
-    )
+    where: Filters = Field((), description="field=value conditions, all must match (applies_to.hardware=B200)")
     mode: Mode = Field(MODES[0], description=f"ranking: {words(MODES)}")
     explain: bool = Field(False, strict=True, description="each hit's rank and score in each leg")
     sources: bool = Field(True, strict=True, description="also search the knowledge bases kb.toml names as [[sources]]")
