@@ -40,6 +40,25 @@ def bench_api_add(root: Path, n: int = 50) -> None:
     )
 
 
+def bench_api_add_finding(root: Path, n: int = 30) -> None:
+    """kb.record_finding in one warm process: the plan, the write, the commit and the keyword index."""
+    kb = kbtool.open(root)
+    samples = [
+        timed(
+            lambda i=i: kb.record_finding(
+                kbtool.FindingInput(
+                    title=f"In-process finding {i}",
+                    metrics={"tpot": "0.56ms"},
+                    baseline={"tpot": "0.61ms"},
+                    applies_to={"hardware": "B200"},
+                )
+            )
+        )
+        for i in range(n)
+    ]
+    print(f"api add-finding (plan, write, commit, keyword index): p50 {p50(samples) * 1000:.1f} ms over {n}")
+
+
 def bench_cli(root: Path, args: list[str], label: str, n: int = 10) -> None:
     samples = [
         timed(lambda: subprocess.run([*KB, "--kb", str(root), *args], check=True, capture_output=True))
@@ -50,8 +69,8 @@ def bench_cli(root: Path, args: list[str], label: str, n: int = 10) -> None:
 
 WRITER = (
     "import sys, kbtool\nkb = kbtool.open(sys.argv[1])\nfor i in range(int(sys.argv[3])):\n"
-    "    kb.add_finding(f'Concurrent finding {sys.argv[2]}-{i}', metrics={'tpot': (1.0 + i, 'ms')},\n"
-    "                   applies_to=[f'hardware=H{sys.argv[2]}00'])\n"
+    "    kb.record_finding(kbtool.FindingInput(title=f'Concurrent finding {sys.argv[2]}-{i}',\n"
+    "        metrics={'tpot': f'{1.0 + i}ms'}, applies_to={'hardware': f'H{sys.argv[2]}00'}))\n"
 )
 
 
@@ -124,6 +143,7 @@ def main() -> None:
         root = Path(tmp) / "bench-kb"
         kbtool.init(root, name="bench")
         bench_api_add(root)
+        bench_api_add_finding(root)
         bench_cli(root, ["add", "gap", "--title", "From the CLI?"], "add")
         bench_cli(REPO, ["lint", "--skip", "duplicates"], "lint (starter KB)")
         bench_cli(REPO, ["list"], "list (starter KB)")

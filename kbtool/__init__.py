@@ -39,6 +39,8 @@ _EXPORTS = {
     "CheckFailed": "model.errors",
     "SemanticUnavailable": "model.errors",
     "KnowledgeBase": "facade.knowledge_base",
+    "FindingInput": "model.contracts",  # what kb.record_finding takes
+    "Metric": "model.contracts",
     "Problem": "model.records",
     "StoredCard": "model.records",
     "StoreError": "store.repository",
@@ -50,6 +52,7 @@ _EXPORTS = {
 if TYPE_CHECKING:
     from kbtool.facade.knowledge_base import KnowledgeBase
     from kbtool.model.cards import KINDS, MODELS, STATUSES, CardBase
+    from kbtool.model.contracts import FindingInput, Metric
     from kbtool.model.errors import (
         AmbiguousId,
         BadInput,
@@ -104,6 +107,7 @@ __all__ = [
     "CheckFailed",
     "Conflict",
     "Embedder",
+    "FindingInput",
     "HashingEmbedder",
     "InvalidCard",
     "InvalidField",
@@ -111,6 +115,7 @@ __all__ = [
     "KbError",
     "KnowledgeBase",
     "MODELS",
+    "Metric",
     "NotAKnowledgeBase",
     "OutsidePath",
     "Problem",

@@ -492,7 +492,8 @@ WRITER = """
 import sys, kbtool
 kb = kbtool.open(sys.argv[1])
 for i in range(int(sys.argv[3])):
-    kb.add_finding(f"Concurrent finding {sys.argv[2]}-{i}", metrics={"tpot": (1.0 + i, "ms")})
+    title = f"Concurrent finding {sys.argv[2]}-{i}"
+    kb.record_finding(kbtool.FindingInput(title=title, metrics={"tpot": f"{1.0 + i}ms"}))
 """
 
 

@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO_ROOT, tree_state
 from kbtool.evidence import formats
 from kbtool.evidence.values import read_artifact
+from kbtool.model.contracts import FindingInput
 from kbtool.model.errors import BadInput
 
 AIPERF = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"
@@ -91,7 +92,9 @@ def test_a_new_reader_is_one_entry_in_the_list(kb, tmp_path, monkeypatch):
     export.write_text(
         '{"metric": "tpot", "value": 0.56, "unit": "ms"}\n{"metric": "ttft", "value": 25.3, "unit": "ms"}\n'
     )
-    stored, _ = kb.add_finding("Two metrics from a JSON-lines export", artifact=export)
+    stored = kb.get(
+        kb.record_finding(FindingInput(title="Two metrics from a JSON-lines export", artifact=str(export))).id
+    )
     assert [(e.metric, e.value, e.unit) for e in stored.card.evidence] == [("tpot", 0.56, "ms"), ("ttft", 25.3, "ms")]
     assert stored.card.evidence[0].artifact.sha256 == read_artifact(export)[1]
     assert formats.reader_for(AIPERF).name == "aiperf"

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 import kbtool
 from kbtool import HashingEmbedder, KbError
-from kbtool.evidence.finding_input import finding_arguments
 from kbtool.evidence.values import value_with_unit
 from kbtool.model import markdown
 from kbtool.model.contracts import FindingInput, SearchRequest
@@ -91,10 +90,10 @@ def test_any_search_request_parses_or_is_refused(data):
                        json_like, max_size=6))  # fmt: skip
 def test_any_finding_input_parses_or_is_refused(data):
     try:
-        args = finding_arguments(FindingInput.parse(data, "fuzz"))
+        finding = FindingInput.parse(data, "fuzz")
     except KbError:
         return
-    assert all(math.isfinite(m["value"]) for m in args["metrics"].values())
+    assert all(math.isfinite(m.value) for m in (finding.metrics or {}).values())
 
 
 @pytest.fixture(scope="module")

@@ -85,7 +85,8 @@ def test_other_kinds_and_cards_on_their_way_out_are_not_held_to_it(policed):
     policed.add("gap", "Does FP8 attention keep accuracy?")  # the policy names findings only
     loose = kbtool.open(policed.root)
     loose.policy.rules.clear()
-    stored, _ = loose.add_finding("Older finding", metrics={"acc": (0.8, None)})  # as if written before the policy
+    # as if written before the policy
+    stored = loose.record_finding(kbtool.FindingInput(title="Older finding", metrics={"acc": 0.8}))
     policed = kbtool.open(policed.root)
     assert [p.code for p in policed.lint(skip=["duplicates"])] == ["kb-schema", "kb-schema"]
     policed.refute(stored.id, reason="measured on the wrong build")  # refuting a card is never refused
@@ -95,7 +96,9 @@ def test_other_kinds_and_cards_on_their_way_out_are_not_held_to_it(policed):
 def test_lint_names_the_card_the_field_and_the_schema(cli, policed):
     loose = kbtool.open(policed.root)
     loose.policy.rules.clear()
-    loose.add_finding("Older finding", metrics={"acc": (0.8, None)}, applies_to=["hardware=B200"])
+    loose.record_finding(
+        kbtool.FindingInput(title="Older finding", metrics={"acc": 0.8}, applies_to={"hardware": "B200"})
+    )
     result = cli("lint", "--skip", "duplicates")
     assert result.exit_code == 1
     assert (

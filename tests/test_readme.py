@@ -277,7 +277,11 @@ def test_the_kb_skill_commands_run_on_the_starter_kb(clone, tmp_path):
     )
     base = kbtool.open(clone)
     for n in (1, 2, 3):  # three runs of one measurement, for the supersede examples
-        base.add_finding(f"TTFT run {n}", metrics={"ttft": (12.0 + n, "ms")}, applies_to=["hardware=B200"])
+        base.record_finding(
+            kbtool.FindingInput(
+                title=f"TTFT run {n}", metrics={"ttft": f"{12.0 + n}ms"}, applies_to={"hardware": "B200"}
+            )
+        )
     try:
         for command in found:
             plain = command.split(" #")[0].strip()

@@ -164,9 +164,11 @@ def test_a_write_is_visible_to_the_next_search_in_a_warm_process(filled):
 
 
 def test_a_finding_is_in_both_legs_of_the_very_next_search(filled):
-    """add_finding refreshes the keyword index at once; the vector leg must not lag behind it."""
+    """record_finding refreshes the keyword index at once; the vector leg must not lag behind it."""
     filled.search("warm up")  # a warm process: model loaded, index scanned
-    stored, _ = filled.add_finding("Zebrafish t1 decode latency 3.1 ms", metrics={"tpot": (3.1, "ms")})
+    stored = filled.record_finding(
+        kbtool.FindingInput(title="Zebrafish t1 decode latency 3.1 ms", metrics={"tpot": "3.1ms"})
+    )
     hit = filled.search("zebrafish t1 decode latency", explain=True).hits[0]
     assert hit.id == stored.id
     assert hit.explain["bm25"] and hit.explain["vector"], hit.explain

@@ -221,13 +221,17 @@ def test_pack_summarises_the_matching_cards_with_them_under_references(kb, cli):
         },
     )
     rule = kb.add("constraint", "No post-training", status="confirmed", values={"rule": "never fine-tune the model"})
-    finding, _ = kb.add_finding(
-        "FP8 KV cache +12% decode tok/s on H100",
-        metrics={"decode_tps": (1120.0, "tok/s")},
-        baselines={"decode_tps": (1000.0, "tok/s")},
-        applies_to=["hardware=H100"],
+    finding = kb.record_finding(
+        kbtool.FindingInput(
+            title="FP8 KV cache +12% decode tok/s on H100",
+            metrics={"decode_tps": "1120tok/s"},
+            baseline={"decode_tps": "1000tok/s"},
+            applies_to={"hardware": "H100"},
+        )
     )
-    kb.add_finding("NVFP4 MoE on B200", metrics={"tps": (900.0, None)}, applies_to=["hardware=B200"])
+    kb.record_finding(
+        kbtool.FindingInput(title="NVFP4 MoE on B200", metrics={"tps": 900.0}, applies_to={"hardware": "B200"})
+    )
     kb.add(
         "failure-mode", "Draft pitfall", values={"symptom": "s", "applies_to": {"hardware": "H100"}}
     )  # a draft: left out

@@ -21,7 +21,7 @@ from kbtool.surfaces.cli import app
 ARCHITECTURE: dict[str, list[set[str]]] = {
     "model": [
         {"errors", "evidence_layout", "parsing", "vocabulary"},
-        {"cards"},
+        {"cards", "measures"},
         {"applicability", "schemas", "validation"},
         {"fields", "markdown", "policy"},
         {"records"},
@@ -66,7 +66,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     ],
     # a star: each part needs only the core; KnowledgeBase composes them all
     "facade": [
-        {"core"},
+        {"core", "finding_plan"},  # finding_plan: pure, the findings part plans with it
         {"curation", "findings", "gates", "imports", "review", "search", "skills", "sources"},
         {"knowledge_base"},
         {"new_project"},

@@ -34,12 +34,14 @@ def clone(remote: Path, where: Path, who: str) -> kbtool.KnowledgeBase:
 @pytest.fixture
 def remote_and_clones(tmp_path) -> tuple[Path, kbtool.KnowledgeBase, kbtool.KnowledgeBase]:
     origin = kbtool.init(tmp_path / "origin-work", name="team")
-    origin.add_finding(
-        "FP8 KV cache speeds decode on H100",
-        metrics={"decode_tps": (1120.0, "tok/s")},
-        baselines={"decode_tps": (1000.0, "tok/s")},
-        applies_to=["hardware=H100"],
-        tags=["kv-cache"],
+    origin.record_finding(
+        kbtool.FindingInput(
+            title="FP8 KV cache speeds decode on H100",
+            metrics={"decode_tps": "1120tok/s"},
+            baseline={"decode_tps": "1000tok/s"},
+            applies_to={"hardware": "H100"},
+            tags=["kv-cache"],
+        )
     )
     bare = tmp_path / "team.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(origin.root), str(bare)], check=True)

@@ -28,11 +28,13 @@ AGENT_FINDING = "agent-tpot-finding"
 @pytest.fixture
 def curated(starter_clone: kbtool.KnowledgeBase) -> kbtool.KnowledgeBase:
     """The starter KB with one finding an agent wrote (waiting for review), measured against a baseline."""
-    starter_clone.add_finding(
-        "Agent TPOT finding",
-        metrics={"tpot": (0.56, "ms")},
-        baselines={"tpot": (0.71, "ms")},
-        applies_to=["hardware=B200"],
+    starter_clone.record_finding(
+        kbtool.FindingInput(
+            title="Agent TPOT finding",
+            metrics={"tpot": "0.56ms"},
+            baseline={"tpot": "0.71ms"},
+            applies_to={"hardware": "B200"},
+        ),
         agent="claude-code",
     )
     return starter_clone
@@ -71,7 +73,9 @@ def test_a_finding_page_draws_its_evidence_against_the_baseline(curated, fast_en
 
 def test_the_gaps_page_says_why_a_gap_is_open_again(curated, fast_env):
     gap = curated.add("gap", "Does EAGLE help at concurrency 32?", values={"priority": "high"}).id
-    answer, _ = curated.add_finding("EAGLE at c=32", metrics={"throughput": (10307.0, "tok/s")}, closes=gap)
+    answer = curated.record_finding(
+        kbtool.FindingInput(title="EAGLE at c=32", metrics={"throughput": "10307tok/s"}, closes=gap)
+    )
     curated.refute(answer.id, "measured with a cold cache")
     with running_ui(curated.root, fast_env) as url:
         _, _, page = request(url + "gaps")
@@ -120,8 +124,10 @@ def text_of(row: ET.Element, name: str) -> str:
 
 def test_a_finding_without_a_baseline_gets_its_table_and_no_chart(kb):
     """Bars of ms and req/s on one axis, each drawn full width against nothing, say nothing."""
-    stored, _ = kb.add_finding(
-        "Chunked prefill at rate 4", metrics={"ttft": (25.0, "ms"), "request_throughput": (4.1, "req/s")}
+    stored = kb.record_finding(
+        kbtool.FindingInput(
+            title="Chunked prefill at rate 4", metrics={"ttft": "25ms", "request_throughput": "4.1req/s"}
+        )
     )
     page = card_page(kb, stored.id)
     assert chart_of(page) is None and "<svg" not in page

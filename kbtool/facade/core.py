@@ -26,7 +26,7 @@ from kbtool.model.errors import (
     SemanticUnavailable,
     SkillNotFound,
 )
-from kbtool.model.fields import card_conditions, drop_none, merge, parse_assignments, parse_filters
+from kbtool.model.fields import Filter, card_conditions, drop_none, filters_of, merge, parse_assignments
 from kbtool.model.records import CardSummary, StoredCard
 from kbtool.model.validation import model_for, validate_card
 from kbtool.model.vocabulary import STATE_DIR
@@ -149,12 +149,13 @@ class KnowledgeBaseCore:
         kind: str | None = None,
         status: str | None = None,
         tags: Iterable[str] = (),
-        where: Iterable[str] = (),
+        where: Iterable[str | Filter] = (),
         applies_for: Environment = None,
         only_applying: bool = False,
     ) -> builtins.list[CardSummary]:
         """summaries() here, then each source's, their ids as SOURCE:ID and their data with kb: SOURCE;
         judged against the environment (applying()) when there is one."""
+        where = filters_of(where)  # parsed once, for this knowledge base and every source
         found = self.summaries(kind, status, tags, where)
         for name, base in self.source_bases():
             found += [s.from_source(name) for s in base.summaries(kind, status, tags, where)]
@@ -229,13 +230,17 @@ class KnowledgeBaseCore:
             raise CardNotFound(f"no card or skill with id {ref!r}") from None
 
     def list(
-        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+        self,
+        kind: str | None = None,
+        status: str | None = None,
+        tags: Iterable[str] = (),
+        where: Iterable[str | Filter] = (),
     ) -> builtins.list[StoredCard]:
         if kind is not None:
             model_for(kind)
         if status is not None:
             checked_status(status)
-        filters = parse_filters(where)
+        filters = filters_of(where)
         wanted_tags = {t.casefold() for t in tags}
         out = []
         for stored in self.cards():
@@ -250,7 +255,11 @@ class KnowledgeBaseCore:
         return out
 
     def summaries(
-        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+        self,
+        kind: str | None = None,
+        status: str | None = None,
+        tags: Iterable[str] = (),
+        where: Iterable[str | Filter] = (),
     ) -> builtins.list[CardSummary]:
         """What list() finds, read from the index instead of the card files (which it brings up to date
         first, by file stat): the frontmatter of each card, fast at any size. list() still parses and
@@ -258,19 +267,23 @@ class KnowledgeBaseCore:
         return self.index.summaries(self._matching(kind, status, tags, where))
 
     def summaries_json(
-        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+        self,
+        kind: str | None = None,
+        status: str | None = None,
+        tags: Iterable[str] = (),
+        where: Iterable[str | Filter] = (),
     ) -> str:
         """summaries() as the JSON text `kb list --json` prints: an array, one card a line."""
         return self.index.summaries_json(self._matching(kind, status, tags, where))
 
     def _matching(
-        self, kind: str | None, status: str | None, tags: Iterable[str], where: Iterable[str]
+        self, kind: str | None, status: str | None, tags: Iterable[str], where: Iterable[str | Filter]
     ) -> set[int] | None:
         if kind is not None:
             model_for(kind)
         if status is not None:
             checked_status(status)
-        conditions = card_conditions(kind, status, tags, parse_filters(where))
+        conditions = card_conditions(kind, status, tags, filters_of(where))
         self.index.refresh_if_stale(None)
         return self.index.matching(conditions)
 

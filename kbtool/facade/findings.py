@@ -1,156 +1,88 @@
-"""The part of the facade that records what experiments measured: findings from evidence (kbtool.evidence),
-and evidence compared and drawn (kb compare, kb plot)."""
+"""The part of the facade that records what experiments measured: findings from evidence (kbtool.evidence,
+planned in kbtool.facade.finding_plan), and evidence compared and drawn (kb compare, kb plot)."""
 
 from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kbtool.curation.review import agent_status
 from kbtool.facade.core import KnowledgeBaseCore
-from kbtool.model.cards import Finding, checked_status
+from kbtool.model.cards import CardBase, Finding
 from kbtool.model.contracts import Compared, Comparison, FindingAdded, FindingInput, Plotted, relations
-from kbtool.model.errors import BadInput, CardNotFound, CheckFailed, InvalidCard
-from kbtool.model.fields import parse_assignments
+from kbtool.model.errors import BadInput, CardNotFound, InvalidCard
 from kbtool.model.records import StoredCard, gap_of
-from kbtool.model.validation import model_for
 
 if TYPE_CHECKING:
-    from kbtool.evidence.finding_input import MetricInput
+    from kbtool.evidence.run_evidence import RunEvidence
 
 
 class Findings(KnowledgeBaseCore):
     """Findings from evidence, their supersession and status, and evidence compared and drawn."""
 
-    def add_finding(
-        self,
-        title: str,
-        claim: str | None = None,
-        metrics: dict[str, MetricInput] | None = None,
-        baselines: dict[str, MetricInput] | None = None,
-        direction: str | None = None,
-        applies_to: Iterable[str] = (),
-        status: str | None = None,
-        project: str | None = None,
-        closes: str | None = None,
-        tags: Iterable[str] = (),
-        artifact: Path | Iterable[Path] | None = None,
-        baseline_artifacts: Iterable[Path] = (),
-        metric_name: str = "metric",
-        repo: Path | None = None,
-        body: str = "",
-        strict: bool = False,
-        agent: str | None = None,
-        command: str | None = None,
-        conditions: dict[str, Any] | None = None,
-        ignore_conditions: Iterable[str] = (),
-    ) -> tuple[StoredCard, dict[str, builtins.list[str]]]:
-        """Record a measured finding in one commit; returns it and its likely duplicates and contradictions.
+    def record_finding(self, finding: FindingInput, agent: str | None = None, strict: bool = False) -> FindingAdded:
+        """Record a measured finding in one commit (`kb add-finding`, MCP add_finding), the keyword index
+        updated; returns its id and its likely duplicates and contradictions among existing findings.
 
-        metrics and baselines map a metric name to (value, unit), or to an evidence entry's fields
-        ({"value", "unit", "stats", "samples", ...}); command and conditions apply to every metric.
-        With runs (artifact, baseline_artifacts), each metric is combined per load and judged against the
-        baseline at the same load (kbtool.evidence.run_evidence); runs at different loads are refused unless
-        ignore_conditions names the condition. Nothing measured, nothing written: BadInput.
-        An agent's finding is tentative until reviewed (kbtool.curation.review)."""
-        from kbtool.curation.checks import related_findings
-        from kbtool.evidence.finding_input import evidence_from_metrics
-        from kbtool.evidence.provenance import repo_state, require_repository
+        The metrics apply their command and conditions to every entry; with runs (finding.artifact and
+        baseline_from), each metric is combined per load and judged against the baseline at the same load
+        (kbtool.evidence.run_evidence); runs at different loads are refused unless ignore_conditions names
+        the condition. Nothing measured, nothing written: BadInput. With strict, likely duplicates or
+        contradictions refuse it (CheckFailed). An agent's finding is tentative until reviewed
+        (kbtool.curation.review). What to record is planned in kbtool.facade.finding_plan; here it is read
+        and written."""
+        from kbtool.facade.finding_plan import card_plan, measured, requested
 
-        if agent is not None:
-            status = agent_status(status, "tentative")
-        evidence = evidence_from_metrics(metrics or {}, baselines or {}, direction, command, conditions)
-        scope = parse_assignments([f"applies_to.{a}" for a in applies_to], model_for("finding")).get("applies_to", {})
-        runs = [artifact] if isinstance(artifact, Path) else list(artifact or [])
-        baselines_given = list(baseline_artifacts)
-        if baselines_given and not runs:
-            raise BadInput("--baseline-from needs the candidate's runs too: --from FILE (repeat it for each run)")
-        if runs:
-            from kbtool.evidence.run_evidence import evidence_from_runs
-
-            found = evidence_from_runs(runs, baselines_given, metric_name, repo, ignore_conditions)
-            evidence += found.evidence
-            scope = {**found.applies_to, **scope}
-            for note in found.notes:
-                self.note(note)
-            # a finding shows something only when some change's interval is clear of zero, from valid runs
-            if found.unclear or found.invalid:
-                why = "a run is invalid" if found.invalid else "no change's 95% interval is clear of zero"
-                if status == "confirmed":
-                    self.note(f"{why}: recorded as tentative, not confirmed")
-                status = "tentative" if status in (None, "confirmed") else status
-            body = _run_body(found, body)
-        if not evidence:
-            raise BadInput(
-                "a finding records what was measured, and nothing was: give metrics (--metric NAME=VALUE; MCP "
-                "metrics) or a benchmark export (--from; MCP artifact); an open question is a gap"
-            )
-        data: dict[str, Any] = {
-            "kind": "finding",
-            "title": title,
-            "claim": claim or title,
-            "evidence": evidence,
-            "applies_to": scope,
-            "tags": list(tags),
-            "environment": dict(self.machine_environment()),
-            "status": status or ("confirmed" if evidence else "tentative"),
-        }
-        checked_status(data["status"])
-        state = repo_state(repo) if repo is not None else None
-        if repo is not None and state is None:
-            require_repository(repo)  # a repository with no commit yet records nothing; a mistyped path is refused
-        if state:
-            data["repo"] = state
-        data["provenance"] = {k: v for k, v in (("project", project), ("agent", agent)) if v}
-        gap = self._open_gap(closes) if closes else None
-        existing = [c.data for c in self.summaries(kind="finding")]
-        related = related_findings(data, existing)
-        if strict and (related["duplicates"] or related["contradictions"]):
-            raise CheckFailed(
-                "not written (--strict): likely duplicates "
-                + (", ".join(related["duplicates"]) or "none")
-                + "; contradicts "
-                + (", ".join(related["contradictions"]) or "nothing")
-            )
-        if gap is not None:
-            data["links"] = {"closes": [gap.id]}
-        extra = (
-            (
-                lambda card: {
-                    gap.path: self._render(
-                        gap.card.model_copy(update={"closed_by": [*gap_of(gap).closed_by, card.id]}), gap.body, gap.path
-                    )
-                }
-            )
-            if gap
-            else None
-        )
-        stored = self._create(data, body, origin="new finding", extra_writes=extra)
-        self._refresh_lexical()
-        return stored, related
-
-    def record_finding(self, finding: FindingInput, agent: str | None = None) -> FindingAdded:
-        """add_finding from one parsed JSON object (`kb add-finding --json-input`, MCP add_finding)."""
-        from kbtool.evidence.finding_input import finding_arguments
-
-        args = finding_arguments(finding)
-        if not args["title"]:
-            raise BadInput("a finding needs a title")
         said = len(self.notices)
-        stored, related = self.add_finding(**args, agent=agent)
+        asked = requested(finding, agent)
+        found = measured(finding, asked, self._runs(finding))
+        for note in found.notes:
+            self.note(note)
+        repo = _repository(finding.repo)
+        gap = self._open_gap(finding.closes) if finding.closes else None
+        existing = [c.data for c in self.summaries(kind="finding")]
+        environment = self.machine_environment()
+        plan = card_plan(finding, found, environment, repo, gap.id if gap else None, agent, existing, strict)
+        stored = self._create(plan.data, plan.body, origin="new finding", extra_writes=self._closing(gap))
+        self._refresh_lexical()
         evidence = stored.card.evidence if isinstance(stored.card, Finding) else []
         return FindingAdded(
             id=stored.id,
             path=stored.path,
             status=stored.card.status,
-            related=relations(related),
+            related=relations(plan.related),
             evidence=len(evidence),
             judged=sum(1 for e in evidence if e.baseline is not None),
             notes=self.notices[said:],
         )
+
+    def _runs(self, finding: FindingInput) -> RunEvidence | None:
+        """The benchmark runs the finding names, read and judged; None when it names none."""
+        runs = finding.artifacts()
+        if not runs:
+            return None
+        from kbtool.evidence.run_evidence import evidence_from_runs
+
+        return evidence_from_runs(
+            [Path(run) for run in runs],
+            [Path(run) for run in finding.baseline_from or []],
+            finding.metric_name or "metric",
+            Path(finding.repo) if finding.repo else None,
+            finding.ignore_conditions,
+        )
+
+    def _closing(self, gap: StoredCard | None) -> Callable[[CardBase], dict[str, str]] | None:
+        """The gap a finding closes, rewritten in the same commit to name the finding in closed_by."""
+        if gap is None:
+            return None
+
+        def closed(card: CardBase) -> dict[str, str]:
+            update = {"closed_by": [*gap_of(gap).closed_by, card.id]}
+            return {gap.path: self._render(gap.card.model_copy(update=update), gap.body, gap.path)}
+
+        return closed
 
     def _open_gap(self, ref: str) -> StoredCard:
         try:
@@ -259,18 +191,14 @@ class Findings(KnowledgeBaseCore):
         return [evidence], [found.id]
 
 
-def _run_body(found: Any, body: str) -> str:
-    """The card's body: the generated paragraph, the person's own notes, then each clear change (the rest in one
-    line), what could not be compared, and the invalid runs."""
-    parts = [found.summary] + ([body.strip()] if body.strip() else [])
-    if found.verdicts:
-        clear = [line for line in found.verdicts if not line.endswith(": no clear change")]
-        unclear = [line[2:].split(": ", 1)[0] for line in found.verdicts if line.endswith(": no clear change")]
-        lines = clear + ([f"- no clear change: {', '.join(unclear)}"] if unclear else [])
-        heading = f"## Against the baseline: {found.runs} run(s) against {found.baseline_runs}"
-        parts.append(heading + "\n\n" + "\n".join(lines))
-    if found.notes:
-        parts.append("## Not compared\n\n" + "\n".join(f"- {note}" for note in found.notes))
-    if found.invalid:
-        parts.append("## Invalid runs\n\n" + "\n".join(f"- {why}" for why in found.invalid))
-    return "\n\n".join(parts) + "\n"
+def _repository(path: str | None) -> dict[str, Any] | None:
+    """The experiment repository's state to record; a repository with no commit yet records nothing, a
+    mistyped path is refused."""
+    if path is None:
+        return None
+    from kbtool.evidence.provenance import repo_state, require_repository
+
+    state = repo_state(Path(path))
+    if state is None:
+        require_repository(Path(path))
+    return state or None

@@ -67,21 +67,7 @@ class Search(KnowledgeBaseCore):
                 f"the query has {len(request.query):,} characters, over the limit of {limit:,} "
                 "(kb.toml [limits] query_chars)"
             )
-
-        if request.mode != "bm25" and self.semantic_embedder() is None:
-            if request.mode == "vector":
-                _ = self.embedder  # raises SemanticUnavailable: a vector-only search has no fallback
-            request = request.model_copy(update={"mode": "bm25"})
-        building = self._vectors_building
-        if request.mode != "bm25" and building is not None and building.is_alive():
-            if request.mode == "vector":
-                building.join()
-            else:
-                self.note(
-                    "the semantic leg is still being built (the model and the vectors load in the background); "
-                    "keyword (BM25) results only for now"
-                )
-                request = request.model_copy(update={"mode": "bm25"})
+        request = self._with_usable_mode(request)
         semantic = request.mode != "bm25"
         if self._searcher is None:
             from kbtool.search.rerankers import reranker_for
@@ -99,11 +85,35 @@ class Search(KnowledgeBaseCore):
         if environment:
             result = self._applying(result, environment, wanted.only_applying, wanted.k)
         if request.env:
-            target = self.project_environment()
-            for i, hit in enumerate(result.hits):
-                why = self.may_not_apply(hit.id, target)
-                if why:
-                    result.hits[i] = hit.model_copy(update={"may_not_apply": why})
+            result = self._flag_elsewhere(result)
+        return result
+
+    def _with_usable_mode(self, request: SearchRequest) -> SearchRequest:
+        """The request in a mode this process can run now: keyword only while the semantic leg is missing
+        (its packages) or still being built in the background; a vector-only search has no fallback."""
+        if request.mode != "bm25" and self.semantic_embedder() is None:
+            if request.mode == "vector":
+                _ = self.embedder  # raises SemanticUnavailable
+            return request.model_copy(update={"mode": "bm25"})
+        building = self._vectors_building
+        if request.mode != "bm25" and building is not None and building.is_alive():
+            if request.mode == "vector":
+                building.join()
+                return request
+            self.note(
+                "the semantic leg is still being built (the model and the vectors load in the background); "
+                "keyword (BM25) results only for now"
+            )
+            return request.model_copy(update={"mode": "bm25"})
+        return request
+
+    def _flag_elsewhere(self, result: SearchResult) -> SearchResult:
+        """Each finding measured on another GPU, engine or driver version than this project's, said why (--env)."""
+        target = self.project_environment()
+        for i, hit in enumerate(result.hits):
+            why = self.may_not_apply(hit.id, target)
+            if why:
+                result.hits[i] = hit.model_copy(update={"may_not_apply": why})
         return result
 
     def _judged_by(self, request: SearchRequest) -> dict[str, str]:

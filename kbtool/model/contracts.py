@@ -27,6 +27,8 @@ from pydantic import (
 
 from kbtool.model.applicability import Applies, parse_environment
 from kbtool.model.errors import BadInput
+from kbtool.model.fields import Filter, filters_of, parse_assignments
+from kbtool.model.measures import Condition, is_scalar, metric_fields
 from kbtool.model.records import Problem
 from kbtool.model.validation import describe_error, field_path, model_for
 from kbtool.model.vocabulary import DIRECTIONS, KINDS, MODES, STATUSES, words
@@ -53,6 +55,22 @@ def _strings(value: Any) -> Any:
 
 
 Strings = Annotated[tuple[str, ...], BeforeValidator(_strings)]
+
+
+def _filters(value: Any, info: ValidationInfo) -> Any:
+    """`field=value` and `field!=value` strings, as the CLI, a --batch line, the daemon and MCP send them,
+    parsed once into Filters (an unknown field: InvalidField, worded as --where has always said it)."""
+    items = (value,) if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        return value  # pydantic says it is not a list
+    for n, item in enumerate(items):
+        if not isinstance(item, (str, Filter)):
+            raise ValueError(f"{info.field_name}[{n}]: {item!r} is not a string")
+    return tuple(filters_of(items))
+
+
+# conditions on any card field, parsed once where the request is made
+Filters = Annotated[tuple[Filter, ...], BeforeValidator(_filters)]
 
 
 class Contract(BaseModel):
@@ -120,7 +138,7 @@ class SearchRequest(Contract):
     kind: SearchKind | None = Field(None, description="only cards of this kind (skill: only skills)")
     status: StatusName | None = Field(None, description="only cards with this status")
     tags: Strings = Field((), description="cards carrying all of these tags")
-    where: Strings = Field((), description="field=value conditions, all must match (applies_to.hardware=B200)")
+    where: Filters = Field((), description="field=value conditions, all must match (applies_to.hardware=B200)")
     mode: Mode = Field(MODES[0], description=f"ranking: {words(MODES)}")
     explain: bool = Field(False, strict=True, description="each hit's rank and score in each leg")
     sources: bool = Field(True, strict=True, description="also search the knowledge bases kb.toml names as [[sources]]")
@@ -524,21 +542,41 @@ class GateRunResult(Contract):
 # --- the experiment loop --------------------------------------------------------------------
 
 
-def is_scalar(value: Any) -> bool:
-    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+class Metric(Contract):
+    """One measured metric of a finding, as `--metric tpot=0.56ms --baseline tpot=0.71ms` or the JSON
+    `"tpot": "0.56ms"` / `{"value": 0.56, "unit": "ms", "p99": 0.61, ...}` give it (read by
+    kbtool.model.measures.metric_fields, whose errors name the metric and the keys kb takes)."""
+
+    value: float
+    unit: str | None = None
+    command: str | None = Field(None, description="the command that measured it")
+    baseline: float | None = Field(None, description="the baseline's value, in the same unit")
+    direction: Direction | None = Field(None, description="which way is better (guessed from the name when left out)")
+    samples: int | None = Field(None, ge=1, description="how many measurements the value summarises")
+    stats: dict[str, float] = Field(default_factory=dict, description="p50, p99, std, ... as the tool reported them")
+    conditions: dict[str, Condition] = Field(
+        default_factory=dict, description="what it was measured under, e.g. concurrency=32"
+    )
+
+    def entry(self, name: str) -> dict[str, Any]:
+        """Its evidence entry as a card holds it: only what was given."""
+        given = self.model_dump(exclude_none=True)
+        return {"metric": name, **{k: v for k, v in given.items() if v != {}}}
 
 
 class FindingInput(Contract):
-    """A finding as one JSON object (`kb add-finding --json-input`, the MCP add_finding tool). The
-    metrics' own objects are checked by finding_input.metrics_from_json, whose errors say which of
-    a metric's keys and statistics kb takes."""
+    """One finding to record: what `kb add-finding` builds from its flags or reads as JSON
+    (--json-input), and what the MCP add_finding tool sends. The metrics are typed here (Metric), the
+    scope (applies_to) is typed by the finding card's model here, so the library gets both parsed once."""
 
     title: str | None = None
     claim: str | None = None
-    metrics: dict[str, Any] | None = None
-    baseline: dict[str, Any] | None = None
+    metrics: dict[str, Metric] | None = None
+    baseline: dict[str, Metric] | None = None
     direction: Direction | None = None
-    applies_to: dict[str, Any] | None = None
+    applies_to: dict[str, Any] | None = Field(
+        None, description="scope, typed as a finding's applies_to: {field: value or [values]} or `field=value` pairs"
+    )
     status: str | None = None
     project: str | None = None
     closes: str | None = None
@@ -558,15 +596,38 @@ class FindingInput(Contract):
         (), description="load conditions to compare across when they differ (e.g. input_tokens); the finding says so"
     )
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # populate_by_name: Python callers write artifact=...; JSON (parse) still takes only "from"
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
 
-    # one message per value, not one per member of a str | int | float union
-    @field_validator("applies_to")
+    @field_validator("metrics", "baseline", mode="before")
     @classmethod
-    def _scope(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        for key, values in (value or {}).items():
-            if not all(is_scalar(v) for v in (values if isinstance(values, list) else [values])):
-                raise ValueError(f"applies_to.{key} must be a string, number or list of them")
+    def _metrics(cls, value: Any, info: ValidationInfo) -> Any:
+        """Each metric read once, here; BadInput (not a ValueError) keeps measures' wording as it is."""
+        if not isinstance(value, dict):
+            return value  # None, or the type error pydantic words
+        return {
+            name: raw if isinstance(raw, Metric) else Metric(**metric_fields(raw, f"{info.field_name}.{name}"))
+            for name, raw in value.items()
+        }
+
+    @field_validator("applies_to", mode="before")
+    @classmethod
+    def _scope(cls, value: Any) -> Any:
+        """{"hardware": "B200"} (JSON) or ["hardware=B200"] (--applies-to), typed by the finding's model:
+        one parse, so the facade and the index get the values a card holds."""
+        if isinstance(value, dict):
+            # one message per value, not one per member of a str | int | float union
+            for key, values in value.items():
+                if not all(is_scalar(v) for v in (values if isinstance(values, list) else [values])):
+                    raise ValueError(f"applies_to.{key} must be a string, number or list of them")
+            value = [
+                f"{key}={v}"
+                for key, values in value.items()
+                for v in (values if isinstance(values, list) else [values])
+            ]
+        if isinstance(value, (list, tuple)) and all(isinstance(pair, str) for pair in value):
+            typed = parse_assignments([f"applies_to.{pair}" for pair in value], model_for("finding"))
+            return typed.get("applies_to", {})
         return value
 
     @field_validator("conditions")
@@ -577,13 +638,9 @@ class FindingInput(Contract):
                 raise ValueError(f"conditions.{key}: expected a string or a number")
         return value
 
-    def scope(self) -> list[str]:
-        """applies_to as the `key=value` pairs --applies-to takes."""
-        return [
-            f"{key}={value}"
-            for key, values in (self.applies_to or {}).items()
-            for value in (values if isinstance(values, list) else [values])
-        ]
+    def artifacts(self) -> list[str]:
+        """The candidate's exports, one per run."""
+        return [self.artifact] if isinstance(self.artifact, str) else list(self.artifact or [])
 
 
 class FindingRelations(Contract):

@@ -216,6 +216,13 @@ def parse_filters(pairs: Iterable[str], flag: str = "--where") -> list[Filter]:
     return filters
 
 
+def filters_of(where: Iterable[str | Filter], flag: str = "--where") -> list[Filter]:
+    """Filters as callers hold them: `field=value` strings parsed (parse_filters), parsed ones kept as they are."""
+    given = list(where)
+    pairs = [w for w in given if isinstance(w, str)]
+    return [w for w in given if isinstance(w, Filter)] + (parse_filters(pairs, flag) if pairs else [])
+
+
 def _declares(model: type[BaseModel], parts: list[str]) -> bool:
     try:
         annotation_at(model, [p for p in parts if not p.isdigit()], "", through_lists=True)

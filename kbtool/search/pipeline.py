@@ -15,7 +15,7 @@ from typing import Any
 
 from kbtool.model.contracts import HitSource, SearchHit, SearchRequest, SearchResult
 from kbtool.model.errors import BadInput
-from kbtool.model.fields import card_conditions, parse_filters
+from kbtool.model.fields import card_conditions
 from kbtool.search.embeddings import Embedder
 from kbtool.search.index import Index
 from kbtool.search.ranking import (
@@ -64,9 +64,8 @@ class Searcher:
         text = clean_query(request.query)
         if not text:
             raise BadInput("empty query: say what to look for")
-        filters = parse_filters(request.where)
         cards = self.index.cards
-        allowed = self.index.matching(card_conditions(request.kind, request.status, request.tags, filters))
+        allowed = self.index.matching(card_conditions(request.kind, request.status, request.tags, request.where))
 
         terms = query_terms(text)
         legs: dict[str, dict[int, Any]] = {}

@@ -1,6 +1,6 @@
-"""Evidence: `kb add-finding`, a finding from measured numbers or a benchmark's exports (KnowledgeBase.
-add_finding, kbtool.evidence.formats reading them); and evidence as people read it: `kb compare`, two
-sets of runs (or two findings) side by side, each
+"""Evidence: `kb add-finding`, a finding from measured numbers or a benchmark's exports (its flags, or its
+--json-input, made one FindingInput for KnowledgeBase.record_finding; kbtool.evidence.formats reads the
+exports); and evidence as people read it: `kb compare`, two sets of runs (or two findings) side by side, each
 metric's change with its 95% interval and a verdict (KnowledgeBase.compare, kbtool.evidence.repeats
 underneath); `kb plot`, a metric across findings or a session's progress as a picture
 (KnowledgeBase.plot and plot_session, kbtool.evidence.plots underneath)."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -32,6 +32,9 @@ from kbtool.surfaces.cli.base import (
     print_json,
     show_notices,
 )
+
+if TYPE_CHECKING:
+    from kbtool.model.contracts import FindingInput
 
 
 @app.command()
@@ -185,7 +188,6 @@ def add_finding(
     """Record an experiment's finding with measured evidence; one commit, the index updated.
 
     Run by an agent (see `kb review`), the finding is tentative until a person confirms it."""
-    from kbtool.evidence.finding_input import finding_arguments, parse_conditions, parse_metric_flags
     from kbtool.model.contracts import FindingInput
 
     base = open_kb(kb, allow_secret)
@@ -204,46 +206,60 @@ def add_finding(
             raise BadInput(
                 f"--json-input takes every field from stdin; {', '.join(given)} would be ignored, so drop it"
             )
-        args = finding_arguments(FindingInput.parse(_json_stdin(), "--json-input"))
-        args["repo"] = args["repo"] or repo
+        finding = FindingInput.parse(_json_stdin(), "--json-input")
+        if not finding.title:
+            raise BadInput("a finding needs a --title")
     else:
-        args = {
-            "title": title,
-            "claim": claim,
-            "metrics": parse_metric_flags(metric or [], "--metric"),
-            "baselines": parse_metric_flags(baseline or [], "--baseline"),
-            "direction": direction,
-            "applies_to": applies_to or [],
-            "status": status,
-            "project": project,
-            "closes": closes,
-            "tags": tag or [],
-            "artifact": from_file or None,
-            "baseline_artifacts": baseline_from or [],
-            "metric_name": metric_name,
-            "repo": repo,
-            "body": body or "",
-            "command": command,
-            "conditions": parse_conditions(condition or [], "--condition"),
-            "ignore_conditions": ignore_condition or [],
-        }
-    if not args["title"]:
-        raise BadInput("a finding needs a --title")
-    if args["repo"] is None:
-        args["repo"] = git_top(Path.cwd())
-    stored, related = base.add_finding(**args, strict=strict, agent=current_agent())
-    for label in ("duplicates", "contradictions"):
-        if related[label]:
-            typer.echo(
-                f"kb: warning: likely {label[:-1] if label.endswith('s') else label}s of {stored.id}: "
-                f"{', '.join(related[label])}",
-                err=True,
-            )
+        finding = _finding_from_flags(
+            {
+                "title": title,
+                "claim": claim,
+                "metrics": metric or [],
+                "baseline": baseline or [],
+                "direction": direction,
+                "applies_to": applies_to or [],
+                "status": status,
+                "project": project,
+                "closes": closes,
+                "tags": tag or [],
+                "from": [str(path) for path in from_file or []],
+                "baseline_from": [str(path) for path in baseline_from or []],
+                "metric_name": metric_name,
+                "body": body,
+                "command": command,
+                "conditions": condition or [],
+                "ignore_conditions": ignore_condition or [],
+            }
+        )
+    if not finding.repo:  # the experiment's repository: --repo, else the working directory's, when it is one
+        top = repo or git_top(Path.cwd())
+        finding = finding.model_copy(update={"repo": str(top) if top else None})
+    added = base.record_finding(finding, agent=current_agent(), strict=strict)
+    for label, ids in added.related.model_dump().items():
+        if ids:
+            typer.echo(f"kb: warning: likely {label} of {added.id}: {', '.join(ids)}", err=True)
     show_notices(base)
     if as_json:
-        print_json({**stored.to_dict(), "related": related})
+        print_json({**base.get(added.id).to_dict(), "related": added.related.model_dump()})
     else:
-        typer.echo(stored.id)
+        typer.echo(added.id)
+
+
+def _finding_from_flags(flags: dict[str, Any]) -> FindingInput:
+    """The FindingInput `kb add-finding`'s flags say, each flag's errors in its own words: the metrics and
+    conditions read here (`tpot=0.56ms`, `concurrency=32`), the scope's `key=value` pairs by the contract."""
+    from kbtool.evidence.finding_input import parse_conditions, parse_metric_flags
+    from kbtool.model.contracts import FindingInput
+    from kbtool.model.measures import checked_direction
+
+    flags["metrics"] = parse_metric_flags(flags["metrics"], "--metric")
+    flags["baseline"] = parse_metric_flags(flags["baseline"], "--baseline")
+    flags["conditions"] = parse_conditions(flags["conditions"], "--condition")
+    if not flags["title"]:
+        raise BadInput("a finding needs a --title")
+    if flags["direction"] is not None:
+        checked_direction(flags["direction"], "--direction")
+    return FindingInput.parse({key: value for key, value in flags.items() if value is not None})
 
 
 def _json_stdin() -> Any:
