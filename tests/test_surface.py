@@ -27,6 +27,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     ],
     "store": [
         {"commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch", "secrets"},
+        {"git_runner"},
         {"incoming", "repository", "sources"},
         {"history", "sync", "importer", "exchange"},
     ],

@@ -11,9 +11,7 @@ changed since is never overwritten or removed without --force: the change may be
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,7 +26,8 @@ from kbtool.skills.scan import ScanFinding, refusal, scan_skill
 from kbtool.skills.spec import SKILL_FILE, load_skill, skill_folders
 from kbtool.store.config import LimitsSection
 from kbtool.store.files import LinkOut, link_out
-from kbtool.store.git_urls import GIT_ENV, check_git_url
+from kbtool.store.git_runner import GitFailed, clone, run_git
+from kbtool.store.git_urls import check_git_url
 from kbtool.store.repository import SKILLS_DIR
 from kbtool.store.scratch import scratch
 
@@ -99,23 +98,10 @@ def is_git_source(source: str, ref: str | None) -> bool:
 
 
 def _is_bare_repository(path: Path) -> bool:
-    out = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--is-bare-repository"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **GIT_ENV},
-    )
-    return out.returncode == 0 and out.stdout.strip() == "true"
-
-
-def _git(*args: str, cwd: Path | None = None) -> str:
-    out = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, **GIT_ENV}, timeout=600
-    )
-    if out.returncode != 0:
-        last = (out.stderr.strip().splitlines() or ["failed"])[-1]
-        raise BadInput(f"git {args[0]}: {last}")
-    return out.stdout.strip()
+    try:
+        return run_git("rev-parse", "--is-bare-repository", cwd=path) == "true"
+    except GitFailed:
+        return False
 
 
 def _skills_in(root: Path, names: Iterable[str]) -> list[Path]:
@@ -211,9 +197,9 @@ def _from_git(url: str, ref: str | None, work: Path, names: Iterable[str]) -> li
     source = str(Path(url).resolve()) if Path(url).is_dir() else check_git_url(url, "skill source")
     # named as the repository: a skill at its top must bear the name of the folder holding it
     checkout = work / "repo" / (source.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git") or "repo")
-    _git("clone", "--quiet", "--no-checkout", "--", source, str(checkout))
+    clone(source, checkout, "no-checkout")
     commit = resolve_commit(checkout, ref)
-    _git("-c", "advice.detachedHead=false", "checkout", "--quiet", commit, cwd=checkout)
+    run_git("-c", "advice.detachedHead=false", "checkout", "--quiet", commit, cwd=checkout)
     shutil.rmtree(checkout / ".git")
     return [
         _copied(
@@ -236,14 +222,10 @@ def _from_git(url: str, ref: str | None, work: Path, names: Iterable[str]) -> li
 def resolve_commit(checkout: Path, ref: str | None) -> str:
     """The commit a ref names in a fresh clone: a branch (as origin/REF), a tag, a commit; HEAD without one."""
     for candidate in [f"origin/{ref}", f"refs/tags/{ref}", ref] if ref else ["HEAD"]:
-        out = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}"],
-            cwd=checkout,
-            capture_output=True,
-            text=True,
-        )
-        if out.returncode == 0:
-            return out.stdout.strip()
+        try:
+            return run_git("rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}", cwd=checkout)
+        except GitFailed:
+            continue
     raise BadInput(f"@{ref}: no such branch, tag or commit in the repository")
 
 
@@ -252,7 +234,7 @@ def newest_ref(checkout: Path, ref: str | None) -> str | None:
     (whose tip is then newest), the same commit for a commit."""
     if ref is None:
         return None
-    tags = _git("tag", "--list", "--sort=-v:refname", cwd=checkout).splitlines()
+    tags = run_git("tag", "--list", "--sort=-v:refname", cwd=checkout).splitlines()
     return tags[0] if ref in tags and tags else ref
 
 
@@ -381,8 +363,7 @@ def _respec(entry: Locked, to: Path, kb_root: Path | None) -> tuple[str, list[st
     if ref is not None:
         check_git_url(entry.source, f"{LOCK_FILE}: {entry.name}: source")  # a lock file is text anyone may edit
         with scratch(staging.SCRATCH_PREFIX) as work:
-            _git("clone", "--quiet", "--bare", "--", entry.source, str(work / "repo"))
-            ref = newest_ref(work / "repo", ref)
+            ref = newest_ref(clone(entry.source, work / "repo", "bare"), ref)
     spec = entry.source + (f"@{ref}" if ref else "")
     return spec, [entry.subdir.rsplit("/", 1)[-1]] if entry.subdir else []
 

@@ -528,16 +528,6 @@ def _refusal(exc: BaseException) -> str:
     return f"git refused the write ({detail[:300]}); nothing was changed"
 
 
-def git_reason(exc: git.GitCommandError) -> str:
-    """git's reason in one line: its first fatal: or error: line, else its last words; never empty (GitPython
-    quotes git's stderr, so a message ending in a newline ends in a line holding only the quote, and git ends
-    some messages with a blank line)."""
-    cleaned = (line.strip().removeprefix("stderr: ").strip("'").strip() for line in str(exc.stderr or "").splitlines())
-    lines = [line for line in cleaned if line]
-    reasons = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return reasons[0] if reasons else lines[-1] if lines else f"exit status {exc.status}"
-
-
 def _missing_dirs(paths: Iterable[Path], root: Path) -> list[Path]:
     """Folders a write will create, deepest first, so a rollback can remove them again."""
     missing: set[Path] = set()
