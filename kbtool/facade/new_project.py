@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbtool.model import markdown
 from kbtool.model.cards import Gate
@@ -33,6 +33,7 @@ from kbtool.store.repository import Executable
 from kbtool.store.scratch import scratch as temp_folder
 
 if TYPE_CHECKING:
+    from kbtool.model.fields import Filter
     from kbtool.facade.knowledge_base import KnowledgeBase
 
 
@@ -272,7 +273,7 @@ def new_project(
         raise
 
 
-def _applies(data: dict, filters: list) -> bool:
+def _applies(data: dict[str, Any], filters: list[Filter]) -> bool:
     from kbtool.model.fields import values_at
 
     return all(f.matches(data) or not values_at(data, f.path) for f in filters)

@@ -68,7 +68,7 @@ def clone(source: str, into: Path, kind: CloneKind = "checkout") -> Path:
     return into
 
 
-def stderr_reason(stderr: str, status: int | str | None) -> str:
+def stderr_reason(stderr: str, status: object) -> str:
     """git's reason in one line: its first fatal: or error: line, else its last words; never empty (GitPython
     quotes git's stderr, so a message ending in a newline ends in a line holding only the quote, and git ends
     some messages with a blank line)."""
