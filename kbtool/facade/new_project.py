@@ -33,8 +33,8 @@ from kbtool.store.repository import Executable
 from kbtool.store.scratch import scratch as temp_folder
 
 if TYPE_CHECKING:
-    from kbtool.model.fields import Filter
     from kbtool.facade.knowledge_base import KnowledgeBase
+    from kbtool.model.fields import Filter
 
 
 def _is_git_url(location: str) -> bool:
