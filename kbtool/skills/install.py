@@ -31,7 +31,6 @@ from kbtool.store.git_urls import check_git_url
 from kbtool.store.repository import SKILLS_DIR
 from kbtool.store.scratch import scratch
 
-DEFAULT_TO = Path(".agents") / "skills"  # the project folder the Agent Skills clients share (Codex, Cursor, ...)
 BUNDLED = f"kbtool:{KB_SKILL}"  # the kb skill that ships inside kbtool
 TRUST_HINT = "read every finding with `kb skill scan`; --trust installs it anyway"
 
