@@ -35,7 +35,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "agents": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
-        {"chunking", "onnx_queries", "vectors", "rerankers"},
+        {"chunking", "onnx_queries", "vectors"},
         {"embeddings"},
         {"ranking", "evaluation"},
         {"lexical"},

@@ -27,10 +27,6 @@ class IndexSection(_Section):
     embedding_model: str = DEFAULT_MODEL
 
 
-class SearchSection(_Section):
-    reranker: str = Field(default="none", description="a stage after fusion, by name (kbtool.search.rerankers)")
-
-
 class LimitsSection(_Section):
     """What one card, query, import or MCP request may hold; past a limit kb refuses, naming it. The
     defaults sit well above what real cards hold (the starter KB's largest card is 54 KB) and well below
@@ -95,7 +91,6 @@ class SourceSection(_Section):
 class Config(_Section):
     kb: KbSection = KbSection()
     index: IndexSection = IndexSection()
-    search: SearchSection = SearchSection()
     limits: LimitsSection = LimitsSection()
     curation: CurationSection = CurationSection()
     gates: GatesSection = GatesSection()
