@@ -89,7 +89,7 @@ class CardMeta:
 
 
 @dataclass(frozen=True)
-class Document:
+class IndexedFile:
     """What the index keeps of one file: a card, or a skill's SKILL.md (kind "skill", id its name)."""
 
     path: str
@@ -102,7 +102,7 @@ class Document:
     fts_title: str  # BM25 weighs it x4 on the lead chunk: a card's title, a skill's name and description
 
     @classmethod
-    def of_card(cls, stored: StoredCard) -> Document:
+    def of_card(cls, stored: StoredCard) -> IndexedFile:
         card = stored.card
         return cls(
             stored.path,
@@ -116,7 +116,7 @@ class Document:
         )
 
     @classmethod
-    def read(cls, path: Path, root: Path, rel: str) -> Document:
+    def read(cls, path: Path, root: Path, rel: str) -> IndexedFile:
         """InvalidCard (or InvalidSkill) when the file does not parse or validate."""
         if not rel.startswith(f"{SKILLS_DIR}/"):
             return cls.of_card(StoredCard.read(path, root))
@@ -270,7 +270,7 @@ class Index:
             known = {row[0]: row[1:] for row in self.db.execute("SELECT path, file_hash, mtime_ns, size FROM cards")}
             on_disk = self._files()
             stats.scanned = len(on_disk)
-            upserts: list[tuple[Document, str, os.stat_result]] = []
+            upserts: list[tuple[IndexedFile, str, os.stat_result]] = []
             touched: list[tuple[str, os.stat_result]] = []
             for rel, name in on_disk.items():
                 st = os.stat(name)
@@ -291,7 +291,7 @@ class Index:
                     touched.append((rel, st))
                     continue
                 try:
-                    doc = Document.read(path, self.store.root, rel)
+                    doc = IndexedFile.read(path, self.store.root, rel)
                 except (InvalidCard, InvalidSkill):
                     stats.invalid.append(rel)  # kb lint reports why; search skips it
                     continue
@@ -362,7 +362,7 @@ class Index:
         self.db.conn.execute("DELETE FROM chunks WHERE card_path = ?", (rel,))
         self.db.conn.execute("DELETE FROM cards WHERE path = ?", (rel,))
 
-    def _insert_card(self, doc: Document, file_hash: str, st: os.stat_result) -> None:
+    def _insert_card(self, doc: IndexedFile, file_hash: str, st: os.stat_result) -> None:
         data = json.dumps(doc.data, ensure_ascii=False)
         self.db.conn.execute(
             "INSERT INTO cards (path, id, kind, title, status, data, file_hash, mtime_ns, size) "

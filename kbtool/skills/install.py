@@ -36,7 +36,7 @@ TRUST_HINT = "read every finding with `kb skill scan`; --trust installs it anywa
 
 
 @dataclass(frozen=True)
-class Candidate:
+class FetchedSkill:
     """A skill fetched into a temporary folder, with where it came from."""
 
     name: str
@@ -129,7 +129,7 @@ def _skills_in(root: Path, names: Iterable[str]) -> list[Path]:
 
 
 @contextmanager
-def fetch(spec: str, kb_root: Path | None, names: Iterable[str] = ()) -> Iterator[list[Candidate]]:
+def fetch(spec: str, kb_root: Path | None, names: Iterable[str] = ()) -> Iterator[list[FetchedSkill]]:
     """The skills SOURCE[@REF] names, each copied into a temporary folder (removed afterwards):
     `kbtool:kb` (kbtool's own kb skill), a git repository (URL, or a local path that is a bare
     repository or is given a ref), a folder, or the name of a skill in the knowledge base."""
@@ -192,7 +192,7 @@ def _subdir(folder: Path, root: Path) -> str | None:
     return None if rel == "." else rel
 
 
-def _from_git(url: str, ref: str | None, work: Path, names: Iterable[str]) -> list[Candidate]:
+def _from_git(url: str, ref: str | None, work: Path, names: Iterable[str]) -> list[FetchedSkill]:
     source = str(Path(url).resolve()) if Path(url).is_dir() else check_git_url(url, "skill source")
     # named as the repository: a skill at its top must bear the name of the folder holding it
     checkout = work / "repo" / (source.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git") or "repo")
@@ -237,7 +237,7 @@ def newest_ref(checkout: Path, ref: str | None) -> str | None:
     return tags[0] if ref in tags and tags else ref
 
 
-def _copied(folder: Path, work: Path, origin: Locked) -> Candidate:
+def _copied(folder: Path, work: Path, origin: Locked) -> FetchedSkill:
     """The skill copied out of its source (no .git, no caches), checked against the specification."""
     skill = load_skill(folder, origin.source if origin.subdir is None else f"{origin.source}:{origin.subdir}")
     copy = work / "skills" / skill.name
@@ -245,7 +245,7 @@ def _copied(folder: Path, work: Path, origin: Locked) -> Candidate:
         raise BadInput(f"two skills named {skill.name} in the source")
     shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(*IGNORED))
     origin.name = skill.name
-    return Candidate(name=skill.name, folder=copy, origin=origin)
+    return FetchedSkill(name=skill.name, folder=copy, origin=origin)
 
 
 def install(
@@ -291,7 +291,7 @@ def _check_replaceable(lock: Lock, target: Path, name: str, force: bool) -> None
         raise Conflict(f"{target} was changed since kb installed it; --force replaces it (and the change)")
 
 
-def _planned(lock: Lock, candidate: Candidate, to: Path, findings: list[ScanFinding]) -> Installed:
+def _planned(lock: Lock, candidate: FetchedSkill, to: Path, findings: list[ScanFinding]) -> Installed:
     """What installing candidate changes (its lock entry set in lock); nothing is written yet."""
     target = to / candidate.name
     digest = folder_digest(candidate.folder)
