@@ -26,8 +26,8 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     "store": [
-        {"commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch", "secrets"},
-        {"git_runner"},
+        {"atomic_files", "commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch"},
+        {"git_identity", "git_runner", "secrets"},
         {"incoming", "repository", "sources"},
         {"history", "sync", "importer", "exchange"},
     ],

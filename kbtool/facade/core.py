@@ -33,8 +33,9 @@ from kbtool.model.vocabulary import STATE_DIR
 from kbtool.store.commits import card_message
 from kbtool.store.config import Config, load_config
 from kbtool.store.files import link_out
+from kbtool.store.git_identity import author_name
 from kbtool.store.locate import resolve_root
-from kbtool.store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Store, author_name, is_file
+from kbtool.store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Store, is_file
 
 if TYPE_CHECKING:
     import threading
@@ -328,7 +329,7 @@ class KnowledgeBaseCore:
         data.setdefault("provenance", {})
         data["provenance"].setdefault("created", date.today())
         if "author" not in data["provenance"]:
-            data["provenance"]["author"] = author_name(self.store)
+            data["provenance"]["author"] = author_name(self.store.repo)
         with self.store.lock():
             ids = self.ids()
             if "id" in data:

@@ -25,11 +25,11 @@ from kbtool.model.contracts import ImportSummary
 from kbtool.model.errors import BadInput, Conflict, KbError, NotAKnowledgeBase
 from kbtool.model.records import CardSummary, StoredCard
 from kbtool.model.validation import validate_card
+from kbtool.store.atomic_files import Executable
 from kbtool.store.commits import commit_message
 from kbtool.store.git_runner import GitFailed, clone
 from kbtool.store.git_urls import check_git_url
 from kbtool.store.locate import find_root
-from kbtool.store.repository import Executable
 from kbtool.store.scratch import scratch as temp_folder
 
 if TYPE_CHECKING:
