@@ -38,7 +38,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"chunking", "onnx_queries", "vectors"},
         {"embeddings"},
         {"ranking", "evaluation"},
-        {"lexical"},
+        {"indexed", "lexical"},
         {"index"},
         {"pipeline"},
     ],

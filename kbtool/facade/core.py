@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from kbtool.model.applicability import Applies
     from kbtool.model.policy import Policy
     from kbtool.search.embeddings import Embedder
-    from kbtool.search.index import Index, RefreshStats
+    from kbtool.search.index import Index
+    from kbtool.search.indexed import RefreshStats
     from kbtool.search.pipeline import Searcher
     from kbtool.skills.spec import Skill
 
