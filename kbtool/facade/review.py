@@ -17,11 +17,11 @@ from kbtool.curation.review import (
 )
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model import markdown
-from kbtool.model.cards import INACTIVE_STATUSES
 from kbtool.model.errors import BadInput, Changed, InvalidCard
 from kbtool.model.fields import drop_none
 from kbtool.model.records import StoredCard
 from kbtool.model.validation import validate_card
+from kbtool.model.vocabulary import INACTIVE_STATUSES
 from kbtool.store.commits import card_message, checked_reason, commit_message
 from kbtool.store.git_identity import author_name
 

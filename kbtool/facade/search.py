@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable
+from typing import Any
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import nothing_to_judge
@@ -124,7 +125,7 @@ class Search(KnowledgeBaseCore):
         """Each hit marked with how it applies to the environment; those scoped elsewhere after every hit
         that applies (in score order within each), or left out with only; cut to k."""
 
-        def scope(hit: SearchHit) -> dict | None:
+        def scope(hit: SearchHit) -> dict[str, Any] | None:
             if hit.kind == "skill":
                 return None
             base, rest = self.owner_of(hit.id)

@@ -27,7 +27,8 @@ class CardMeta:
     @cached_property
     def data(self) -> dict[str, Any]:
         """Parsed on first use: most queries touch only the frontmatter of their hits."""
-        return json.loads(self.data_json)
+        data: dict[str, Any] = json.loads(self.data_json)
+        return data
 
     @cached_property
     def summary_json(self) -> str:

@@ -17,9 +17,8 @@ from pathlib import Path
 import git
 
 from kbtool.model import markdown
-from kbtool.model.cards import KINDS
 from kbtool.model.errors import KbError
-from kbtool.model.vocabulary import CONFIG_FILE
+from kbtool.model.vocabulary import CONFIG_FILE, KINDS
 from kbtool.store.config import LimitsSection, parse_config
 
 CARDS_DIR = "kb"

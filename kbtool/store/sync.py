@@ -152,7 +152,7 @@ def _merged_commit(
 
 def _show(repo: git.Repo, rev: str, rel: str) -> str | None:
     try:
-        return repo.git.show(f"{rev}:{rel}", strip_newline_in_stdout=False)
+        return str(repo.git.show(f"{rev}:{rel}", strip_newline_in_stdout=False))
     except git.GitCommandError:
         return None  # not there on that side
 

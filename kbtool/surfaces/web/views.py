@@ -32,7 +32,7 @@ SIMILAR = 5
 
 
 def markdown_html(text: str) -> str:
-    return _MARKDOWN.render(text)
+    return str(_MARKDOWN.render(text))
 
 
 @dataclass
@@ -76,7 +76,7 @@ def search(kb: KnowledgeBase, filters: Filters) -> dict[str, Any]:
 
 def _field_text(value: Any) -> str:
     if isinstance(value, (dict, list)):
-        return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100).strip()
+        return str(yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100)).strip()
     return str(value)
 
 
