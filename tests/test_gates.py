@@ -247,3 +247,22 @@ def test_a_gate_whose_lock_entry_is_deleted_stays_locked(cli, kb, tmp_path):
     git(kb.root, "commit", "-qam", "restore the gate")
     assert cli("gate", "lock", gate).exit_code == 0
     assert gate in json.loads(lock.read_text())["gates"] and cli("gate", "verify").exit_code == 0
+
+
+# --- the run log: one writer (run_gate), one reader (gate_runs) --------------------------------------
+
+
+def test_gate_runs_reads_back_what_run_gate_recorded_oldest_first_past_a_torn_line(kb, tmp_path):
+    gate = compare_gate(kb, threshold=1.0)  # the same run on both sides: a speedup of 1, a pass
+    assert kb.gate_runs(gate) == []  # never run: no log, no error
+    project = project_with_runs(tmp_path / "p")
+    first = kb.run_gate(gate, in_dir=project)
+    log = kb.root / "runs" / "gates" / f"{gate}.jsonl"
+    with log.open("a", encoding="utf-8") as handle:
+        handle.write('{"passed": tr\n')  # a line cut short by hand: the runs around it still read
+    kb.run_gate(gate, in_dir=project, record=False)  # not recorded
+    second = kb.run_gate(gate, in_dir=tmp_path)  # recorded: no runs here, so it fails
+    runs = kb.gate_runs(gate)
+    assert [(run["passed"], run["value"]) for run in runs] == [(first.passed, first.value), (False, second.value)]
+    assert first.passed and not second.passed
+    assert kb.gate_runs("no-such-gate") == []

@@ -159,3 +159,22 @@ def test_card_files_ignore_temp_files(kb, tmp_path):
     (kb.root / "kb" / "gap" / ".real-card.md.123.tmp").write_text("half")
     assert [p.name for p in kb.store.card_files()] == ["real-card.md"]
     assert isinstance(kb.store.card_files()[0], Path)
+
+
+def test_a_kb_toml_naming_no_reranker_still_loads_and_any_other_is_refused(kb):
+    """kb ships no reranker, so the stage is gone; `[search] reranker = "none"`, the old default some
+    kb.toml files spell out, still loads, and a named reranker is refused in one line (exit 2)."""
+    config = kb.root / "kb.toml"
+    config.write_text(config.read_text() + '\n[search]\nreranker = "none"\n')
+    listed = subprocess.run(
+        [sys.executable, "-m", "kbtool", "--kb", str(kb.root), "list"], capture_output=True, text=True
+    )
+    assert listed.returncode == 0, listed.stderr
+    config.write_text(config.read_text().replace('"none"', '"cross-encoder"'))
+    refused = subprocess.run(
+        [sys.executable, "-m", "kbtool", "--kb", str(kb.root), "list"], capture_output=True, text=True
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "kb: error: kb.toml: search.reranker: 'cross-encoder' is not one of 'none'"
+    ]

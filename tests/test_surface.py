@@ -28,7 +28,8 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     "store": [
-        {"commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch", "secrets"},
+        {"atomic_files", "commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch"},
+        {"git_identity", "git_runner", "secrets"},
         {"incoming", "repository", "sources"},
         {"history", "sync", "importer", "exchange"},
     ],
@@ -36,10 +37,10 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "agents": [{"targets", "config_files"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
-        {"chunking", "onnx_queries", "vectors", "rerankers"},
+        {"chunking", "onnx_queries", "vectors"},
         {"embeddings"},
         {"ranking", "evaluation"},
-        {"lexical"},
+        {"indexed", "lexical"},
         {"index"},
         {"pipeline"},
     ],

@@ -282,7 +282,7 @@ def test_git_s_reason_is_never_empty():
     fatal: line, never nothing."""
     from git import GitCommandError
 
-    from kbtool.store.repository import git_reason
+    from kbtool.store.git_runner import git_reason
 
     broken = GitCommandError(["git", "fetch"], 1, b"fatal: bad object worktrees/sync-1/HEAD\nerror: not all sent\n\n")
     assert git_reason(broken) == "fatal: bad object worktrees/sync-1/HEAD"

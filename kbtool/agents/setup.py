@@ -32,7 +32,7 @@ from kbtool.store.repository import SKILLS_DIR
 
 
 @dataclass(frozen=True)
-class Change:
+class SetupChange:
     what: str  # added, updated, unchanged, removed, absent, kept, skipped (a link out of the knowledge base)
     path: Path
     detail: str
@@ -95,7 +95,7 @@ def install_into(
     read_only: bool = False,
     name: str = "kb",
     home: Path | None = None,
-) -> list[Change]:
+) -> list[SetupChange]:
     """kb into each client: its MCP entry and the kb skill. Everything is checked (the knowledge
     bases, each configuration file readable and free of a foreign server of that name) before
     anything is written."""
@@ -109,17 +109,17 @@ def install_into(
     runs = kb_command()
     entry: dict[str, Any] = {"command": runs[0], "args": [*runs[1:], *serve_args(named, read_only)]}
     default_root = named[0][1]
-    changes: list[Change] = []
+    changes: list[SetupChange] = []
     for t in chosen:  # a dry pass: a foreign entry or an unreadable file stops it all here
         _check_writable(t, name, entry)
     command = " ".join([entry["command"], *entry["args"]])
     for t in chosen:
         if t.config is not None and t.config_format is not None:
             what = put_server(t.config, t.config_format, name, entry)
-            changes.append(Change(what, t.config, f"MCP server {name!r}: {command}"))
+            changes.append(SetupChange(what, t.config, f"MCP server {name!r}: {command}"))
         for done in install(kb_skill_source(default_root), t.skills, default_root):
             if all(c.path != done.path for c in changes):
-                changes.append(Change(done.change, done.path, f"the kb skill ({done.locked.sha256[:19]}…)"))
+                changes.append(SetupChange(done.change, done.path, f"the kb skill ({done.locked.sha256[:19]}…)"))
     return changes
 
 
@@ -137,10 +137,10 @@ def _check_writable(t: Target, name: str, entry: dict[str, Any]) -> None:
 
 def uninstall_from(
     clients: Iterable[str], scope: str, project: Path, name: str = "kb", home: Path | None = None, force: bool = False
-) -> list[Change]:
+) -> list[SetupChange]:
     """What install put in, taken out: kb's MCP entry, and the kb skill while it is as installed
     (one changed since stays, and says so, unless force)."""
-    changes: list[Change] = []
+    changes: list[SetupChange] = []
     chosen = targets(clients, scope, project, home)
     for t in chosen:
         if t.config is not None and t.config_format is not None:
@@ -150,18 +150,18 @@ def uninstall_from(
                 "absent": f"no MCP server {name!r}",
                 "kept": f"MCP server {name!r} is not kb's; left as it is",
             }[what]
-            changes.append(Change(what, t.config, detail))
+            changes.append(SetupChange(what, t.config, detail))
         skill = t.skills / KB_SKILL
         if any(c.path == skill for c in changes):
             continue
         if not t.skills.is_dir() or KB_SKILL not in Lock(t.skills).skills:
-            changes.append(Change("absent", skill, "the kb skill was not installed here by kb"))
+            changes.append(SetupChange("absent", skill, "the kb skill was not installed here by kb"))
             continue
         try:
             remove(t.skills, [KB_SKILL], force)
-            changes.append(Change("removed", skill, "the kb skill"))
+            changes.append(SetupChange("removed", skill, "the kb skill"))
         except Conflict:
-            changes.append(Change("kept", skill, "changed since it was installed; --force removes it"))
+            changes.append(SetupChange("kept", skill, "changed since it was installed; --force removes it"))
     for t in chosen:  # the folders install made for them, when nothing else is left in them
         base = (project.resolve() if scope == "project" else (home or Path.home())).resolve()
         for leaf in (t.skills, t.config.parent if t.config is not None else None):
@@ -181,7 +181,7 @@ def _prune_empty(folder: Path | None, base: Path) -> None:
 
 def write_plugin(
     folder: Path, kb_specs: Iterable[str] = (), read_only: bool = False, name: str | None = None
-) -> list[Change]:
+) -> list[SetupChange]:
     """A Claude Code plugin in folder: .claude-plugin/plugin.json and marketplace.json (the folder is
     its own marketplace), .mcp.json running `kb serve` (kb from PATH; each knowledge base at
     ${KB_DIR...}, defaulting to its path here), and skills/: the kb skill and every valid skill of
@@ -219,26 +219,26 @@ def write_plugin(
             written.parent.mkdir(parents=True, exist_ok=True)
             written.write_text(text, encoding="utf-8")
         what = "unchanged" if before == text else "updated" if before else "added"
-        changes.append(Change(what, written, "manifest"))
+        changes.append(SetupChange(what, written, "manifest"))
     skills = folder / SKILLS_DIR
     links: list[LinkOut] = []  # a skill folder that leads out of the knowledge base: not the knowledge base's
     in_kb = skill_folders(root / SKILLS_DIR, root, links.append)
-    changes += [Change("skipped", found.path, found.what()) for found in links]
+    changes += [SetupChange("skipped", found.path, found.what()) for found in links]
     valid = []
     for skill_folder in (f for f in in_kb if f.name != KB_SKILL):
         violations = check_skill(skill_folder)  # a link in it among them: nothing of an invalid skill is copied
         if violations:
-            changes.append(Change("skipped", skill_folder, f"not a valid skill: {violations[0]}"))
+            changes.append(SetupChange("skipped", skill_folder, f"not a valid skill: {violations[0]}"))
         else:
             valid.append(skill_folder)
     sources = [kb_skill_source(root), *(f"kb:{f.name}" for f in valid)]
     kept = set()
     for source in sources:
         for done in install(source, skills, root, force=True):
-            changes.append(Change(done.change, done.path, f"skill {done.name}"))
+            changes.append(SetupChange(done.change, done.path, f"skill {done.name}"))
             kept.add(done.name)
     gone = sorted(set(Lock(skills).skills) - kept)  # skills the knowledge base no longer has
-    changes += [Change("removed", path, f"skill {path.name}") for path in remove(skills, gone, force=True)]
+    changes += [SetupChange("removed", path, f"skill {path.name}") for path in remove(skills, gone, force=True)]
     return changes
 
 

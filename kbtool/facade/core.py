@@ -33,8 +33,9 @@ from kbtool.model.vocabulary import STATE_DIR
 from kbtool.store.commits import card_message
 from kbtool.store.config import Config, load_config
 from kbtool.store.files import link_out
+from kbtool.store.git_identity import author_name
 from kbtool.store.locate import resolve_root
-from kbtool.store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Store, author_name, is_file
+from kbtool.store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Store, is_file
 
 if TYPE_CHECKING:
     import threading
@@ -43,7 +44,8 @@ if TYPE_CHECKING:
     from kbtool.model.applicability import Applies
     from kbtool.model.policy import Policy
     from kbtool.search.embeddings import Embedder
-    from kbtool.search.index import Index, RefreshStats
+    from kbtool.search.index import Index
+    from kbtool.search.indexed import RefreshStats
     from kbtool.search.pipeline import Searcher
     from kbtool.skills.spec import Skill
 
@@ -341,7 +343,7 @@ class KnowledgeBaseCore:
         data.setdefault("provenance", {})
         data["provenance"].setdefault("created", date.today())
         if "author" not in data["provenance"]:
-            data["provenance"]["author"] = author_name(self.store)
+            data["provenance"]["author"] = author_name(self.store.repo)
         with self.store.lock():
             ids = self.ids()
             if "id" in data:

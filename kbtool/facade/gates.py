@@ -8,14 +8,23 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kbtool.curation.review import is_unreviewed, reviewed_card
 from kbtool.facade.core import KnowledgeBaseCore
+from kbtool.model.cards import Gate
 from kbtool.model.contracts import GateRunResult, LockCheck
 from kbtool.model.errors import BadInput, Conflict, InvalidCard
-from kbtool.model.records import gate_of
+from kbtool.model.parsing import Unparsable, json_document
+from kbtool.model.records import StoredCard, gate_of
 from kbtool.store.commits import commit_message
+from kbtool.store.files import link_out
 from kbtool.store.repository import LOCK_FILE
+
+if TYPE_CHECKING:
+    from kbtool.curation.gate_lock import GateLock
+
+GATE_RUNS_DIR = "runs/gates"  # a gate's run log per gate, committed: the history its verdicts have
 
 
 class Gates(KnowledgeBaseCore):
@@ -30,7 +39,7 @@ class Gates(KnowledgeBaseCore):
         command the project's law. A gate an agent wrote is locked only after review. A gate whose
         file is missing is refused, naming the file; a gate locked before kb locked files gets its
         files locked when named."""
-        from kbtool.curation.gate_lock import file_problems, gate_hash, lock_entry, render_lock
+        from kbtool.curation.gate_lock import render_lock
 
         with self.store.lock():
             locks = self.gate_locks()
@@ -40,49 +49,57 @@ class Gates(KnowledgeBaseCore):
             newly: builtins.list[str] = []
             skipped: dict[str, str] = {}
             for stored in gates:
-                gate = gate_of(stored)
-                held = locks.get(stored.id) or dropped.get(stored.id)
-                if (
-                    stored.id in dropped
-                    and held is not None
-                    and held.sha256 == gate_hash(gate, stored.body)
-                    and not file_problems(gate, held, self.root)
-                ):  # put back as it was locked: its entry returns
-                    locks[stored.id] = held
+                outcome = self._lock_of(stored, locks.get(stored.id), dropped.get(stored.id), bool(named))
+                if isinstance(outcome, str):
+                    skipped[stored.id] = outcome
+                elif outcome is not None:
+                    locks[stored.id] = outcome
                     newly.append(stored.id)
-                    continue
-                if held is not None:
-                    if held.sha256 != gate_hash(gate, stored.body):
-                        raise Conflict(
-                            f"gate {stored.id!r} changed since it was locked; restore it from git, or "
-                            f"supersede it with a new gate"
-                        )
-                    problems = file_problems(gate, held, self.root)
-                    if not problems:
-                        continue
-                    if held.files:  # a file it runs changed since: that is what the lock is for
-                        raise Conflict(problems[0][1])
-                    if not named:
-                        skipped[stored.id] = "locked before kb locked the files it runs; read them, then lock it by id"
-                        continue
-                elif is_unreviewed(stored.card):
-                    if named:
-                        raise BadInput(
-                            f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has "
-                            f"reviewed it; read its command, then `kb confirm {stored.id}` before locking it"
-                        )
-                    skipped[stored.id] = f"written by {stored.card.provenance.agent}, not reviewed"
-                    continue
-                elif not named and stored.card.status != "confirmed":
-                    skipped[stored.id] = f"{stored.card.status}, not confirmed"
-                    continue
-                locks[stored.id] = lock_entry(gate, stored.body, self.root)
-                newly.append(stored.id)
             if newly:
                 self.store.write(
                     {LOCK_FILE: render_lock(locks)}, commit_message(f"kb gate lock: {', '.join(newly)}", "gate-lock")
                 )
         return newly, skipped
+
+    def _lock_of(
+        self, stored: StoredCard, current: GateLock | None, dropped: GateLock | None, named: bool
+    ) -> GateLock | str | None:
+        """What `kb gate lock` does with one gate: the lock entry to record, why it is skipped, or None when
+        its lock stands as it is. named: the gate was asked for by id (a person read it), not swept up."""
+        from kbtool.curation.gate_lock import file_problems, gate_hash, lock_entry
+
+        gate = gate_of(stored)
+        held = current or dropped
+        if (
+            dropped is not None
+            and held is not None
+            and held.sha256 == gate_hash(gate, stored.body)
+            and not file_problems(gate, held, self.root)
+        ):  # put back as it was locked: its entry returns
+            return held
+        if held is not None:
+            if held.sha256 != gate_hash(gate, stored.body):
+                raise Conflict(
+                    f"gate {stored.id!r} changed since it was locked; restore it from git, or "
+                    f"supersede it with a new gate"
+                )
+            problems = file_problems(gate, held, self.root)
+            if not problems:
+                return None
+            if held.files:  # a file it runs changed since: that is what the lock is for
+                raise Conflict(problems[0][1])
+            if not named:
+                return "locked before kb locked the files it runs; read them, then lock it by id"
+        elif is_unreviewed(stored.card):
+            if named:
+                raise BadInput(
+                    f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has "
+                    f"reviewed it; read its command, then `kb confirm {stored.id}` before locking it"
+                )
+            return f"written by {stored.card.provenance.agent}, not reviewed"
+        elif not named and stored.card.status != "confirmed":
+            return f"{stored.card.status}, not confirmed"
+        return lock_entry(gate, stored.body, self.root)
 
     def verify_gates(self) -> LockCheck:
         """Every locked gate, and each file its command runs, against kb.lock: ok, how many are locked, and
@@ -134,13 +151,35 @@ class Gates(KnowledgeBaseCore):
         The run, with the judged repository's name, remote and commit, is appended to
         runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
         that finding in the same commit (its reviewer is recorded as gate:<id>)."""
-        from kbtool.curation.gate_lock import file_problems, gate_hash, named_files
         from kbtool.curation.gates import run_gate
-        from kbtool.evidence.provenance import repo_state
-        from kbtool.store.secrets import redact_record
 
         stored = self.get(ref)
         gate = gate_of(stored)
+        intact = self._runnable(stored, gate, require_lock)
+        target = self.get(confirms) if confirms else None
+        if target is not None:
+            if target.card.kind != "finding":
+                raise InvalidCard(f"--confirms {target.id}: a gate confirms findings, and this is a {target.card.kind}")
+            if not record:
+                raise BadInput("--confirms records its verdict; it cannot be combined with --no-record")
+            if not intact:
+                raise BadInput(f"--confirms: gate {stored.id!r} is not locked; only a locked gate confirms findings")
+        project = self.gate_project(in_dir, default_dir)
+        if record:
+            self.store.require_writable()  # said before the command runs, not after: a run is recorded or not run
+            self.store.inside(gate_run_log(stored.id))  # a log that is a link out of the knowledge base: refused first
+        if before is not None:
+            before(gate.check.what(), project)
+        result = run_gate(gate, cwd=str(project), kb_root=str(self.root))
+        if record:
+            self._record_gate_run(stored.id, result, project, target)
+        return result
+
+    def _runnable(self, stored: StoredCard, gate: Gate, require_lock: bool) -> bool:
+        """Refuse a gate nobody accepted, or one whose lock no longer matches it or the files it runs (or, with
+        require_lock, one not locked): nothing may run then. Whether it is locked and matches its lock."""
+        from kbtool.curation.gate_lock import file_problems, gate_hash, named_files
+
         if is_unreviewed(gate):
             raise BadInput(
                 f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has reviewed "
@@ -176,39 +215,49 @@ class Gates(KnowledgeBaseCore):
             )
         if locked is None:
             self.note(f"gate {stored.id} is not locked (`kb gate lock {stored.id}` makes its check immutable)")
-        target = self.get(confirms) if confirms else None
-        if target is not None:
-            if target.card.kind != "finding":
-                raise InvalidCard(f"--confirms {target.id}: a gate confirms findings, and this is a {target.card.kind}")
-            if not record:
-                raise BadInput("--confirms records its verdict; it cannot be combined with --no-record")
-            if not intact:
-                raise BadInput(f"--confirms: gate {stored.id!r} is not locked; only a locked gate confirms findings")
-        project = self.gate_project(in_dir, default_dir)
-        rel = f"runs/gates/{stored.id}.jsonl"
-        if record:
-            self.store.require_writable()  # said before the command runs, not after: a run is recorded or not run
-            self.store.inside(rel)  # a record that is a link out of the knowledge base: refused before anything runs
-        if before is not None:
-            before(gate.check.what(), project)
-        result = run_gate(gate, cwd=str(project), kb_root=str(self.root))
-        if record:
-            judged = repo_state(project)
-            with self.store.lock():
-                path = self.store.inside(rel)
-                earlier = path.read_text(encoding="utf-8") if path.exists() else ""
-                # a run is recorded whatever its output held: a credential in it is redacted, not committed
-                kept = redact_record({**result.record(), **({"repo": judged} if judged else {})})
-                line = json.dumps(kept, ensure_ascii=False) + "\n"
-                writes = {rel: earlier + line}
-                verdict = "pass" if result.passed else "fail"
-                confirms = None
-                if target is not None and result.passed:
-                    current = self.get(target.id)  # as it stands now, under the lock
-                    writes[current.path] = self._render(
-                        reviewed_card(current, "confirmed", f"gate:{stored.id}"), current.body, current.path
-                    )
-                    confirms = target.id
-                subject = f"kb gate run {stored.id}: {verdict}"
-                self.store.write(writes, commit_message(subject, "gate-run", id=stored.id, confirms=confirms))
-        return result
+        return intact
+
+    def _record_gate_run(self, gate_id: str, result: GateRunResult, project: Path, target: StoredCard | None) -> None:
+        """The one writer of a gate's run log: the run, with the judged repository's name, remote and commit,
+        appended to runs/gates/<id>.jsonl in one commit; a passing run confirms target in the same commit."""
+        from kbtool.evidence.provenance import repo_state
+        from kbtool.store.secrets import redact_record
+
+        rel = gate_run_log(gate_id)
+        judged = repo_state(project)
+        with self.store.lock():
+            path = self.store.inside(rel)
+            earlier = path.read_text(encoding="utf-8") if path.exists() else ""
+            # a run is recorded whatever its output held: a credential in it is redacted, not committed
+            kept = redact_record({**result.record(), **({"repo": judged} if judged else {})})
+            writes = {rel: earlier + json.dumps(kept, ensure_ascii=False) + "\n"}
+            confirms = None
+            if target is not None and result.passed:
+                current = self.get(target.id)  # as it stands now, under the lock
+                writes[current.path] = self._render(
+                    reviewed_card(current, "confirmed", f"gate:{gate_id}"), current.body, current.path
+                )
+                confirms = target.id
+            subject = f"kb gate run {gate_id}: {'pass' if result.passed else 'fail'}"
+            self.store.write(writes, commit_message(subject, "gate-run", id=gate_id, confirms=confirms))
+
+    def gate_runs(self, gate_id: str) -> builtins.list[dict[str, Any]]:
+        """The one reader of a gate's run log: its recorded runs, oldest first. A torn line is left out (the
+        others still show), and nothing is read through a link out of the knowledge base."""
+        path = self.root / gate_run_log(gate_id)
+        if not path.is_file() or link_out(self.root, path) is not None:
+            return []
+        runs = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                record = json_document(line)
+            except Unparsable:
+                continue
+            if isinstance(record, dict):
+                runs.append(record)
+        return runs
+
+
+def gate_run_log(gate_id: str) -> str:
+    """Where a gate's runs are recorded, relative to the root: one JSON line per run, appended by run_gate."""
+    return f"{GATE_RUNS_DIR}/{gate_id}.jsonl"

@@ -16,7 +16,8 @@ from kbtool.model.errors import BadInput, Conflict
 from kbtool.model.fields import drop_none, merge
 from kbtool.model.validation import validate_card
 from kbtool.store.commits import commit_message
-from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, author_name
+from kbtool.store.git_identity import author_name
+from kbtool.store.repository import CARDS_DIR, SKILLS_DIR
 
 
 class Imports(KnowledgeBaseCore):
@@ -38,7 +39,7 @@ class Imports(KnowledgeBaseCore):
                 "importing the cards would copy every one as a reference"
             )
         collection, planned = plan_import(source, self.config.limits.import_bytes)
-        today, author = date.today(), author_name(self.store)
+        today, author = date.today(), author_name(self.store.repo)
         with self.store.lock():
             existing = {s.id: s for s in self.cards()}
             writes: dict[str, str] = {}

@@ -61,7 +61,7 @@ class KnowledgeBase(Imports, Review, Gates, Findings, Search, Skills, Sources, C
         store = Store.init(root, name or root.name)
         made = cls(root)
         if store.signs_as_kb:  # its first commit was signed by kb, not by a person
-            from kbtool.store.repository import NO_IDENTITY
+            from kbtool.store.git_identity import NO_IDENTITY
 
             made.note(NO_IDENTITY)
         return made

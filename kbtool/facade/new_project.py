@@ -19,18 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import git
-
 from kbtool.model import markdown
 from kbtool.model.cards import Gate
 from kbtool.model.contracts import ImportSummary
 from kbtool.model.errors import BadInput, Conflict, KbError, NotAKnowledgeBase
 from kbtool.model.records import CardSummary, StoredCard
 from kbtool.model.validation import validate_card
+from kbtool.store.atomic_files import Executable
 from kbtool.store.commits import commit_message
-from kbtool.store.git_urls import GIT_ENV, check_git_url
+from kbtool.store.git_runner import GitFailed, clone
+from kbtool.store.git_urls import check_git_url
 from kbtool.store.locate import find_root
-from kbtool.store.repository import Executable, git_reason
 from kbtool.store.scratch import scratch as temp_folder
 
 if TYPE_CHECKING:
@@ -60,13 +59,12 @@ def open_origin(location: str, scratch: Path) -> tuple[KnowledgeBase, str, str]:
     if not (_is_git_url(location) or path.is_dir()):
         raise BadInput(f"{location}: not a knowledge base (no kb.toml) nor a git repository")
     recorded = str(path.resolve()) if path.is_dir() else location
-    clone = scratch / "origin"
     try:
-        git.Repo.clone_from(recorded, clone, env=GIT_ENV, depth=1)
-    except git.GitCommandError as exc:
-        raise BadInput(f"{location}: git clone: {git_reason(exc)}") from None
+        copy = clone(recorded, scratch / "origin", "shallow")
+    except GitFailed as exc:
+        raise BadInput(f"{location}: {exc}") from None
     try:
-        base = KnowledgeBase.open(clone)
+        base = KnowledgeBase.open(copy)
         return base, recorded, base.store.repo.head.commit.hexsha
     except NotAKnowledgeBase:  # said of the scratch clone, which the person never named
         raise BadInput(f"{location}: a git repository with no kb.toml at its top, not a knowledge base") from None

@@ -17,13 +17,13 @@ from kbtool.curation.review import (
 )
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model import markdown
-from kbtool.model.cards import INACTIVE_STATUSES
 from kbtool.model.errors import BadInput, Changed, InvalidCard
 from kbtool.model.fields import drop_none
 from kbtool.model.records import StoredCard
 from kbtool.model.validation import validate_card
+from kbtool.model.vocabulary import INACTIVE_STATUSES
 from kbtool.store.commits import card_message, checked_reason, commit_message
-from kbtool.store.repository import author_name
+from kbtool.store.git_identity import author_name
 
 
 class Review(KnowledgeBaseCore):
@@ -76,7 +76,7 @@ class Review(KnowledgeBaseCore):
         verb = "confirm" if status == "confirmed" else "refute"
         with self.store.lock():
             current = self.get(ref)
-            card = reviewed_card(current, status, reviewer or author_name(self.store) or "unknown")
+            card = reviewed_card(current, status, reviewer or author_name(self.store.repo) or "unknown")
             message = card_message(verb, card, reason, reviewed_by=card.provenance.reviewed_by)
             self.store.write({current.path: self._render(card, current.body, current.path)}, message)
         self._refresh_lexical()

@@ -70,9 +70,7 @@ class Search(KnowledgeBaseCore):
         request = self._with_usable_mode(request)
         semantic = request.mode != "bm25"
         if self._searcher is None:
-            from kbtool.search.rerankers import reranker_for
-
-            self._searcher = Searcher(self.index, None, reranker_for(self.config.search.reranker))
+            self._searcher = Searcher(self.index, None)
         if semantic and self._searcher.embedder is None:
             self._searcher.embedder = self.embedder
         self.index.refresh_if_stale(self._searcher.embedder if semantic else None)

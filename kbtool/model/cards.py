@@ -478,10 +478,6 @@ if tuple(MODELS) != KINDS:  # the light vocabulary names the kinds for the CLI's
     raise ImportError(f"vocabulary.KINDS {KINDS} differs from the card models' kinds {tuple(MODELS)}")
 
 
-def is_valid_id(value: str) -> bool:
-    return id_problem(value) is None
-
-
 def id_problem(value: Any) -> str | None:
     """Why value cannot be a card's id (it names the card's file), or None."""
     if not isinstance(value, str) or not _ID_RE.match(value):

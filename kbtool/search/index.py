@@ -15,8 +15,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +26,9 @@ from filelock import FileLock
 from kbtool.model.cards import content_hash
 from kbtool.model.errors import InvalidCard
 from kbtool.model.fields import Filter, values_at
-from kbtool.model.records import CardSummary, StoredCard
-from kbtool.search.chunking import Chunk, chunk_card, chunk_skill
+from kbtool.model.records import CardSummary
 from kbtool.search.embeddings import Embedder, cjk_bigrams
+from kbtool.search.indexed import CardMeta, IndexedFile, RefreshStats
 from kbtool.search.ranking import COLUMN_WEIGHTS, Phrase, fts_match
 
 if TYPE_CHECKING:
@@ -41,7 +39,7 @@ if TYPE_CHECKING:
     from kbtool.search.lexical import Postings
     from kbtool.search.vectors import ChunkMatrix
 
-from kbtool.skills.spec import SKILL_FILE, InvalidSkill, load_skill, skill_folders
+from kbtool.skills.spec import SKILL_FILE, InvalidSkill, skill_folders
 from kbtool.store.config import LimitsSection
 from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Store
 
@@ -54,6 +52,8 @@ EMBED_GROUP = 256  # texts per encode call: sentence-transformers batches inside
 OPTIMIZE_AFTER = 1000  # cards re-indexed in one refresh after which the keyword index is merged
 FULL_SCAN_INTERVAL_S = 5.0  # a warm process re-stats every file at most this often (kb's own writes show at once)
 Progress = Callable[[int, int], None]
+Upsert = tuple[IndexedFile, str, os.stat_result]  # a file to (re)index: what it holds, its hash, its stat
+Touched = tuple[str, os.stat_result]  # a file whose stat moved but whose text did not
 
 
 class Connection:
@@ -64,97 +64,6 @@ class Connection:
 
     def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, params)
-
-
-@dataclass
-class CardMeta:
-    path: str
-    id: str
-    kind: str
-    title: str
-    status: str
-    data_json: str
-
-    @cached_property
-    def data(self) -> dict[str, Any]:
-        """Parsed on first use: most queries touch only the frontmatter of their hits."""
-        data: dict[str, Any] = json.loads(self.data_json)
-        return data
-
-    @cached_property
-    def summary_json(self) -> str:
-        """The card as `kb list --json` prints it, made once per index generation (10k cards: ~50 ms)."""
-        return json.dumps(
-            CardSummary(self.id, self.kind, self.title, self.status, self.path, self.data).to_dict(), ensure_ascii=False
-        )
-
-
-@dataclass(frozen=True)
-class Document:
-    """What the index keeps of one file: a card, or a skill's SKILL.md (kind "skill", id its name)."""
-
-    path: str
-    id: str
-    kind: str
-    title: str
-    status: str
-    data: dict[str, Any]
-    chunks: list[Chunk]
-    fts_title: str  # BM25 weighs it x4 on the lead chunk: a card's title, a skill's name and description
-
-    @classmethod
-    def of_card(cls, stored: StoredCard) -> Document:
-        card = stored.card
-        return cls(
-            stored.path,
-            card.id,
-            card.kind,
-            card.title,
-            card.status,
-            card.model_dump(mode="json", exclude_none=True),
-            chunk_card(card, stored.body),
-            card.title,
-        )
-
-    @classmethod
-    def read(cls, path: Path, root: Path, rel: str) -> Document:
-        """InvalidCard (or InvalidSkill) when the file does not parse or validate."""
-        if not rel.startswith(f"{SKILLS_DIR}/"):
-            return cls.of_card(StoredCard.read(path, root))
-        skill = load_skill(path.parent, rel.rsplit("/", 1)[0])
-        data = {
-            "id": skill.name,
-            "kind": "skill",
-            "status": "confirmed",
-            "title": skill.name,
-            "description": skill.description,
-            **({"metadata": skill.metadata} if skill.metadata else {}),
-        }
-        return cls(
-            rel,
-            skill.name,
-            "skill",
-            skill.name,
-            "confirmed",
-            data,
-            chunk_skill(skill.name, skill.description, skill.body),
-            f"{skill.name} {skill.description}",
-        )
-
-
-@dataclass
-class RefreshStats:
-    scanned: int = 0
-    added: int = 0
-    updated: int = 0
-    removed: int = 0
-    invalid: list[str] = field(default_factory=list)
-    embedded: int = 0
-    seconds: float = 0.0
-
-    @property
-    def changed(self) -> bool:
-        return bool(self.added or self.updated or self.removed or self.embedded)
 
 
 class Index:
@@ -271,55 +180,14 @@ class Index:
             known = {row[0]: row[1:] for row in self.db.execute("SELECT path, file_hash, mtime_ns, size FROM cards")}
             on_disk = self._files()
             stats.scanned = len(on_disk)
-            upserts: list[tuple[Document, str, os.stat_result]] = []
-            touched: list[tuple[str, os.stat_result]] = []
-            for rel, name in on_disk.items():
-                st = os.stat(name)
-                old = known.get(rel)
-                if old and not force and (old[1], old[2]) == (st.st_mtime_ns, st.st_size):
-                    continue
-                path = Path(name)
-                if self.limits and not rel.startswith(f"{SKILLS_DIR}/") and self.limits.card_too_big(st.st_size):
-                    stats.invalid.append(rel)  # never read: one huge card cost minutes of embedding
-                    continue
-                try:
-                    text = path.read_text(encoding="utf-8")
-                except UnicodeDecodeError:
-                    stats.invalid.append(rel)  # kb lint names it; search, list and stats go on without it
-                    continue
-                file_hash = content_hash(text)
-                if old and not force and old[0] == file_hash:
-                    touched.append((rel, st))
-                    continue
-                try:
-                    doc = Document.read(path, self.store.root, rel)
-                except (InvalidCard, InvalidSkill):
-                    stats.invalid.append(rel)  # kb lint reports why; search skips it
-                    continue
-                upserts.append((doc, file_hash, st))
+            upserts, touched = self._changed_files(known, on_disk, force, stats.invalid)
             invalid = set(stats.invalid)
             removed = [rel for rel in known if rel not in on_disk or rel in invalid]
             stats.added = sum(1 for s, *_ in upserts if s.path not in known)
             stats.updated = len(upserts) - stats.added
             stats.removed = len(removed)
             if upserts or removed or touched:
-                with self.db.conn:
-                    for rel in removed:
-                        self._delete_card(rel)
-                    for doc, file_hash, st in upserts:
-                        self._delete_card(doc.path)
-                        self._insert_card(doc, file_hash, st)
-                    self.db.conn.executemany(
-                        "UPDATE cards SET mtime_ns = ?, size = ? WHERE path = ?",
-                        [(st.st_mtime_ns, st.st_size, rel) for rel, st in touched],
-                    )
-                    if upserts or removed:
-                        self._bump_generation()
-                if len(upserts) >= OPTIMIZE_AFTER:
-                    # merge FTS5's segments into one: the BM25 leg ran 25% faster at 100k cards (141 -> 105
-                    # ms), for ~1 s here, after a refresh that took minutes
-                    with self.db.conn:
-                        self.db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
+                self._write_changes(upserts, touched, removed)
             self._stat_signature = signature
             self._last_scan = time.monotonic()
             if upserts:
@@ -327,6 +195,62 @@ class Index:
                 # (a write followed at once by a search must find the card in both legs)
                 self._embedded_models.clear()
         return stats
+
+    def _changed_files(
+        self, known: dict[str, tuple[Any, ...]], on_disk: dict[str, str], force: bool, invalid: list[str]
+    ) -> tuple[list[Upsert], list[Touched]]:
+        """The files to (re)index, read and parsed, and those whose stat moved but whose text did not; a
+        file that cannot be indexed is added to invalid (kb lint says why; search, list and stats go on)."""
+        upserts: list[Upsert] = []
+        touched: list[Touched] = []
+        for rel, name in on_disk.items():
+            st = os.stat(name)
+            old = known.get(rel)
+            if old and not force and (old[1], old[2]) == (st.st_mtime_ns, st.st_size):
+                continue
+            path = Path(name)
+            text = self._text_of(rel, path, st)
+            if text is None:
+                invalid.append(rel)
+                continue
+            file_hash = content_hash(text)
+            if old and not force and old[0] == file_hash:
+                touched.append((rel, st))
+                continue
+            try:
+                upserts.append((IndexedFile.read(path, self.store.root, rel), file_hash, st))
+            except (InvalidCard, InvalidSkill):
+                invalid.append(rel)
+        return upserts, touched
+
+    def _text_of(self, rel: str, path: Path, st: os.stat_result) -> str | None:
+        """A file's text; None for a card over the size limit (never read: one huge card cost minutes of
+        embedding) or a file that is not UTF-8."""
+        if self.limits and not rel.startswith(f"{SKILLS_DIR}/") and self.limits.card_too_big(st.st_size):
+            return None
+        try:
+            return path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    def _write_changes(self, upserts: list[Upsert], touched: list[Touched], removed: list[str]) -> None:
+        with self.db.conn:
+            for rel in removed:
+                self._delete_card(rel)
+            for doc, file_hash, st in upserts:
+                self._delete_card(doc.path)
+                self._insert_card(doc, file_hash, st)
+            self.db.conn.executemany(
+                "UPDATE cards SET mtime_ns = ?, size = ? WHERE path = ?",
+                [(st.st_mtime_ns, st.st_size, rel) for rel, st in touched],
+            )
+            if upserts or removed:
+                self._bump_generation()
+        if len(upserts) >= OPTIMIZE_AFTER:
+            # merge FTS5's segments into one: the BM25 leg ran 25% faster at 100k cards (141 -> 105
+            # ms), for ~1 s here, after a refresh that took minutes
+            with self.db.conn:
+                self.db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
 
     def embed_missing(self, embedder: Embedder, progress: Progress | None = None) -> int:
         """Embed every chunk that has no vector for this model, a group at a time, each group written
@@ -363,7 +287,7 @@ class Index:
         self.db.conn.execute("DELETE FROM chunks WHERE card_path = ?", (rel,))
         self.db.conn.execute("DELETE FROM cards WHERE path = ?", (rel,))
 
-    def _insert_card(self, doc: Document, file_hash: str, st: os.stat_result) -> None:
+    def _insert_card(self, doc: IndexedFile, file_hash: str, st: os.stat_result) -> None:
         data = json.dumps(doc.data, ensure_ascii=False)
         self.db.conn.execute(
             "INSERT INTO cards (path, id, kind, title, status, data, file_hash, mtime_ns, size) "

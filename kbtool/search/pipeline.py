@@ -20,7 +20,6 @@ from kbtool.search.embeddings import Embedder
 from kbtool.search.index import Index
 from kbtool.search.ranking import (
     LEG_WEIGHTS,
-    Fused,
     LegHit,
     card_ranking,
     clean_query,
@@ -29,7 +28,6 @@ from kbtool.search.ranking import (
     query_terms,
     snippet,
 )
-from kbtool.search.rerankers import DEPTH, Candidate, Reranker, rerank
 
 __all__ = ["CANDIDATES", "SearchRequest", "Searcher"]
 
@@ -46,7 +44,6 @@ class Searcher:
 
     index: Index
     embedder: Embedder | None
-    reranker: Reranker | None = None  # the stage after fusion kb.toml names (kbtool.search.rerankers)
     _query_vectors: dict[str, Any] = field(default_factory=dict)
     _executor: ThreadPoolExecutor | None = None
 
@@ -70,7 +67,6 @@ class Searcher:
         terms = query_terms(text)
         legs: dict[str, dict[int, Any]] = {}
         truncated: set[str] = set()  # legs cut at their candidate limit: more matched than they returned
-        needed = max(request.k, DEPTH) if self.reranker is not None else request.k
         lexical = None
         if request.mode in ("hybrid", "bm25"):
             chunk_filter = self.index.chunks_of(allowed) if allowed is not None else None
@@ -78,7 +74,7 @@ class Searcher:
                 # SQLite, numpy and torch release the GIL: the BM25 leg runs while the query is embedded
                 words = phrases(terms)
                 lexical = self._pool().submit(
-                    self._leg, lambda limit: self.index.lexical(words, chunk_filter, limit), needed
+                    self._leg, lambda limit: self.index.lexical(words, chunk_filter, limit), request.k
                 )
             else:
                 legs["bm25"] = {}
@@ -87,17 +83,13 @@ class Searcher:
             # the model reads at most ~256 word pieces; embedding a 100 KB query would only cost time
             vector = self._query_vector(text[:2000])
             embedder = self.embedder
-            legs["vector"], cut = self._leg(lambda limit: self.index.vector(embedder, vector, mask, limit), needed)
+            legs["vector"], cut = self._leg(lambda limit: self.index.vector(embedder, vector, mask, limit), request.k)
             truncated |= {"vector"} if cut else set()
         if lexical is not None:
             ranking, cut = lexical.result()
             legs = {"bm25": ranking, **legs}
             truncated |= {"bm25"} if cut else set()
-        fused = fuse(legs, self.index.statuses, truncated)
-        fused_rank = {f.card: n for n, f in enumerate(fused[:DEPTH], 1)} if self.reranker is not None else {}
-        if self.reranker is not None and len(fused) > 1:
-            fused = self._reranked(self.reranker, text, fused)
-        fused = fused[: request.k]
+        fused = fuse(legs, self.index.statuses, truncated)[: request.k]
         rows = self.index.chunk_rows(f.best_chunk for f in fused)
         hits_out = []
         for f in fused:
@@ -118,8 +110,6 @@ class Searcher:
                 explain.update(
                     {"weights": {n: LEG_WEIGHTS[n] for n in legs}, "demoted": f.demoted, "chunk_heading": heading}
                 )
-                if self.reranker is not None:
-                    explain["reranker"] = {"name": self.reranker.name, "fused_rank": fused_rank[f.card]}
             hits_out.append(
                 SearchHit(
                     id=card.id,
@@ -149,18 +139,6 @@ class Searcher:
             if len(ranking) >= needed or limit >= MAX_CANDIDATES:
                 return ranking, True
             limit *= WIDEN
-
-    def _reranked(self, reranker: Reranker, query: str, fused: list[Fused]) -> list[Fused]:
-        top = fused[:DEPTH]
-        rows = self.index.chunk_rows(f.best_chunk for f in top)
-        cards = self.index.cards
-        candidates = [
-            Candidate(
-                cards[f.card].id, cards[f.card].kind, cards[f.card].title, rows.get(f.best_chunk, ("", ""))[1], f.score
-            )
-            for f in top
-        ]
-        return [top[i] for i in rerank(reranker, query, candidates)] + fused[DEPTH:]
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:

@@ -11,9 +11,7 @@ changed since is never overwritten or removed without --force: the change may be
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,17 +26,17 @@ from kbtool.skills.scan import ScanFinding, refusal, scan_skill
 from kbtool.skills.spec import SKILL_FILE, load_skill, skill_folders
 from kbtool.store.config import LimitsSection
 from kbtool.store.files import LinkOut, link_out
-from kbtool.store.git_urls import GIT_ENV, check_git_url
+from kbtool.store.git_runner import GitFailed, clone, run_git
+from kbtool.store.git_urls import check_git_url
 from kbtool.store.repository import SKILLS_DIR
 from kbtool.store.scratch import scratch
 
-DEFAULT_TO = Path(".agents") / "skills"  # the project folder the Agent Skills clients share (Codex, Cursor, ...)
 BUNDLED = f"kbtool:{KB_SKILL}"  # the kb skill that ships inside kbtool
 TRUST_HINT = "read every finding with `kb skill scan`; --trust installs it anyway"
 
 
 @dataclass(frozen=True)
-class Candidate:
+class FetchedSkill:
     """A skill fetched into a temporary folder, with where it came from."""
 
     name: str
@@ -99,23 +97,10 @@ def is_git_source(source: str, ref: str | None) -> bool:
 
 
 def _is_bare_repository(path: Path) -> bool:
-    out = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--is-bare-repository"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **GIT_ENV},
-    )
-    return out.returncode == 0 and out.stdout.strip() == "true"
-
-
-def _git(*args: str, cwd: Path | None = None) -> str:
-    out = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, **GIT_ENV}, timeout=600
-    )
-    if out.returncode != 0:
-        last = (out.stderr.strip().splitlines() or ["failed"])[-1]
-        raise BadInput(f"git {args[0]}: {last}")
-    return out.stdout.strip()
+    try:
+        return run_git("rev-parse", "--is-bare-repository", cwd=path) == "true"
+    except GitFailed:
+        return False
 
 
 def _skills_in(root: Path, names: Iterable[str]) -> list[Path]:
@@ -144,7 +129,7 @@ def _skills_in(root: Path, names: Iterable[str]) -> list[Path]:
 
 
 @contextmanager
-def fetch(spec: str, kb_root: Path | None, names: Iterable[str] = ()) -> Iterator[list[Candidate]]:
+def fetch(spec: str, kb_root: Path | None, names: Iterable[str] = ()) -> Iterator[list[FetchedSkill]]:
     """The skills SOURCE[@REF] names, each copied into a temporary folder (removed afterwards):
     `kbtool:kb` (kbtool's own kb skill), a git repository (URL, or a local path that is a bare
     repository or is given a ref), a folder, or the name of a skill in the knowledge base."""
@@ -207,13 +192,13 @@ def _subdir(folder: Path, root: Path) -> str | None:
     return None if rel == "." else rel
 
 
-def _from_git(url: str, ref: str | None, work: Path, names: Iterable[str]) -> list[Candidate]:
+def _from_git(url: str, ref: str | None, work: Path, names: Iterable[str]) -> list[FetchedSkill]:
     source = str(Path(url).resolve()) if Path(url).is_dir() else check_git_url(url, "skill source")
     # named as the repository: a skill at its top must bear the name of the folder holding it
     checkout = work / "repo" / (source.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git") or "repo")
-    _git("clone", "--quiet", "--no-checkout", "--", source, str(checkout))
+    clone(source, checkout, "no-checkout")
     commit = resolve_commit(checkout, ref)
-    _git("-c", "advice.detachedHead=false", "checkout", "--quiet", commit, cwd=checkout)
+    run_git("-c", "advice.detachedHead=false", "checkout", "--quiet", commit, cwd=checkout)
     shutil.rmtree(checkout / ".git")
     return [
         _copied(
@@ -236,14 +221,10 @@ def _from_git(url: str, ref: str | None, work: Path, names: Iterable[str]) -> li
 def resolve_commit(checkout: Path, ref: str | None) -> str:
     """The commit a ref names in a fresh clone: a branch (as origin/REF), a tag, a commit; HEAD without one."""
     for candidate in [f"origin/{ref}", f"refs/tags/{ref}", ref] if ref else ["HEAD"]:
-        out = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}"],
-            cwd=checkout,
-            capture_output=True,
-            text=True,
-        )
-        if out.returncode == 0:
-            return out.stdout.strip()
+        try:
+            return run_git("rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}", cwd=checkout)
+        except GitFailed:
+            continue
     raise BadInput(f"@{ref}: no such branch, tag or commit in the repository")
 
 
@@ -252,11 +233,11 @@ def newest_ref(checkout: Path, ref: str | None) -> str | None:
     (whose tip is then newest), the same commit for a commit."""
     if ref is None:
         return None
-    tags = _git("tag", "--list", "--sort=-v:refname", cwd=checkout).splitlines()
+    tags = run_git("tag", "--list", "--sort=-v:refname", cwd=checkout).splitlines()
     return tags[0] if ref in tags and tags else ref
 
 
-def _copied(folder: Path, work: Path, origin: Locked) -> Candidate:
+def _copied(folder: Path, work: Path, origin: Locked) -> FetchedSkill:
     """The skill copied out of its source (no .git, no caches), checked against the specification."""
     skill = load_skill(folder, origin.source if origin.subdir is None else f"{origin.source}:{origin.subdir}")
     copy = work / "skills" / skill.name
@@ -264,7 +245,7 @@ def _copied(folder: Path, work: Path, origin: Locked) -> Candidate:
         raise BadInput(f"two skills named {skill.name} in the source")
     shutil.copytree(folder, copy, ignore=shutil.ignore_patterns(*IGNORED))
     origin.name = skill.name
-    return Candidate(name=skill.name, folder=copy, origin=origin)
+    return FetchedSkill(name=skill.name, folder=copy, origin=origin)
 
 
 def install(
@@ -310,7 +291,7 @@ def _check_replaceable(lock: Lock, target: Path, name: str, force: bool) -> None
         raise Conflict(f"{target} was changed since kb installed it; --force replaces it (and the change)")
 
 
-def _planned(lock: Lock, candidate: Candidate, to: Path, findings: list[ScanFinding]) -> Installed:
+def _planned(lock: Lock, candidate: FetchedSkill, to: Path, findings: list[ScanFinding]) -> Installed:
     """What installing candidate changes (its lock entry set in lock); nothing is written yet."""
     target = to / candidate.name
     digest = folder_digest(candidate.folder)
@@ -381,8 +362,7 @@ def _respec(entry: Locked, to: Path, kb_root: Path | None) -> tuple[str, list[st
     if ref is not None:
         check_git_url(entry.source, f"{LOCK_FILE}: {entry.name}: source")  # a lock file is text anyone may edit
         with scratch(staging.SCRATCH_PREFIX) as work:
-            _git("clone", "--quiet", "--bare", "--", entry.source, str(work / "repo"))
-            ref = newest_ref(work / "repo", ref)
+            ref = newest_ref(clone(entry.source, work / "repo", "bare"), ref)
     spec = entry.source + (f"@{ref}" if ref else "")
     return spec, [entry.subdir.rsplit("/", 1)[-1]] if entry.subdir else []
 

@@ -26,8 +26,9 @@ from kbtool.skills.spec import (
     render_skill,
     skill_folders,
 )
+from kbtool.store.atomic_files import Executable
 from kbtool.store.files import LinkOut, link_out, links_in, points_outside
-from kbtool.store.repository import SKILLS_DIR, Executable
+from kbtool.store.repository import SKILLS_DIR
 
 NEW_BODY = """# {title}
 

@@ -37,7 +37,6 @@ from kbtool.store.files import LinkOut, leads_out, link_out, links_in
 SKILL_FILE = "SKILL.md"
 NAME_MAX, DESCRIPTION_MAX, COMPATIBILITY_MAX = 64, 1024, 500
 NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
-FOLDERS = ("scripts", "references", "assets")
 LISTING_CHARS = 250  # what agent skill listings show of a description before they cut it
 # a description that says when to use the skill names a trigger: "use when", "use for", "whenever", "if the user" ...
 SAYS_WHEN = re.compile(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -28,7 +29,9 @@ class IndexSection(_Section):
 
 
 class SearchSection(_Section):
-    reranker: str = Field(default="none", description="a stage after fusion, by name (kbtool.search.rerankers)")
+    # kb ships no reranker (no reranking model is packaged for offline use), so there is no stage after
+    # fusion; "none", the old default, still loads so a kb.toml that names it keeps working
+    reranker: Literal["none"] = Field(default="none", description="kb ships no reranker: only none")
 
 
 class LimitsSection(_Section):

@@ -5,8 +5,9 @@ Git hands a URL of the form `<transport>::<address>` (and a scheme it does not k
 remote-helper program: `ext::sh -c ...` runs any command line, `fd::17` talks over a file descriptor
 and waits for ever when nothing is there. A knowledge base names URLs other people wrote, so kb takes
 only what a repository is shared over (a path, file://, http(s)://, ssh:// or user@host:path, git://),
-refuses the rest in one line before git runs, and tells every git it runs the same (GIT_ALLOW_PROTOCOL),
-so a URL that reaches git some other way (a submodule, a redirect) is refused there too.
+refuses the rest in one line before git runs, and tells every git it runs the same (GIT_ALLOW_PROTOCOL, in
+kbtool/store/git_runner.py), so a URL that reaches git some other way (a submodule, a redirect) is refused
+there too.
 """
 
 from __future__ import annotations
@@ -16,13 +17,6 @@ import re
 from kbtool.model.errors import BadInput
 
 PROTOCOLS = ("file", "git", "http", "https", "ssh")
-# what every git kb runs for a remote gets: no prompt for a password (it would wait for ever), only PROTOCOLS
-GIT_ENV = {
-    "GIT_TERMINAL_PROMPT": "0",
-    "GIT_ASKPASS": "",
-    "SSH_ASKPASS": "",
-    "GIT_ALLOW_PROTOCOL": ":".join(PROTOCOLS),
-}
 
 _HELPER = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")

@@ -42,8 +42,7 @@ class PlannedCard:
 
     @property
     def id(self) -> str:
-        card_id: str = self.data["id"]
-        return card_id
+        return str(self.data["id"])
 
 
 def import_id(*parts: str) -> str:
@@ -152,12 +151,9 @@ def _fenced(value: Any) -> str:
 
 
 def plan_blueprint(file: Path, collection: str) -> Iterator[PlannedCard]:
-    try:
-        data = json_document(file.read_text(encoding="utf-8"))
-    except (Unparsable, UnicodeDecodeError) as exc:
-        raise BadInput(f"{file}: not valid JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise BadInput(f"{file}: a blueprint is a JSON object")
+    """The cards a MetaInfer blueprint holds: its failure modes, its logic and primitive constraints, its
+    framework's components and data-flow contracts, each pointing at where in the file it came from."""
+    data = _blueprint_json(file)
     name = file.name
     meta = data.get("metadata", {}) if isinstance(data.get("metadata"), dict) else {}
     provenance = {"project": collection, **METAINFER}
@@ -166,15 +162,30 @@ def plan_blueprint(file: Path, collection: str) -> Iterator[PlannedCard]:
             f"{METAINFER['attribution']}, blueprint {meta.get('name', '')} v{meta['version']}".strip()
         )
     knowledge = nested(data, "model_layer", "architecture_knowledge_base") or {}
+    framework = data.get("framework_layer", {}) if isinstance(data.get("framework_layer"), dict) else {}
     common = {"status": "confirmed", "provenance": provenance}
-
     for entry in nested(knowledge, "failure_mode_library", "entries") or []:
-        if not isinstance(entry, dict) or not entry.get("id"):
-            continue
-        fm_id = str(entry["id"])
-        yield PlannedCard(_failure_mode(fm_id, entry, common, name), _refs_body(entry.get("source_refs") or []))
+        if isinstance(entry, dict) and entry.get("id"):
+            fm_id = str(entry["id"])
+            yield PlannedCard(_failure_mode(fm_id, entry, common, name), _refs_body(entry.get("source_refs") or []))
+    yield from _logic_constraints(nested(data, "runtime_acceptance_layer", "logic_constraints") or [], common, name)
+    yield from _primitive_constraints(knowledge.get("global_primitives_constraints") or {}, common, name)
+    yield from _components(framework.get("components") or [], common, name)
+    yield from _data_flow_contracts(framework.get("data_flow_contracts") or {}, common, name)
 
-    for i, rule in enumerate(nested(data, "runtime_acceptance_layer", "logic_constraints") or []):
+
+def _blueprint_json(file: Path) -> dict[str, Any]:
+    try:
+        data = json_document(file.read_text(encoding="utf-8"))
+    except (Unparsable, UnicodeDecodeError) as exc:
+        raise BadInput(f"{file}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise BadInput(f"{file}: a blueprint is a JSON object")
+    return data
+
+
+def _logic_constraints(rules: list[Any], common: dict[str, Any], name: str) -> Iterator[PlannedCard]:
+    for i, rule in enumerate(rules):
         heading = f"logic_constraints[{i}]"
         yield PlannedCard(
             {
@@ -190,7 +201,9 @@ def plan_blueprint(file: Path, collection: str) -> Iterator[PlannedCard]:
             _source_note(name, heading),
         )
 
-    for key, value in (knowledge.get("global_primitives_constraints") or {}).items():
+
+def _primitive_constraints(primitives: dict[str, Any], common: dict[str, Any], name: str) -> Iterator[PlannedCard]:
+    for key, value in primitives.items():
         heading = f"global_primitives_constraints.{key}"
         rule = value.get("rule") or value.get("law") if isinstance(value, dict) else value
         yield PlannedCard(
@@ -207,8 +220,9 @@ def plan_blueprint(file: Path, collection: str) -> Iterator[PlannedCard]:
             _fenced(value) + "\n\n" + _source_note(name, heading),
         )
 
-    framework = data.get("framework_layer", {}) if isinstance(data.get("framework_layer"), dict) else {}
-    for comp in framework.get("components") or []:
+
+def _components(components: list[Any], common: dict[str, Any], name: str) -> Iterator[PlannedCard]:
+    for comp in components:
         if not isinstance(comp, dict) or not comp.get("name"):
             continue
         heading = f"components.{comp['name']}"
@@ -228,7 +242,9 @@ def plan_blueprint(file: Path, collection: str) -> Iterator[PlannedCard]:
             + _source_note(name, heading),
         )
 
-    for key, value in (framework.get("data_flow_contracts") or {}).items():
+
+def _data_flow_contracts(contracts: dict[str, Any], common: dict[str, Any], name: str) -> Iterator[PlannedCard]:
+    for key, value in contracts.items():
         heading = f"data_flow_contracts.{key}"
         note = value.get("_note") if isinstance(value, dict) else None
         yield PlannedCard(

@@ -17,9 +17,8 @@ from pathlib import Path
 import git
 
 from kbtool.model import markdown
-from kbtool.model.cards import KINDS
 from kbtool.model.errors import KbError
-from kbtool.model.vocabulary import CONFIG_FILE
+from kbtool.model.vocabulary import CONFIG_FILE, KINDS
 from kbtool.store.config import LimitsSection, parse_config
 
 CARDS_DIR = "kb"
@@ -27,7 +26,7 @@ SYMLINK, SUBMODULE = "120000", "160000"
 
 
 @dataclass(frozen=True)
-class Change:
+class ChangedPath:
     """One path a move from one commit to another touches: its status letter (A, M, D, T) and new mode and
     blob (empty for a deletion)."""
 
@@ -37,13 +36,13 @@ class Change:
     blob: str
 
 
-def changes(repo: git.Repo, old: str, new: str) -> list[Change]:
+def changes(repo: git.Repo, old: str, new: str) -> list[ChangedPath]:
     """The paths that differ between two commits (a rename as a deletion and an addition)."""
     fields = repo.git.diff("--raw", "--no-renames", "-z", "--no-abbrev", old, new).split("\0")
     found = []
     for meta, path in zip(fields[0::2], fields[1::2], strict=False):
         _old_mode, mode, _old_blob, blob, status = meta.lstrip(":").split(" ")
-        found.append(Change(path, status[:1], mode, blob))
+        found.append(ChangedPath(path, status[:1], mode, blob))
     return found
 
 
@@ -72,7 +71,7 @@ def _occupied(root: Path, rel: str) -> bool:
     )
 
 
-def _problem(repo: git.Repo, change: Change, limits: LimitsSection) -> str | None:
+def _problem(repo: git.Repo, change: ChangedPath, limits: LimitsSection) -> str | None:
     if change.mode == SYMLINK:
         return "a symbolic link; kb never takes one from a remote"
     if change.mode == SUBMODULE:
@@ -84,7 +83,7 @@ def _problem(repo: git.Repo, change: Change, limits: LimitsSection) -> str | Non
     return None
 
 
-def _card_problem(repo: git.Repo, change: Change, limits: LimitsSection) -> str | None:
+def _card_problem(repo: git.Repo, change: ChangedPath, limits: LimitsSection) -> str | None:
     parts = change.path.split("/")
     if len(parts) != 3 or parts[1] not in KINDS or not parts[2].endswith(".md") or parts[2].startswith("."):
         return f"not a card: cards live in {CARDS_DIR}/<kind>/<id>.md with kind one of {', '.join(KINDS)}"
@@ -104,7 +103,7 @@ def _card_problem(repo: git.Repo, change: Change, limits: LimitsSection) -> str 
     return _invalid(check, repo, change)
 
 
-def _invalid(check: Callable[[str], object], repo: git.Repo, change: Change) -> str | None:
+def _invalid(check: Callable[[str], object], repo: git.Repo, change: ChangedPath) -> str | None:
     """What check(text) raises for the blob, as one line; None when it passes."""
     _, _, _, data = repo.git.get_object_data(change.blob)
     try:

@@ -23,13 +23,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import getpass
-import glob
 import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -41,9 +38,11 @@ from filelock import FileLock, Timeout
 
 from kbtool.model.errors import AmbiguousId, KbError, OutsidePath, ReadOnly
 from kbtool.model.vocabulary import CONFIG_FILE, STATE_DIR
+from kbtool.store.atomic_files import missing_dirs, remove_temp_files, replace_file
 from kbtool.store.commits import commit_message
 from kbtool.store.config import default_config_text
 from kbtool.store.files import LinkOut, leads_out, link_out
+from kbtool.store.git_identity import NO_IDENTITY, identity_env
 from kbtool.store.interrupts import deferred
 from kbtool.store.locate import state_dir
 from kbtool.store.secrets import check_write
@@ -332,7 +331,7 @@ class Store:
 
             def write_files() -> None:
                 for rel, text in files.items():
-                    _replace(paths[rel], text)
+                    replace_file(paths[rel], text)
 
             def commit() -> None:
                 self.repo.git.add("--all", "--", *files)
@@ -351,7 +350,7 @@ class Store:
             record = _Journal(
                 head=self.head(),
                 files={rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()},
-                new_dirs=[self.relative(d) for d in _missing_dirs(paths.values(), self.root)],
+                new_dirs=[self.relative(d) for d in missing_dirs(paths.values(), self.root)],
             )
             self.begin(record)
             try:
@@ -406,7 +405,7 @@ class Store:
         landed = self.head() != record.head
         paths = {rel: self.inside(rel) for rel in record.files}
         for path in paths.values():
-            _remove_temp_files(path)
+            remove_temp_files(path)
         if not landed:
             if killed:
                 (self.git_dir / "index.lock").unlink(missing_ok=True)  # the killed commit's, if it got that far
@@ -526,27 +525,6 @@ def _refusal(exc: BaseException) -> str:
     return f"git refused the write ({detail[:300]}); nothing was changed"
 
 
-def git_reason(exc: git.GitCommandError) -> str:
-    """git's reason in one line: its first fatal: or error: line, else its last words; never empty (GitPython
-    quotes git's stderr, so a message ending in a newline ends in a line holding only the quote, and git ends
-    some messages with a blank line)."""
-    cleaned = (line.strip().removeprefix("stderr: ").strip("'").strip() for line in str(exc.stderr or "").splitlines())
-    lines = [line for line in cleaned if line]
-    reasons = [line for line in lines if line.startswith(("fatal:", "error:"))]
-    return reasons[0] if reasons else lines[-1] if lines else f"exit status {exc.status}"
-
-
-def _missing_dirs(paths: Iterable[Path], root: Path) -> list[Path]:
-    """Folders a write will create, deepest first, so a rollback can remove them again."""
-    missing: set[Path] = set()
-    for path in paths:
-        for parent in path.parents:
-            if parent == root or parent.exists():
-                break
-            missing.add(parent)
-    return sorted(missing, key=lambda p: len(p.parts), reverse=True)
-
-
 def _wait_for_live_git(git_dir: Path) -> None:
     """A writer killed with SIGKILL leaves its git child running: give a fresh index.lock (the child's) the
     moment it needs to finish, so what HEAD says is final before anyone decides by it."""
@@ -559,82 +537,6 @@ def _wait_for_live_git(git_dir: Path) -> None:
         if age >= LIVE_GIT_S:
             return  # stale: its git died too
         time.sleep(0.05)
-
-
-def _remove_temp_files(path: Path) -> None:
-    """The temp files _replace makes beside path (.NAME.XXXXXXXX.tmp), left when it was killed midway."""
-    for temp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
-        temp.unlink(missing_ok=True)
-
-
-class Executable(bytes):
-    """File content to be written with the executable bit (a skill's scripts keep theirs)."""
-
-
-def _replace(path: Path, content: str | bytes | None) -> None:
-    """Atomic: readers see the old file or the new one, never a part of it. Bytes are written as given
-    (a skill's scripts and assets), text as UTF-8 with \n line ends."""
-    if content is None:
-        path.unlink(missing_ok=True)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        data = content if isinstance(content, bytes) else content.encode("utf-8")  # newlines as given: \n
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        # mkstemp makes 0600; a file in a shared repository should read like any checkout
-        os.chmod(tmp, 0o755 if isinstance(content, Executable) else 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-NO_IDENTITY = (
-    "git has no user.name or user.email here, so kb signs its commits kb <kb@localhost>; say who you are with "
-    'git config --global user.name "Your Name" and user.email'
-)
-
-
-def configured_identity(repo: git.Repo) -> dict[str, str]:
-    """user.name and user.email as git itself reads them: every config file it honours (the repository's,
-    GIT_CONFIG_GLOBAL or ~/.gitconfig, XDG, the system's, includes), which GitPython's own reader does not."""
-    try:
-        out = repo.git.config("--get-regexp", r"^user\.(name|email)$")
-    except git.GitCommandError:  # exit 1: neither is set anywhere
-        return {}
-    found: dict[str, str] = {}
-    for line in out.splitlines():
-        key, _, value = line.partition(" ")
-        if value.strip():
-            found[key.split(".", 1)[1]] = value.strip()  # the last one git prints is the one it uses
-    return found
-
-
-def identity_env(repo: git.Repo) -> dict[str, str]:
-    """Commits need an author; where git has none configured, kb signs as itself."""
-    known = configured_identity(repo)
-    env: dict[str, str] = {}
-    if not os.environ.get("GIT_AUTHOR_NAME") and not known.get("name"):
-        env["GIT_AUTHOR_NAME"] = env["GIT_COMMITTER_NAME"] = "kb"
-    if not os.environ.get("GIT_AUTHOR_EMAIL") and not known.get("email"):
-        env["GIT_AUTHOR_EMAIL"] = env["GIT_COMMITTER_EMAIL"] = "kb@localhost"
-    return env
-
-
-def author_name(store: Store) -> str | None:
-    """Who a person's write or review is by: git's user.name, else the login name (a fresh container has
-    no git identity and often no $USER; the account still has a name)."""
-    name = os.environ.get("GIT_AUTHOR_NAME") or configured_identity(store.repo).get("name")
-    if name:
-        return str(name)
-    try:
-        return getpass.getuser() or None
-    except (KeyError, OSError):  # no $USER and no passwd entry for this uid
-        return None
 
 
 def is_file(path: Path) -> bool:

@@ -4,7 +4,6 @@ folder is read where it is; a git repository is cloned into .kb/sources/NAME and
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -12,8 +11,8 @@ import git
 
 from kbtool.model.errors import BadInput
 from kbtool.store.config import SourceSection
-from kbtool.store.git_urls import GIT_ENV, check_git_url
-from kbtool.store.repository import git_reason
+from kbtool.store.git_runner import GitFailed, clone, run_git
+from kbtool.store.git_urls import check_git_url
 
 
 def source_root(root: Path, state_dir: Path, source: SourceSection) -> Path:
@@ -38,26 +37,22 @@ def update(root: Path, state_dir: Path, source: SourceSection) -> str:
         if (root / source.url).is_dir()
         else check_git_url(source.url, f"source {source.name}: url")
     )
-    env = {**os.environ, **GIT_ENV}
     try:
         if not (where / ".git").is_dir():
             shutil.rmtree(where, ignore_errors=True)
             where.parent.mkdir(parents=True, exist_ok=True)
-            git.Repo.clone_from(url, where, env=env, no_checkout=True)
-        repo = git.Repo(where)
-        repo.git.update_environment(**GIT_ENV)
-        repo.git.fetch("--quiet", "--tags", "--force", "origin")
-        ref = source.ref or repo.git.rev_parse("--abbrev-ref", "origin/HEAD").removeprefix("origin/")
+            clone(url, where, "no-checkout")
+        run_git("fetch", "--quiet", "--tags", "--force", "origin", cwd=where)
+        ref = source.ref or run_git("rev-parse", "--abbrev-ref", "origin/HEAD", cwd=where).removeprefix("origin/")
         for candidate in (f"origin/{ref}", f"refs/tags/{ref}", ref):
             try:
-                commit: str = repo.git.rev_parse("--verify", "--quiet", f"{candidate}^{{commit}}")
+                commit = run_git("rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}", cwd=where)
                 break
-            except git.GitCommandError:
+            except GitFailed:
                 continue
         else:
             raise BadInput(f"source {source.name}: no branch, tag or commit {ref!r} in {source.url}")
-        repo.git.checkout("--quiet", "--force", "--detach", commit)
+        run_git("checkout", "--quiet", "--force", "--detach", commit, cwd=where)
         return commit
-    except git.GitCommandError as exc:
-        last = git_reason(exc)
-        raise BadInput(f"source {source.name}: git {exc.command[1] if len(exc.command) > 1 else ''}: {last}") from None
+    except GitFailed as exc:
+        raise BadInput(f"source {source.name}: {exc}") from None

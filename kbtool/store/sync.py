@@ -21,8 +21,9 @@ from kbtool.model.errors import BadInput, CheckFailed
 from kbtool.store import incoming
 from kbtool.store.commits import commit_message
 from kbtool.store.config import load_config
+from kbtool.store.git_runner import git_reason
 from kbtool.store.merge import Clash, Unmergeable, merge_card, merge_log, merge_text
-from kbtool.store.repository import LOCK_FILE, Store, git_reason
+from kbtool.store.repository import LOCK_FILE, Store
 
 CARD_FILE = re.compile(r"^kb/[a-z-]+/[^/]+\.md$")
 ATTEMPTS = 3  # fetch-merge-push rounds before giving up on a remote others keep pushing to
@@ -150,8 +151,7 @@ def _merged_commit(
 
 def _show(repo: git.Repo, rev: str, rel: str) -> str | None:
     try:
-        shown: str = repo.git.show(f"{rev}:{rel}", strip_newline_in_stdout=False)
-        return shown
+        return str(repo.git.show(f"{rev}:{rel}", strip_newline_in_stdout=False))
     except git.GitCommandError:
         return None  # not there on that side
 

@@ -215,7 +215,7 @@ def say_identity() -> None:
     """Once, at the end of a command that committed without a git identity: kb signed for nobody."""
     if not OPENED:  # a search the daemon answered opened nothing, and must not load git to say so
         return
-    from kbtool.store.repository import NO_IDENTITY
+    from kbtool.store.git_identity import NO_IDENTITY
 
     if any(NO_IDENTITY in base.notices for base in OPENED):
         typer.echo(f"kb: note: {NO_IDENTITY}", err=True)

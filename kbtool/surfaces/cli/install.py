@@ -12,7 +12,7 @@ from kbtool.model.errors import BadInput, NotAKnowledgeBase
 from kbtool.surfaces.cli.base import JsonOut, app, make_app, print_json, root_of, skill_app
 
 if TYPE_CHECKING:
-    from kbtool.agents.setup import Change
+    from kbtool.agents.setup import SetupChange
     from kbtool.skills.install import Installed
 
 agent_app = make_app("kb in coding agents: their MCP configuration and skills folders, in one command.")
@@ -191,7 +191,7 @@ def _scope(project: bool, user: bool) -> str:
     return "user" if user else "project"
 
 
-def _print_changes(changes: list[Change], as_json: bool) -> None:
+def _print_changes(changes: list[SetupChange], as_json: bool) -> None:
     if as_json:
         print_json([{"change": c.what, "path": str(c.path), "detail": c.detail} for c in changes])
     else:

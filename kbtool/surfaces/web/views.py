@@ -15,9 +15,7 @@ from markdown_it import MarkdownIt
 from kbtool.evidence.load import common_and_varying, describe, load_of
 from kbtool.model.cards import Gate
 from kbtool.model.errors import KbError
-from kbtool.model.parsing import Unparsable, json_document
 from kbtool.model.records import StoredCard
-from kbtool.store.files import link_out
 from kbtool.store.repository import CARDS_DIR
 from kbtool.surfaces.web.charts import evidence_svg
 
@@ -34,8 +32,7 @@ SIMILAR = 5
 
 
 def markdown_html(text: str) -> str:
-    html: str = _MARKDOWN.render(text)  # markdown-it types a renderer's output as Any: a plugin's may be anything
-    return html
+    return str(_MARKDOWN.render(text))
 
 
 @dataclass
@@ -79,7 +76,7 @@ def search(kb: KnowledgeBase, filters: Filters) -> dict[str, Any]:
 
 def _field_text(value: Any) -> str:
     if isinstance(value, (dict, list)):
-        return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100).strip()
+        return str(yaml.safe_dump(value, sort_keys=False, allow_unicode=True, width=100)).strip()
     return str(value)
 
 
@@ -148,7 +145,7 @@ def gates(kb: KnowledgeBase) -> dict[str, Any]:
     problems = {p.id: p.message for p in kb.verify_gates().problems if p.id}
     rows = []
     for stored in (kb.get(s.id) for s in kb.summaries(kind="gate")):
-        runs = _gate_runs(kb, stored.id)
+        runs = kb.gate_runs(stored.id)
         rows.append(
             {
                 "card": stored,
@@ -160,22 +157,6 @@ def gates(kb: KnowledgeBase) -> dict[str, Any]:
             }
         )
     return {"gates": rows}
-
-
-def _gate_runs(kb: KnowledgeBase, gate_id: str) -> list[dict[str, Any]]:
-    """The gate's recorded runs (runs/gates/ID.jsonl, appended by `kb gate run`), oldest first."""
-    path = kb.root / "runs" / "gates" / f"{gate_id}.jsonl"
-    if not path.is_file() or link_out(kb.root, path) is not None:  # nothing shown from outside the knowledge base
-        return []
-    runs = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json_document(line)
-        except Unparsable:
-            continue  # a torn line: the others still show
-        if isinstance(record, dict):
-            runs.append(record)
-    return runs
 
 
 def gaps(kb: KnowledgeBase) -> dict[str, Any]:
