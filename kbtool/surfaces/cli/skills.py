@@ -64,7 +64,7 @@ def skill_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
     skills = base.skills()
     invalid = len(skill_folders(base.skills_dir, base.root)) - len(skills)
     if as_json:
-        print_json([s.to_dict(body=False) for s in skills])
+        print_json(base.skill_list().to_json())
     else:
         for skill in skills:
             typer.echo(_skill_line(skill))
