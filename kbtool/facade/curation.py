@@ -24,7 +24,7 @@ from kbtool.model.contracts import (
     page_of,
 )
 from kbtool.model.errors import BadInput, CardNotFound
-from kbtool.model.records import CardSummary, Problem, brief
+from kbtool.model.records import CardSummary, Problem
 from kbtool.model.vocabulary import INACTIVE_STATUSES
 from kbtool.store.repository import Commit
 
@@ -120,7 +120,11 @@ class Curation(KnowledgeBaseCore):
         shown, page = page_of(found, offset, limit)
         gaps = [
             OpenGap.model_validate(
-                {**g.to_dict(), "question": g.get("question", default=g.title), "priority": g.get("priority", default="medium")}
+                {
+                    **g.to_dict(),
+                    "question": g.get("question", default=g.title),
+                    "priority": g.get("priority", default="medium"),
+                }
             )
             for g in shown
         ]

@@ -102,7 +102,9 @@ def show(
     card_ids: Annotated[
         list[str],
         typer.Argument(
-            help="Card ids (or unique prefixes), skill names, or SOURCE:ID for a source's card.", show_default=False
+            metavar="ID",
+            help="Card ids (or unique prefixes of them), skill names, or SOURCE:ID for a source's card.",
+            show_default=False,
         ),
     ],
     kb: KbPath = None,
@@ -143,7 +145,8 @@ def list_cards(
 ) -> None:
     """List cards (id, kind, status, title), filtered by kind, status, tags and any field; a source's
     cards (kb.toml [[sources]]) as SOURCE:ID after this knowledge base's own. With an environment (--for, or
-    kb.toml [environment]), each row says how the card applies to it, those scoped elsewhere last."""
+    kb.toml [environment]), each row says how the card applies to it, those scoped elsewhere last (--json: the MCP
+    list tool's answer, each card's frontmatter)."""
     from kbtool.surfaces.daemon.client import run_operation
 
     query = {
@@ -291,7 +294,8 @@ def gaps(
 ) -> None:
     """Open gaps (questions worth an experiment), high priority first, the sources' among them; a gap
     whose closing findings were all refuted, superseded, retired or deleted since is open again, and says so.
-    With an environment (--for, or kb.toml [environment]), those scoped elsewhere come last."""
+    With an environment (--for, or kb.toml [environment]), those scoped elsewhere come last (--json: the MCP gaps
+    tool's answer)."""
     from kbtool.surfaces.daemon.client import run_operation
 
     asked = {"sources": not no_sources, "for": applies_for or [], "only_applying": only_applying}

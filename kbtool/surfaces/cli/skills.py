@@ -57,7 +57,8 @@ def skill_new(
 
 @skill_app.command("list")
 def skill_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
-    """The valid skills, by name, with their descriptions."""
+    """The valid skills, by name, with their descriptions (--json: the MCP skills tool's answer, each skill's
+    fields and files)."""
     from kbtool.skills.spec import skill_folders
 
     base = open_kb(kb)

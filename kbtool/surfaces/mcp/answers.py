@@ -84,7 +84,8 @@ def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
     lines: list[str] = []
     spent = 0
     for hit in found.hits:
-        line = f"{hit.id} [{brackets(hit.kind, hit.status, hit.applies)}] {hit.title} — {one_line(hit.snippet, SNIPPET_CHARS)}"
+        snippet = one_line(hit.snippet, SNIPPET_CHARS)
+        line = f"{hit.id} [{brackets(hit.kind, hit.status, hit.applies)}] {hit.title} — {snippet}"
         if hit.may_not_apply:
             line += f" (may not apply here: {'; '.join(hit.may_not_apply)})"
         if spent + len(line) > room:
