@@ -85,18 +85,18 @@ def test_add_show_list_edit_log_for_every_kind(cli, kb, kind):
     assert (kb.root / "kb" / kind / f"{card_id}.md").is_file()
 
     shown = cli("show", card_id, "--json")
-    data = json.loads(shown.stdout)
+    [data] = json.loads(shown.stdout)["cards"]
     assert (data["id"], data["kind"], data["path"]) == (card_id, kind, f"kb/{kind}/{card_id}.md")
     assert data["tags"] == ["demo"] and data["body"] == "## Notes\n\nWritten by a test.\n"
     assert cli("show", card_id).stdout == (kb.root / data["path"]).read_text()
 
-    listed = json.loads(cli("list", "--kind", kind, "--json").stdout)
+    listed = json.loads(cli("list", "--kind", kind, "--json").stdout)["cards"]
     assert [c["id"] for c in listed] == [card_id]
     assert "body" not in listed[0]
 
     edited = cli("edit", card_id, "--field", "applies_to.hardware=H100", "--title", "Renamed")
     assert edited.exit_code == 0, edited.output
-    again = json.loads(cli("show", card_id, "--json").stdout)
+    [again] = json.loads(cli("show", card_id, "--json").stdout)["cards"]
     assert again["title"] == "Renamed" and again["applies_to"] == {"hardware": "H100"} and again["id"] == card_id
 
     log = json.loads(cli("log", card_id, "--json").stdout)
@@ -107,7 +107,7 @@ def test_add_show_list_edit_log_for_every_kind(cli, kb, kind):
 def test_add_gap_with_only_a_title(cli, kb):
     result = cli("add", "gap", "--title", "Is NVFP4 attention accurate enough?")
     assert result.exit_code == 0 and result.stdout == "is-nvfp4-attention-accurate-enough\n"
-    card = json.loads(cli("show", "is-nvfp4", "--json").stdout)
+    [card] = json.loads(cli("show", "is-nvfp4", "--json").stdout)["cards"]
     assert card["question"] == "Is NVFP4 attention accurate enough?" and card["priority"] == "medium"
     assert card["provenance"]["created"]  # set without asking
 
@@ -155,7 +155,7 @@ def test_list_filters(cli):
     cli("add", "gate", "--title", "A gate", *GATE, "--status", "confirmed")
 
     def ids(*args):
-        return sorted(c["id"] for c in json.loads(cli("list", *args, "--json").stdout))
+        return sorted(c["id"] for c in json.loads(cli("list", *args, "--json").stdout)["cards"])
 
     assert ids("--where", "applies_to.hardware=H100") == ["on-both"]
     assert ids("--where", "applies_to.hardware=b200") == ["on-b200", "on-both"]  # case-insensitive
@@ -169,13 +169,16 @@ def test_list_filters(cli):
     assert len(text) == 3 and text[2].split()[:3] == ["a-gate", "gate", "confirmed"]  # by kind, then id
 
 
-def test_list_json_is_an_array_of_whole_cards_one_a_line(cli, kb):
-    assert cli("list", "--json").stdout == "[]\n"
+def test_list_json_is_a_page_of_whole_cards_one_a_line(cli, kb):
+    nothing = {"cards": [], "total": 0, "offset": 0, "truncated": False}
+    assert json.loads(cli("list", "--json").stdout) == nothing
     cli("add", "gap", "--title", "On B200?", "--field", "applies_to.hardware=B200", "--tag", "nvfp4")
     cli("add", "gate", "--title", "A gate", *GATE, "--status", "confirmed")
-    lines = cli("list", "--json").stdout.splitlines()
-    assert lines[0] == "[" and lines[-1] == "]" and len(lines) == 4
-    cards = [json.loads(line.rstrip(",")) for line in lines[1:-1]]
+    printed = cli("list", "--json").stdout
+    assert json.loads(printed) | {"cards": []} == nothing | {"total": 2}
+    lines = printed.splitlines()
+    assert lines[0] == '{"cards": [' and lines[3] == "]," and len(lines) == 5
+    cards = [json.loads(line.rstrip(",")) for line in lines[1:3]]
     assert cards == [s.to_dict(body=False) for s in sorted(kb.cards(), key=lambda s: s.path)]
     assert cards[0]["applies_to"] == {"hardware": "B200"} and cards[0]["tags"] == ["nvfp4"]
 
@@ -183,7 +186,7 @@ def test_list_json_is_an_array_of_whole_cards_one_a_line(cli, kb):
 def test_a_unique_prefix_is_enough_and_an_ambiguous_one_is_refused(cli):
     cli("add", "gap", "--title", "Alpha one?")
     cli("add", "gap", "--title", "Alpha two?")
-    assert json.loads(cli("show", "alpha-o", "--json").stdout)["id"] == "alpha-one"
+    assert json.loads(cli("show", "alpha-o", "--json").stdout)["cards"][0]["id"] == "alpha-one"
     result = cli("show", "alpha")
     assert result.exit_code == 2 and "matches 2 cards" in result.stderr
 

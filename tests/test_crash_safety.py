@@ -58,7 +58,7 @@ def test_a_writer_killed_before_its_commit_leaves_nothing_behind(kb, cli, when):
     killed(kb.root, when, 'kb.add("gap", "Never committed?")')
     assert (kb.root / "kb" / "gap" / "never-committed.md").exists()  # what the kill left, until the next reader
     listed = cli("list", "--json")
-    assert [c["id"] for c in json.loads(listed.stdout)] == ["already-here"]
+    assert [c["id"] for c in json.loads(listed.stdout)["cards"]] == ["already-here"]
     assert clean(kb.root) and not (kb.root / ".git" / "index.lock").exists()
     assert cli("lint", "--skip", "duplicates").exit_code == 0
     assert cli("add", "gap", "--title", "The next writer gets in?").exit_code == 0
@@ -67,7 +67,7 @@ def test_a_writer_killed_before_its_commit_leaves_nothing_behind(kb, cli, when):
 
 def test_a_writer_killed_after_its_commit_keeps_the_card(kb, cli):
     killed(kb.root, "after-commit", 'kb.add("gap", "Committed, then killed?")')
-    assert [c["id"] for c in json.loads(cli("list", "--json").stdout)] == ["committed-then-killed"]
+    assert [c["id"] for c in json.loads(cli("list", "--json").stdout)["cards"]] == ["committed-then-killed"]
     assert clean(kb.root) and not (kb.root / ".kb" / "write-journal.json").exists()
 
 

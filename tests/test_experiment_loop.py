@@ -67,12 +67,12 @@ def test_a_finding_without_evidence_is_never_written(cli, kb):
     result = cli("add-finding", "--title", "FP8 KV cache may hurt long context", "--closes", gap)
     assert result.exit_code == 2 and "a finding records what was measured" in result.stderr
     assert result.stderr.count("\n") == 1 and tree_state(kb.root) == before
-    assert gap in [g["id"] for g in json.loads(cli("gaps", "--json").stdout)]
+    assert gap in [g["id"] for g in json.loads(cli("gaps", "--json").stdout)["gaps"]]
 
     # a finding written some other way with nothing measured, named as what closed it, answers nothing
     empty = cli("add", "finding", "--title", "FP8 KV cache is probably fine").stdout.strip()
     assert cli("edit", gap, "--field", f"closed_by={empty}").exit_code == 0
-    (still,) = [g for g in json.loads(cli("gaps", "--json").stdout) if g["id"] == gap]
+    (still,) = [g for g in json.loads(cli("gaps", "--json").stdout)["gaps"] if g["id"] == gap]
     assert "measured nothing" in still["reopened"]
 
 
@@ -278,14 +278,14 @@ def test_bad_json_input(cli, kb, payload, message):
 def test_closing_a_gap_links_both_in_one_commit(cli, kb):
     gap = cli("add", "gap", "--title", "Does EAGLE help at concurrency 32?", "--field", "priority=high").stdout.strip()
     cli("add", "gap", "--title", "Low one?", "--field", "priority=low")
-    assert [g["id"] for g in json.loads(cli("gaps", "--json").stdout)] == [gap, "low-one"]
+    assert [g["id"] for g in json.loads(cli("gaps", "--json").stdout)["gaps"]] == [gap, "low-one"]
     before = commit_count(kb.root)
     finding = cli(
         "add-finding", "--title", "EAGLE at c=32", "-m", "throughput=10307tok/s", "--closes", gap
     ).stdout.strip()
     assert commit_count(kb.root) == before + 1
     assert kb.get(gap).card.closed_by == [finding] and kb.get(finding).card.links.closes == [gap]
-    assert [g["id"] for g in json.loads(cli("gaps", "--json").stdout)] == ["low-one"]
+    assert [g["id"] for g in json.loads(cli("gaps", "--json").stdout)["gaps"]] == ["low-one"]
     not_gap = cli("add-finding", "--title", "y", "-m", "a=1", "--closes", finding)
     assert not_gap.exit_code == 2 and "not a gap" in not_gap.stderr
 
@@ -305,7 +305,7 @@ def test_a_gap_whose_answers_all_stopped_standing_is_open_again(cli, kb, undo, w
     gap = cli("add", "gap", "--title", "Does EAGLE help at concurrency 32?").stdout.strip()
     f = cli("add-finding", "--title", "EAGLE at c=32", "-m", "throughput=10307tok/s", "--closes", gap).stdout.strip()
     other = cli("add-finding", "--title", "EAGLE at c=32 re-measured", "-m", "throughput=9100tok/s").stdout.strip()
-    assert json.loads(cli("gaps", "--json").stdout) == []
+    assert json.loads(cli("gaps", "--json").stdout)["gaps"] == []
     card_file = kb.root / "kb" / "gap" / f"{gap}.md"
     before = card_file.read_text()
 
@@ -316,7 +316,7 @@ def test_a_gap_whose_answers_all_stopped_standing_is_open_again(cli, kb, undo, w
         assert cli(*(arg.format(f=f, other=other) for arg in undo)).exit_code == 0
     reason = why.format(f=f, other=other)
 
-    [listed] = json.loads(cli("gaps", "--json").stdout)
+    [listed] = json.loads(cli("gaps", "--json").stdout)["gaps"]
     assert listed["id"] == gap and listed["reopened"] == reason and listed["closed_by"] == [f]
     assert f"reopened: {reason}" in cli("gaps").stdout
     assert card_file.read_text() == before  # nothing rewrote the gap
@@ -328,7 +328,7 @@ def test_a_gap_whose_answers_all_stopped_standing_is_open_again(cli, kb, undo, w
     assert "reopened-gap" not in {p["code"] for p in quiet}
 
     assert cli("reopen", gap, "--reason", "measure it again").exit_code == 0  # a person's reopen, as before
-    [listed] = json.loads(cli("gaps", "--json").stdout)
+    [listed] = json.loads(cli("gaps", "--json").stdout)["gaps"]
     assert listed["id"] == gap and "reopened" not in listed and listed["closed_by"] == []
 
 
@@ -338,7 +338,7 @@ def test_a_gap_stays_closed_while_one_of_its_answers_stands(cli, kb):
     right = cli("add-finding", "--title", "EAGLE at c=32 again", "-m", "tput=2tok/s", "--closes", gap).stdout.strip()
     assert cli("refute", wrong, "--reason", "a cold cache").exit_code == 0
     assert kb.get(gap).card.closed_by == [wrong, right] and kb.get(right).card.status == "confirmed"
-    assert json.loads(cli("gaps", "--json").stdout) == []
+    assert json.loads(cli("gaps", "--json").stdout)["gaps"] == []
     problems = json.loads(cli("lint", "--json", "--skip", "duplicates").stdout)["problems"]
     assert "reopened-gap" not in {p["code"] for p in problems}
 

@@ -142,8 +142,14 @@ def test_search_get_and_a_finding_added_through_mcp_is_found(seeded, env):
             found = await call(client, "search", query="BF16 oracle accuracy gate")
             assert not found.is_error
             top = found.structured_content["hits"][0]
-            assert top["kind"] == "constraint" and set(top) == {"id", "kind", "title", "status", "score", "snippet"}
-            assert "\n" not in top["snippet"]
+            # a hit as `kb search --json` prints it; the text gives it one line
+            assert top["kind"] == "constraint" and set(top) == {*contracts.SearchHit.model_fields} - {
+                "kb",
+                "may_not_apply",
+                "applies",
+                "explain",
+            }
+            assert found.content[0].text.splitlines()[0].startswith(f"{top['id']} [constraint, ")
 
             card = await call(client, "get", id=top["id"])
             assert card.structured_content["cards"][0]["rule"].startswith("No optimisation lands")

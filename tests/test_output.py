@@ -88,10 +88,10 @@ def test_show_prints_every_card_and_a_skill(cli, shapes):
     for stored in shapes.cards():
         out = ok(cli("show", stored.id))
         assert out.startswith(f"---\nid: {stored.id}\n"), out
-        assert json.loads(ok(cli("show", stored.id, "--json")))["id"] == stored.id
+        assert json.loads(ok(cli("show", stored.id, "--json")))["cards"][0]["id"] == stored.id
     skill = ok(cli("show", "profile-decode"))
     assert skill.startswith("---\nname: profile-decode\n") and "Run nsys" in skill
-    assert json.loads(ok(cli("show", "profile-decode", "--json")))["kind"] == "skill"
+    assert json.loads(ok(cli("show", "profile-decode", "--json")))["cards"][0]["kind"] == "skill"
 
 
 def test_list_and_gaps_print_every_shape(cli, shapes):

@@ -54,17 +54,79 @@ def mcp_answers(root: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]
     return asyncio.run(go())
 
 
+def same_shape(printed: Any, answer: Any, where: str) -> None:
+    """The same keys, each with a value of the same JSON type, all the way down."""
+    assert type(printed) is type(answer), where
+    if isinstance(printed, dict):
+        assert set(printed) == set(answer), f"{where}: {sorted(set(printed) ^ set(answer))}"
+        for key in printed:
+            same_shape(printed[key], answer[key], f"{where}.{key}")
+    elif isinstance(printed, list):
+        assert len(printed) == len(answer), where
+        for n, (a, b) in enumerate(zip(printed, answer, strict=True)):
+            same_shape(a, b, f"{where}[{n}]")
+
+
 def test_the_cli_json_and_the_mcp_tool_give_the_same_answer(starter):
-    card = cli_json(starter, "list")[0]["id"]
+    card = cli_json(starter, "list")["cards"][0]["id"]
+    runs = str(REPO_ROOT / "tests" / "data" / "aiperf")
+    everything = {"limit": 10_000}
     asked = {
-        "log": (["log", card], {"id": card, "limit": 10_000}),
+        "log": (["log", card], {"id": card, **everything}),
         "recent": (["recent", "--limit", "5"], {"limit": 5}),
-        "lint": (["lint"], {"limit": 10_000}),
+        "lint": (["lint"], everything),
+        "list": (["list"], everything),
+        "list for": (["list", "--for", "hardware=H100"], {"for": {"hardware": "H100"}, **everything}),
+        "gaps": (["gaps"], everything),
+        "skills": (["skill", "list"], everything),
+        "get": (["show", card, "kb"], {"ids": [card, "kb"]}),
+        "compare": (["compare", runs, runs], {"candidate": runs, "baseline": runs}),
+        # keyword search: the server builds the semantic leg in the background, so a hybrid answer depends on when
+        "search": (
+            ["search", "NVFP4 MoE decode", "-k", "5", "--mode", "bm25"],
+            {"query": "NVFP4 MoE decode", "k": 5, "mode": "bm25", "budget": 100_000},
+        ),
     }
-    from_mcp = mcp_answers(starter, [(tool, args) for tool, (_, args) in asked.items()])
-    for (tool, (cli_args, _)), answer in zip(asked.items(), from_mcp, strict=True):
+    tools = {"list for": "list", "skills": "skills"}
+    from_mcp = mcp_answers(starter, [(tools.get(name, name), args) for name, (_, args) in asked.items()])
+    for (name, (cli_args, _)), answer in zip(asked.items(), from_mcp, strict=True):
         printed = cli_json(starter, *cli_args)
-        assert printed == answer, tool
-        assert set(printed) >= {"offset", "truncated"}, tool
-    log = from_mcp[0]
+        same_shape(printed, answer, name)
+        assert printed == answer, name
+    answers = dict(zip(asked, from_mcp, strict=True))
+    log = answers["log"]
     assert log["id"] == card and log["commits"] and all(c["message"] for c in log["commits"])
+    # every list-shaped answer says where its page stands; these asked for everything (recent for 5), so none is cut
+    for name in ("log", "lint", "list", "gaps", "skills"):
+        assert set(answers[name]) >= {"offset", "truncated"} and not answers[name]["truncated"], name
+    # the items carry what either side showed before: the whole frontmatter, the CLI's; a gap's question
+    listed = {c["id"]: c for c in answers["list"]["cards"]}
+    assert {"tags", "applies_to", "provenance", "links"} <= set(listed[card])
+    assert all(c["applies"] for c in answers["list for"]["cards"])
+    assert all({"question", "priority", "closed_by", "path"} <= set(g) for g in answers["gaps"]["gaps"])
+    assert all({"name", "description", "path", "files"} <= set(s) for s in answers["skills"]["skills"])
+    assert [d["id"] for d in answers["get"]["cards"]] == [card, "kb"] and answers["get"]["missing"] == []
+    assert answers["compare"]["metrics"] and answers["search"]["hits"][0]["path"]
+
+
+def test_a_budget_cuts_the_mcp_search_and_says_so_in_the_same_shape(starter):
+    whole = cli_json(starter, "search", "NVFP4 MoE decode", "-k", "10", "--mode", "bm25")
+    [cut] = mcp_answers(starter, [("search", {"query": "NVFP4 MoE decode", "k": 10, "mode": "bm25", "budget": 200})])
+    assert set(cut) == set(whole) and not whole["truncated"] and whole["shown"] == whole["found"] == 10
+    assert cut["truncated"] and cut["found"] == 10 and cut["shown"] == len(cut["hits"]) < 10
+    assert cut["hits"] == whole["hits"][: cut["shown"]]  # the hits it keeps, whole
+
+
+def test_the_list_fast_path_prints_what_the_page_holds(starter):
+    """`kb list --json` makes its JSON from the index's cached text of each card: the same answer."""
+    from kbtool.facade.knowledge_base import KnowledgeBase
+
+    kb = KnowledgeBase.open(starter)
+    for query in [(), ("finding",), ("gap", "draft")]:
+        assert json.loads(kb.card_page_json(*query)) == kb.card_page(*query, sources=False).to_json(), query
+    assert json.loads(kb.card_page_json(where=["id=none-such"])) == {
+        "cards": [],
+        "total": 0,
+        "offset": 0,
+        "truncated": False,
+    }

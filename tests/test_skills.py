@@ -57,7 +57,7 @@ def test_importing_the_real_skills_commits_the_valid_ones_byte_for_byte(kb, cli)
     again = cli("skill", "import", str(CORPUS), "--json")
     assert json.loads(again.stdout)["added"] == [] and json.loads(again.stdout)["commit"] is None
     assert commit_count(kb.root) == before + 1
-    listed = json.loads(cli("skill", "list", "--json").stdout)
+    listed = json.loads(cli("skill", "list", "--json").stdout)["skills"]
     assert [s["name"] for s in listed] == sorted(summary["added"])
 
 

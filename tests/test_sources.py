@@ -67,7 +67,7 @@ def test_search_list_gaps_and_show_cover_the_source(project, team, env):
     alone = json.loads(kb_run(env, project.root, "search", "BF16 oracle accuracy", "--no-sources", "--json").stdout)
     assert all("kb" not in h and ":" not in h["id"] for h in alone["hits"])
 
-    listed = json.loads(kb_run(env, project.root, "list", "--json").stdout)
+    listed = json.loads(kb_run(env, project.root, "list", "--json").stdout)["cards"]
     assert {c["id"] for c in listed if c.get("kb") == "team"} == {f"team:{c.id}" for c in team.cards()}
     rows = kb_run(env, project.root, "list", "--kind", "constraint").stdout
     assert f"team:{rule_id}" in rows

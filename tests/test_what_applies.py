@@ -28,7 +28,7 @@ LLM_GATES = {
 def listed(env, root, *args: str) -> list[dict]:
     out = run_kb(env, root, "list", *args, "--json")
     assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return json.loads(out.stdout)["cards"]
 
 
 def test_the_kb_skills_first_step_finds_the_gates_and_constraints_for_b200(starter_clone, fast_env):
@@ -63,11 +63,12 @@ def test_for_h100_the_b200_findings_are_other_and_last_for_h200_the_h100_ones_fa
     text = run_kb(fast_env, root, "list", "--kind", "finding", "--for", "hardware=H200").stdout
     row = next(line for line in text.splitlines() if line.startswith(h100[0]["id"]))
     assert re.search(r"\bfamily\b", row), row  # the text says it too
-    gaps = json.loads(run_kb(fast_env, root, "gaps", "--for", "hardware=H200", "--json").stdout)
+    gaps = json.loads(run_kb(fast_env, root, "gaps", "--for", "hardware=H200", "--json").stdout)["gaps"]
     fp8 = next(g for g in gaps if g["id"] == "gap-fp8-kv-cache-accuracy-long-context-h100")
     assert fp8["applies"] == "family"
     assert [g["applies"] for g in gaps] == sorted((g["applies"] for g in gaps), key=lambda m: m == "other")
-    only = json.loads(run_kb(fast_env, root, "gaps", "--for", "hardware=H200", "--only-applying", "--json").stdout)
+    printed = run_kb(fast_env, root, "gaps", "--for", "hardware=H200", "--only-applying", "--json")
+    only = json.loads(printed.stdout)["gaps"]
     assert only and all(g["applies"] != "other" for g in only)
 
 
@@ -110,7 +111,7 @@ def test_a_sam_project_gets_no_llm_gate_and_keeps_its_environment(starter_clone,
 def test_the_same_question_over_the_cli_and_mcp_gives_the_same_cards(starter_clone, fast_env):
     root = starter_clone.root
     cli_list = [(c["id"], c["applies"]) for c in listed(fast_env, root, "--for", "hardware=H100", "--no-sources")]
-    cli_gaps = json.loads(run_kb(fast_env, root, "gaps", "--for", "hardware=H200", "--json").stdout)
+    cli_gaps = json.loads(run_kb(fast_env, root, "gaps", "--for", "hardware=H200", "--json").stdout)["gaps"]
     query = "FP8 KV cache long context accuracy"
     cli_hits = json.loads(run_kb(fast_env, root, "search", query, "--for", "hardware=H200", "--json").stdout)["hits"]
 

@@ -32,7 +32,7 @@ def scoped(kb: kbtool.KnowledgeBase) -> kbtool.KnowledgeBase:
 def test_negation_on_list_and_search(cli, scoped):
     def listed(*where: str) -> list[str]:
         args = [a for w in where for a in ("--where", w)]
-        return sorted(c["id"] for c in json.loads(cli("list", *args, "--json").stdout))
+        return sorted(c["id"] for c in json.loads(cli("list", *args, "--json").stdout)["cards"])
 
     assert listed("applies_to.modality!=vision") == [
         "every-change-lands-behind-a-gate",

@@ -6,14 +6,29 @@ from __future__ import annotations
 import builtins
 import contextlib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import nothing_to_judge
 from kbtool.model.cards import lead_fields
-from kbtool.model.contracts import MAX_K, Link, Neighbour, Related, SearchHit, SearchRequest, SearchResult, Similar
-from kbtool.model.errors import BadInput
+from kbtool.model.contracts import (
+    MAX_K,
+    Document,
+    Documents,
+    Link,
+    Neighbour,
+    Related,
+    SearchHit,
+    SearchPage,
+    SearchRequest,
+    SearchResult,
+    Similar,
+)
+from kbtool.model.errors import BadInput, KbError
 from kbtool.model.records import StoredCard
+
+if TYPE_CHECKING:
+    from kbtool.skills.spec import Skill
 
 MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
 
@@ -57,6 +72,28 @@ class Search(KnowledgeBaseCore):
             }
         )
         return self.run_search(request)
+
+    def search_page(self, request: SearchRequest, offset: int = 0) -> SearchPage:
+        """A search as `kb search --json` prints it and the MCP search tool answers it (before its budget cuts
+        it): the hits past offset, whole."""
+        return SearchPage.whole(self.run_search(request), offset)
+
+    def documents(self, refs: Iterable[str]) -> tuple[Documents, builtins.list[StoredCard | Skill]]:
+        """Whole cards or skills by what search hits name them (card_or_skill), as `kb show --json` prints them
+        and the MCP get tool answers: each one's fields, path and body, in the order asked, and the ids that
+        match nothing; with them, what was found (for its text). One id that matches nothing is refused."""
+        asked = builtins.list(refs)
+        found: builtins.list[StoredCard | Skill] = []
+        missing: builtins.list[str] = []
+        for ref in dict.fromkeys(asked):
+            try:
+                found.append(self.card_or_skill(ref))
+            except KbError:
+                if len(asked) == 1:
+                    raise
+                missing.append(ref)
+        cards = [Document.model_validate(item.to_dict()) for item in found]
+        return Documents(cards=cards, missing=missing), found
 
     def run_search(self, request: SearchRequest) -> SearchResult:
         from kbtool.search.pipeline import Searcher

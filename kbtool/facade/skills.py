@@ -24,8 +24,9 @@ class Skills(KnowledgeBaseCore):
     """The skills registry and kb sync."""
 
     def skill_list(self, limit: int | None = None, offset: int = 0) -> SkillList:
-        """A page of the valid skills: name, description and path (the MCP skills tool)."""
-        briefs = [SkillBrief(name=s.name, description=s.description, path=s.path) for s in self.skills()]
+        """A page of the valid skills, each one's fields without its body, as `kb skill list --json` prints it
+        and the MCP skills tool answers it."""
+        briefs = [SkillBrief.model_validate(s.to_dict(body=False)) for s in self.skills()]
         shown, page = page_of(briefs, offset, limit)
         return SkillList(skills=shown, **page)
 

@@ -240,23 +240,22 @@ class SearchResult(Contract):
 
 
 class SearchPage(Contract):
-    """A search answer cut to a character budget (MCP): the hits that fit, in one line each."""
-
-    class Hit(CardBrief):
-        score: float
-        snippet: str
-        kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its knowledge base")
-        may_not_apply: list[str] | None = Field(
-            None, exclude_if=lambda value: value is None, description="with env: why it may not hold here"
-        )
-        applies: AppliesMark = None
+    """A search's answer, as `kb search --json` prints it and the MCP search tool answers it: the hits past
+    offset, whole. The MCP tool cuts its answer to a character budget and flags the cut (truncated, shown
+    of found); the CLI's answer is never cut."""
 
     query: str
-    hits: list[Hit]
+    hits: list[SearchHit]
     truncated: bool = Field(description="true when the budget cut hits off")
-    shown: int
+    shown: int = Field(description="the hits in this answer")
     found: int = Field(description="hits found past the offset, up to k")
     offset: int = Field(0, description="hits skipped before these")
+
+    @classmethod
+    def whole(cls, result: SearchResult, offset: int = 0) -> SearchPage:
+        """Every hit of result past offset, none cut."""
+        hits = result.hits[offset:]
+        return cls(query=result.query, hits=hits, truncated=False, shown=len(hits), found=len(hits), offset=offset)
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -278,6 +277,11 @@ def page_of(items: Sequence[T], offset: int = 0, limit: int | None = None) -> tu
 
 
 class ListedCard(CardBrief):
+    """A card as `list` shows it: its frontmatter (every field its kind has, tags, applies_to, links,
+    provenance, ...) without the body, its file, and how it applies to the environment asked for."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
     path: str
     kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its source, if not this one")
     applies: AppliesMark = None
@@ -288,8 +292,15 @@ class CardPage(Page):
 
 
 class OpenGap(Contract):
+    """An open gap as `gaps` shows it: its frontmatter without the body (tags, applies_to, links, closed_by,
+    provenance, ...), its question and priority always set, and why it is open again if it was closed."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
     id: str
+    kind: Literal["gap"] = "gap"
     title: str
+    path: str
     question: str
     priority: Literal["high", "medium", "low"]
     status: StatusName
@@ -339,6 +350,11 @@ class Related(Contract):
 
 
 class SkillBrief(Contract):
+    """A skill as `skills` lists it: its frontmatter (license, compatibility, metadata, ...), its id and
+    kind as a search hit names them, its folder and its files, without the body."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
     name: str
     description: str
     path: str

@@ -16,7 +16,7 @@ from typing import Annotated
 
 import typer
 
-from kbtool.model.errors import BadInput
+from kbtool.model.errors import BadInput, CardNotFound
 from kbtool.model.vocabulary import KINDS, LINT_CLASSES, words
 from kbtool.surfaces.cli.base import (
     OPENED,
@@ -99,22 +99,36 @@ def add(
 
 @app.command()
 def show(
-    card_id: CardRef,
+    card_ids: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="ID",
+            help="Card ids (or unique prefixes of them), skill names, or SOURCE:ID for a source's card.",
+            show_default=False,
+        ),
+    ],
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Print one card, or a skill by its name (what any search hit names): its file (--json: its fields,
-    path and body)."""
+    """Print cards, or skills by their names (what any search hit names): each one's file (--json: the MCP
+    get tool's answer, each one's fields, path and body, and the ids that match nothing)."""
+    from kbtool.model.records import StoredCard
     from kbtool.skills.spec import render_skill
 
-    base, ref = open_kb(kb).owner_of(card_id)  # SOURCE:ID reads a source's card
-    found = base.card_or_skill(ref)
+    base = open_kb(kb)
+    found, items = base.documents(card_ids)
     if as_json:
-        print_json(found.to_dict())
-    elif not hasattr(found, "card"):  # a skill
-        typer.echo(render_skill(found), nl=False)
+        print_json(found.to_json())
     else:
-        typer.echo((base.root / found.path).read_text(encoding="utf-8"), nl=False)
+        shown = [ref for ref in dict.fromkeys(card_ids) if ref not in found.missing]
+        for ref, item in zip(shown, items, strict=True):
+            if isinstance(item, StoredCard):
+                owner, _ = base.owner_of(ref)  # SOURCE:ID: the file is in that source
+                typer.echo((owner.root / item.path).read_text(encoding="utf-8"), nl=False)
+            else:
+                typer.echo(render_skill(item), nl=False)
+    if found.missing:
+        raise CardNotFound(f"no card or skill with id {', '.join(found.missing)}")
 
 
 @app.command("list")
@@ -131,7 +145,8 @@ def list_cards(
 ) -> None:
     """List cards (id, kind, status, title), filtered by kind, status, tags and any field; a source's
     cards (kb.toml [[sources]]) as SOURCE:ID after this knowledge base's own. With an environment (--for, or
-    kb.toml [environment]), each row says how the card applies to it, those scoped elsewhere last."""
+    kb.toml [environment]), each row says how the card applies to it, those scoped elsewhere last (--json: the MCP
+    list tool's answer, each card's frontmatter)."""
     from kbtool.surfaces.daemon.client import run_operation
 
     query = {
@@ -279,18 +294,19 @@ def gaps(
 ) -> None:
     """Open gaps (questions worth an experiment), high priority first, the sources' among them; a gap
     whose closing findings were all refuted, superseded, retired or deleted since is open again, and says so.
-    With an environment (--for, or kb.toml [environment]), those scoped elsewhere come last."""
+    With an environment (--for, or kb.toml [environment]), those scoped elsewhere come last (--json: the MCP gaps
+    tool's answer)."""
     from kbtool.surfaces.daemon.client import run_operation
 
     asked = {"sources": not no_sources, "for": applies_for or [], "only_applying": only_applying}
-    open_gaps = run_operation(root_of(kb), "gaps", asked)
+    page = run_operation(root_of(kb), "gaps", asked)  # an OpenGaps, every open gap
     if as_json:
-        print_json(open_gaps)
+        print_json(page)
         return
-    for g in open_gaps:
+    for g in page["gaps"]:
         why = f"  (reopened: {g['reopened']})" if g.get("reopened") else ""
         applies = f"{g['applies']:<7}  " if g.get("applies") else ""
-        typer.echo(f"{g.get('priority', 'medium'):<6}  {applies}{g['id']}  {g.get('question', g['title'])}{why}")
+        typer.echo(f"{g['priority']:<6}  {applies}{g['id']}  {g['question']}{why}")
 
 
 @app.command()

@@ -53,7 +53,8 @@ def search(
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Hybrid search (BM25 + embeddings, fused); the index refreshes itself first."""
+    """Hybrid search (BM25 + embeddings, fused); the index refreshes itself first (--json: the MCP search tool's
+    answer, never cut to a budget)."""
     from kbtool.surfaces.daemon.client import run_searches
 
     if (query is None) == (batch is None):

@@ -57,14 +57,15 @@ def skill_new(
 
 @skill_app.command("list")
 def skill_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
-    """The valid skills, by name, with their descriptions."""
+    """The valid skills, by name, with their descriptions (--json: the MCP skills tool's answer, each skill's
+    fields and files)."""
     from kbtool.skills.spec import skill_folders
 
     base = open_kb(kb)
     skills = base.skills()
     invalid = len(skill_folders(base.skills_dir, base.root)) - len(skills)
     if as_json:
-        print_json([s.to_dict(body=False) for s in skills])
+        print_json(base.skill_list().to_json())
     else:
         for skill in skills:
             typer.echo(_skill_line(skill))

@@ -99,7 +99,7 @@ def search_in_process(root: Path, requests: list[dict[str, Any]]) -> list[dict[s
 
     kb = KnowledgeBase.open(root)
     parsed = [SearchRequest.parse(r) for r in requests]  # all validated before any runs
-    results = [kb.run_search(r).to_json() for r in parsed]
+    results = [kb.search_page(r).to_json() for r in parsed]
     for notice in kb.notices:
         print(f"kb: note: {notice}", file=sys.stderr)
     return results

@@ -13,32 +13,37 @@ JUDGED = ("for", "only_applying")  # the options that judge a read against an en
 
 
 def run(kb: Any, op: str, args: dict[str, Any]) -> Any:
-    """The JSON answer of one operation on a KnowledgeBase."""
+    """The JSON answer of one operation on a KnowledgeBase: list and gaps a CardPage and an OpenGaps (the
+    MCP list and gaps tools' contracts), stats a Stats."""
     if op == "list":
-        unknown = set(args) - {"kind", "status", "tags", "where", "brief", "json_text", "sources", *JUDGED}
-        if unknown:
-            raise BadInput(f"list: unknown option(s) {', '.join(sorted(unknown))}")
-        query = (args.get("kind"), args.get("status"), _strings(args, "tags"), _strings(args, "where"))
-        pairs, only = _strings(args, "for"), bool(args.get("only_applying"))
-        everywhere = bool(args.get("sources")) and bool(kb.config.sources)
-        if args.get("json_text") and not everywhere and not (only or kb.environment_for(pairs)):
-            return kb.summaries_json(*query)  # what `kb list --json` prints, made where the cached cards are
-        found = kb.summaries_everywhere(*query) if everywhere else kb.summaries(*query)
-        found = kb.applying(found, pairs, only)
-        if args.get("json_text"):
-            return json.dumps([s.to_dict() for s in found], ensure_ascii=False, indent=1)
-        # brief: the rows a listing prints, [id, kind, status, (applies,) title]; a tenth of the JSON at 1k cards
-        return [_row(s) for s in found] if args.get("brief") else [s.to_dict() for s in found]
+        return _list(kb, args)
     if op == "gaps":
         unknown = set(args) - {"sources", *JUDGED}
         if unknown:
             raise BadInput(f"gaps: unknown option(s) {', '.join(sorted(unknown))}")
         pairs, only = _strings(args, "for"), bool(args.get("only_applying"))
-        found = kb.gaps_everywhere(pairs, only) if args.get("sources") else kb.applying(kb.gaps(), pairs, only)
-        return [g.to_dict() for g in found]
+        return kb.open_gaps(pairs, only, sources=bool(args.get("sources"))).to_json()
     if op == "stats":
         return kb.stats().to_json()
     raise BadInput(f"unknown operation {op!r} (one of search, {', '.join(OPERATIONS)})")
+
+
+def _list(kb: Any, args: dict[str, Any]) -> Any:
+    """A CardPage; json_text: as JSON text (what `kb list --json` prints); brief: the rows a listing prints,
+    [id, kind, status, (applies,) title], a tenth of the JSON at 1k cards."""
+    unknown = set(args) - {"kind", "status", "tags", "where", "brief", "json_text", "sources", *JUDGED}
+    if unknown:
+        raise BadInput(f"list: unknown option(s) {', '.join(sorted(unknown))}")
+    query = (args.get("kind"), args.get("status"), _strings(args, "tags"), _strings(args, "where"))
+    pairs, only = _strings(args, "for"), bool(args.get("only_applying"))
+    everywhere = bool(args.get("sources")) and bool(kb.config.sources)
+    if args.get("brief"):
+        found = kb.summaries_everywhere(*query) if everywhere else kb.summaries(*query)
+        return [_row(s) for s in kb.applying(found, pairs, only)]
+    if args.get("json_text") and not everywhere and not (only or kb.environment_for(pairs)):
+        return kb.card_page_json(*query)  # made where the cached cards are
+    page = kb.card_page(*query, pairs, only, sources=everywhere).to_json()
+    return json.dumps(page, ensure_ascii=False, indent=1) if args.get("json_text") else page
 
 
 def _row(summary: Any) -> list[str]:

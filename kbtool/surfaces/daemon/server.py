@@ -68,7 +68,7 @@ def handle(kb: Any, message: dict[str, Any], build: str) -> tuple[dict[str, Any]
     try:
         if message.get("op") == "search":
             requests = [SearchRequest.parse(r) for r in message.get("requests", [])]
-            results: Any = [kb.run_search(r).to_json() for r in requests]
+            results: Any = [kb.search_page(r).to_json() for r in requests]
         else:
             results = operations.run(kb, str(message.get("op")), message.get("args") or {})
     except KbError as exc:

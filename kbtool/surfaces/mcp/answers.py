@@ -26,7 +26,6 @@ from kbtool.model.contracts import (
     RecentChanges,
     Related,
     SearchPage,
-    SearchResult,
     ServedKbs,
     SkillList,
     StatusChange,
@@ -77,46 +76,33 @@ def cut_notice(shown: int, found: int, budget: int) -> str:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def search_page(found: SearchResult, k: int, offset: int, budget: int) -> CallToolResult:
-    """The hits past offset, one line each, as many as the budget holds (the best one always, cut to fit)."""
-    hits = found.hits[offset:]
+def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
+    """The hits one line each, as many as the budget holds (the best one always, cut to fit); the structured
+    content is the page with those hits, whole, and the cut flagged (truncated, shown of found)."""
     # room for the line that says the answer was cut, so the whole text stays within the budget
-    room = budget - len(cut_notice(len(hits), len(hits), budget)) - 1
-    shown: list[SearchPage.Hit] = []
+    room = budget - len(cut_notice(found.found, found.found, budget)) - 1
     lines: list[str] = []
     spent = 0
-    for hit in hits:
-        short = SearchPage.Hit(
-            id=hit.id,
-            kind=hit.kind,
-            title=hit.title,
-            status=hit.status,
-            score=hit.score,
-            snippet=one_line(hit.snippet, SNIPPET_CHARS),
-            kb=hit.kb,
-            may_not_apply=hit.may_not_apply,
-            applies=hit.applies,
-        )
-        line = f"{hit.id} [{brackets(hit.kind, hit.status, hit.applies)}] {hit.title} — {short.snippet}"
+    for hit in found.hits:
+        snippet = one_line(hit.snippet, SNIPPET_CHARS)
+        line = f"{hit.id} [{brackets(hit.kind, hit.status, hit.applies)}] {hit.title} — {snippet}"
         if hit.may_not_apply:
             line += f" (may not apply here: {'; '.join(hit.may_not_apply)})"
         if spent + len(line) > room:
-            if shown:
+            if lines:
                 break
             line = one_line(line, room)
-        shown.append(short)
         lines.append(line)
         spent += len(line) + 1
-    truncated = len(shown) < len(hits)
-    page = SearchPage(
-        query=found.query, hits=shown, truncated=truncated, shown=len(shown), found=len(hits), offset=offset
-    )
-    past = f" past the first {offset}" if offset else ""
+    shown = len(lines)
+    truncated = shown < found.found
+    page = found.model_copy(update={"hits": found.hits[:shown], "truncated": truncated, "shown": shown})
+    past = f" past the first {found.offset}" if found.offset else ""
     text = "\n".join(lines) if lines else f"no cards match {found.query!r}{past}"
     if truncated:
-        text += "\n" + cut_notice(len(shown), len(hits), budget)
-    elif len(hits) == k:
-        text += f"\n{len(shown)} hits shown; search again with offset={offset + len(shown)} for the next ones"
+        text += "\n" + cut_notice(shown, found.found, budget)
+    elif found.found == k:
+        text += f"\n{shown} hits shown; search again with offset={found.offset + shown} for the next ones"
     return result(text, page)
 
 

@@ -27,7 +27,6 @@ from kbtool.model.contracts import (
     ServedKbs,
     SkillList,
 )
-from kbtool.model.errors import KbError
 from kbtool.model.records import StoredCard
 from kbtool.model.vocabulary import MODES
 from kbtool.surfaces.mcp import answers
@@ -100,7 +99,7 @@ async def search(
                 **asked,
             }
         )
-        return answers.search_page(base.run_search(request), k, offset, budget)
+        return answers.search_page(base.search_page(request, offset), k, budget)
 
     return await on(ctx, kb, answer)
 
@@ -126,24 +125,12 @@ async def get(
 
 
 def whole_documents(kb: KnowledgeBase, refs: list[str]) -> CallToolResult:
-    """Whole cards or skills. One id that matches nothing is an error; of several, the answer names the
-    ones that matched nothing."""
+    """Whole cards or skills (KnowledgeBase.documents), each one's markdown as text."""
     from kbtool.skills.spec import render_skill
 
-    texts: list[str] = []
-    documents: list[Document] = []
-    missing: list[str] = []
-    for ref in dict.fromkeys(refs):
-        try:
-            found = kb.card_or_skill(ref)
-        except KbError:
-            if len(refs) == 1:
-                raise
-            missing.append(ref)
-            continue
-        texts.append(markdown.render(found.card, found.body) if isinstance(found, StoredCard) else render_skill(found))
-        documents.append(Document.model_validate(found.to_dict()))
-    return answers.documents(Documents(cards=documents, missing=missing), texts)
+    found, items = kb.documents(refs)
+    texts = [markdown.render(i.card, i.body) if isinstance(i, StoredCard) else render_skill(i) for i in items]
+    return answers.documents(found, texts)
 
 
 @tool(READS, name="list")
