@@ -27,6 +27,8 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"records"},
         {"contracts"},
     ],
+    # the contracts a package of their own, placed as model's top layer: the base, then one module an area
+    "model.contracts": [{"base"}, {"search"}, {"reading"}, {"checking"}, {"findings"}],
     "store": [
         {"atomic_files", "commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch"},
         {"git_identity", "git_runner", "secrets"},

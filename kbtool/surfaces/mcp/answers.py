@@ -15,7 +15,6 @@ from kbtool.model.contracts import (
     CardLog,
     CardPage,
     Comparison,
-    Contract,
     Documents,
     FindingAdded,
     GateRunResult,
@@ -23,6 +22,7 @@ from kbtool.model.contracts import (
     LockCheck,
     OpenGaps,
     Page,
+    Payload,
     RecentChanges,
     Related,
     SearchPage,
@@ -34,8 +34,8 @@ from kbtool.model.contracts import (
 SNIPPET_CHARS = 200
 
 
-def result(text: str, structured: Contract | dict[str, Any]) -> CallToolResult:
-    data = structured.to_json() if isinstance(structured, Contract) else structured
+def result(text: str, structured: Payload | dict[str, Any]) -> CallToolResult:
+    data = structured.to_json() if isinstance(structured, Payload) else structured
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 

@@ -1,0 +1,207 @@
+"""The contracts of reads: pages of cards and open gaps, related cards, skills, a card's log,
+recent changes, imported documents, the served knowledge bases, stats."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import (
+    ConfigDict,
+    Field,
+)
+
+from kbtool.model.contracts.base import Payload, SearchKind, StatusName, T
+from kbtool.model.contracts.search import AppliesMark, CardBrief
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+class Page(Payload):
+    """What every list-shaped answer (an MCP tool's, the CLI's --json) says of its page: how many there are,
+    where this page starts, and whether more follow (call again with offset = offset + the items shown)."""
+
+    total: int = Field(description="how many match in all")
+    offset: int = Field(description="how many were skipped before this page")
+    truncated: bool = Field(description="true when more match than this page shows")
+
+
+def page_of(items: Sequence[T], offset: int = 0, limit: int | None = None) -> tuple[list[T], dict[str, Any]]:
+    """The items of one page and its Page fields (total, offset, truncated); no limit: all from offset."""
+    shown = list(items[offset:] if limit is None else items[offset : offset + limit])
+    return shown, {"total": len(items), "offset": offset, "truncated": offset + len(shown) < len(items)}
+
+
+class ListedCard(CardBrief):
+    """A card as `list` shows it: its frontmatter (every field its kind has, tags, applies_to, links,
+    provenance, ...) without the body, its file, and how it applies to the environment asked for."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    path: str
+    kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its source, if not this one")
+    applies: AppliesMark = None
+
+
+class CardPage(Page):
+    cards: list[ListedCard]
+
+
+class OpenGap(Payload):
+    """An open gap as `gaps` shows it: its frontmatter without the body (tags, applies_to, links, closed_by,
+    provenance, ...), its question and priority always set, and why it is open again if it was closed."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str
+    kind: Literal["gap"] = "gap"
+    title: str
+    path: str
+    question: str
+    priority: Literal["high", "medium", "low"]
+    status: StatusName
+    kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its source, if not this one")
+    reopened: str | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="why a gap findings once closed is open again: each since refuted, superseded, retired or deleted",
+    )
+    applies: AppliesMark = None
+
+
+class OpenGaps(Page):
+    gaps: list[OpenGap]
+
+
+class Link(Payload):
+    """One link of a card's neighbourhood; a target that does not exist is named and marked missing."""
+
+    rel: str
+    id: str
+    kind: SearchKind | None = Field(None, exclude_if=lambda value: value is None)
+    title: str | None = Field(None, exclude_if=lambda value: value is None)
+    status: StatusName | None = Field(None, exclude_if=lambda value: value is None)
+    missing: bool | None = Field(None, exclude_if=lambda value: value is None)
+
+
+class Similar(CardBrief):
+    similarity: float = Field(description="cosine similarity of the best-matching chunk")
+
+
+class Neighbour(CardBrief):
+    """A card more than one link away from the card asked about."""
+
+    depth: int = Field(description="how many links away")
+    via: str = Field(description="the card one link nearer, through which it was reached")
+    rel: str = Field(description="the link between them: rel -> (from via) or rel <- (to via)")
+
+
+class Related(Payload):
+    id: str
+    title: str
+    links_out: list[Link]
+    links_in: list[Link]
+    similar: list[Similar]
+    beyond: list[Neighbour] = Field([], description="cards two or more links away, when asked for (depth)")
+
+
+class SkillBrief(Payload):
+    """A skill as `skills` lists it: its frontmatter (license, compatibility, metadata, ...), its id and
+    kind as a search hit names them, its folder and its files, without the body."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str
+    description: str
+    path: str
+
+
+class SkillList(Page):
+    skills: list[SkillBrief]
+
+
+# --- history -----------------------------------------------------------------------------------
+
+
+class CommitEntry(Payload):
+    """One commit of the knowledge base: every kb write is one, its trailers say what it did."""
+
+    sha: str
+    date: str = Field(description="the author date, ISO 8601")
+    author: str
+    subject: str
+    op: str | None = Field(None, description="what kb did (the kb-op trailer): add, edit, supersede, confirm, ...")
+    message: str | None = Field(
+        None, exclude_if=lambda value: value is None, description="the whole commit message (a card's log)"
+    )
+
+
+class ChangedCard(Payload):
+    id: str
+    kind: SearchKind
+    change: Literal["added", "modified", "deleted"]
+    title: str | None = Field(None, description="as it stands now; none for a deleted card")
+
+
+class Change(CommitEntry):
+    """A commit and the cards and skills it changed."""
+
+    cards: list[ChangedCard]
+
+
+class CardLog(Page):
+    id: str
+    commits: list[CommitEntry]
+
+
+class RecentChanges(Page):
+    since: str | None = Field(description="as asked: a date, an age (7d) or a commit; none for all history")
+    changes: list[Change]
+
+
+class Document(Payload):
+    """A whole card or skill as JSON: a card's frontmatter fields (title, status, its kind's fields,
+    links, provenance, ...) or a skill's (name, description, files, ...), beside these four."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str
+    kind: SearchKind
+    path: str = Field(description="its file, relative to the knowledge base")
+    body: str = Field(description="the markdown after the frontmatter")
+
+
+class Documents(Payload):
+    """Whole cards or skills, in the order asked for, and the ids that match nothing."""
+
+    cards: list[Document]
+    missing: list[str]
+
+
+class ServedKb(Payload):
+    """One of the knowledge bases a `kb serve` serves, as its `kbs` tool lists them."""
+
+    name: str = Field(description="what a tool's `kb` argument calls it")
+    title: str = Field(description="its kb.toml name")
+    path: str
+    cards: int
+    skills: int
+    open_gaps: int
+    default: bool = Field(description="the one a tool uses when no `kb` is given")
+    writable: bool = Field(description="whether this server may write to it (not --read-only, not a read-only mount)")
+
+
+class ServedKbs(Payload):
+    kbs: list[ServedKb]
+
+
+class Stats(Payload):
+    """What `kb stats` counts, from the index."""
+
+    cards: int
+    by_kind: dict[str, int]
+    by_status: dict[str, int]
+    by_project: dict[str, int] = Field(description='cards per provenance.project; "(none)" for those without')
+    open_gaps: int
+    stale_findings: list[str] = Field(description="ids of findings older than curation.max_finding_age_days")
+    locked_gates: int
