@@ -24,6 +24,7 @@ from kbtool.model.contracts import (
     page_of,
 )
 from kbtool.model.errors import BadInput, CardNotFound
+from kbtool.model.fields import Filter
 from kbtool.model.records import CardSummary, Problem
 from kbtool.model.vocabulary import INACTIVE_STATUSES
 from kbtool.store.repository import Commit
@@ -76,7 +77,7 @@ class Curation(KnowledgeBaseCore):
         kind: str | None = None,
         status: str | None = None,
         tags: Iterable[str] = (),
-        where: Iterable[str] = (),
+        where: Iterable[str | Filter] = (),
         applies_for: Environment = None,
         only_applying: bool = False,
         limit: int | None = None,
@@ -93,7 +94,11 @@ class Curation(KnowledgeBaseCore):
         return CardPage(cards=[ListedCard.model_validate(c.to_dict()) for c in shown], **page)
 
     def card_page_json(
-        self, kind: str | None = None, status: str | None = None, tags: Iterable[str] = (), where: Iterable[str] = ()
+        self,
+        kind: str | None = None,
+        status: str | None = None,
+        tags: Iterable[str] = (),
+        where: Iterable[str | Filter] = (),
     ) -> str:
         """card_page(...).to_json() as JSON text, every card here, made from the JSON the index caches of each
         (summaries_json): `kb list --json` at 10k cards in milliseconds. The same answer only when no source

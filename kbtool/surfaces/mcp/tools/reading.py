@@ -27,6 +27,7 @@ from kbtool.model.contracts import (
     ServedKbs,
     SkillList,
 )
+from kbtool.model.fields import Filter
 from kbtool.model.records import StoredCard
 from kbtool.model.vocabulary import MODES
 from kbtool.surfaces.mcp import answers
@@ -92,7 +93,7 @@ async def search(
             {
                 "query": query,
                 "k": k + offset,  # the hits past offset are this page
-                "where": filter_pairs(filters),
+                "where": parsed_filters(filters),
                 "mode": mode,
                 "env": env,
                 "only_applying": only_applying,
@@ -153,7 +154,7 @@ async def list_cards(
         ctx,
         kb,
         lambda base: answers.card_page(
-            base.card_page(kind, status, tags or (), filter_pairs(filters), applies_for, only_applying, limit, offset)
+            base.card_page(kind, status, tags or (), parsed_filters(filters), applies_for, only_applying, limit, offset)
         ),
     )
 
@@ -265,15 +266,15 @@ async def recent(
     return await on(ctx, kb, lambda base: answers.recent_changes(base.recent_changes(since, kind, limit, offset)))
 
 
-def filter_pairs(filters: dict[str, Any] | None) -> list[str]:
-    """The filters object as `key=value` pairs, checked here so an error names `filters`, not --where."""
+def parsed_filters(filters: dict[str, Any] | None) -> list[Filter]:
+    """The filters object parsed once into the conditions the facade takes, so an error names `filters`,
+    not --where."""
     from kbtool.model.fields import parse_filters
 
-    out = [
+    pairs = [
         f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in (filters or {}).items()
     ]
-    parse_filters(out, "filters")
-    return out
+    return parse_filters(pairs, "filters")
 
 
 TOOLS: tuple[Tool, ...] = (kbs, search, get, list_cards, gaps, related, skills, skill, log, recent)
