@@ -28,11 +28,11 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     # the contracts a package of their own, placed as model's top layer: the base, then one module an area
-    "model.contracts": [{"base"}, {"search"}, {"reading"}, {"checking"}, {"findings"}],
+    "model.contracts": [{"base"}, {"search"}, {"reading", "status"}, {"checking"}, {"findings"}],
     "store": [
         {"atomic_files", "commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch"},
         {"git_identity", "git_runner", "secrets"},
-        {"incoming", "repository", "sources"},
+        {"daemons", "incoming", "repository", "sources"},
         {"history", "sync", "importer", "exchange"},
     ],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry"}, {"install"}],
@@ -70,7 +70,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     # a star: each part needs only the core; KnowledgeBase composes them all
     "facade": [
         {"core", "finding_plan"},  # finding_plan: pure, the findings part plans with it
-        {"curation", "findings", "gates", "imports", "review", "search", "skills", "sources"},
+        {"curation", "findings", "gates", "imports", "review", "search", "skills", "sources", "status"},
         {"knowledge_base"},
         {"new_project"},
     ],

@@ -17,6 +17,7 @@ from kbtool.facade.review import Review
 from kbtool.facade.search import Search
 from kbtool.facade.skills import Skills
 from kbtool.facade.sources import Sources
+from kbtool.facade.status import Overview
 from kbtool.model.cards import MODELS
 from kbtool.model.errors import SemanticUnavailable
 from kbtool.model.records import Problem, StoredCard
@@ -27,11 +28,11 @@ if TYPE_CHECKING:
     from kbtool.search.embeddings import Embedder
 
 
-class KnowledgeBase(Imports, Review, Gates, Findings, Search, Skills, Sources, Curation):
+class KnowledgeBase(Imports, Review, Gates, Findings, Search, Skills, Sources, Curation, Overview):
     """One knowledge base: a git repository of cards and skills, and what every surface and Python caller
     uses. Each part is built on the core alone (kbtool/facade/core.py): imports, review (confirm, refute,
     supersede, status), gates, findings (and compare, plot), search (and related), skills, sources (and
-    sync), curation (lint, stats, gaps, history)."""
+    sync), curation (lint, stats, gaps, history), overview (status)."""
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, embedder: Embedder | None = None) -> KnowledgeBase:

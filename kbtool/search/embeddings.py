@@ -111,9 +111,7 @@ class SentenceTransformerEmbedder:
         self.name = name
         self.path = _model_path(name, base)
         self.batch_size = batch_size
-        self.model_id = (
-            f"sentence-transformers/{DEFAULT_MODEL}" if self.path == _packaged_path() else f"local:{self.path}"
-        )
+        self.model_id = _model_id_at(self.path)
         self._loaded: SentenceTransformer | None = None
         # one model may serve several knowledge bases (kb serve --kb a=... --kb b=...), each warming up on a
         # thread of its own: the first to ask loads it, the others wait for that copy
@@ -286,6 +284,21 @@ def model_location(name: str, base: str | os.PathLike[str]) -> str:
     if name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}", HASHING) or name.startswith(f"{HASHING}-"):
         return name
     return os.path.abspath(os.path.join(base, os.path.expanduser(name)))
+
+
+def _model_id_at(path: str) -> str:
+    return f"sentence-transformers/{DEFAULT_MODEL}" if path == _packaged_path() else f"local:{path}"
+
+
+def model_id_of(name: str, base: str | os.PathLike[str] | None = None) -> str:
+    """The model_id make_embedder(name, base) would key its vectors by, found without loading any model
+    (`kb status` counts the vectors of it); raises as make_embedder does when the model is not there."""
+    given = os.environ.get("KB_EMBEDDER")
+    if given:
+        name, base = given, None
+    if name == HASHING or name.startswith(f"{HASHING}-"):
+        return f"{HASHING}-{_hashing_dimension(name)}"
+    return _model_id_at(_model_path(name, os.fspath(base) if base is not None else None))
 
 
 def _hashing_dimension(name: str) -> int:

@@ -56,6 +56,16 @@ Upsert = tuple[IndexedFile, str, os.stat_result]  # a file to (re)index: what it
 Touched = tuple[str, os.stat_result]  # a file whose stat moved but whose text did not
 
 
+def indexed_files(store: Store) -> dict[str, str]:
+    """Every file the index covers, relative path -> path: the cards, then each SKILL.md."""
+    root = str(store.root)
+    files = {rel: os.path.join(root, rel) for rel in store.card_paths()}
+    for folder in skill_folders(store.root / SKILLS_DIR, store.root, store.skipped):
+        if not (folder / SKILL_FILE).is_symlink():  # a skill is plain files: kb lint names it, nothing reads it
+            files[f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}"] = str(folder / SKILL_FILE)
+    return files
+
+
 class Connection:
     """The two things the index uses of a database: execute, and the connection for transactions."""
 
@@ -145,15 +155,6 @@ class Index:
                 dirs += [top, *sorted(p for p in top.iterdir() if p.is_dir())]
         return tuple((str(d), d.stat().st_mtime_ns) for d in dirs)
 
-    def _files(self) -> dict[str, str]:
-        """Every file the index covers, relative path -> path: the cards, then each SKILL.md."""
-        root = str(self.store.root)
-        files = {rel: os.path.join(root, rel) for rel in self.store.card_paths()}
-        for folder in skill_folders(self.store.root / SKILLS_DIR, self.store.root, self.store.skipped):
-            if not (folder / SKILL_FILE).is_symlink():  # a skill is plain files: kb lint names it, nothing reads it
-                files[f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}"] = str(folder / SKILL_FILE)
-        return files
-
     def refresh_if_stale(self, embedder: Embedder | None) -> RefreshStats | None:
         """For a warm process: skip the full stat scan while nothing on disk or in the index moved."""
         recent = time.monotonic() - self._last_scan < FULL_SCAN_INTERVAL_S
@@ -178,7 +179,7 @@ class Index:
         with self._lock():
             signature = self._signature()
             known = {row[0]: row[1:] for row in self.db.execute("SELECT path, file_hash, mtime_ns, size FROM cards")}
-            on_disk = self._files()
+            on_disk = indexed_files(self.store)
             stats.scanned = len(on_disk)
             upserts, touched = self._changed_files(known, on_disk, force, stats.invalid)
             invalid = set(stats.invalid)
@@ -311,6 +312,29 @@ class Index:
                     " ".join(cjk_bigrams(f"{doc.title} {chunk.text}")),
                 ),
             )
+
+    def freshness(self) -> tuple[int, int, int]:
+        """(files indexed, files on disk, files to refresh): the stat comparison refresh() starts with, nothing
+        read or written. A file whose stat moved but whose text did not counts until the next refresh."""
+        known = {row[0]: row[1:] for row in self.db.execute("SELECT path, mtime_ns, size FROM cards")}
+        on_disk = indexed_files(self.store)
+        changed = sum(1 for rel in known if rel not in on_disk)
+        for rel, name in on_disk.items():
+            try:
+                st = os.stat(name)
+            except OSError:  # gone since it was listed
+                continue
+            changed += known.get(rel) != (st.st_mtime_ns, st.st_size)
+        return len(known), len(on_disk), changed
+
+    def vector_coverage(self, model_id: str) -> tuple[int, int]:
+        """(chunks, chunks with a vector for this model)."""
+        total = self.db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        missing = self.db.execute(
+            "SELECT count(*) FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE v.hash IS NULL",
+            (model_id,),
+        ).fetchone()[0]
+        return int(total), int(total - missing)
 
     def _missing_vectors(self, model_id: str) -> dict[str, str]:
         """Chunks whose text has no vector for this model (new text, a model change), by text hash."""

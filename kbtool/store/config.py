@@ -77,6 +77,23 @@ class GatesSection(_Section):
     )
 
 
+class DaemonSection(_Section):
+    """The warm search daemon `kb search` starts (kbtool/surfaces/daemon/server.py)."""
+
+    # 15 minutes: an agent's searches come minutes apart within a task, and a restart costs the first search
+    # of the next one ~1 s (keyword index) plus ~5 s until the model is back; an idle daemon holds ~0.5-1 GB
+    idle_minutes: float = Field(
+        default=15,
+        ge=0,
+        description="minutes without a request after which the search daemon exits (0: never; fractions allowed)",
+    )
+
+    @property
+    def idle_seconds(self) -> float | None:
+        """None: the daemon never exits for idleness."""
+        return self.idle_minutes * 60 if self.idle_minutes else None
+
+
 class SourceSection(_Section):
     """A knowledge base this one reads from (search, list and gaps cover it; writes never go there):
     a folder, or a git repository `kb sources update` keeps a copy of."""
@@ -102,6 +119,7 @@ class Config(_Section):
     limits: LimitsSection = LimitsSection()
     curation: CurationSection = CurationSection()
     gates: GatesSection = GatesSection()
+    daemon: DaemonSection = DaemonSection()
     sources: list[SourceSection] = []
     # where this project runs, over what the machine reports (gpu = "H100", vllm = "0.11.0", driver = "550.54"):
     # `kb lint --env` and `kb search --env` flag findings measured elsewhere

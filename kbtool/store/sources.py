@@ -56,3 +56,15 @@ def update(root: Path, state_dir: Path, source: SourceSection) -> str:
         return commit
     except GitFailed as exc:
         raise BadInput(f"source {source.name}: {exc}") from None
+
+
+def head_commit(where: Path) -> tuple[str, int] | None:
+    """(commit, its committer time as epoch seconds) a source reads at where; None for a folder that is not a
+    repository's top (git would answer for an enclosing one) or a copy not made yet."""
+    if not (where / ".git").exists():
+        return None
+    try:
+        commit, _, when = run_git("log", "-1", "--format=%H %ct", cwd=where).partition(" ")
+    except GitFailed:
+        return None  # a clone whose checkout never happened: no HEAD
+    return (commit, int(when)) if when.strip().isdigit() else None

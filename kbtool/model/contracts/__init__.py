@@ -66,6 +66,14 @@ from kbtool.model.contracts.reading import (
     Stats,
     page_of,
 )
+from kbtool.model.contracts.status import (
+    DaemonState,
+    Daemons,
+    IndexState,
+    KbStatus,
+    SourceState,
+    VectorState,
+)
 from kbtool.model.contracts.search import (
     AppliesMark,
     CardBrief,
@@ -77,6 +85,12 @@ from kbtool.model.contracts.search import (
 )
 
 __all__ = [
+    "VectorState",
+    "SourceState",
+    "KbStatus",
+    "IndexState",
+    "Daemons",
+    "DaemonState",
     "AppliesMark",
     "CardAdded",
     "CardBrief",

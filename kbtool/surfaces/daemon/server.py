@@ -14,9 +14,11 @@ goes to it every HEARTBEAT_S: a client that hears nothing for a few seconds know
 stopped or gone and searches in its own process. A request must be a JSON object nested no deeper
 than MAX_DEPTH: a hostile one cannot exhaust the parser's stack.
 Before each search the index refreshes itself if the store changed, so a card written by
-any process is found by the next query. It exits after KB_DAEMON_IDLE seconds (default
-900) without a request, when asked to stop, or when a client of a different build asks
-(the client then starts a fresh one).
+any process is found by the next query. It exits after kb.toml's [daemon] idle_minutes (default 15;
+0: never; $KB_DAEMON_IDLE, in seconds, overrides it) without a request, when asked to stop (a stop
+request, or SIGTERM from `kb daemon stop`), or when a client of a different build asks (the client
+then starts a fresh one). While it runs, its entry in this user's registry (kbtool/store/daemons.py)
+says its pid, root and start time to `kb status` and `kb daemon stop --all`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import contextlib
 import json
 import os
 import re
+import signal
 import socket
 import sys
 import threading
@@ -35,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.model.errors import KbError
+from kbtool.store import daemons
+from kbtool.store.config import DaemonSection
 from kbtool.surfaces.daemon import operations
 from kbtool.surfaces.daemon.client import HEARTBEAT, MAX_REQUEST, PROTOCOL, build_id, socket_path
 
-IDLE_S = float(os.environ.get("KB_DAEMON_IDLE", "900"))
 READ_DEADLINE_S = 5.0  # for a whole request: a kb client sends it as soon as it connects
 HEARTBEAT_S = 0.5
 SEND_TIMEOUT_S = 5.0  # a client that stops reading its answer is dropped after this
@@ -132,6 +136,15 @@ def _reply_line(reply: dict[str, Any]) -> bytes:
     return json.dumps(reply, ensure_ascii=False).encode() + b"\n"
 
 
+def idle_seconds(settings: DaemonSection) -> float | None:
+    """How long the daemon waits for a request before it exits; None: for ever. $KB_DAEMON_IDLE (seconds)
+    overrides kb.toml, so a test run's daemons never outlive it by long."""
+    override = os.environ.get("KB_DAEMON_IDLE")
+    if override:
+        return float(override) or None
+    return settings.idle_seconds
+
+
 class Daemon:
     """The accept loop, a thread per client, and the one worker every request runs on. The worker opens
     the knowledge base first, so clients that connect meanwhile hear heartbeats while they wait."""
@@ -147,6 +160,7 @@ class Daemon:
         self.stopping = threading.Event()
         self.busy = 0  # clients connected now: the daemon is not idle while any is
         self.last_seen = time.monotonic()
+        self.idle_s = idle_seconds(DaemonSection())  # until kb.toml is read, on the worker
         self._count = threading.Lock()
 
     def _open(self) -> None:
@@ -160,6 +174,7 @@ class Daemon:
             self.failure = exc
             self.stopping.set()
             return
+        self.idle_s = idle_seconds(kb.config.daemon)
         self.kb = kb
         print(f"kb daemon {os.getpid()} ready for {self.root}", flush=True)
 
@@ -176,7 +191,9 @@ class Daemon:
                 conn, _ = self.server.accept()
             except TimeoutError:
                 with self._count:
-                    if not self.busy and time.monotonic() - self.last_seen > IDLE_S:
+                    idle = self.idle_s is not None and time.monotonic() - self.last_seen > self.idle_s
+                    if not self.busy and idle:
+                        print(f"kb daemon {os.getpid()} idle for {self.idle_s:.0f} s", flush=True)
                         return
                 continue
             except OSError:  # the listener was shut down: asked to stop
@@ -237,9 +254,11 @@ def serve(root: Path) -> None:
     server.bind(str(path))
     server.listen(64)
     daemon = Daemon(root, server)
+    daemons.register(root, path)
     try:
         daemon.run()
     finally:
+        daemons.unregister(root)
         daemon.stop_listening()
         server.close()
     if daemon.failure is not None:
@@ -251,12 +270,19 @@ def main(argv: list[str]) -> None:
         print("usage: python -m kbtool.surfaces.daemon.server ROOT", file=sys.stderr)
         sys.exit(2)
     started = time.perf_counter()
+    # `kb daemon stop` sends SIGTERM when a daemon does not answer its stop request: exit through serve's
+    # cleanup (socket file, registry entry) rather than die where it stands
+    signal.signal(signal.SIGTERM, _exit_on_signal)
     try:
         serve(Path(argv[0]).resolve())
     except KbError as exc:
         print(f"kb daemon: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     print(f"kb daemon {os.getpid()} exiting after {time.perf_counter() - started:.0f} s", flush=True)
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

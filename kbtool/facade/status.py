@@ -1,0 +1,85 @@
+"""The part of the facade that says how a knowledge base stands (`kb status`): its index against the files on
+disk, the vectors of its model, its search daemon and its sources. Everything is read cheaply (file stats, a
+few SQL counts, /proc, one `git log -1` a source); nothing is refreshed, embedded or loaded."""
+
+from __future__ import annotations
+
+import builtins
+import time
+from datetime import UTC, datetime
+
+from kbtool.facade.core import KnowledgeBaseCore
+from kbtool.model.contracts.status import DaemonState, IndexState, KbStatus, SourceState, VectorState
+from kbtool.model.errors import KbError
+from kbtool.store import daemons
+from kbtool.store.daemons import DaemonEntry
+
+DAY_S = 86_400
+
+
+class Overview(KnowledgeBaseCore):
+    """kb status."""
+
+    def status(self) -> KbStatus:
+        from kbtool.search.index import INDEX_FILE
+
+        built = (self.store.state_dir / INDEX_FILE).exists()
+        return KbStatus(
+            root=str(self.root),
+            name=self.config.kb.name,
+            index=self._index_state(built),
+            vectors=self._vector_state(built),
+            daemon=daemon_state(daemons.running(self.root)),
+            sources=self._source_states(),
+        )
+
+    def _index_state(self, built: bool) -> IndexState:
+        from kbtool.search.index import indexed_files
+
+        if not built:  # said as it is: opening the index here would build it, which is not a status's job
+            on_disk = len(indexed_files(self.store))
+            return IndexState(built=False, indexed=0, on_disk=on_disk, to_refresh=on_disk, current=False)
+        indexed, on_disk, to_refresh = self.index.freshness()
+        return IndexState(built=True, indexed=indexed, on_disk=on_disk, to_refresh=to_refresh, current=not to_refresh)
+
+    def _vector_state(self, built: bool) -> VectorState:
+        from kbtool.search.embeddings import model_id_of
+
+        try:
+            model: str | None = model_id_of(self.config.index.embedding_model, self.root)
+        except KbError as exc:  # the model is not installed, or kb.toml names no usable one
+            model, note = None, str(exc)
+        else:
+            note = None
+        chunks, embedded = self.index.vector_coverage(model) if built and model else (0, 0)
+        if built and model and embedded < chunks:
+            note = "the next search embeds the rest (hybrid answers from keywords until then)"
+        ready = built and model is not None and embedded == chunks
+        return VectorState(model=model, chunks=chunks, embedded=embedded, ready=ready, note=note)
+
+    def _source_states(self) -> builtins.list[SourceState]:
+        from kbtool.store.sources import head_commit, source_root
+
+        states = []
+        for source in self.config.sources:
+            head = head_commit(source_root(self.root, self.store.state_dir, source))
+            commit, when = head if head else (None, None)
+            states.append(
+                SourceState(
+                    name=source.name,
+                    where=source.url or source.path or "",
+                    ref=source.ref,
+                    commit=commit,
+                    committed=datetime.fromtimestamp(when, UTC).isoformat() if when is not None else None,
+                    age_days=int((time.time() - when) // DAY_S) if when is not None else None,
+                )
+            )
+        return states
+
+
+def daemon_state(entry: DaemonEntry | None) -> DaemonState | None:
+    if entry is None:
+        return None
+    return DaemonState(
+        pid=entry.pid, root=entry.root, rss_bytes=daemons.rss_bytes(entry.pid), uptime_s=round(entry.uptime_s, 1)
+    )
