@@ -5,7 +5,7 @@ recent, lint, supersede, gaps, review, confirm, refute, retire, reopen, stats, i
 schema. The application, its shared options and helpers are base.py; the other commands, by what
 they are about, in the modules beside it: evidence (add-finding, compare, plot), gates, search
 (search, index, eval), skills, install (skill install, kb agent), reuse (sync, sources, export,
-new-project), web (ui, site).
+new-project), web (ui, site), daemon (status, daemon status/stop).
 """
 
 from __future__ import annotations
@@ -518,6 +518,7 @@ def schema_export(
 
 
 # the command groups register their commands on app when imported
+import kbtool.surfaces.cli.daemon  # noqa: E402
 import kbtool.surfaces.cli.evidence  # noqa: E402
 import kbtool.surfaces.cli.gates  # noqa: E402
 import kbtool.surfaces.cli.install  # noqa: E402

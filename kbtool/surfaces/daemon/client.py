@@ -21,6 +21,8 @@ from typing import Any
 
 from kbtool.model.errors import BadInput, CheckFailed, KbError
 from kbtool.model.vocabulary import CONFIG_FILE
+from kbtool.store import daemons
+from kbtool.store.daemons import DaemonEntry
 from kbtool.store.locate import state_dir
 
 PROTOCOL = 2  # 2: the daemon sends HEARTBEAT while a request waits or runs
@@ -35,6 +37,7 @@ ANSWER_TIMEOUT_S = 300.0
 CONNECT_TIMEOUT_S = 5.0  # a stopped daemon's backlog fills, and then connect() would wait forever
 MAX_LINE = 64 * 1024 * 1024  # of a reply
 MAX_REQUEST = 16 * 1024 * 1024  # what the daemon reads; a bigger --batch searches in this process
+STOP_WAIT_S = 5.0  # for a daemon asked to stop to exit, before it gets SIGTERM
 
 
 def socket_path(root: Path) -> Path:
@@ -264,8 +267,27 @@ def _wait_gone(root: Path, timeout: float = 10.0) -> None:
 
 
 def stop_daemon(root: Path) -> bool:
-    """Ask the daemon for this KB to exit; False when none was running."""
-    sock = _try_connect(socket_path(root))
+    """Stop the daemon of this KB; False when none was running."""
+    entry = daemons.running(root)
+    if entry is not None:
+        return stop_running(entry)
+    # one this registry does not know (started by an older kb): its socket is all there is to ask
+    if not _ask_to_stop(socket_path(root)):
+        return False
+    _wait_gone(root)
+    return True
+
+
+def stop_running(entry: DaemonEntry) -> bool:
+    """Ask a daemon to exit over its socket; one that does not within STOP_WAIT_S (still opening its knowledge
+    base, or stopped) gets SIGTERM. True once its process is gone."""
+    _ask_to_stop(Path(entry.socket))
+    return daemons.wait_gone(entry.pid, STOP_WAIT_S) or daemons.terminate(entry)
+
+
+def _ask_to_stop(path: Path) -> bool:
+    """False when nothing listens at path."""
+    sock = _try_connect(path)
     if sock is None:
         return False
     try:
@@ -275,5 +297,4 @@ def stop_daemon(root: Path) -> bool:
         pass
     finally:
         sock.close()
-    _wait_gone(root)
     return True
