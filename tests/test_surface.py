@@ -245,7 +245,16 @@ def test_light_commands_never_import_torch_or_the_model_runtime():
     model_runtime = {"torch", "sentence_transformers", "transformers", "mcp"}
     # the first read of a fresh clone builds the keyword index (sqlite_utils, numpy); every later one reads it
     modules_loaded_by(["--kb", str(REPO_ROOT), "list"])
-    for args in (["--help"], ["list"], ["show", "nvfp4-block"], ["lint"], ["gaps"], ["stats"]):
+    for args in (
+        ["--help"],
+        ["list"],
+        ["show", "nvfp4-block"],
+        ["lint"],
+        ["gaps"],
+        ["stats"],
+        ["status"],
+        ["daemon", "status"],
+    ):
         _, loaded = modules_loaded_by(["--kb", str(REPO_ROOT), *args])
         assert "kbtool.surfaces.cli" in loaded
         heavy = model_runtime if args[0] in ("lint",) else model_runtime | {"numpy", "sqlite_utils"}

@@ -45,12 +45,12 @@ class Overview(KnowledgeBaseCore):
     def _vector_state(self, built: bool) -> VectorState:
         from kbtool.search.embeddings import model_id_of
 
+        model: str | None = None
+        note: str | None = None
         try:
-            model: str | None = model_id_of(self.config.index.embedding_model, self.root)
+            model = model_id_of(self.config.index.embedding_model, self.root)
         except KbError as exc:  # the model is not installed, or kb.toml names no usable one
-            model, note = None, str(exc)
-        else:
-            note = None
+            note = str(exc)
         chunks, embedded = self.index.vector_coverage(model) if built and model else (0, 0)
         if built and model and embedded < chunks:
             note = "the next search embeds the rest (hybrid answers from keywords until then)"

@@ -80,8 +80,9 @@ class GatesSection(_Section):
 class DaemonSection(_Section):
     """The warm search daemon `kb search` starts (kbtool/surfaces/daemon/server.py)."""
 
-    # 15 minutes: an agent's searches come minutes apart within a task, and a restart costs the first search
-    # of the next one ~1 s (keyword index) plus ~5 s until the model is back; an idle daemon holds ~0.5-1 GB
+    # 15 minutes: an agent's searches come minutes apart within a task, and a restart costs the next search
+    # under a second (keyword results at once) and ~4 s until the model is back (bench/RESULTS.md); an idle
+    # daemon with the model holds hundreds of MB (bench/bench_daemon.py)
     idle_minutes: float = Field(
         default=15,
         ge=0,

@@ -66,14 +66,6 @@ from kbtool.model.contracts.reading import (
     Stats,
     page_of,
 )
-from kbtool.model.contracts.status import (
-    DaemonState,
-    Daemons,
-    IndexState,
-    KbStatus,
-    SourceState,
-    VectorState,
-)
 from kbtool.model.contracts.search import (
     AppliesMark,
     CardBrief,
@@ -82,6 +74,14 @@ from kbtool.model.contracts.search import (
     SearchPage,
     SearchRequest,
     SearchResult,
+)
+from kbtool.model.contracts.status import (
+    Daemons,
+    DaemonState,
+    IndexState,
+    KbStatus,
+    SourceState,
+    VectorState,
 )
 
 __all__ = [
