@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_kb
+from conftest import git, run_kb
 from kbtool.store import daemons
 from kbtool.surfaces.daemon.client import socket_path
 
@@ -146,3 +146,22 @@ def test_a_negative_idle_time_is_refused(env, tmp_path):
         config.write("\n[daemon]\nidle_minutes = -1\n")
     out = run_kb(env, root, "status")
     assert out.returncode == 2 and "daemon.idle_minutes" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_status_names_each_source_with_its_commit_and_age(env, tmp_path):
+    team = make_kb(env, tmp_path / "team", "A team question?")
+    root = make_kb(env, tmp_path / "project")
+    with (root / "kb.toml").open("a", encoding="utf-8") as config:
+        config.write(f'\n[[sources]]\nname = "team"\npath = "{team}"\n\n[[sources]]\nname = "later"\nurl = "{team}"\n')
+    commit = git(team, "rev-parse", "HEAD").strip()
+    sources = status_of(env, root)["sources"]
+    assert sources[0]["name"] == "team" and sources[0]["commit"] == commit and sources[0]["age_days"] == 0
+    assert sources[1] == {
+        "name": "later",
+        "where": str(team),
+        "ref": None,
+        "commit": None,  # its copy is made by `kb sources update`
+        "committed": None,
+        "age_days": None,
+    }
+    assert f"source team: {team} at {commit[:12]}, committed " in run_kb(env, root, "status").stdout
