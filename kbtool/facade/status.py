@@ -53,7 +53,7 @@ class Overview(KnowledgeBaseCore):
             note = str(exc)
         chunks, embedded = self.index.vector_coverage(model) if built and model else (0, 0)
         if built and model and embedded < chunks:
-            note = "the next search embeds the rest (hybrid answers from keywords until then)"
+            note = "the next search embeds the rest; hybrid answers from keywords until then"
         ready = built and model is not None and embedded == chunks
         return VectorState(model=model, chunks=chunks, embedded=embedded, ready=ready, note=note)
 
