@@ -28,7 +28,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     # the contracts a package of their own, placed as model's top layer: the base, then one module an area
-    "model.contracts": [{"base"}, {"search"}, {"reading"}, {"checking"}, {"findings"}],
+    "model.contracts": [{"base"}, {"search"}, {"reading"}, {"checking"}, {"findings"}, {"briefing"}],
     "store": [
         {"atomic_files", "commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch"},
         {"git_identity", "git_runner", "secrets"},
@@ -66,6 +66,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"lint_checks"},  # the lint classes, each with its runner
         {"gate_compare"},  # a gate's comparison reads and judges runs as `kb compare` does
         {"gates"},  # runs a gate: its command, or its comparison
+        {"standing"},  # whether a gate's newest run judged the candidate as it is now
     ],
     # a star: each part needs only the core; KnowledgeBase composes them all
     "facade": [

@@ -21,6 +21,7 @@ from kbtool.model.contracts.base import (
     StatusName,
     Strings,
 )
+from kbtool.model.contracts.briefing import Brief, BriefItem, BriefSection, GateStanding
 from kbtool.model.contracts.checking import (
     GateRunResult,
     ImportSummary,
@@ -78,6 +79,9 @@ from kbtool.model.contracts.search import (
 
 __all__ = [
     "AppliesMark",
+    "Brief",
+    "BriefItem",
+    "BriefSection",
     "CardAdded",
     "CardBrief",
     "CardLog",
@@ -95,6 +99,7 @@ __all__ = [
     "FindingInput",
     "FindingRelations",
     "GateRunResult",
+    "GateStanding",
     "HitSource",
     "ImportSummary",
     "Link",
