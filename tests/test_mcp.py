@@ -45,7 +45,7 @@ OUTPUTS = {
     "gate_run": contracts.GateRunResult,
 }
 READERS = {
-    *("search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify", "kbs"),
+    *("search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify", "kbs", "brief"),
     "compare",
 }
 ADDERS = {"add_finding", "add_card"}  # only add: not destructive
@@ -728,7 +728,7 @@ def test_prompts_for_clients_without_skills_come_from_the_kb_skill(seeded, env):
     async def go():
         async with stdio(seeded, env) as client:
             listed = {p.name: p for p in (await client.list_prompts()).prompts}
-            assert set(listed) == {"before_experiment", "record_run"}
+            assert set(listed) == {"before_experiment", "record_run", "brief"}
             assert {a.name for a in listed["before_experiment"].arguments} == {
                 "goal",
                 "model",
