@@ -109,13 +109,20 @@ def test_hooks_are_installed_once_and_uninstalled_byte_for_byte(kb, tmp_path):
     assert not (fresh / ".claude").exists() and not (fresh / ".mcp.json").exists()
 
 
-def test_hooks_are_for_claude_code_only(kb, tmp_path):
+def test_codex_gets_the_hooks_it_documents_and_cursor_none(kb, tmp_path):
     project = tmp_path / "project"
     project.mkdir()
-    out = CliRunner().invoke(
-        app, ["agent", "install", "--codex", "--hooks", "--dir", str(project), "--kb", str(kb.root)]
-    )
-    assert out.exit_code == 2 and "Claude Code only" in out.output
+    runner = CliRunner()
+    done = runner.invoke(app, ["agent", "install", "--codex", "--hooks", "--dir", str(project), "--kb", str(kb.root)])
+    assert done.exit_code == 0, done.output
+    hooks = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]
+    assert hooks["SessionStart"][0]["matcher"] == "startup|resume"  # Codex has no compaction source
+    assert hooks["Stop"][0]["hooks"][0]["command"].endswith("hook stop")
+    assert runner.invoke(app, ["agent", "uninstall", "--codex", "--dir", str(project)]).exit_code == 0
+    assert not any(project.iterdir())
+
+    out = runner.invoke(app, ["agent", "install", "--cursor", "--hooks", "--dir", str(project), "--kb", str(kb.root)])
+    assert out.exit_code == 2 and "Cursor and --agents do not" in out.output
     assert not any(project.iterdir())
 
 

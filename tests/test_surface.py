@@ -36,7 +36,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"history", "sync", "importer", "exchange"},
     ],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry"}, {"install"}],
-    "agents": [{"targets", "config_files"}, {"setup"}],
+    "agents": [{"targets", "config_files"}, {"hooks"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
         {"chunking", "onnx_queries", "vectors"},
@@ -246,7 +246,7 @@ def test_light_commands_never_import_torch_or_the_model_runtime():
     model_runtime = {"torch", "sentence_transformers", "transformers", "mcp"}
     # the first read of a fresh clone builds the keyword index (sqlite_utils, numpy); every later one reads it
     modules_loaded_by(["--kb", str(REPO_ROOT), "list"])
-    for args in (["--help"], ["list"], ["show", "nvfp4-block"], ["lint"], ["gaps"], ["stats"]):
+    for args in (["--help"], ["list"], ["show", "nvfp4-block"], ["lint"], ["gaps"], ["stats"], ["brief"]):
         _, loaded = modules_loaded_by(["--kb", str(REPO_ROOT), *args])
         assert "kbtool.surfaces.cli" in loaded
         heavy = model_runtime if args[0] in ("lint",) else model_runtime | {"numpy", "sqlite_utils"}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.agents.config_files import drop_hooks, drop_server, put_hooks, put_server
+from kbtool.agents.hooks import HOOK_CLIENTS, check_hooks_file, hook_groups, hooks_file
 from kbtool.agents.targets import Target, target
 from kbtool.model.errors import BadInput, Conflict
 from kbtool.skills.bundled import KB_SKILL
@@ -97,15 +98,16 @@ def install_into(
     home: Path | None = None,
     hooks: bool = False,
 ) -> list[SetupChange]:
-    """kb into each client: its MCP entry and the kb skill, and with hooks Claude Code's SessionStart and
-    Stop hooks (claude_hooks). Everything is checked (the knowledge bases, each configuration file
+    """kb into each client: its MCP entry and the kb skill, and with hooks its SessionStart and Stop
+    hooks (kbtool/agents/hooks.py; Claude Code and Codex). Everything is checked (the knowledge bases,
+    each configuration file
     readable and free of a foreign server of that name) before anything is written."""
     named = served(kb_specs)
     chosen = targets(clients, scope, project, home)
-    if hooks and any(t.client != "claude" for t in chosen):
+    if hooks and any(t.client not in HOOK_CLIENTS for t in chosen):
         raise BadInput(
-            "--hooks: kb writes hooks for Claude Code only (--claude); Codex documents hooks behind a feature "
-            "flag (.codex/hooks.json) without a compaction source for SessionStart; nothing was written"
+            "--hooks: Claude Code (--claude) and Codex (--codex) have hooks, Cursor and --agents do not; "
+            "nothing was written"
         )
     if any(t.config is not None for t in chosen) and not _mcp_installed():
         raise BadInput(
@@ -118,8 +120,9 @@ def install_into(
     changes: list[SetupChange] = []
     for t in chosen:  # a dry pass: a foreign entry or an unreadable file stops it all here
         _check_writable(t, name, entry)
-        if hooks:
-            _json_object(settings_file(t, project, home))
+        settings = hooks_file(t)
+        if hooks and settings is not None:
+            check_hooks_file(settings, t.client)
     command = " ".join([entry["command"], *entry["args"]])
     for t in chosen:
         if t.config is not None and t.config_format is not None:
@@ -128,44 +131,11 @@ def install_into(
         for done in install(kb_skill_source(default_root), t.skills, default_root):
             if all(c.path != done.path for c in changes):
                 changes.append(SetupChange(done.change, done.path, f"the kb skill ({done.locked.sha256[:19]}…)"))
-        if hooks:
-            settings = settings_file(t, project, home)
-            what = put_hooks(settings, claude_hooks([*runs, "--kb", str(default_root)]))
+        settings = hooks_file(t)
+        if hooks and settings is not None:
+            what = put_hooks(settings, hook_groups(t.client, [*runs, "--kb", str(default_root)]))
             changes.append(SetupChange(what, settings, "hooks: SessionStart (kb brief), Stop (the locked gates)"))
     return changes
-
-
-def settings_file(t: Target, project: Path, home: Path | None) -> Path:
-    """Claude Code's settings.json for the target's scope, where its hooks are configured."""
-    base = project.resolve() if t.scope == "project" else (home or Path.home())
-    return base / ".claude" / "settings.json"
-
-
-def claude_hooks(kb: list[str]) -> dict[str, dict[str, Any]]:
-    """kb's hook matcher group for each event, as Claude Code's settings.json declares hooks
-    (https://code.claude.com/docs/en/hooks): SessionStart on a new session, a resumed one and after a
-    compaction (not /clear: the user asked for a clean slate), Stop on every stop."""
-    import shlex
-
-    def run(*args: str) -> dict[str, Any]:
-        return {"type": "command", "command": shlex.join([*kb, "hook", *args])}
-
-    return {
-        "SessionStart": {"matcher": "startup|resume|compact", "hooks": [run("session-start")]},
-        "Stop": {"hooks": [run("stop")]},
-    }
-
-
-def _json_object(path: Path) -> None:
-    """put_hooks' checks on a copy: the file reads, and is a JSON object whose hooks can be merged."""
-    import tempfile
-
-    if not path.exists():
-        return
-    with tempfile.TemporaryDirectory() as scratch:
-        copy = Path(scratch) / path.name
-        copy.write_bytes(path.read_bytes())
-        put_hooks(copy, claude_hooks(["kb"]))
 
 
 def _check_writable(t: Target, name: str, entry: dict[str, Any]) -> None:
@@ -196,8 +166,9 @@ def uninstall_from(
                 "kept": f"MCP server {name!r} is not kb's; left as it is",
             }[what]
             changes.append(SetupChange(what, t.config, detail))
-        if t.client == "claude" and drop_hooks(settings_file(t, project, home)) == "removed":
-            changes.append(SetupChange("removed", settings_file(t, project, home), "kb's hooks"))
+        settings = hooks_file(t)
+        if settings is not None and drop_hooks(settings) == "removed":
+            changes.append(SetupChange("removed", settings, "kb's hooks"))
         skill = t.skills / KB_SKILL
         if any(c.path == skill for c in changes):
             continue

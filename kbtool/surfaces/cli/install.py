@@ -227,15 +227,15 @@ def agent_install(
         bool,
         typer.Option(
             "--hooks",
-            help="Claude Code only: also its hooks in .claude/settings.json, SessionStart (startup, resume, "
-            "compact) adding `kb brief` to the context, Stop keeping the agent working while a locked gate has "
-            "no passing run of the candidate as it is now.",
+            help="Also the hooks (Claude Code: .claude/settings.json, Codex: .codex/hooks.json): on session "
+            "start (and, in Claude Code, after a compaction) `kb brief` is added to the context; on stop the "
+            "agent is kept working while a locked gate has no passing run of the candidate as it is now.",
         ),
     ] = False,
     as_json: JsonOut = False,
 ) -> None:
     """Put kb into agents: the MCP server entry (absolute paths to this kb and knowledge base) and the
-    kb skill (--hooks: Claude Code's hooks too); run again, it changes nothing, and it says what it changed."""
+    kb skill (--hooks: the agent's hooks too); run again, it changes nothing, and it says what it changed."""
     from kbtool.agents.setup import install_into
 
     specs = kb or [str(root_of(None))]
