@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import kbtool
 from conftest import KB_COMMAND, git
 from kbtool.surfaces.cli import app
 

@@ -45,8 +45,8 @@ OUTPUTS = {
     "gate_run": contracts.GateRunResult,
 }
 READERS = {
-    *("search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify", "kbs", "brief"),
-    "compare",
+    *("search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify", "kbs"),
+    *("compare", "brief"),
 }
 ADDERS = {"add_finding", "add_card"}  # only add: not destructive
 CHANGERS = {"supersede", "set_status"}  # change what an existing card means: destructive
