@@ -43,6 +43,7 @@ OUTPUTS = {
     "supersede": contracts.StatusChange,
     "set_status": contracts.StatusChange,
     "gate_run": contracts.GateRunResult,
+    "brief": contracts.Brief,
 }
 READERS = {
     *("search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify", "kbs"),

@@ -10,7 +10,6 @@ from typing import Literal
 from pydantic import Field
 
 from kbtool.model.contracts.base import Payload
-from kbtool.model.contracts.search import AppliesMark
 
 LINE_CHARS = 160  # one item's line in the text: an id, its marks and the start of its title or rule
 
@@ -22,13 +21,11 @@ class GateStanding(Payload):
 
     id: str
     title: str
-    check: str = Field(description="what the gate runs and compares")
-    verdict: Literal["pass", "fail", "never run"] = Field(description="the newest recorded run's")
-    last_run: str | None = Field(None, description="when the newest run was recorded (UTC)")
-    current: bool | None = Field(
-        None, description="true when the newest run judged the candidate as it is now; null when kb cannot tell"
-    )
-    why: str = Field(description="what the newest run said, and whether the candidate changed since")
+    check: str  # what the gate runs and compares
+    verdict: Literal["pass", "fail", "never run"]  # the newest recorded run's
+    last_run: str | None = None  # when the newest run was recorded (UTC)
+    current: bool | None = None  # whether the newest run judged the candidate as it is now; None: kb cannot tell
+    why: str  # what the newest run said, and whether the candidate changed since
 
     @property
     def met(self) -> bool:
@@ -40,26 +37,29 @@ class GateStanding(Payload):
 class BriefItem(Payload):
     id: str
     title: str
-    detail: str | None = Field(None, exclude_if=lambda value: value is None, description="the rule, question, ...")
-    marks: list[str] = Field(default_factory=list, description="status, priority, kind, author: what to know at once")
-    applies: AppliesMark = None
+    detail: str | None = Field(None, exclude_if=lambda value: value is None)  # the rule, the question
+    marks: list[str] = Field(default_factory=list)  # status, priority, kind, author: what to know at once
+    applies: str | None = Field(None, exclude_if=lambda value: value is None)  # how it applies to `for`
 
 
 class BriefSection(Payload):
-    total: int = Field(description="how many there are in all")
-    see_all: str = Field(description="the command that shows them all")
+    total: int  # how many there are in all
+    see_all: str  # the command that shows them all
     items: list[BriefItem]
 
 
 class Brief(Payload):
+    """The brief; text() is what the CLI prints and the MCP tool, prompt and SessionStart hook give. Its
+    fields carry no descriptions: they are the MCP tool's outputSchema, which every session pays for."""
+
     kb: str
-    environment: dict[str, str] = Field(description="what applicability was judged by (--for, kb.toml)")
+    environment: dict[str, str]  # what applicability was judged by (--for, kb.toml [environment])
     gates: list[GateStanding]
     gates_total: int
-    constraints: BriefSection = Field(description="the must-constraints that apply")
-    gaps: BriefSection = Field(description="the open gaps, high priority first")
-    findings: BriefSection = Field(description="the newest findings, with their status")
-    review: BriefSection = Field(description="agent-written cards nobody has reviewed yet")
+    constraints: BriefSection  # the must-constraints that apply
+    gaps: BriefSection  # the open gaps, high priority first
+    findings: BriefSection  # the newest findings, with their status
+    review: BriefSection  # agent-written cards nobody has reviewed yet
 
     def text(self) -> str:
         scope = ", ".join(f"{k}={v}" for k, v in self.environment.items())
