@@ -5,8 +5,10 @@ as Claude Code runs them (JSON on stdin, the documented JSON out)."""
 from __future__ import annotations
 
 import asyncio
+import calendar
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -33,8 +35,10 @@ def test_the_starter_brief_has_every_section_within_its_budget(starter_clone):
     assert all(heading in text for heading in (*SECTIONS, "## Waiting for review"))
     assert len(text) / 4 <= 1500, len(text)
     # sections cut say so, and how to see them all
-    assert "5 of 13 shown; all: `kb list --kind finding`" in text
-    assert "of 22 shown; all: `kb list --kind constraint --where severity=must`" in text
+    findings, constraints = starter_clone.summaries(kind="finding"), starter_clone.summaries(kind="constraint")
+    assert len(findings) > 5 and len(constraints) > 8  # so both sections are cut
+    assert re.search(r"## Latest findings \(5 of \d+ shown; all: `kb list --kind finding`\)", text)
+    assert re.search(r"\(8 of \d+ shown; all: `kb list --kind constraint --where severity=must`\)", text)
     assert "gate-ttft-vs-baseline-engine [NOT MET] no run yet" in text  # locked, never run
 
     judged = json.loads(
@@ -202,3 +206,18 @@ def test_stop_blocks_until_a_locked_gate_passes_on_the_candidate_as_it_is(kb, tm
     git(project, "commit", "-qam", "slower")
     blocked = hook(kb.root, "stop", stop_input(project), project)
     assert "the project moved from commit" in blocked["reason"]
+
+
+def test_a_run_judges_the_candidate_only_as_it_was_when_it_ran():
+    from kbtool.curation.standing import Candidate, judged_now
+
+    run = {"time": "2026-12-05T08:00:00Z", "passed": True, "repo": {"commit": "a" * 40, "dirty": True}}
+    at_run = calendar.timegm((2026, 12, 5, 8, 0, 0, 0, 0, 0))
+    assert judged_now(run, Candidate("a" * 40, {"engine.py": at_run - 60}))[0] is True  # edits made before it ran
+    assert judged_now(run, Candidate("a" * 40, {"engine.py": at_run + 5}))[0] is False  # edited after
+    assert judged_now(run, Candidate("a" * 40, {"gone.py": None}))[0] is False  # deleted: when is unknown
+    assert judged_now(run, Candidate("a" * 40, {}))[0] is False  # its edits were undone
+    assert judged_now({**run, "repo": {"commit": "a" * 40, "dirty": False}}, Candidate("a" * 40, {}))[0] is True
+    assert judged_now(run, Candidate("b" * 40, {}))[0] is False  # a new commit
+    assert judged_now({"passed": True}, Candidate("a" * 40, {}))[0] is False  # recorded no commit
+    assert judged_now(run, Candidate(None, {}))[0] is None  # not a git repository: kb cannot tell
