@@ -43,10 +43,11 @@ OUTPUTS = {
     "supersede": contracts.StatusChange,
     "set_status": contracts.StatusChange,
     "gate_run": contracts.GateRunResult,
+    "brief": contracts.Brief,
 }
 READERS = {
     *("search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify", "kbs"),
-    "compare",
+    *("compare", "brief"),
 }
 ADDERS = {"add_finding", "add_card"}  # only add: not destructive
 CHANGERS = {"supersede", "set_status"}  # change what an existing card means: destructive
@@ -728,7 +729,7 @@ def test_prompts_for_clients_without_skills_come_from_the_kb_skill(seeded, env):
     async def go():
         async with stdio(seeded, env) as client:
             listed = {p.name: p for p in (await client.list_prompts()).prompts}
-            assert set(listed) == {"before_experiment", "record_run"}
+            assert set(listed) == {"before_experiment", "record_run", "brief"}
             assert {a.name for a in listed["before_experiment"].arguments} == {
                 "goal",
                 "model",

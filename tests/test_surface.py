@@ -28,7 +28,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     # the contracts a package of their own, placed as model's top layer: the base, then one module an area
-    "model.contracts": [{"base"}, {"search"}, {"reading", "status"}, {"checking"}, {"findings"}],
+    "model.contracts": [{"base"}, {"search"}, {"reading", "status"}, {"checking"}, {"findings"}, {"briefing"}],
     "store": [
         {"atomic_files", "commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch"},
         {"git_identity", "git_runner", "secrets"},
@@ -36,7 +36,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"history", "sync", "importer", "exchange"},
     ],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry"}, {"install"}],
-    "agents": [{"targets", "config_files"}, {"setup"}],
+    "agents": [{"targets", "config_files"}, {"hooks"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
         {"chunking", "onnx_queries", "vectors"},
@@ -66,6 +66,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"lint_checks"},  # the lint classes, each with its runner
         {"gate_compare"},  # a gate's comparison reads and judges runs as `kb compare` does
         {"gates"},  # runs a gate: its command, or its comparison
+        {"standing"},  # whether a gate's newest run judged the candidate as it is now
     ],
     # a star: each part needs only the core; KnowledgeBase composes them all
     "facade": [
@@ -77,11 +78,11 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "surfaces.web": [{"access", "charts", "render"}, {"views"}, {"app", "site"}],
     # tools/ is a layer of surfaces.mcp: its modules stand on answers and shelf, and server registers them
     "surfaces.mcp": [{"answers", "prompts"}, {"shelf"}, {"tools"}, {"server"}, {"transports"}],
-    "surfaces.mcp.tools": [{"base"}, {"reading", "writing", "curating", "gates"}],
+    "surfaces.mcp.tools": [{"base"}, {"reading", "writing", "curating", "gates", "brief"}],
     "surfaces.daemon": [{"operations"}, {"client"}, {"server"}],
     "surfaces.cli": [
         {"base"},
-        {"daemon", "evidence", "gates", "install", "reuse", "search", "skills", "web"},
+        {"briefing", "daemon", "evidence", "gates", "install", "reuse", "search", "skills", "web"},
         {"__init__"},  # the app: every command group registers on it
     ],
     "surfaces": [{"docs"}],  # the reference tables and docs/cli.md, made from the models and the CLI itself
@@ -254,6 +255,7 @@ def test_light_commands_never_import_torch_or_the_model_runtime():
         ["stats"],
         ["status"],
         ["daemon", "status"],
+        ["brief"],
     ):
         _, loaded = modules_loaded_by(["--kb", str(REPO_ROOT), *args])
         assert "kbtool.surfaces.cli" in loaded

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -252,3 +253,70 @@ def _write(path: Path, text: str) -> None:
     if path.exists():
         os.chmod(staging, path.stat().st_mode & 0o7777)  # ~/.claude.json is private: it stays so
     os.replace(staging, path)
+
+
+HOOK_EVENTS = ("SessionStart", "Stop")
+
+
+def is_kb_hook_group(group: Any) -> bool:
+    """Whether a Claude Code hook matcher group is kb's (written by `kb agent install --hooks`): every hook
+    in it runs `kb ... hook session-start|stop`."""
+    hooks = group.get("hooks") if isinstance(group, dict) else None
+    if not isinstance(hooks, list) or not hooks:
+        return False
+    for hook in hooks:
+        try:
+            words = shlex.split(str(hook.get("command", ""))) if isinstance(hook, dict) else []
+        except ValueError:
+            return False
+        runs_kb = bool(words) and (Path(words[0]).name == "kb" or "kbtool" in words)
+        if not (runs_kb and "hook" in words and words[-1] in ("session-start", "stop")):
+            return False
+    return True
+
+
+def put_hooks(path: Path, groups: dict[str, dict[str, Any]]) -> str:
+    """kb's hook group for each event in Claude Code's settings.json, replacing kb's earlier one and keeping
+    everyone else's: 'added', 'updated' or 'unchanged'."""
+    old = _read(path)
+    data = _json(path, old)
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise BadInput(f"{path}: hooks is not an object; nothing was written")
+    before = {event: [g for g in hooks.get(event) or [] if is_kb_hook_group(g)] for event in groups}
+    if all(before[event] == [group] for event, group in groups.items()):
+        return "unchanged"
+    for event, group in groups.items():
+        listed = hooks.get(event) or []
+        if not isinstance(listed, list):
+            raise BadInput(f"{path}: hooks.{event} is not a list; nothing was written")
+        hooks[event] = [g for g in listed if not is_kb_hook_group(g)] + [group]
+    _write(path, _dumps_like(data, old))
+    return "updated" if any(before.values()) else "added"
+
+
+def drop_hooks(path: Path) -> str:
+    """kb's hook groups taken out of settings.json: 'removed' or 'absent'; an event, the hooks object or the
+    file left holding nothing is removed too, so the file is as it was before install."""
+    old = _read(path)
+    if old is None:
+        return "absent"
+    data = _json(path, old)
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict) or not any(
+        is_kb_hook_group(g) for event in HOOK_EVENTS for g in (hooks.get(event) or [])
+    ):
+        return "absent"
+    for event in HOOK_EVENTS:
+        kept = [g for g in hooks.get(event) or [] if not is_kb_hook_group(g)]
+        if kept:
+            hooks[event] = kept
+        else:
+            hooks.pop(event, None)
+    if not hooks:
+        del data["hooks"]
+    if data:
+        _write(path, _dumps_like(data, old))
+    else:
+        path.unlink()
+    return "removed"

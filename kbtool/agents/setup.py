@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbtool.agents.config_files import drop_server, put_server
+from kbtool.agents.config_files import drop_hooks, drop_server, put_hooks, put_server
+from kbtool.agents.hooks import HOOK_CLIENTS, check_hooks_file, hook_groups, hooks_file
 from kbtool.agents.targets import Target, target
 from kbtool.model.errors import BadInput, Conflict
 from kbtool.skills.bundled import KB_SKILL
@@ -95,12 +96,19 @@ def install_into(
     read_only: bool = False,
     name: str = "kb",
     home: Path | None = None,
+    hooks: bool = False,
 ) -> list[SetupChange]:
-    """kb into each client: its MCP entry and the kb skill. Everything is checked (the knowledge
-    bases, each configuration file readable and free of a foreign server of that name) before
-    anything is written."""
+    """kb into each client: its MCP entry and the kb skill, and with hooks its SessionStart and Stop
+    hooks (kbtool/agents/hooks.py; Claude Code and Codex). Everything is checked (the knowledge bases,
+    each configuration file
+    readable and free of a foreign server of that name) before anything is written."""
     named = served(kb_specs)
     chosen = targets(clients, scope, project, home)
+    if hooks and any(t.client not in HOOK_CLIENTS for t in chosen):
+        raise BadInput(
+            "--hooks: Claude Code (--claude) and Codex (--codex) have hooks, Cursor and --agents do not; "
+            "nothing was written"
+        )
     if any(t.config is not None for t in chosen) and not _mcp_installed():
         raise BadInput(
             "the MCP entry would run `kb serve`, which needs the MCP SDK (not in this install): "
@@ -112,6 +120,9 @@ def install_into(
     changes: list[SetupChange] = []
     for t in chosen:  # a dry pass: a foreign entry or an unreadable file stops it all here
         _check_writable(t, name, entry)
+        settings = hooks_file(t)
+        if hooks and settings is not None:
+            check_hooks_file(settings, t.client)
     command = " ".join([entry["command"], *entry["args"]])
     for t in chosen:
         if t.config is not None and t.config_format is not None:
@@ -120,6 +131,10 @@ def install_into(
         for done in install(kb_skill_source(default_root), t.skills, default_root):
             if all(c.path != done.path for c in changes):
                 changes.append(SetupChange(done.change, done.path, f"the kb skill ({done.locked.sha256[:19]}…)"))
+        settings = hooks_file(t)
+        if hooks and settings is not None:
+            what = put_hooks(settings, hook_groups(t.client, [*runs, "--kb", str(default_root)]))
+            changes.append(SetupChange(what, settings, "hooks: SessionStart (kb brief), Stop (the locked gates)"))
     return changes
 
 
@@ -151,6 +166,9 @@ def uninstall_from(
                 "kept": f"MCP server {name!r} is not kb's; left as it is",
             }[what]
             changes.append(SetupChange(what, t.config, detail))
+        settings = hooks_file(t)
+        if settings is not None and drop_hooks(settings) == "removed":
+            changes.append(SetupChange("removed", settings, "kb's hooks"))
         skill = t.skills / KB_SKILL
         if any(c.path == skill for c in changes):
             continue

@@ -19,13 +19,18 @@ from kbtool.facade.skills import Skills
 from kbtool.facade.sources import Sources
 from kbtool.facade.status import Overview
 from kbtool.model.cards import MODELS
-from kbtool.model.errors import SemanticUnavailable
-from kbtool.model.records import Problem, StoredCard
+from kbtool.model.contracts import Brief, BriefItem, BriefSection, GateStanding
+from kbtool.model.errors import BadInput, KbError, SemanticUnavailable
+from kbtool.model.records import CardSummary, Problem, StoredCard, gate_of
+from kbtool.model.vocabulary import INACTIVE_STATUSES
 from kbtool.store.locate import resolve_root
 from kbtool.store.repository import CARDS_DIR, Store
 
 if TYPE_CHECKING:
+    from kbtool.model.applicability import Environment
     from kbtool.search.embeddings import Embedder
+
+BRIEF_LIMITS = {"gates": 8, "constraints": 8, "gaps": 5, "findings": 5, "review": 5}  # keeps a brief ~1.5k tokens
 
 
 class KnowledgeBase(Imports, Review, Gates, Findings, Search, Skills, Sources, Curation, Overview):
@@ -66,6 +71,96 @@ class KnowledgeBase(Imports, Review, Gates, Findings, Search, Skills, Sources, C
 
             made.note(NO_IDENTITY)
         return made
+
+    def brief(self, applies_for: Environment = None, default_dir: Path | None = None) -> Brief:
+        """What an agent needs after a context compaction (`kb brief`, the MCP brief tool and prompt, the
+        SessionStart hook): the locked gates with their standing (gate_standings), the must-constraints and
+        open gaps that apply to the environment (with one, those scoped elsewhere are left out), the newest
+        findings and what waits for review, each section capped at BRIEF_LIMITS."""
+        environment = self.environment_for(applies_for)
+        judged = bool(environment)
+        scope = " ".join(f"--for {k}={v}" for k, v in environment.items())
+        musts = [
+            s
+            for s in self.summaries(kind="constraint")
+            if s.get("severity", default="must") == "must" and s.status not in INACTIVE_STATUSES
+        ]
+        musts = self.applying(musts, applies_for, only_applying=judged)
+        gaps = self.applying(self.gaps(), applies_for, only_applying=judged)
+        findings = sorted(
+            self.summaries(kind="finding"), key=lambda s: (s.get("provenance", "created") or "", s.id), reverse=True
+        )
+        waiting = self.review_queue()
+        standings = self.gate_standings(default_dir)
+        return Brief(
+            kb=self.config.kb.name,
+            environment=environment,
+            gates=standings[: BRIEF_LIMITS["gates"]],
+            gates_total=len(standings),
+            constraints=_section(musts, "constraints", f"kb list --kind constraint --where severity=must {scope}"),
+            gaps=_section(gaps, "gaps", f"kb gaps {scope}"),
+            findings=_section(findings, "findings", "kb list --kind finding"),
+            review=BriefSection(
+                total=len(waiting),
+                see_all="kb review",
+                items=[
+                    BriefItem(id=c.id, title=c.card.title, marks=[c.card.kind, f"by {c.card.provenance.agent}"])
+                    for c in waiting[: BRIEF_LIMITS["review"]]
+                ],
+            ),
+        )
+
+    def gate_standings(self, default_dir: Path | None = None) -> builtins.list[GateStanding]:
+        """Each locked gate with its newest recorded run and whether that run judged the candidate as it is
+        now (kbtool/curation/standing.py), in the project the gate judges (gate_project: kb.toml [gates]
+        project, else default_dir). A project kb cannot find leaves `current` unknown."""
+        from kbtool.curation.standing import Candidate, candidate_of, judged_now
+
+        try:
+            candidate = candidate_of(self.gate_project(None, default_dir))
+        except BadInput:
+            candidate = Candidate(None, {})
+        standings = []
+        for gate_id in sorted(self.gate_locks()):
+            try:
+                stored = self.get(gate_id)
+                check, title = gate_of(stored).check.what(), stored.card.title
+            except KbError as exc:
+                check, title = f"unreadable: {exc}", gate_id
+            runs = self.gate_runs(gate_id)
+            if not runs:
+                standings.append(
+                    GateStanding(id=gate_id, title=title, check=check, verdict="never run", why="no run yet")
+                )
+                continue
+            last = runs[-1]
+            current, why = judged_now(last, candidate)
+            verdict = "pass" if last.get("passed") else "fail"
+            said = f"{verdict} at {last.get('time')}: {last.get('detail') or ''}".rstrip(": ")
+            standings.append(
+                GateStanding(
+                    id=gate_id,
+                    title=title,
+                    check=check,
+                    verdict=verdict,
+                    last_run=last.get("time"),
+                    current=current,
+                    why=f"{said}; {why}",
+                )
+            )
+        return standings
+
+
+def _section(found: builtins.list[CardSummary], limit_of: str, see_all: str) -> BriefSection:
+    items = []
+    for s in found[: BRIEF_LIMITS[limit_of]]:
+        detail = {"constraint": s.get("rule"), "gap": s.get("question")}.get(s.kind)
+        marks = {
+            "gap": [s.get("priority", default="medium")],
+            "finding": [s.status, str(s.get("provenance", "created") or "undated")],
+        }.get(s.kind, [])
+        items.append(BriefItem(id=s.id, title=s.title, detail=detail, marks=marks, applies=s.applies))
+    return BriefSection(total=len(found), see_all=see_all.strip(), items=items)
 
 
 __all__ = ["KnowledgeBase", "StoredCard", "Problem", "resolve_root", "CARDS_DIR", "MODELS"]

@@ -21,6 +21,7 @@ from kbtool.model.contracts.base import (
     StatusName,
     Strings,
 )
+from kbtool.model.contracts.briefing import Brief, BriefItem, BriefSection, GateStanding
 from kbtool.model.contracts.checking import (
     GateRunResult,
     ImportSummary,
@@ -92,6 +93,9 @@ __all__ = [
     "Daemons",
     "DaemonState",
     "AppliesMark",
+    "Brief",
+    "BriefItem",
+    "BriefSection",
     "CardAdded",
     "CardBrief",
     "CardLog",
@@ -109,6 +113,7 @@ __all__ = [
     "FindingInput",
     "FindingRelations",
     "GateRunResult",
+    "GateStanding",
     "HitSource",
     "ImportSummary",
     "Link",

@@ -518,6 +518,7 @@ def schema_export(
 
 
 # the command groups register their commands on app when imported
+import kbtool.surfaces.cli.briefing  # noqa: E402
 import kbtool.surfaces.cli.daemon  # noqa: E402
 import kbtool.surfaces.cli.evidence  # noqa: E402
 import kbtool.surfaces.cli.gates  # noqa: E402

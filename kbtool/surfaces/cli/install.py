@@ -223,15 +223,24 @@ def agent_install(
     kb: KbSpecs = None,
     where: Where = Path("."),
     name: Name = "kb",
+    hooks: Annotated[
+        bool,
+        typer.Option(
+            "--hooks",
+            help="Also the hooks (Claude Code: .claude/settings.json, Codex: .codex/hooks.json): on session "
+            "start (and, in Claude Code, after a compaction) `kb brief` is added to the context; on stop the "
+            "agent is kept working while a locked gate has no passing run of the candidate as it is now.",
+        ),
+    ] = False,
     as_json: JsonOut = False,
 ) -> None:
     """Put kb into agents: the MCP server entry (absolute paths to this kb and knowledge base) and the
-    kb skill; run again, it changes nothing, and it says what it changed."""
+    kb skill (--hooks: the agent's hooks too); run again, it changes nothing, and it says what it changed."""
     from kbtool.agents.setup import install_into
 
     specs = kb or [str(root_of(None))]
     changes = install_into(
-        _clients(claude, codex, cursor, agents), _scope(project, user), where, specs, read_only, name
+        _clients(claude, codex, cursor, agents), _scope(project, user), where, specs, read_only, name, hooks=hooks
     )
     _print_changes(changes, as_json)
 
@@ -249,7 +258,7 @@ def agent_uninstall(
     force: Force = False,
     as_json: JsonOut = False,
 ) -> None:
-    """Take out what `kb agent install` put in: kb's MCP entry, and the kb skill while it is as installed."""
+    """Take out what `kb agent install` put in: kb's MCP entry and hooks, and the kb skill while it is as installed."""
     from kbtool.agents.setup import uninstall_from
 
     changes = uninstall_from(_clients(claude, codex, cursor, agents), _scope(project, user), where, name, force=force)

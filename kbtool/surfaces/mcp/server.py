@@ -24,11 +24,11 @@ from kbtool.model.errors import KbError
 from kbtool.skills.bundled import kb_skill_text
 from kbtool.surfaces.mcp import prompts
 from kbtool.surfaces.mcp.shelf import Shelf
-from kbtool.surfaces.mcp.tools import curating, gates, reading, writing
+from kbtool.surfaces.mcp.tools import brief, curating, gates, reading, writing
 from kbtool.surfaces.mcp.tools.base import Tool
 
 # in the order clients list them
-TOOLS: tuple[Tool, ...] = (*reading.TOOLS, *writing.TOOLS, *curating.TOOLS, *gates.TOOLS)
+TOOLS: tuple[Tool, ...] = (*reading.TOOLS, *writing.TOOLS, *curating.TOOLS, *gates.TOOLS, *brief.TOOLS)
 
 INSTRUCTIONS = """kb is the project's knowledge base of contracts, constraints, findings, failure-modes, gates, gaps
 and references, plus skills. Before an experiment, `search` for what applies (`for`: {"hardware": "B200"}, each hit
@@ -202,6 +202,16 @@ def build_server(
     ) -> str:
         """How to record a measured run as a finding, supersede what it replaces and run the gates."""
         return prompts.record_run(kb_skill_text(default.root), what, artifact, closes)
+
+    @server.prompt(name="brief", title="Brief")
+    async def brief_prompt(
+        applies_for: Annotated[
+            str | None, Field(description="the environment, FIELD=VALUE pairs: 'hardware=H100, phase=decode'")
+        ] = None,
+    ) -> str:
+        """After a context compaction: the goal's gates, the must-constraints, open gaps, findings, reviews."""
+        scope = prompts.environment(more=applies_for)
+        return await _read(shelf, lambda: default.brief(scope).text())
 
     # resources are the default knowledge base's; the tools reach the others
     @server.resource("kb://cards/{id}", mime_type="text/markdown", description="a card's markdown file")

@@ -1,0 +1,102 @@
+"""`kb brief`: what an agent needs after a context compaction, in one short text (about 1.5k tokens at
+most): the goal's locked gates with their last run and whether it still holds for the candidate, the
+must-constraints that apply, the open gaps, the latest findings and what waits for review. Each section
+is capped and says "N of M shown" and the command that shows all when it is cut."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from kbtool.model.contracts.base import Payload
+
+LINE_CHARS = 160  # one item's line in the text: an id, its marks and the start of its title or rule
+
+
+class GateStanding(Payload):
+    """A locked gate as the goal stands on it: its newest recorded run and whether that run judged the
+    candidate as it is now (the newest run's commit and dirty state against the project's; see
+    kbtool/curation/standing.py)."""
+
+    id: str
+    title: str
+    check: str  # what the gate runs and compares
+    verdict: Literal["pass", "fail", "never run"]  # the newest recorded run's
+    last_run: str | None = None  # when the newest run was recorded (UTC)
+    current: bool | None = None  # whether the newest run judged the candidate as it is now; None: kb cannot tell
+    why: str  # what the newest run said, and whether the candidate changed since
+
+    @property
+    def met(self) -> bool:
+        """The goal's part this gate is: a passing run of the candidate as it is now (or, where kb cannot
+        tell whether it changed, the newest run passing)."""
+        return self.verdict == "pass" and self.current is not False
+
+
+class BriefItem(Payload):
+    id: str
+    title: str
+    detail: str | None = Field(None, exclude_if=lambda value: value is None)  # the rule, the question
+    marks: list[str] = Field(default_factory=list)  # status, priority, kind, author: what to know at once
+    applies: str | None = Field(None, exclude_if=lambda value: value is None)  # how it applies to `for`
+
+
+class BriefSection(Payload):
+    total: int  # how many there are in all
+    see_all: str  # the command that shows them all
+    items: list[BriefItem]
+
+
+class Brief(Payload):
+    """The brief; text() is what the CLI prints and the MCP tool, prompt and SessionStart hook give. Its
+    fields carry no descriptions: they are the MCP tool's outputSchema, which every session pays for."""
+
+    kb: str
+    environment: dict[str, str]  # what applicability was judged by (--for, kb.toml [environment])
+    gates: list[GateStanding]
+    gates_total: int
+    constraints: BriefSection  # the must-constraints that apply
+    gaps: BriefSection  # the open gaps, high priority first
+    findings: BriefSection  # the newest findings, with their status
+    review: BriefSection  # agent-written cards nobody has reviewed yet
+
+    def text(self) -> str:
+        scope = ", ".join(f"{k}={v}" for k, v in self.environment.items())
+        lines = [f"# kb brief: {self.kb}" + (f" (for {scope})" if scope else "")]
+        met = sum(g.met for g in self.gates)
+        lines.append(
+            _heading("Goal: locked gates", len(self.gates), self.gates_total, "kb gate verify")
+            + (f": {met} of {len(self.gates)} met" if self.gates else "")
+        )
+        lines += [_gate_line(g) for g in self.gates] or ["- none locked (`kb gate lock ID` makes a gate the goal)"]
+        for title, section in (
+            ("Must (constraints that apply)", self.constraints),
+            ("Open gaps", self.gaps),
+            ("Latest findings", self.findings),
+            ("Waiting for review", self.review),
+        ):
+            lines.append(_heading(title, len(section.items), section.total, section.see_all))
+            lines += [_item_line(item) for item in section.items] or ["- none"]
+        return "\n".join(lines) + "\n"
+
+
+def _heading(title: str, shown: int, total: int, see_all: str) -> str:
+    count = f"{shown} of {total} shown" if shown < total else str(total)
+    return f"## {title} ({count}; all: `{see_all}`)"
+
+
+def _gate_line(gate: GateStanding) -> str:
+    state = "MET" if gate.met else "NOT MET"
+    return _cut(f"- {gate.id} [{state}] {gate.why} (check: {gate.check})")
+
+
+def _item_line(item: BriefItem) -> str:
+    marks = [*item.marks, *([item.applies] if item.applies else [])]
+    shown = f" [{', '.join(marks)}]" if marks else ""
+    return _cut(f"- {item.id}{shown}: {item.detail or item.title}")
+
+
+def _cut(line: str) -> str:
+    line = " ".join(line.split())  # a rule written as a JSON block is one line here
+    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1].rstrip() + "…"

@@ -1,0 +1,102 @@
+"""`kb brief` and `kb hook session-start / stop`: what keeps a long agent session on its goal. The brief is
+what an agent needs after a context compaction; the hooks are the commands `kb agent install --claude
+--hooks` puts into Claude Code's settings (kbtool/agents/config_files.py), run by Claude Code with its
+hook input as JSON on stdin, answering with its documented hook output
+(https://code.claude.com/docs/en/hooks)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from kbtool.model.errors import KbError
+from kbtool.surfaces.cli.base import For, JsonOut, KbPath, app, git_top, make_app, open_kb, print_json, project_dir
+
+if TYPE_CHECKING:
+    from kbtool.model.contracts import GateStanding
+
+hook_app = make_app("The commands Claude Code's hooks run (kb agent install --claude --hooks): JSON in, JSON out.")
+app.add_typer(hook_app, name="hook")
+
+
+@app.command()
+def brief(applies_for: For = None, kb: KbPath = None, as_json: JsonOut = False) -> None:
+    """What an agent needs after a context compaction, in about 1.5k tokens at most: the locked gates with
+    their last run and whether it judged the candidate as it is now, the must-constraints that apply (--for),
+    the open gaps, the latest findings and what waits for review; each section capped, saying what shows all."""
+    answer = open_kb(kb).brief(applies_for, default_dir=project_dir())
+    if as_json:
+        print_json(answer.to_json())
+    else:
+        typer.echo(answer.text(), nl=False)
+
+
+def _hook_input() -> dict[str, Any] | None:
+    """Claude Code's hook input: a JSON object on stdin (session_id, transcript_path, cwd, hook_event_name,
+    and the event's own fields); None when stdin is not one."""
+    try:
+        data = json.loads(sys.stdin.read() or "null")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _project_of(given: dict[str, Any]) -> Path:
+    cwd = given.get("cwd")
+    here = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else Path.cwd()
+    return git_top(here) or here
+
+
+# A hook must never break the agent's session: Claude Code reads a non-zero exit as a failed hook (exit 2
+# even blocks), so every fault here (stdin that is not the documented JSON, no knowledge base, a kb.lock
+# that does not parse) ends with exit 0 and no output, saying why on stderr only (shown in verbose mode).
+
+
+@hook_app.command("session-start")
+def hook_session_start(kb: KbPath = None) -> None:
+    """SessionStart (sources startup, resume, compact): print `kb brief` as the session's additional context."""
+    given = _hook_input()
+    if given is None:
+        typer.echo("kb hook session-start: stdin is not a JSON object; nothing added", err=True)
+        return
+    try:
+        text = open_kb(kb).brief(default_dir=_project_of(given)).text()
+    except KbError as exc:
+        typer.echo(f"kb hook session-start: {exc}; nothing added", err=True)
+        return
+    output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+    typer.echo(json.dumps(output, ensure_ascii=False))
+
+
+@hook_app.command("stop")
+def hook_stop(kb: KbPath = None) -> None:
+    """Stop: keep the agent working (decision block, with the reason) while a locked gate has no passing run
+    of the candidate as it is now; let it stop when Claude Code says a stop hook already kept it going
+    (stop_hook_active), so it never blocks forever."""
+    given = _hook_input()
+    if given is None:
+        typer.echo("kb hook stop: stdin is not a JSON object; the agent may stop", err=True)
+        return
+    if given.get("stop_hook_active") is True:  # kb already kept it going once this turn: it stops now
+        return
+    try:
+        unmet = [g for g in open_kb(kb).gate_standings(_project_of(given)) if not g.met]
+    except KbError as exc:
+        typer.echo(f"kb hook stop: {exc}; the agent may stop", err=True)
+        return
+    if unmet:
+        typer.echo(json.dumps({"decision": "block", "reason": stop_reason(unmet)}, ensure_ascii=False))
+
+
+def stop_reason(unmet: list[GateStanding]) -> str:
+    lines = [f"The goal is not met: {len(unmet)} locked gate(s) have no passing run of the candidate as it is now."]
+    lines += [f"- {g.id}: {g.why}" for g in unmet[:5]]
+    lines.append(
+        "Keep working toward it, then run each (`kb gate run ID`, or the MCP gate_run tool) on the candidate; "
+        "stop when they pass, or say why they cannot."
+    )
+    return "\n".join(lines)

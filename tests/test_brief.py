@@ -1,0 +1,223 @@
+"""`kb brief` and the Claude Code hooks that keep a long session on its goal: the brief within its budget,
+the hooks installed into a project's .claude/settings.json and undone exactly, and the hook commands run
+as Claude Code runs them (JSON on stdin, the documented JSON out)."""
+
+from __future__ import annotations
+
+import asyncio
+import calendar
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import KB_COMMAND, git
+from kbtool.surfaces.cli import app
+
+SECTIONS = ("## Goal: locked gates", "## Must (constraints that apply)", "## Open gaps", "## Latest findings")
+
+
+@pytest.fixture(autouse=True)
+def light(monkeypatch):
+    monkeypatch.setenv("KB_EMBEDDER", "hashing")
+    monkeypatch.setenv("KB_DAEMON", "0")
+
+
+def test_the_starter_brief_has_every_section_within_its_budget(starter_clone):
+    runner = CliRunner()
+    out = runner.invoke(app, ["--kb", str(starter_clone.root), "brief"])
+    assert out.exit_code == 0, out.output
+    text = out.stdout
+    assert all(heading in text for heading in (*SECTIONS, "## Waiting for review"))
+    assert len(text) / 4 <= 1500, len(text)
+    # sections cut say so, and how to see them all
+    findings, constraints = starter_clone.summaries(kind="finding"), starter_clone.summaries(kind="constraint")
+    assert len(findings) > 5 and len(constraints) > 8  # so both sections are cut
+    assert re.search(r"## Latest findings \(5 of \d+ shown; all: `kb list --kind finding`\)", text)
+    assert re.search(r"\(8 of \d+ shown; all: `kb list --kind constraint --where severity=must`\)", text)
+    assert "gate-ttft-vs-baseline-engine [NOT MET] no run yet" in text  # locked, never run
+
+    judged = json.loads(
+        runner.invoke(app, ["--kb", str(starter_clone.root), "brief", "--for", "hardware=H100", "--json"]).stdout
+    )
+    assert judged["environment"] == {"hardware": "H100"}
+    assert judged["gaps"]["see_all"] == "kb gaps --for hardware=H100"
+    assert judged["gaps"]["items"] and all(
+        g["applies"] in ("scoped", "family", "general") for g in judged["gaps"]["items"]
+    )
+    unjudged = starter_clone.brief()
+    assert judged["gaps"]["total"] < unjudged.gaps.total  # the B200 gaps are left out for H100
+    assert {"gates", "constraints", "gaps", "findings", "review"} <= set(judged)
+
+
+def test_the_brief_over_mcp_is_the_same_text(kb):
+    from test_mcp import stdio
+
+    kb.add("constraint", "Keep BF16 accuracy", values={"rule": "GSM8K within 0.5 points of BF16"})
+    env = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+
+    async def go():
+        async with stdio(kb, env) as client:
+            tool = await client.call_tool("brief", {})
+            prompt = await client.get_prompt("brief", {})
+            return tool.content[0].text, prompt.messages[0].content.text
+
+    tool_text, prompt_text = asyncio.run(go())
+    assert tool_text == prompt_text == kb.brief().text()
+    assert "GSM8K within 0.5 points of BF16" in tool_text
+
+
+# --- the hooks in Claude Code's settings -----------------------------------------------------------------
+
+
+def install(project: Path, root: Path, *more: str):
+    return CliRunner().invoke(
+        app, ["agent", *more, "--claude", "--dir", str(project), *(["--kb", str(root)] if more[0] == "install" else [])]
+    )
+
+
+def test_hooks_are_installed_once_and_uninstalled_byte_for_byte(kb, tmp_path):
+    project = tmp_path / "project"
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    theirs = {
+        "permissions": {"allow": ["Bash(ls)"]},
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]},
+    }
+    original = json.dumps(theirs, indent=2) + "\n"
+    settings.write_text(original)
+
+    for _ in range(2):  # twice: one copy
+        done = install(project, kb.root, "install", "--hooks")
+        assert done.exit_code == 0, done.output
+    data = json.loads(settings.read_text())
+    assert data["permissions"] == theirs["permissions"]
+    assert [g["matcher"] for g in data["hooks"]["SessionStart"]] == ["startup|resume|compact"]
+    stops = [h["command"] for g in data["hooks"]["Stop"] for h in g["hooks"]]
+    assert stops[0] == "say done" and len(stops) == 2 and stops[1].endswith(f"--kb {kb.root} hook stop")
+    assert data["hooks"]["SessionStart"][0]["hooks"][0]["command"].endswith("hook session-start")
+
+    assert install(project, kb.root, "uninstall").exit_code == 0
+    assert settings.read_text() == original
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    assert install(fresh, kb.root, "install", "--hooks").exit_code == 0
+    assert (fresh / ".claude" / "settings.json").is_file()
+    assert install(fresh, kb.root, "uninstall").exit_code == 0
+    assert not (fresh / ".claude").exists() and not (fresh / ".mcp.json").exists()
+
+
+def test_codex_gets_the_hooks_it_documents_and_cursor_none(kb, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    runner = CliRunner()
+    done = runner.invoke(app, ["agent", "install", "--codex", "--hooks", "--dir", str(project), "--kb", str(kb.root)])
+    assert done.exit_code == 0, done.output
+    hooks = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]
+    assert hooks["SessionStart"][0]["matcher"] == "startup|resume"  # Codex has no compaction source
+    assert hooks["Stop"][0]["hooks"][0]["command"].endswith("hook stop")
+    assert runner.invoke(app, ["agent", "uninstall", "--codex", "--dir", str(project)]).exit_code == 0
+    assert not any(project.iterdir())
+
+    out = runner.invoke(app, ["agent", "install", "--cursor", "--hooks", "--dir", str(project), "--kb", str(kb.root)])
+    assert out.exit_code == 2 and "Cursor and --agents do not" in out.output
+    assert not any(project.iterdir())
+
+
+# --- the hook commands, run as Claude Code runs them -------------------------------------------------------
+
+
+def hook(root: Path, event: str, given: dict | str, cwd: Path) -> dict | None:
+    stdin = given if isinstance(given, str) else json.dumps(given)
+    env = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+    out = subprocess.run(
+        [*KB_COMMAND, "--kb", str(root), "hook", event],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr  # a hook never breaks the session
+    return json.loads(out.stdout) if out.stdout.strip() else None
+
+
+def stop_input(project: Path, active: bool = False) -> dict:
+    return {
+        "session_id": "s1",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": str(project),
+        "hook_event_name": "Stop",
+        "stop_hook_active": active,
+    }
+
+
+def test_session_start_gives_the_brief_as_additional_context(kb, tmp_path):
+    kb.add("gap", "Does FP8 KV hold accuracy?", values={"priority": "high"})
+    for source in ("startup", "resume", "compact"):
+        given = {
+            "session_id": "s1",
+            "transcript_path": "/tmp/t.jsonl",
+            "cwd": str(tmp_path),
+            "hook_event_name": "SessionStart",
+            "source": source,
+        }
+        out = hook(kb.root, "session-start", given, tmp_path)
+        assert out is not None
+        assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+        assert out["hookSpecificOutput"]["additionalContext"] == kb.brief(default_dir=tmp_path).text()
+    assert hook(kb.root, "session-start", "not json", tmp_path) is None
+    assert hook(kb.root, "stop", "[1, 2]", tmp_path) is None
+
+
+def test_stop_blocks_until_a_locked_gate_passes_on_the_candidate_as_it_is(kb, tmp_path):
+    project = tmp_path / "engine"
+    project.mkdir()
+    git(project, "init", "-q")
+    (project / "tpot.json").write_text('{"tpot_ms": 20}')
+    git(project, "add", "tpot.json")
+    git(project, "commit", "-qm", "slow")
+    check = {"command": "cat tpot.json", "metric": "tpot_ms", "op": "<=", "threshold": 12}
+    gate = kb.add("gate", "TPOT under 12 ms", status="confirmed", values={"check": check}).id
+    kb.lock_gates([gate])
+
+    blocked = hook(kb.root, "stop", stop_input(project), project)
+    assert blocked["decision"] == "block" and f"- {gate}: no run yet" in blocked["reason"]
+    assert hook(kb.root, "stop", stop_input(project, active=True), project) is None  # never blocks forever
+
+    assert not kb.run_gate(gate, in_dir=project).passed
+    blocked = hook(kb.root, "stop", stop_input(project), project)
+    assert blocked["decision"] == "block" and f"- {gate}: fail at " in blocked["reason"]
+
+    (project / "tpot.json").write_text('{"tpot_ms": 9}')
+    git(project, "commit", "-qam", "fast")
+    assert kb.run_gate(gate, in_dir=project).passed
+    assert hook(kb.root, "stop", stop_input(project), project) is None  # the goal is met: it may stop
+
+    (project / "tpot.json").write_text('{"tpot_ms": 30}')  # the candidate changes after its passing run
+    blocked = hook(kb.root, "stop", stop_input(project), project)
+    assert blocked["decision"] == "block" and "tpot.json was edited since" in blocked["reason"]
+    git(project, "commit", "-qam", "slower")
+    blocked = hook(kb.root, "stop", stop_input(project), project)
+    assert "the project moved from commit" in blocked["reason"]
+
+
+def test_a_run_judges_the_candidate_only_as_it_was_when_it_ran():
+    from kbtool.curation.standing import Candidate, judged_now
+
+    run = {"time": "2026-12-05T08:00:00Z", "passed": True, "repo": {"commit": "a" * 40, "dirty": True}}
+    at_run = calendar.timegm((2026, 12, 5, 8, 0, 0, 0, 0, 0))
+    assert judged_now(run, Candidate("a" * 40, {"engine.py": at_run - 60}))[0] is True  # edits made before it ran
+    assert judged_now(run, Candidate("a" * 40, {"engine.py": at_run + 5}))[0] is False  # edited after
+    assert judged_now(run, Candidate("a" * 40, {"gone.py": None}))[0] is False  # deleted: when is unknown
+    assert judged_now(run, Candidate("a" * 40, {}))[0] is False  # its edits were undone
+    assert judged_now({**run, "repo": {"commit": "a" * 40, "dirty": False}}, Candidate("a" * 40, {}))[0] is True
+    assert judged_now(run, Candidate("b" * 40, {}))[0] is False  # a new commit
+    assert judged_now({"passed": True}, Candidate("a" * 40, {}))[0] is False  # recorded no commit
+    assert judged_now(run, Candidate(None, {}))[0] is None  # not a git repository: kb cannot tell
