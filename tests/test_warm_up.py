@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from slow_model import SlowToLoad
 
 import kbtool
-from slow_model import SlowToLoad
 
 LOAD_S = 8.0  # the model's load: a wait for it shows as seconds, far past AT_ONCE_S
 AT_ONCE_S = 1.0  # an answer that did not wait, with room for a loaded machine
@@ -46,7 +46,9 @@ def linked(kb: kbtool.KnowledgeBase) -> tuple[kbtool.KnowledgeBase, str, str]:
 
 def slow_server(root: Path) -> StdioServerParameters:
     env = {**os.environ, "KB_DAEMON": "0", "PYTHONPATH": os.pathsep.join([str(Path(SLOW_MODEL).parent), *sys.path])}
-    return StdioServerParameters(command=sys.executable, args=[SLOW_MODEL, str(LOAD_S), "--kb", str(root), "serve"], env=env)
+    return StdioServerParameters(
+        command=sys.executable, args=[SLOW_MODEL, str(LOAD_S), "--kb", str(root), "serve"], env=env
+    )
 
 
 def notes_of(result) -> str:  # type: ignore[no-untyped-def]

@@ -98,7 +98,9 @@ class Search(KnowledgeBaseCore):
         cards = [Document.model_validate(item.to_dict()) for item in found]
         return Documents(cards=cards, missing=missing), found
 
-    def run_search(self, request: SearchRequest, vector: np.ndarray | None = None, loading: bool = False) -> SearchResult:
+    def run_search(
+        self, request: SearchRequest, vector: np.ndarray | None = None, loading: bool = False
+    ) -> SearchResult:
         """vector: the query's, already made (related's stored vectors): no model needed to compare it;
         loading: the model is loading elsewhere in this process, so nothing here waits to embed with it."""
         from kbtool.search.pipeline import Searcher
