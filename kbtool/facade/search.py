@@ -28,9 +28,12 @@ from kbtool.model.errors import BadInput, KbError
 from kbtool.model.records import StoredCard
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from kbtool.skills.spec import Skill
 
 MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
+SIMILAR_LATER = "similar cards: the embedding model is still loading; ask again in a few seconds"
 
 
 class Search(KnowledgeBaseCore):
@@ -95,7 +98,11 @@ class Search(KnowledgeBaseCore):
         cards = [Document.model_validate(item.to_dict()) for item in found]
         return Documents(cards=cards, missing=missing), found
 
-    def run_search(self, request: SearchRequest) -> SearchResult:
+    def run_search(
+        self, request: SearchRequest, vector: np.ndarray | None = None, loading: bool = False
+    ) -> SearchResult:
+        """vector: the query's, already made (related's stored vectors): no model needed to compare it;
+        loading: the model is loading elsewhere in this process, so nothing here waits to embed with it."""
         from kbtool.search.pipeline import Searcher
 
         limit = self.config.limits.query_chars
@@ -104,28 +111,37 @@ class Search(KnowledgeBaseCore):
                 f"the query has {len(request.query):,} characters, over the limit of {limit:,} "
                 "(kb.toml [limits] query_chars)"
             )
-        request = self._with_usable_mode(request)
+        request = self._with_usable_mode(request, vector is not None)
         semantic = request.mode != "bm25"
         if self._searcher is None:
             self._searcher = Searcher(self.index, None)
         if semantic and self._searcher.embedder is None:
             self._searcher.embedder = self.embedder
-        self.index.refresh_if_stale(self._searcher.embedder if semantic else None)
+        loading = loading or self.warming()  # then what has no vector yet waits for the background build
+        self.index.refresh_if_stale(self._searcher.embedder if semantic and not loading else None)
         wanted, environment = request, self._judged_by(request)
         if environment:  # more candidates than asked for, so those that apply are not cut off below others
             request = request.model_copy(update={"k": min(MAX_K, max(request.k * 5, 50))})
-        result = self._searcher.search(request)
+        result = self._searcher.search(request, vector)
         if request.sources and self.config.sources:
-            result = self._with_sources(request, result)
+            result = self._with_sources(request, result, vector, loading)
         if environment:
             result = self._applying(result, environment, wanted.only_applying, wanted.k)
         if request.env:
             result = self._flag_elsewhere(result)
         return result
 
-    def _with_usable_mode(self, request: SearchRequest) -> SearchRequest:
+    def warming(self) -> bool:
+        """Whether the model and the missing vectors are still loading in the background (warm_in_background)."""
+        building = self._vectors_building
+        return building is not None and building.is_alive()
+
+    def _with_usable_mode(self, request: SearchRequest, vector_given: bool = False) -> SearchRequest:
         """The request in a mode this process can run now: keyword only while the semantic leg is missing
-        (its packages) or still being built in the background; a vector-only search has no fallback."""
+        (its packages) or still being built in the background; a vector-only search has no fallback but
+        to wait, unless its vector is given (stored vectors are compared without the model)."""
+        if request.mode == "vector" and vector_given:
+            return request
         if request.mode != "bm25" and self.semantic_embedder() is None:
             if request.mode == "vector":
                 _ = self.embedder  # raises SemanticUnavailable
@@ -193,14 +209,22 @@ class Search(KnowledgeBaseCore):
         summary = base.index.by_id(rest)
         return reasons(summary.to_dict(), target or self.project_environment()) if summary else []
 
-    def _with_sources(self, request: SearchRequest, own: SearchResult) -> SearchResult:
-        """The same search in every source, each hit labelled (kb, SOURCE:ID), all ranked by score."""
+    def _with_sources(
+        self, request: SearchRequest, own: SearchResult, vector: np.ndarray | None, loading: bool
+    ) -> SearchResult:
+        """The same search in every source, each hit labelled (kb, SOURCE:ID), all ranked by score. A vector
+        made by this knowledge base's model goes only to the sources that use the same model; the others
+        embed the query with theirs, unless a model is loading (a source's would wait for it)."""
         hits = [h.model_copy(update={"kb": self.config.kb.name}) for h in own.hits]
         for name, base in self.source_bases():
             same_model = base.config.index.embedding_model == self.config.index.embedding_model
+            if vector is not None and not same_model and loading:
+                continue
             if base._embedder is None and same_model and self._searcher is not None:
                 base._embedder = self._searcher.embedder  # one model for all (None when this search used none)
-            found = base.run_search(request.model_copy(update={"sources": False}))
+            found = base.run_search(
+                request.model_copy(update={"sources": False}), vector if same_model else None, loading
+            )
             hits += [h.model_copy(update={"id": f"{name}:{h.id}", "kb": name}) for h in found.hits]
             self.relay_notices(
                 f"source {name}", base
@@ -217,11 +241,11 @@ class Search(KnowledgeBaseCore):
         if not 1 <= depth <= 3:
             raise BadInput(f"depth {depth}: 1 (the links themselves), 2 or 3")
         found = self.card_or_skill(ref)
+        self.index.refresh_if_stale(None)
         if not isinstance(found, StoredCard):  # a skill: no links, only its neighbours by meaning
             return self._similar_to(
-                found.name, found.name, f"{found.name} {found.description} {found.body[:600]}", [], [], k
+                found.name, found.name, f"{found.name} {found.description} {found.body[:600]}", [], [], k, skill=True
             )
-        self.index.refresh_if_stale(None)
         links_out = [
             Link(rel=rel, **(brief(known) if (known := self.index.by_id(target)) else {"id": target, "missing": True}))
             for rel, targets in found.card.links.model_dump().items()
@@ -269,11 +293,23 @@ class Search(KnowledgeBaseCore):
         links_out: builtins.list[Link],
         links_in: builtins.list[Link],
         k: int,
+        skill: bool = False,
     ) -> Related:
+        """The k cards nearest in meaning to this one, by its stored vectors when it has them (no model
+        needed); else by its text, embedded now, or, while the model still loads in the background,
+        none yet and a note saying so: a long-lived process never waits for the model here."""
+        related = Related(id=ref, title=title, links_out=links_out, links_in=links_in, similar=[])
+        if not k or self.semantic_embedder() is None:
+            return related
+        vector = self._vector_of(ref, text, skill)
+        if vector is None:
+            self.note(SIMILAR_LATER)
+            return related
         linked = {ref, *(link.id for link in links_out), *(link.id for link in links_in)}
-        semantic = self.semantic_embedder() is not None
-        wanted = min(k + len(linked), 1000)
-        hits = self.search(text, k=wanted, mode="vector", explain=True).hits if semantic and k else []
+        request = SearchRequest.parse(
+            {"query": text, "k": min(k + len(linked), 1000), "mode": "vector", "explain": True, "for": {}}
+        )
+        hits = self.run_search(request, vector).hits
         # the cosine similarity of the best-matching chunk, not the fused rank score
         similar = sorted(
             (
@@ -289,7 +325,17 @@ class Search(KnowledgeBaseCore):
             ),
             key=lambda s: -s.similarity,  # by meaning alone: kb.toml [environment] may have put some last
         )[:k]
-        return Related(id=ref, title=title, links_out=links_out, links_in=links_in, similar=similar)
+        return related.model_copy(update={"similar": similar})
+
+    def _vector_of(self, ref: str, text: str, skill: bool) -> np.ndarray | None:
+        """What `related` compares the others with: the card's stored vectors, or its text embedded now;
+        None while the model loads in the background and the card has none stored yet."""
+        stored = self.index.card_vector(ref, self.embedder.model_id, skill)
+        if stored is not None:
+            return stored
+        if self.warming():
+            return None
+        return self.embedder.embed_query(text[:2000])
 
     def warm_in_background(self) -> None:
         """For a long-lived process (the search daemon, kb serve): the keyword index now, the model and

@@ -496,6 +496,24 @@ class Index:
         )
         return {cid: np.frombuffer(blob, dtype=np.float32) for cid, blob in rows}
 
+    def card_vector(self, card_id: str, model_id: str, skill: bool = False) -> np.ndarray | None:
+        """A card's meaning from its stored vectors, for this model: the normalised mean of its lead chunk's
+        (title and fields) and its first section's, what `related` compares the others with, no model
+        needed. None while either has no vector yet. skill: the skill of that name (its description)."""
+        import numpy as np
+
+        rows = self.db.execute(
+            "SELECT v.vector FROM chunks c JOIN cards k ON k.path = c.card_path "
+            "LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE k.id = ? AND c.ordinal <= 1 AND "
+            + ("k.kind = 'skill'" if skill else "k.kind != 'skill'"),
+            (model_id, card_id),
+        ).fetchall()
+        if not rows or any(blob is None for (blob,) in rows):
+            return None
+        mean = np.mean([np.frombuffer(blob, dtype=np.float32) for (blob,) in rows], axis=0)
+        norm = float(np.linalg.norm(mean))
+        return mean / norm if norm else None
+
     def cards_with(self, path: tuple[str, ...], value: str) -> set[int]:
         """Cards whose field at path equals (or, for a list, contains) value, case-insensitively.
 

@@ -57,7 +57,8 @@ class Searcher:
             self._query_vectors[text] = vec
         return vec
 
-    def search(self, request: SearchRequest) -> SearchResult:
+    def search(self, request: SearchRequest, vector: Any = None) -> SearchResult:
+        """vector: the query's for the vector leg, already made (a card's stored one); else its text embedded."""
         text = clean_query(request.query)
         if not text:
             raise BadInput("empty query: say what to look for")
@@ -81,7 +82,8 @@ class Searcher:
         if request.mode in ("hybrid", "vector") and self.embedder is not None and allowed != set():
             mask = self.index.allowed_mask(self.embedder, allowed) if allowed is not None else None
             # the model reads at most ~256 word pieces; embedding a 100 KB query would only cost time
-            vector = self._query_vector(text[:2000])
+            if vector is None:
+                vector = self._query_vector(text[:2000])
             embedder = self.embedder
             legs["vector"], cut = self._leg(lambda limit: self.index.vector(embedder, vector, mask, limit), request.k)
             truncated |= {"vector"} if cut else set()

@@ -64,7 +64,13 @@ class WebUi:
     linted: views.LintCache
 
     def page(self, template: str, name: str, status: int = 200, **context: Any) -> HTMLResponse:
-        return HTMLResponse(self.pages.render(template, page=name, csrf=self.csrf, **context), status_code=status)
+        """The page, with what the knowledge base noted while this request read it (keyword-only results
+        while the model loads, similar cards not there yet), as the CLI prints `kb: note:`."""
+        notes = list(self.kb.notices)
+        self.kb.notices.clear()
+        return HTMLResponse(
+            self.pages.render(template, page=name, csrf=self.csrf, notes=notes, **context), status_code=status
+        )
 
     def guarded(self, handler: PageHandler) -> Callable[[Request], Response]:
         """The knowledge base one request at a time; kb's errors as a page with their one line."""
@@ -72,6 +78,7 @@ class WebUi:
         def run(request: Request) -> Response:
             try:
                 with self.lock:
+                    self.kb.notices.clear()  # this request's notes only: not the start-up's, nor the lint run's
                     return handler(self, request)
             except CardNotFound as exc:
                 return self.page("error.html", "", 404, status_code=404, message=str(exc))

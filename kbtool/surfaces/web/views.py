@@ -97,6 +97,8 @@ def card(kb: KnowledgeBase, ref: str, similar: int = SIMILAR) -> dict[str, Any]:
     evidence = data.get("evidence") or []
     common, rows, varying = evidence_table(evidence)
     related = base.related(stored.id, k=similar)
+    if base is not kb:
+        kb.relay_notices(f"source {source}", base)
     history = base.history_with_diffs(stored.id, HISTORY_COMMITS)
     shown = {k: _without_empty(v) for k, v in data.items() if k not in (*HEADLINE_FIELDS, "evidence", "path")}
     fields = [(k, _field_text(v)) for k, v in shown.items() if v not in (None, "", [], {})]
