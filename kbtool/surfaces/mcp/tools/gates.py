@@ -17,19 +17,14 @@ from kbtool.surfaces.mcp.tools.base import READS, RUNS, KbChoice, Tool, on, tool
 async def compare(
     ctx: Context,
     candidate: Annotated[
-        str, Field(description="an export, an AIPerf artifact folder, a folder of runs, or a finding's id")
+        str, Field(description="an export, a folder of runs or a finding's id; paths resolve from the server's folder")
     ],
     baseline: Annotated[str, Field(description="the same, for the baseline")],
-    ignore_conditions: Annotated[
-        list[str] | None,
-        Field(description="load conditions to compare across when they differ (e.g. input_tokens); recorded"),
-    ] = None,
+    ignore_conditions: Annotated[list[str] | None, Field(description="load conditions allowed to differ")] = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Comparison]:
-    """Judge a change before recording it: each metric both sides measured under the same load, with the
-    means' 95% intervals, the change and its interval, and a verdict (better, worse, no clear change).
-    Runs at different loads are refused, naming the condition. Several runs a side (a folder of them) give
-    intervals; one run needs per-request records for one."""
+    """Judge a change before recording it: each metric's means with 95% intervals, the change and a
+    verdict (better, worse, no clear change). Runs at different loads are refused."""
     return await on(
         ctx, kb, lambda base: answers.comparison(base.compare(candidate, baseline, ignore=ignore_conditions or []))
     )
@@ -37,8 +32,7 @@ async def compare(
 
 @tool(READS)
 async def gate_verify(ctx: Context, kb: KbChoice = None) -> Annotated[CallToolResult, LockCheck]:
-    """Check every locked gate against kb.lock: a gate whose file changed since it was locked no longer
-    guards anything (gate_run refuses it); ok when all match."""
+    """Check every locked gate against kb.lock (a changed gate guards nothing and will not run)."""
     return await on(ctx, kb, lambda base: answers.lock_check(base.verify_gates()))
 
 
@@ -48,19 +42,13 @@ async def gate_run(
     id: Annotated[str, Field(description="a locked gate's id")],
     in_dir: Annotated[
         str | None,
-        Field(
-            description="the project it judges, a folder on this machine holding its runs (needed unless "
-            "kb.toml sets [gates] project)"
-        ),
+        Field(description="the project's folder, from the server's working folder (default: kb.toml [gates])"),
     ] = None,
-    confirms: Annotated[
-        str | None, Field(description="a finding the gate confirms when it passes (recorded as gate:ID)")
-    ] = None,
+    confirms: Annotated[str | None, Field(description="a finding a pass confirms")] = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, GateRunResult]:
-    """Run a locked gate's check (its command, or the comparison kb runs itself) on the project in
-    in_dir and record the run in one commit: pass or fail, the value, why, the output. Only locked,
-    unchanged gates run; with confirms, a pass confirms that finding."""
+    """Run a locked, unchanged gate on the project and record the run (one commit): pass or fail, the
+    value, why."""
     return await on(
         ctx,
         kb,
