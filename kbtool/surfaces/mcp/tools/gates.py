@@ -8,9 +8,25 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
+from kbtool.facade.knowledge_base import KnowledgeBase
 from kbtool.model.contracts import Comparison, GateRunResult, LockCheck
 from kbtool.surfaces.mcp import answers
 from kbtool.surfaces.mcp.tools.base import READS, RUNS, KbChoice, Tool, on, tool
+
+# the rows a compare shows unless metrics are named: an AIPerf export has 65, ~7k tokens of rows and their JSON
+FIRST_METRICS = 6
+# what a serving benchmark is judged by first (AIPerf's, vLLM's and SGLang's names), shown when measured
+HEADLINE_METRICS = (
+    "output_token_throughput",
+    "time_to_first_token",
+    "inter_token_latency",
+    "time_per_output_token",
+    "request_latency",
+    "request_throughput",
+    "ttft",
+    "tpot",
+    "itl",
+)
 
 
 @tool(READS)
@@ -21,13 +37,17 @@ async def compare(
     ],
     baseline: Annotated[str, Field(description="the same, for the baseline")],
     ignore_conditions: Annotated[list[str] | None, Field(description="load conditions allowed to differ")] = None,
+    metrics: Annotated[list[str] | None, Field(description="only these (default: the headline ones)")] = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Comparison]:
     """Judge a change before recording it: each metric's means with 95% intervals, the change and a
     verdict (better, worse, no clear change). Runs at different loads are refused."""
-    return await on(
-        ctx, kb, lambda base: answers.comparison(base.compare(candidate, baseline, ignore=ignore_conditions or []))
-    )
+
+    def answer(base: KnowledgeBase) -> CallToolResult:
+        whole = base.compare(candidate, baseline, ignore=ignore_conditions or [])
+        return answers.comparison(whole.only(metrics, FIRST_METRICS, HEADLINE_METRICS), whole)
+
+    return await on(ctx, kb, answer)
 
 
 @tool(READS)

@@ -73,7 +73,7 @@ async def search(
     tags: Tags = None,
     filters: Filters = None,
     mode: Annotated[Literal[MODES], Field(description=SEARCH["mode"].description)] = MODES[0],  # type: ignore[valid-type]
-    budget: Budget = DEFAULT_BUDGET,
+    budget: Budget = answers.LIST_BUDGET,
     offset: Annotated[int, Field(ge=0, le=900, description="for the next hits")] = 0,
     env: Annotated[bool, Field(description="flag findings measured on other GPUs, engines, drivers")] = False,
     applies_for: For = None,
@@ -106,6 +106,8 @@ async def get(
     ctx: Context,
     id: Annotated[str | None, Field(description="a card id (or unique prefix) or a skill's name")] = None,
     ids: Annotated[list[str] | None, Field(description="several (max 50), instead of id")] = None,
+    fields: Annotated[list[str] | None, Field(description="only these fields (body: the text)")] = None,
+    all_metrics: Annotated[bool, Field(description="a finding's every metric, not the headline ones")] = False,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Documents]:
     """Whole cards or skills (a skill's SKILL.md, to follow step by step): markdown as text, fields as
@@ -115,16 +117,31 @@ async def get(
         raise ToolError("get: give id (one card) or ids (several), not both and not neither")
     if len(refs) > MAX_GET:
         raise ToolError(f"get: {len(refs)} ids, over {MAX_GET} in one call")
-    return await on(ctx, kb, lambda base: whole_documents(base, refs))
+    return await on(ctx, kb, lambda base: whole_documents(base, refs, fields, all_metrics))
 
 
-def whole_documents(kb: KnowledgeBase, refs: list[str]) -> CallToolResult:
-    """Whole cards or skills (KnowledgeBase.documents), each one's markdown as text."""
+def whole_documents(
+    kb: KnowledgeBase, refs: list[str], fields: list[str] | None = None, all_metrics: bool = True
+) -> CallToolResult:
+    """Whole cards or skills (KnowledgeBase.documents), each one's markdown as text; a finding's evidence cut
+    to its headline metrics unless all_metrics (answers.headline_evidence); only `fields` when given."""
     from kbtool.skills.spec import render_skill
 
     found, items = kb.documents(refs)
-    texts = [markdown.render(i.card, i.body) if isinstance(i, StoredCard) else render_skill(i) for i in items]
-    return answers.documents(found, texts)
+    texts, documents = [], []
+    for document, item in zip(found.cards, items, strict=True):
+        if isinstance(item, StoredCard):
+            card, document, note = (
+                (item.card, document, "") if all_metrics else answers.headline_evidence(item, document)
+            )
+            text = markdown.render(card, item.body) + note
+        else:
+            text = render_skill(item)
+        if fields:
+            document, text = answers.only_fields(document, fields)
+        texts.append(text)
+        documents.append(document)
+    return answers.documents(found.model_copy(update={"cards": documents}), texts)
 
 
 @tool(READS, name="list")
@@ -136,6 +153,7 @@ async def list_cards(
     filters: Filters = None,
     applies_for: For = None,
     only_applying: OnlyApplying = False,
+    fields: Annotated[list[str] | None, Field(description='frontmatter fields to add; ["all"]: every one')] = None,
     limit: Limit = 200,
     offset: Offset = 0,
     kb: KbChoice = None,
@@ -145,7 +163,10 @@ async def list_cards(
         ctx,
         kb,
         lambda base: answers.card_page(
-            base.card_page(kind, status, tags or (), parsed_filters(filters), applies_for, only_applying, limit, offset)
+            base.card_page(
+                kind, status, tags or (), parsed_filters(filters), applies_for, only_applying, limit, offset
+            ),
+            fields or (),
         ),
     )
 
