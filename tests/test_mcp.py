@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -301,9 +302,13 @@ def test_search_answers_stay_within_their_budget(seeded, env):
 
     async def go():
         async with stdio(seeded, env) as client:
-            full = await call(client, "search", query="decode kernel tuning", k=12)
+            full = await call(client, "search", query="decode kernel tuning", k=12, budget=20_000)
+            default = await call(client, "search", query="decode kernel tuning", k=12)
             small = await call(client, "search", query="decode kernel tuning", k=12, budget=400)
             assert len(full.structured_content["hits"]) == 12
+            # by default the text and the structured content together stay within ~2k tokens
+            spent = len(default.content[0].text) + len(json.dumps(default.structured_content))
+            assert default.structured_content["truncated"] and spent <= 8000
             assert 1 <= len(small.structured_content["hits"]) < 12 and small.structured_content["truncated"]
             assert len(small.content[0].text) <= 400
 
