@@ -1,6 +1,7 @@
 """MCP benchmarks: `kb serve` over stdio on the starter knowledge base, with the real model.
 
     .venv/bin/python bench/bench_mcp.py [--queries 200]
+    .venv/bin/python bench/bench_mcp.py --tokens [--corpus /work/shared/corpus/ml-engineering]
 
 Starts the server as a subprocess (as an MCP client would) on a fresh clone of this
 repository (so the writes it times land in a throwaway copy), waits for the warm-up, then
@@ -9,12 +10,17 @@ validation, the search itself, result serialisation. Queries are distinct (no qu
 cache hits) unless said otherwise. Target: `search` p50 <= 20 ms warm. The write-then-read
 pair is an `add_finding` and the search right after it, which must find the new card in
 both legs (it embeds the new chunks first).
+
+--tokens measures what the server costs an agent's context instead (characters / 4, tiktoken not being
+installed): each tool's definition as list_tools gives it, then each default answer (text and structured
+content together) on the starter KB with the corpus imported (~850 cards) and a finding of an AIPerf export.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -110,10 +116,49 @@ async def main(n: int, clone: Path) -> None:
     print(f"  search right after a write: {quantiles(reads)}   (the new card in the vector leg every time)")
 
 
+def tokens(value: object) -> int:
+    return len(value if isinstance(value, str) else json.dumps(value)) // 4
+
+
+async def context_costs(clone: Path, corpus: Path) -> None:
+    """The tokens of each tool's definition, and of each default answer on ~850 cards."""
+    env = {**os.environ, "KB_DAEMON": "0", "KB_EMBEDDER": "hashing"}
+    kb = [sys.executable, "-m", "kbtool", "--kb", str(clone)]
+    params = StdioServerParameters(command=sys.executable, args=[*kb[1:], "serve"], env=env)
+    async with Client(params, read_timeout_seconds=300) as client:
+        tools = (await client.list_tools()).tools
+    costs = {t.name: tokens(t.model_dump(by_alias=True, exclude_none=True, mode="json")) for t in tools}
+    print(f"tool definitions, {len(tools)} tools: {sum(costs.values())} tokens")
+    print("  " + ", ".join(f"{name} {n}" for name, n in costs.items()))
+    subprocess.run([*kb, "import", str(corpus)], env=env, check=True, capture_output=True)
+    export = REPO / "tests" / "data" / "aiperf"
+    title = "AIPerf decode: output token throughput and TTFT"
+    added = [*kb, "add-finding", "--title", title, "--from", str(export / "profile_export_aiperf.json")]
+    finding = subprocess.run(added, env=env, check=True, capture_output=True, text=True).stdout.strip()
+    calls = {
+        "recent": {}, "list": {}, "gaps": {}, "log": {"id": finding}, "skills": {}, "lint": {},
+        "compare": {"candidate": str(export), "baseline": str(export)}, "search": {"query": "NVFP4 MoE decode"},
+        "get": {"id": finding}, "get kb skill": {"id": "kb"}, "related": {"id": finding},
+    }  # fmt: skip
+    async with Client(params, read_timeout_seconds=300) as client:
+        cards = (await client.call_tool("list", {})).structured_content["total"]
+        print(f"default answers on {cards} cards (text + structured content):")
+        for name, args in calls.items():
+            answer = await client.call_tool(name.split(" ")[0], args)
+            text = "\n".join(c.text for c in answer.content)
+            print(f"  {name:14} {tokens(text) + tokens(answer.structured_content):6} tokens")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--tokens", action="store_true", help="measure the context an agent pays instead")
+    parser.add_argument("--corpus", type=Path, default=Path("/work/shared/corpus/ml-engineering"))
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         clone = Path(tmp) / "starter"
         subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
-        asyncio.run(main(parser.parse_args().queries, clone))
+        if args.tokens:
+            asyncio.run(context_costs(clone, args.corpus))
+        else:
+            asyncio.run(main(args.queries, clone))

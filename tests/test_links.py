@@ -416,7 +416,7 @@ def test_an_agent_over_mcp_never_reads_or_writes_through_a_link_out(kb, tmp_path
                 assert "A card from outside" not in text and "Reads secrets" not in text, (tool, text)
             for tool, args in [
                 ("get", {"id": "evil"}),
-                ("skill", {"name": "secret-skill"}),
+                ("get", {"id": "secret-skill"}),  # a skill, opened as any id
                 ("add_card", {"kind": "finding", "title": "Evil"}),
             ]:
                 result = await client.call_tool(tool, args)

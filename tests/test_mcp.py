@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import kbtool
 from conftest import commit_count
 from kbtool.model import contracts
 from kbtool.model.vocabulary import LINT_CLASSES
+from kbtool.surfaces.mcp.server import TOOLS
 
 KB = [sys.executable, "-m", "kbtool"]
 OUTPUTS = {
@@ -32,7 +34,6 @@ OUTPUTS = {
     "lint": contracts.LintPage,
     "related": contracts.Related,
     "skills": contracts.SkillList,
-    "skill": contracts.Document,
     "log": contracts.CardLog,
     "recent": contracts.RecentChanges,
     "gate_verify": contracts.LockCheck,
@@ -46,7 +47,7 @@ OUTPUTS = {
     "brief": contracts.Brief,
 }
 READERS = {
-    *("search", "get", "list", "gaps", "lint", "related", "skills", "skill", "log", "recent", "gate_verify", "kbs"),
+    *("search", "get", "list", "gaps", "lint", "related", "skills", "log", "recent", "gate_verify", "kbs"),
     *("compare", "brief"),
 }
 ADDERS = {"add_finding", "add_card"}  # only add: not destructive
@@ -127,11 +128,13 @@ def test_tools_have_stable_names_and_honest_annotations(seeded, env):
             assert {"title", "metrics", "baseline", "applies_to", "closes", "tags"} <= set(
                 tools["add_finding"].input_schema["properties"]
             )
-            # the answers' shapes are the contracts' (kbtool.model.contracts), declared as outputSchemas
-            assert set(OUTPUTS) == set(tools)  # every tool declares the shape of its answer
+            # the answers' shapes are the contracts' (kbtool.model.contracts), declared on each function; no
+            # outputSchema on the wire: it cost ~6.8k tokens of every session's context (issue 31)
+            assert set(OUTPUTS) == set(tools)
+            declared = {t.name or t.function.__name__: t.function.__annotations__["return"] for t in TOOLS}
             for name, model in OUTPUTS.items():
-                assert tools[name].output_schema is not None, name
-                assert set(tools[name].output_schema["properties"]) == set(model.model_fields), name
+                assert tools[name].output_schema is None, name
+                assert model.__name__ in str(declared[name]), name
             assert all(c in tools["lint"].description for c in LINT_CLASSES)
 
     asyncio.run(go())
@@ -206,7 +209,8 @@ def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(seeded, env):
                 # an agent cannot write what looks like a credential (AWS's documented example key)
                 ("add_card", {"kind": "gap", "title": "Leak AKIAIOSFODNN7EXAMPLE?"}, "looks like a credential"),
                 ("related", {"id": "nope"}, "nope"),
-                ("skill", {"name": "Not_A_Skill"}, "no skill named"),
+                ("get", {"id": "Not_A_Skill"}, "no card or skill with id"),
+                ("search", {"query": "x", "filters": {"tags": ["a"]}}, "filters tags: give one value"),
                 ("lint", {"skip": ["everything"]}, "everything"),
                 ("no_such_tool", {}, "no_such_tool"),
                 # past the limits of kb.toml, answered at once (a 1.2 MB body once stalled the server 60 s)
@@ -275,7 +279,7 @@ def test_related_skills_and_resources(seeded, env):
 
             listed = (await call(client, "skills")).structured_content["skills"]
             assert [s["name"] for s in listed] == ["profile-decode"]
-            text = (await call(client, "skill", name="profile-decode")).content[0].text
+            text = (await call(client, "get", id="profile-decode")).content[0].text
             assert text.startswith("---\nname: profile-decode\n") and "Run nsys" in text
 
             card = await client.read_resource(f"kb://cards/{new.id}")
@@ -299,9 +303,13 @@ def test_search_answers_stay_within_their_budget(seeded, env):
 
     async def go():
         async with stdio(seeded, env) as client:
-            full = await call(client, "search", query="decode kernel tuning", k=12)
+            full = await call(client, "search", query="decode kernel tuning", k=12, budget=20_000)
+            default = await call(client, "search", query="decode kernel tuning", k=12)
             small = await call(client, "search", query="decode kernel tuning", k=12, budget=400)
             assert len(full.structured_content["hits"]) == 12
+            # by default the text and the structured content together stay within ~2k tokens
+            spent = len(default.content[0].text) + len(json.dumps(default.structured_content))
+            assert default.structured_content["truncated"] and spent <= 8000
             assert 1 <= len(small.structured_content["hits"]) < 12 and small.structured_content["truncated"]
             assert len(small.content[0].text) <= 400
 

@@ -67,6 +67,27 @@ def same_shape(printed: Any, answer: Any, where: str) -> None:
             same_shape(a, b, f"{where}[{n}]")
 
 
+ITEMS = ("cards", "gaps", "commits", "problems", "skills", "changes", "hits")
+
+
+def budget_cut(printed: Any, answer: Any) -> Any:
+    """What the CLI printed, cut as the MCP answer's budget cut it (kbtool/surfaces/mcp/answers.py): a page to
+    the items the answer shows, flagged truncated when more follow; a comparison to the metrics it shows, with
+    their total. The CLI prints everything asked for; the MCP tool, what fits ~2k tokens."""
+    if not isinstance(printed, dict):
+        return printed
+    cut = dict(printed)
+    for key in ITEMS:
+        if isinstance(printed.get(key), list) and len(answer.get(key, [])) < len(printed[key]):
+            cut[key] = printed[key][: len(answer[key])]
+            cut["truncated"] = answer["truncated"]
+    if "total" in answer and "metrics" in printed and "total" not in printed:
+        shown = {m["metric"] for m in answer["metrics"]}
+        cut["metrics"] = [m for m in printed["metrics"] if m["metric"] in shown]
+        cut["total"] = len(printed["metrics"])
+    return cut
+
+
 def test_the_cli_json_and_the_mcp_tool_give_the_same_answer(starter):
     card = cli_json(starter, "list")["cards"][0]["id"]
     runs = str(REPO_ROOT / "tests" / "data" / "aiperf")
@@ -75,11 +96,14 @@ def test_the_cli_json_and_the_mcp_tool_give_the_same_answer(starter):
         "log": (["log", card], {"id": card, **everything}),
         "recent": (["recent", "--limit", "5"], {"limit": 5}),
         "lint": (["lint"], everything),
-        "list": (["list"], everything),
-        "list for": (["list", "--for", "hardware=H100"], {"for": {"hardware": "H100"}, **everything}),
+        "list": (["list"], {"fields": ["all"], **everything}),
+        "list for": (
+            ["list", "--for", "hardware=H100"],
+            {"for": {"hardware": "H100"}, "fields": ["all"], **everything},
+        ),
         "gaps": (["gaps"], everything),
         "skills": (["skill", "list"], everything),
-        "get": (["show", card, "kb"], {"ids": [card, "kb"]}),
+        "get": (["show", card, "kb"], {"ids": [card, "kb"], "all_metrics": True}),
         "compare": (["compare", runs, runs], {"candidate": runs, "baseline": runs}),
         # keyword search: the server builds the semantic leg in the background, so a hybrid answer depends on when
         "search": (
@@ -90,15 +114,17 @@ def test_the_cli_json_and_the_mcp_tool_give_the_same_answer(starter):
     tools = {"list for": "list", "skills": "skills"}
     from_mcp = mcp_answers(starter, [(tools.get(name, name), args) for name, (_, args) in asked.items()])
     for (name, (cli_args, _)), answer in zip(asked.items(), from_mcp, strict=True):
-        printed = cli_json(starter, *cli_args)
+        printed = budget_cut(cli_json(starter, *cli_args), answer)
         same_shape(printed, answer, name)
         assert printed == answer, name
     answers = dict(zip(asked, from_mcp, strict=True))
     log = answers["log"]
     assert log["id"] == card and log["commits"] and all(c["message"] for c in log["commits"])
-    # every list-shaped answer says where its page stands; these asked for everything (recent for 5), so none is cut
+    # every list-shaped answer says where its page stands; these asked for everything, and the budget cut list
     for name in ("log", "lint", "list", "gaps", "skills"):
-        assert set(answers[name]) >= {"offset", "truncated"} and not answers[name]["truncated"], name
+        assert set(answers[name]) >= {"offset", "truncated"}, name
+    assert answers["list"]["truncated"] and len(answers["list"]["cards"]) < answers["list"]["total"]
+    assert answers["compare"]["total"] > len(answers["compare"]["metrics"])
     # the items carry what either side showed before: the whole frontmatter, the CLI's; a gap's question
     listed = {c["id"]: c for c in answers["list"]["cards"]}
     assert {"tags", "applies_to", "provenance", "links"} <= set(listed[card])

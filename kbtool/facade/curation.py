@@ -23,6 +23,7 @@ from kbtool.model.contracts import (
     Stats,
     page_of,
 )
+from kbtool.model.contracts.reading import BULK
 from kbtool.model.errors import BadInput, CardNotFound
 from kbtool.model.fields import Filter
 from kbtool.model.records import CardSummary, Problem
@@ -218,10 +219,19 @@ class Curation(KnowledgeBaseCore):
         return CardLog(id=found.id, commits=commits, **page)
 
     def recent_changes(
-        self, since: str | None = None, kind: str | None = None, limit: int | None = None, offset: int = 0
+        self,
+        since: str | None = None,
+        kind: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        bulk: int | None = BULK,
     ) -> RecentChanges:
-        """`recent` as `kb recent --json` and the MCP recent tool answer it: a page of the changes, newest first."""
+        """`recent` as `kb recent --json` and the MCP recent tool answer it: a page of the changes, newest first;
+        a commit that changed more than `bulk` cards (an import) counts them by change and kind instead of listing
+        each (bulk=None: every card listed)."""
         changes, page = page_of(self.recent(since, kind), offset, limit)
+        if bulk is not None:
+            changes = [change.summarised(bulk) for change in changes]
         return RecentChanges(since=since, changes=changes, **page)
 
     def history_with_diffs(self, ref: str, limit: int = 10) -> builtins.list[tuple[Commit, str]]:

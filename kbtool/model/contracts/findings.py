@@ -14,6 +14,7 @@ from pydantic import (
 )
 
 from kbtool.model.contracts.base import Direction, Payload, StatusName, Strings
+from kbtool.model.errors import BadInput
 from kbtool.model.fields import parse_assignments
 from kbtool.model.measures import Condition, is_scalar, metric_fields
 from kbtool.model.validation import model_for
@@ -208,6 +209,30 @@ class Comparison(Payload):
     notes: list[str] = Field(
         default_factory=list, description="what was not compared and why: a load one side lacks, a metric missing"
     )
+    total: int | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="when only some metrics are shown: how many rows there are in all",
+    )
+
+    def only(self, metrics: Sequence[str] | None, first: int, headline: Sequence[str] = ()) -> Comparison:
+        """The rows of the metrics named (each name as `kb compare` prints it), or with none named `first` rows:
+        the headline metrics' when there are any, else the first; `total` says how many there are when some are
+        left out. A name no row has is refused."""
+        names = {m.metric for m in self.metrics}
+        if metrics:
+            unknown = [m for m in metrics if m not in names]
+            if unknown:
+                known = ", ".join(sorted(names))
+                raise BadInput(f"metrics {', '.join(unknown)}: not compared; the metrics are {known}")
+            rows = [m for m in self.metrics if m.metric in metrics]
+        else:
+            rank = {name: n for n, name in enumerate(headline)}
+            chosen = sorted((m for m in self.metrics if m.metric in rank), key=lambda m: rank[m.metric])[:first]
+            rows = [m for m in self.metrics if m in chosen] if chosen else self.metrics[:first]
+        if len(rows) == len(self.metrics):
+            return self
+        return self.model_copy(update={"metrics": rows, "total": len(self.metrics)})
 
     def lines(self) -> list[str]:
         """The common load once ('under: concurrency=2 input_tokens=128'), then a row a metric naming the load

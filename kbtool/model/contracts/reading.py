@@ -143,10 +143,38 @@ class ChangedCard(Payload):
     title: str | None = Field(None, description="as it stands now; none for a deleted card")
 
 
+BULK = 10  # a commit that changed more cards than this (an import) is counted by kind, not listed card by card
+
+
 class Change(CommitEntry):
-    """A commit and the cards and skills it changed."""
+    """A commit and the cards and skills it changed; a bulk one (over BULK cards, an import) counted instead."""
 
     cards: list[ChangedCard]
+    counted: dict[str, int] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="a bulk commit's cards counted by change and kind ('added reference': 760) instead of listed",
+    )
+
+    def summarised(self, bulk: int = BULK) -> Change:
+        """This change, its cards counted by change and kind when there are more than `bulk` of them."""
+        if len(self.cards) <= bulk:
+            return self
+        counted: dict[str, int] = {}
+        for card in self.cards:
+            key = f"{card.change} {card.kind}"
+            counted[key] = counted.get(key, 0) + 1
+        return self.model_copy(update={"cards": [], "counted": counted})
+
+    def what(self, titles: bool = True) -> str:
+        """'added a1 [finding] Title, modified b2 [gap]' (the titles when asked) or, for a bulk commit,
+        'added 760 reference'."""
+        if self.counted:
+            return ", ".join(f"{key.split(' ')[0]} {n} {key.split(' ')[1]}" for key, n in self.counted.items())
+        return ", ".join(
+            f"{card.change} {card.id} [{card.kind}]" + (f" {card.title}" if titles and card.title else "")
+            for card in self.cards
+        )
 
 
 class CardLog(Page):

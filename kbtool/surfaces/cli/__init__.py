@@ -226,8 +226,7 @@ def recent(
         print_json(page.to_json())
         return
     for c in page.changes:
-        cards = ", ".join(f"{card.change} {card.id} [{card.kind}]" for card in c.cards)
-        typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.op or 'commit'}: {cards}")
+        typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.op or 'commit'}: {c.what(titles=False)}")
 
 
 @app.command()

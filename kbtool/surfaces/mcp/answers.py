@@ -6,7 +6,9 @@ tool's text says the same things the same way.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 from mcp_types import CallToolResult, TextContent
 
@@ -15,10 +17,12 @@ from kbtool.model.contracts import (
     CardLog,
     CardPage,
     Comparison,
+    Document,
     Documents,
     FindingAdded,
     GateRunResult,
     LintPage,
+    ListedCard,
     LockCheck,
     OpenGaps,
     Page,
@@ -30,8 +34,16 @@ from kbtool.model.contracts import (
     SkillList,
     StatusChange,
 )
+from kbtool.model.records import StoredCard
+
+P = TypeVar("P", bound=Payload)
 
 SNIPPET_CHARS = 200
+# What a list-shaped answer may spend by default, in characters (~2k tokens at 4 a token), on its text and its
+# structured content together (a client may show the model both): a page is cut to what fits, and its footer
+# says how many of how many it shows and the offset of the next page.
+LIST_BUDGET = 8000
+FOOTER_ROOM = 300  # the footer line and the page fields (total, offset, truncated, counts)
 
 
 def result(text: str, structured: Payload | dict[str, Any]) -> CallToolResult:
@@ -46,14 +58,38 @@ def with_notices(answer: CallToolResult, notices: list[str]) -> CallToolResult:
     return answer
 
 
-def paged(lines: list[str], page: Page, shown: int, noun: str, tool: str) -> str:
+def paged(lines: list[str], page: Page, shown: int, noun: str, tool: str, cut: bool = False) -> str:
     """The lines and the footer that says which page they are, and how to ask for the next."""
     after = page.offset + shown
     where = f" (from {page.offset + 1})" if page.offset and shown else ""
     footer = f"{shown} of {page.total} {noun} shown{where}"
+    if cut:
+        footer += f" (the page is cut to ~{LIST_BUDGET // 4} tokens)"
     if after < page.total:
         footer += f"; call {tool} again with offset={after} for the next page"
     return "\n".join([*lines, footer])
+
+
+def fitting(lines: list[str], items: list[Any], budget: int = LIST_BUDGET - FOOTER_ROOM) -> int:
+    """How many of the items, first to last, fit the budget with their lines and their JSON together (the
+    first always, so a page is never empty while there is something to show)."""
+    spent = 0
+    for n, (line, item) in enumerate(zip(lines, items, strict=True)):
+        spent += len(line) + 1 + len(json.dumps(item)) + 2
+        if n and spent > budget:
+            return n
+    return len(items)
+
+
+def budget_page(page: P, where: Page, field: str, lines: list[str], noun: str, tool: str) -> CallToolResult:
+    """The page cut to the items that fit LIST_BUDGET (fitting), flagged `truncated` when more follow, and
+    its text with the footer saying how many it shows and where the next page starts (`where`: the page's
+    total and offset)."""
+    items = page.to_json()[field]
+    shown = fitting(lines, items)
+    more = where.offset + shown < where.total
+    cut = page.model_copy(update={field: getattr(page, field)[:shown], "truncated": more})
+    return result(paged(lines[:shown], where, shown, noun, tool, cut=shown < len(items)), cut)
 
 
 def brackets(*marks: str | None) -> str:
@@ -68,7 +104,8 @@ def one_line(text: str, limit: int) -> str:
 
 def cut_notice(shown: int, found: int, budget: int) -> str:
     return (
-        f"{shown} of {found} hits shown (the answer is cut to budget={budget} characters); "
+        f"{shown} of {found} hits shown (the answer, text and structured content, is cut to budget={budget} "
+        "characters); "
         "raise budget, lower k or narrow the query to see the rest"
     )
 
@@ -77,23 +114,24 @@ def cut_notice(shown: int, found: int, budget: int) -> str:
 
 
 def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
-    """The hits one line each, as many as the budget holds (the best one always, cut to fit); the structured
-    content is the page with those hits, whole, and the cut flagged (truncated, shown of found)."""
-    # room for the line that says the answer was cut, so the whole text stays within the budget
-    room = budget - len(cut_notice(found.found, found.found, budget)) - 1
+    """The hits one line each, as many as the budget holds with their JSON (the best one always, cut to fit);
+    the structured content is the page with those hits, whole, and the cut flagged (truncated, shown of found)."""
+    # room for the line that says the answer was cut, so the whole answer stays within the budget
+    room = budget - len(cut_notice(found.found, found.found, budget)) - FOOTER_ROOM
     lines: list[str] = []
     spent = 0
-    for hit in found.hits:
+    for hit, data in zip(found.hits, found.to_json()["hits"], strict=True):
         snippet = one_line(hit.snippet, SNIPPET_CHARS)
         line = f"{hit.id} [{brackets(hit.kind, hit.status, hit.applies)}] {hit.title} — {snippet}"
         if hit.may_not_apply:
             line += f" (may not apply here: {'; '.join(hit.may_not_apply)})"
-        if spent + len(line) > room:
+        cost = len(line) + 1 + len(json.dumps(data)) + 2
+        if spent + cost > room:
             if lines:
                 break
-            line = one_line(line, room)
+            line = one_line(line, max(room - len(json.dumps(data)), 80))
         lines.append(line)
-        spent += len(line) + 1
+        spent += cost
     shown = len(lines)
     truncated = shown < found.found
     page = found.model_copy(update={"hits": found.hits[:shown], "truncated": truncated, "shown": shown})
@@ -106,30 +144,104 @@ def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
     return result(text, page)
 
 
+HEADLINE = 6  # a finding's evidence entries `get` shows unless asked for all
+
+
+def headline_metric(metric: str, said: str) -> bool:
+    """Whether the title and claim (`said`, lowercase) name the metric: by its name, its words
+    (output token throughput) or its initials (time_to_first_token: ttft)."""
+    words = [w for w in metric.lower().replace("-", "_").split("_") if w]
+    initials = "".join(w[0] for w in words)
+    return metric.lower() in said or " ".join(words) in said or (len(words) > 2 and f"{initials}" in said.split())
+
+
+def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, str]:
+    """A finding with more than HEADLINE evidence entries (an AIPerf export gives 65) cut to its headline
+    metrics, those its title and claim name (else its first entries): the card to render, the document with
+    `evidence_total`, and the line saying how to get them all. Anything else as it is."""
+    card = stored.card
+    evidence = list(getattr(card, "evidence", None) or [])
+    if len(evidence) <= HEADLINE:
+        return card, document, ""
+    said = " ".join(str(getattr(card, name, "") or "") for name in ("title", "claim")).lower()
+    for ch in ",:;()":
+        said = said.replace(ch, " ")
+    kept = [n for n, entry in enumerate(evidence) if headline_metric(entry.metric, said)][:HEADLINE] or list(
+        range(HEADLINE)
+    )
+    data = document.to_json()
+    data["evidence"] = [data["evidence"][n] for n in kept]
+    data["evidence_total"] = len(evidence)
+    note = (
+        f"\n(evidence: {len(kept)} of {len(evidence)} entries shown, the headline metrics; "
+        "get again with all_metrics=true for all)"
+    )
+    return card.model_copy(update={"evidence": [evidence[n] for n in kept]}), Document.model_validate(data), note
+
+
+def only_fields(document: Document, fields: list[str]) -> tuple[Document, str]:
+    """The document with only the fields asked for (and id, kind, path; body when asked, else empty), and its
+    text: a line a field."""
+    data = document.to_json()
+    kept = {key: data[key] for key in fields if key in data and key not in ("id", "kind", "path", "body")}
+    body = data.get("body", "") if "body" in fields else ""
+    missing = [key for key in fields if key not in data]
+    lines = [f"{data['id']} [{data['kind']}]", *(f"{key}: {json.dumps(value)}" for key, value in kept.items())]
+    if missing:
+        lines.append(f"(no field {', '.join(missing)})")
+    text = "\n".join(lines) + (f"\n\n{body}" if body else "")
+    trimmed = Document.model_validate(
+        {"id": data["id"], "kind": data["kind"], "path": data["path"], "body": body, **kept}
+    )
+    return trimmed, text
+
+
 def documents(found: Documents, texts: list[str]) -> CallToolResult:
     missing = f"\nno card or skill with id {', '.join(found.missing)}" if found.missing else ""
     return result("\n".join(texts) + missing, found)
 
 
-def card_page(page: CardPage) -> CallToolResult:
-    lines = [f"{c.id} [{brackets(c.kind, c.status, c.applies)}] {c.title}" for c in page.cards] or ["no cards match"]
-    return result(paged(lines, page, len(page.cards), "cards", "list"), page)
+def card_page(page: CardPage, fields: Sequence[str] = ("all",)) -> CallToolResult:
+    """The page's cards, each with what ListedCard always has and the frontmatter `fields` named (all of it
+    for "all", as `kb list --json` prints it): a whole frontmatter costs ~200 tokens, ten times its line."""
+    if "all" not in fields:
+        always = set(ListedCard.model_fields)
+        page = page.model_copy(
+            update={
+                "cards": [
+                    ListedCard.model_validate({k: v for k, v in c.to_json().items() if k in always or k in fields})
+                    for c in page.cards
+                ]
+            }
+        )
+    if not page.cards:
+        return result(paged(["no cards match"], page, 0, "cards", "list"), page)
+    lines = [f"{c.id} [{brackets(c.kind, c.status, c.applies)}] {c.title}" for c in page.cards]
+    return budget_page(page, page, "cards", lines, "cards", "list")
 
 
 def open_gaps(page: OpenGaps) -> CallToolResult:
+    if not page.gaps:
+        return result(paged(["no open gaps"], page, 0, "open gaps", "gaps"), page)
     lines = [
         f"{g.id} [{brackets(g.priority, g.applies)}] {g.question}"
         + (f" (reopened: {g.reopened})" if g.reopened else "")
         for g in page.gaps
-    ] or ["no open gaps"]
-    return result(paged(lines, page, len(page.gaps), "open gaps", "gaps"), page)
+    ]
+    return budget_page(page, page, "gaps", lines, "open gaps", "gaps")
 
 
 def lint_page(page: LintPage) -> CallToolResult:
     summary = f"{page.errors} error(s), {page.count - page.errors} warning(s)" if page.count else "ok"
-    lines = [*(p.line() for p in page.problems), summary]
-    shown = Page(total=page.count, offset=page.offset, truncated=page.truncated)
-    return result(paged(lines, shown, len(page.problems), "problems", "lint"), page)
+    if not page.problems:
+        shown = Page(total=page.count, offset=page.offset, truncated=page.truncated)
+        return result(paged([summary], shown, 0, "problems", "lint"), page)
+    where = Page(total=page.count, offset=page.offset, truncated=page.truncated)
+    answer = budget_page(page, where, "problems", [p.line() for p in page.problems], "problems", "lint")
+    text = answer.content[0]
+    assert isinstance(text, TextContent)
+    text.text = summary + "\n" + text.text  # the counts of all problems first: they are not cut
+    return answer
 
 
 def related(found: Related, bodies: str) -> CallToolResult:
@@ -148,24 +260,25 @@ def related_lines(found: Related) -> str:
 
 
 def skill_list(page: SkillList) -> CallToolResult:
-    lines = [f"{s.name}: {s.description}" for s in page.skills] or ["no skills in this knowledge base"]
-    return result(paged(lines, page, len(page.skills), "skills", "skills"), page)
+    if not page.skills:
+        return result(paged(["no skills in this knowledge base"], page, 0, "skills", "skills"), page)
+    lines = [f"{s.name}: {s.description}" for s in page.skills]
+    return budget_page(page, page, "skills", lines, "skills", "skills")
 
 
 def card_log(page: CardLog) -> CallToolResult:
-    lines = [f"{c.sha[:10]} {c.date} {c.author}: {c.subject}" for c in page.commits] or ["no commits"]
-    return result(paged(lines, page, len(page.commits), "commits", "log"), page)
+    if not page.commits:
+        return result(paged(["no commits"], page, 0, "commits", "log"), page)
+    lines = [f"{c.sha[:10]} {c.date} {c.author}: {c.subject}" for c in page.commits]
+    return budget_page(page, page, "commits", lines, "commits", "log")
 
 
 def recent_changes(page: RecentChanges) -> CallToolResult:
-    lines = [
-        f"{c.date} {c.author} {c.op or 'commit'}: "
-        + ", ".join(
-            f"{card.change} {card.id} [{card.kind}]" + (f" {card.title}" if card.title else "") for card in c.cards
-        )
-        for c in page.changes
-    ] or [f"no changes{f' since {page.since}' if page.since else ''}"]
-    return result(paged(lines, page, len(page.changes), "changes", "recent"), page)
+    if not page.changes:
+        none = f"no changes{f' since {page.since}' if page.since else ''}"
+        return result(paged([none], page, 0, "changes", "recent"), page)
+    lines = [f"{c.date} {c.author} {c.op or 'commit'}: {c.what()}" for c in page.changes]
+    return budget_page(page, page, "changes", lines, "changes", "recent")
 
 
 def served_kbs(served: ServedKbs) -> CallToolResult:
@@ -177,8 +290,17 @@ def served_kbs(served: ServedKbs) -> CallToolResult:
     return result("\n".join(lines), served)
 
 
-def comparison(compared: Comparison) -> CallToolResult:
-    return result("\n".join(compared.lines()), compared)
+def comparison(compared: Comparison, whole: Comparison) -> CallToolResult:
+    """The rows shown (Comparison.only) and, when some are left out, which: their names, to ask for by name."""
+    lines = compared.lines()
+    if compared.total is not None:
+        shown = {m.metric for m in compared.metrics}
+        others = [name for name in dict.fromkeys(m.metric for m in whole.metrics) if name not in shown]
+        lines.append(
+            f"{len(compared.metrics)} of {compared.total} metrics shown; compare again with metrics=[...] "
+            f"naming those wanted, of: {', '.join(others)}"
+        )
+    return result("\n".join(lines), compared)
 
 
 def lock_check(check: LockCheck) -> CallToolResult:

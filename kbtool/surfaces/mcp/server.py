@@ -85,7 +85,8 @@ class KbServer(MCPServer):
         if self._takes is None:
             tools = await self.list_tools()
             self._writers = {t.name for t in tools if not (t.annotations and t.annotations.read_only_hint)}
-            self._takes = {t.name: set(t.input_schema.get("properties", {})) for t in tools}
+            # `kb` is taken even where one knowledge base is served and the schemas leave it out
+            self._takes = {t.name: {*t.input_schema.get("properties", {}), "kb"} for t in tools}
         if name in self._writers and self.write_token is not None and not self._may_write(context):
             raise ToolError(
                 f"{name} writes to the knowledge base, which needs this server's token: send it as "
@@ -109,10 +110,14 @@ class KbServer(MCPServer):
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
         return await super().get_prompt(name, _python_names(arguments or {}), context)
 
-    def show_wire_names(self) -> None:
-        """Each tool's schema and each prompt's arguments name applies_for as `for` (WIRE_NAMES)."""
+    def show_wire_names(self, several_kbs: bool) -> None:
+        """Each tool's schema and each prompt's arguments name applies_for as `for` (WIRE_NAMES); the schemas
+        are made compact (compact_schema), and name `kb` only when there is more than one to choose."""
         for tool in self._tool_manager.list_tools():
+            tool.parameters = compact_schema(tool.parameters)
             properties = tool.parameters.get("properties", {})
+            if not several_kbs:
+                properties.pop("kb", None)
             for name, wire in WIRE_NAMES.items():
                 if name in properties:
                     properties[wire] = properties.pop(name)
@@ -123,6 +128,42 @@ class KbServer(MCPServer):
                 argument.name = WIRE_NAMES.get(argument.name, argument.name)
 
 
+def one_paragraph(text: str) -> str:
+    """A docstring without its line breaks and indentation: a model pays for every space."""
+    return " ".join(text.split())
+
+
+# what pydantic writes into a schema that tells a model nothing: JSON Schema's defaults, and each title (the
+# property's name again)
+SAID_ALREADY = {("default", None), ("additionalProperties", True)}
+
+
+def compact_schema(schema: Any) -> Any:
+    """The schema pydantic made, without what costs a model tokens and tells it nothing (SAID_ALREADY, titles)
+    and without the `{"type": "null"}` branch of an optional argument: leaving it out is the same, and the
+    arguments are still validated by the function's own signature."""
+    if isinstance(schema, list):
+        return [compact_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {
+        key: value if key in ("properties", "default", "enum", "const") else compact_schema(value)
+        for key, value in schema.items()
+        if key != "title" and not (isinstance(value, bool | None) and (key, value) in SAID_ALREADY)
+    }
+    if "properties" in out:
+        out["properties"] = {name: compact_schema(value) for name, value in out["properties"].items()}
+    branches = out.get("anyOf")
+    if isinstance(branches, list) and {"type": "null"} in branches:
+        rest = [b for b in branches if b != {"type": "null"}]
+        del out["anyOf"]
+        if len(rest) == 1:
+            out = {**rest[0], **out}
+        else:
+            out["anyOf"] = rest
+    return out
+
+
 def _python_names(arguments: dict[str, Any]) -> dict[str, Any]:
     return {PYTHON_NAMES.get(key, key): value for key, value in arguments.items()}
 
@@ -131,9 +172,14 @@ def register_tools(server: KbServer, read_only: bool) -> None:
     """Every tool of TOOLS on the server; with read_only, the writers are not offered at all."""
     for declared in TOOLS:
         if not (read_only and declared.writes):
-            server.tool(annotations=declared.annotations, name=declared.name, description=declared.description)(
-                declared.function
-            )
+            # no outputSchema: the contract's JSON schema cost a model ~6.8k tokens for all the tools and told it
+            # nothing the text does not; the structured content is still the contract, as the CLI's --json
+            server.tool(
+                annotations=declared.annotations,
+                name=declared.name,
+                description=one_paragraph(declared.description or declared.function.__doc__ or ""),
+                structured_output=False,
+            )(declared.function)
 
 
 def build_server(
@@ -224,7 +270,7 @@ def build_server(
 
         return await _read(shelf, lambda: render_skill(default.skill(name)))
 
-    server.show_wire_names()
+    server.show_wire_names(len(bases) > 1)
     return server, shelf
 
 

@@ -31,41 +31,34 @@ RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_
 
 DEFAULT_BUDGET = 6000  # characters of hit text a search answer may spend; agents pay for every one
 
+# dict[str, Any], not the union of scalars: a shorter schema; parsed_filters refuses what is not a scalar
 Filters = Annotated[
-    dict[str, str | int | float | bool] | None,
-    Field(
-        description='field path -> value, all must match, e.g. {"applies_to.hardware": "B200"}; a path ending in '
-        '"!" leaves those out, e.g. {"applies_to.modality!": "vision"}'
-    ),
+    dict[str, Any] | None,
+    Field(description='field path -> value, all must match: {"applies_to.hardware": "B200"}; "path!" excludes'),
 ]
 # the parameters search shares with the library take their descriptions from its contract
 SEARCH = SearchRequest.model_fields
 # Literal[TUPLE]: the MCP enums come from the one tuple each list is kept in; valid at run time, but
 # mypy accepts only literal values inside Literal[], hence the ignores
 Kind = Annotated[Literal[SEARCH_KINDS] | None, Field(description=SEARCH["kind"].description)]  # type: ignore[valid-type]
-Status = Annotated[Literal[STATUSES] | None, Field(description=SEARCH["status"].description)]  # type: ignore[valid-type]
-Tags = Annotated[list[str] | None, Field(description=SEARCH["tags"].description)]
-CardKind = Annotated[
-    Literal[KINDS] | None,  # type: ignore[valid-type]
-    Field(description="only cards of this kind (skills: the skills tool)"),
-]
-KbChoice = Annotated[
-    str | None, Field(description="which knowledge base, by name (the kbs tool lists them); default: the first")
-]
+Status = Annotated[Literal[STATUSES] | None, Field(description="only this status")]  # type: ignore[valid-type]
+Tags = Annotated[list[str] | None, Field(description="all of these tags")]
+# a writer's tags are the new card's own, not a filter
+NewTags = Annotated[list[str] | None, Field(description="the new card's tags")]
+CardKind = Annotated[Literal[KINDS] | None, Field(description="only this kind")]  # type: ignore[valid-type]
+KbChoice = Annotated[str | None, Field(description="which knowledge base (kbs lists them); default: the first")]
 CardId = Annotated[str, Field(description="a card id (or a unique prefix of one)")]
-Limit = Annotated[int, Field(ge=1, le=10_000, description="how many at most in this page")]
-Offset = Annotated[int, Field(ge=0, description="skip this many (for the next page)")]
-Budget = Annotated[int, Field(ge=200, le=100_000, description="characters of text to return at most")]
+Limit = Annotated[int, Field(ge=1, le=10_000, description="page size")]
+Offset = Annotated[int, Field(ge=0, description="for the next page")]
+Budget = Annotated[int, Field(ge=200, le=100_000, description="characters of text at most")]
 For = Annotated[
     dict[str, str] | None,
     Field(
-        description='the environment the answer is for, applies_to field -> value, e.g. {"hardware": "H100", '
-        '"modality": "vision"} (default: the knowledge base\'s kb.toml [environment]; "any" leaves a field '
-        "unjudged): each card says how it applies (scoped, family, general, other) and those scoped elsewhere "
-        "come last"
+        description='the environment, {"hardware": "H100"} (default: kb.toml): how each card applies, those '
+        "scoped elsewhere last"
     ),
 ]
-OnlyApplying = Annotated[bool, Field(description="with for: leave out the cards scoped elsewhere")]
+OnlyApplying = Annotated[bool, Field(description="with for: leave out cards scoped elsewhere")]
 
 ToolFunction = Callable[..., Awaitable[CallToolResult]]
 

@@ -28,17 +28,17 @@ from kbtool.surfaces.mcp.tools.base import (
     tool,
 )
 
+# what an agent may set (check_agent_status): confirming is a person's, so offering it only invites a refusal
+AGENT_STATUSES = tuple(s for s in SETTABLE_STATUSES if s != "confirmed")
+
 # the classes named from the one list of them, so a new class cannot be left out of the description
-LINT_DESCRIPTION = (
-    f"Check the knowledge base by these classes of checks: {words(LINT_CLASSES, 'and')}. Each problem is "
-    "an error or a warning; ok when no errors."
-)
+LINT_DESCRIPTION = f"Check the knowledge base ({words(LINT_CLASSES, 'and')}): errors and warnings."
 
 
 @tool(READS, description=LINT_DESCRIPTION)
 async def lint(
     ctx: Context,
-    skip: Annotated[list[Literal[LINT_CLASSES]] | None, Field(description="check classes to skip")] = None,  # type: ignore[valid-type]
+    skip: list[Literal[LINT_CLASSES]] | None = None,  # type: ignore[valid-type]
     limit: Limit = 100,
     offset: Offset = 0,
     kb: KbChoice = None,
@@ -49,13 +49,13 @@ async def lint(
 @tool(CHANGES)
 async def supersede(
     ctx: Context,
-    old: Annotated[str, Field(description="the card that no longer holds")],
-    new: Annotated[str, Field(description="the card that replaces it (same kind)")],
-    reason: Annotated[str | None, Field(description="why, recorded in the commit")] = None,
+    old: CardId,
+    new: Annotated[str, Field(description="its replacement, same kind")],
+    reason: str | None = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, StatusChange]:
-    """Mark OLD superseded by NEW (links both ways, one commit); search ranks OLD last from then on.
-    Not for gates (a person supersedes those), nor a confirmed card by one not yet confirmed."""
+    """Mark OLD superseded by NEW (one commit); search ranks OLD last. Not gates, nor a confirmed card by
+    an unconfirmed one."""
     agent = agent_name(ctx)
 
     def answer(base: KnowledgeBase) -> CallToolResult:
@@ -70,17 +70,19 @@ async def set_status(
     ctx: Context,
     id: CardId,
     status: Annotated[
-        Literal[SETTABLE_STATUSES],  # type: ignore[valid-type]
+        str,
+        # offered as an enum of the agent's statuses, read as any string: `confirmed` then gets review's
+        # refusal, which says whose it is, instead of a validation error
         Field(
-            description="refuted or retired (withdraw a card you wrote), open (reopen a gap); confirmed is a person's"
+            description="refuted or retired: withdraw a card you wrote; open: reopen a gap",
+            json_schema_extra={"enum": list(AGENT_STATUSES)},
         ),
     ],
-    reason: Annotated[str, Field(description="why, recorded in the commit")],
+    reason: str,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, StatusChange]:
-    """Change a card's status, one commit with the reason: withdraw a card you wrote that nobody has
-    reviewed (refuted, retired), or reopen a gap whose answer no longer holds. Confirming a card,
-    and judging cards others wrote, is a person's or a locked gate's (gate_run with confirms)."""
+    """Withdraw an unreviewed card you wrote, or reopen a gap (one commit with the reason). Confirming
+    is a person's, or a locked gate's (gate_run confirms)."""
     agent = agent_name(ctx)
     return await on(
         ctx, kb, lambda base: answers.status_set(status_change(base.set_status(id, status, reason, agent=agent)))

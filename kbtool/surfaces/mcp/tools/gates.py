@@ -8,37 +8,45 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
+from kbtool.facade.knowledge_base import KnowledgeBase
 from kbtool.model.contracts import Comparison, GateRunResult, LockCheck
 from kbtool.surfaces.mcp import answers
 from kbtool.surfaces.mcp.tools.base import READS, RUNS, KbChoice, Tool, on, tool
+
+# the rows a compare shows unless metrics are named: an AIPerf export has 65, ~7k tokens of rows and their JSON
+FIRST_METRICS = 6
+# what a serving benchmark is judged by first (AIPerf's, vLLM's and SGLang's names), shown when measured
+HEADLINE_METRICS = (
+    *("output_token_throughput", "output_throughput", "time_to_first_token", "mean_ttft_ms", "ttft"),
+    *("inter_token_latency", "mean_itl_ms", "itl", "time_per_output_token", "mean_tpot_ms", "tpot"),
+    *("request_latency", "mean_e2el_ms", "request_throughput"),
+)
 
 
 @tool(READS)
 async def compare(
     ctx: Context,
     candidate: Annotated[
-        str, Field(description="an export, an AIPerf artifact folder, a folder of runs, or a finding's id")
+        str, Field(description="an export, a folder of runs or a finding's id; paths resolve from the server's folder")
     ],
     baseline: Annotated[str, Field(description="the same, for the baseline")],
-    ignore_conditions: Annotated[
-        list[str] | None,
-        Field(description="load conditions to compare across when they differ (e.g. input_tokens); recorded"),
-    ] = None,
+    ignore_conditions: Annotated[list[str] | None, Field(description="load conditions allowed to differ")] = None,
+    metrics: Annotated[list[str] | None, Field(description="only these (default: the headline ones)")] = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Comparison]:
-    """Judge a change before recording it: each metric both sides measured under the same load, with the
-    means' 95% intervals, the change and its interval, and a verdict (better, worse, no clear change).
-    Runs at different loads are refused, naming the condition. Several runs a side (a folder of them) give
-    intervals; one run needs per-request records for one."""
-    return await on(
-        ctx, kb, lambda base: answers.comparison(base.compare(candidate, baseline, ignore=ignore_conditions or []))
-    )
+    """Judge a change before recording it: each metric's means with 95% intervals, the change and a
+    verdict (better, worse, no clear change). Runs at different loads are refused."""
+
+    def answer(base: KnowledgeBase) -> CallToolResult:
+        whole = base.compare(candidate, baseline, ignore=ignore_conditions or [])
+        return answers.comparison(whole.only(metrics, FIRST_METRICS, HEADLINE_METRICS), whole)
+
+    return await on(ctx, kb, answer)
 
 
 @tool(READS)
 async def gate_verify(ctx: Context, kb: KbChoice = None) -> Annotated[CallToolResult, LockCheck]:
-    """Check every locked gate against kb.lock: a gate whose file changed since it was locked no longer
-    guards anything (gate_run refuses it); ok when all match."""
+    """Check every locked gate against kb.lock (a changed gate guards nothing and will not run)."""
     return await on(ctx, kb, lambda base: answers.lock_check(base.verify_gates()))
 
 
@@ -48,19 +56,13 @@ async def gate_run(
     id: Annotated[str, Field(description="a locked gate's id")],
     in_dir: Annotated[
         str | None,
-        Field(
-            description="the project it judges, a folder on this machine holding its runs (needed unless "
-            "kb.toml sets [gates] project)"
-        ),
+        Field(description="the project's folder, from the server's working folder (default: kb.toml [gates])"),
     ] = None,
-    confirms: Annotated[
-        str | None, Field(description="a finding the gate confirms when it passes (recorded as gate:ID)")
-    ] = None,
+    confirms: Annotated[str | None, Field(description="a finding a pass confirms")] = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, GateRunResult]:
-    """Run a locked gate's check (its command, or the comparison kb runs itself) on the project in
-    in_dir and record the run in one commit: pass or fail, the value, why, the output. Only locked,
-    unchanged gates run; with confirms, a pass confirms that finding."""
+    """Run a locked, unchanged gate on the project and record the run (one commit): pass or fail, the
+    value, why."""
     return await on(
         ctx,
         kb,

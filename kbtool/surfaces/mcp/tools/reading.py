@@ -17,7 +17,6 @@ from kbtool.model import markdown
 from kbtool.model.contracts import (
     CardLog,
     CardPage,
-    Document,
     Documents,
     OpenGaps,
     RecentChanges,
@@ -59,8 +58,7 @@ MAX_GET = 50  # cards one get may ask for: a context, not an export
 
 @tool(READS)
 async def kbs(ctx: Context) -> Annotated[CallToolResult, ServedKbs]:
-    """The knowledge bases this server serves: name (a tool's `kb` argument), path, how many cards,
-    skills and open gaps, which is the default and which may be written."""
+    """The knowledge bases served: name (the `kb` argument), path, counts, default, writable."""
     shelf = shelf_of(ctx)
     return await shelf.answer(None, lambda _: answers.served_kbs(shelf.served()))
 
@@ -69,23 +67,21 @@ async def kbs(ctx: Context) -> Annotated[CallToolResult, ServedKbs]:
 async def search(
     ctx: Context,
     query: Annotated[str, Field(description=SEARCH["query"].description)],
-    k: Annotated[int, Field(ge=1, le=100, description="how many hits at most")] = 10,
+    k: Annotated[int, Field(ge=1, le=100)] = 10,
     kind: Kind = None,
     status: Status = None,
     tags: Tags = None,
     filters: Filters = None,
     mode: Annotated[Literal[MODES], Field(description=SEARCH["mode"].description)] = MODES[0],  # type: ignore[valid-type]
-    budget: Budget = DEFAULT_BUDGET,
-    offset: Annotated[int, Field(ge=0, le=900, description="skip this many hits (for the next ones)")] = 0,
-    env: Annotated[bool, Field(description=SEARCH["env"].description)] = False,
+    budget: Budget = answers.LIST_BUDGET,
+    offset: Annotated[int, Field(ge=0, le=900, description="for the next hits")] = 0,
+    env: Annotated[bool, Field(description="flag findings measured on other GPUs, engines, drivers")] = False,
     applies_for: For = None,
     only_applying: OnlyApplying = False,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, SearchPage]:
-    """Search the knowledge base (keywords and meaning, fused): the cards and skills that apply, best
-    first, each with id, kind, title, status, score and a one-line snippet. Superseded and refuted
-    cards rank last. `get` a hit's id (a card or a skill) for the whole of it. When the budget
-    cuts the answer, the text ends by saying how many hits it shows of how many."""
+    """Search cards and skills (keywords and meaning), best first, a line each; superseded and refuted
+    last. `get` a hit's id for the whole of it."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         asked = present(kind=kind, status=status, tags=tags, **{"for": applies_for})
@@ -108,30 +104,44 @@ async def search(
 @tool(READS)
 async def get(
     ctx: Context,
-    id: Annotated[
-        str | None,
-        Field(description="a card id (or a unique prefix of one), or a skill's name: any search hit's id"),
-    ] = None,
-    ids: Annotated[list[str] | None, Field(description="several ids at once (max 50), instead of id")] = None,
+    id: Annotated[str | None, Field(description="a card id (or unique prefix) or a skill's name")] = None,
+    ids: Annotated[list[str] | None, Field(description="several (max 50), instead of id")] = None,
+    fields: Annotated[list[str] | None, Field(description="only these fields (body: the text)")] = None,
+    all_metrics: Annotated[bool, Field(description="a finding's every metric, not the headline ones")] = False,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Documents]:
-    """Whole cards or skills: each one's fields as structured content and its markdown file as text.
-    Give id, or ids for several in one call; ids that match nothing are named in the answer."""
+    """Whole cards or skills (a skill's SKILL.md, to follow step by step): markdown as text, fields as
+    structured content."""
     refs = ([id] if id else []) + list(ids or [])
     if not refs or (id and ids):
         raise ToolError("get: give id (one card) or ids (several), not both and not neither")
     if len(refs) > MAX_GET:
         raise ToolError(f"get: {len(refs)} ids, over {MAX_GET} in one call")
-    return await on(ctx, kb, lambda base: whole_documents(base, refs))
+    return await on(ctx, kb, lambda base: whole_documents(base, refs, fields, all_metrics))
 
 
-def whole_documents(kb: KnowledgeBase, refs: list[str]) -> CallToolResult:
-    """Whole cards or skills (KnowledgeBase.documents), each one's markdown as text."""
+def whole_documents(
+    kb: KnowledgeBase, refs: list[str], fields: list[str] | None = None, all_metrics: bool = True
+) -> CallToolResult:
+    """Whole cards or skills (KnowledgeBase.documents), each one's markdown as text; a finding's evidence cut
+    to its headline metrics unless all_metrics (answers.headline_evidence); only `fields` when given."""
     from kbtool.skills.spec import render_skill
 
     found, items = kb.documents(refs)
-    texts = [markdown.render(i.card, i.body) if isinstance(i, StoredCard) else render_skill(i) for i in items]
-    return answers.documents(found, texts)
+    texts, documents = [], []
+    for document, item in zip(found.cards, items, strict=True):
+        if isinstance(item, StoredCard):
+            card, document, note = (
+                (item.card, document, "") if all_metrics else answers.headline_evidence(item, document)
+            )
+            text = markdown.render(card, item.body) + note
+        else:
+            text = render_skill(item)
+        if fields:
+            document, text = answers.only_fields(document, fields)
+        texts.append(text)
+        documents.append(document)
+    return answers.documents(found.model_copy(update={"cards": documents}), texts)
 
 
 @tool(READS, name="list")
@@ -143,18 +153,20 @@ async def list_cards(
     filters: Filters = None,
     applies_for: For = None,
     only_applying: OnlyApplying = False,
+    fields: Annotated[list[str] | None, Field(description='frontmatter fields to add; ["all"]: every one')] = None,
     limit: Limit = 200,
     offset: Offset = 0,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, CardPage]:
-    """List cards (id, kind, title, status) that match every filter given, a page at a time; the
-    text says how many of how many it shows and the offset of the next page. With `for`, each says how
-    it applies, those scoped elsewhere last."""
+    """Cards matching every filter (id, kind, title, status), a page at a time."""
     return await on(
         ctx,
         kb,
         lambda base: answers.card_page(
-            base.card_page(kind, status, tags or (), parsed_filters(filters), applies_for, only_applying, limit, offset)
+            base.card_page(
+                kind, status, tags or (), parsed_filters(filters), applies_for, only_applying, limit, offset
+            ),
+            fields or (),
         ),
     )
 
@@ -168,9 +180,8 @@ async def gaps(
     offset: Offset = 0,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, OpenGaps]:
-    """The open questions, high priority first: what to measure next. Gaps nothing has closed yet, and
-    gaps open again because every finding that closed one was since refuted, superseded, retired or
-    deleted (`reopened` says which). With `for`, those scoped elsewhere come last."""
+    """The open questions, high priority first: what to measure next (`reopened`: what closed it no
+    longer holds)."""
     return await on(ctx, kb, lambda base: answers.open_gaps(base.open_gaps(applies_for, only_applying, limit, offset)))
 
 
@@ -178,17 +189,13 @@ async def gaps(
 async def related(
     ctx: Context,
     id: Annotated[str, Field(description="a card id or a skill's name")],
-    k: Annotated[int, Field(ge=1, le=50, description="how many similar cards")] = 5,
-    depth: Annotated[int, Field(ge=1, le=3, description="follow links this many steps (both ways)")] = 1,
-    include_bodies: Annotated[
-        bool, Field(description="add the linked cards' texts, nearest first, within the budget")
-    ] = False,
+    k: Annotated[int, Field(ge=1, le=50, description="similar cards")] = 5,
+    depth: Annotated[int, Field(ge=1, le=3, description="link steps, both ways")] = 1,
+    include_bodies: Annotated[bool, Field(description="the linked cards' texts too, within budget")] = False,
     budget: Budget = DEFAULT_BUDGET,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Related]:
-    """A card's (or skill's) neighbourhood: the cards it links to, the cards linking to it, those up
-    to `depth` links away, and the most similar others; with include_bodies, their texts too, so one
-    call gathers the context of a decision."""
+    """A card's neighbourhood: links out and in, up to `depth` steps, and the most similar cards."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         found = base.related(id, k, depth)
@@ -220,32 +227,15 @@ def bodies(kb: KnowledgeBase, ids: list[str], room: int) -> str:
 async def skills(
     ctx: Context, limit: Limit = 100, offset: Offset = 0, kb: KbChoice = None
 ) -> Annotated[CallToolResult, SkillList]:
-    """The skills (Agent Skills procedures) in this knowledge base: name and description."""
+    """The skills (procedures): name and description; `get` one by name to follow it."""
     return await on(ctx, kb, lambda base: answers.skill_list(base.skill_list(limit, offset)))
-
-
-@tool(READS)
-async def skill(
-    ctx: Context,
-    name: Annotated[str, Field(description="a skill's name, e.g. 'kb'")],
-    kb: KbChoice = None,
-) -> Annotated[CallToolResult, Document]:
-    """One skill's SKILL.md: when to use it and the procedure, to follow step by step."""
-    from kbtool.skills.spec import render_skill
-
-    def answer(base: KnowledgeBase) -> CallToolResult:
-        found = base.skill(name)
-        return answers.result(render_skill(found), Document.model_validate(found.to_dict()))
-
-    return await on(ctx, kb, answer)
 
 
 @tool(READS)
 async def log(
     ctx: Context, id: CardId, limit: Limit = 50, offset: Offset = 0, kb: KbChoice = None
 ) -> Annotated[CallToolResult, CardLog]:
-    """A card's history from git, newest first: each commit's date, author, subject and what kb did
-    (add, edit, supersede, confirm, refute, gate-run, ...)."""
+    """A card's history, newest first: date, author, subject, what kb did."""
     return await on(ctx, kb, lambda base: answers.card_log(base.card_log(id, limit, offset)))
 
 
@@ -254,15 +244,15 @@ async def recent(
     ctx: Context,
     since: Annotated[
         str | None,
-        Field(description="a date (2026-12-01), an age (12h, 7d, 2w) or a commit; all history when left out"),
+        Field(description="a date, an age (12h, 7d) or a commit"),
     ] = None,
     kind: Kind = None,
     limit: Limit = 20,
     offset: Offset = 0,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, RecentChanges]:
-    """What changed in the knowledge base, newest first: each commit with the cards and skills it
-    added, modified or deleted. "What did the last agent learn?": recent(since="1d")."""
+    """What changed, newest first: each commit's cards (added, modified, deleted); since="1d" for what
+    the last agent learned."""
     return await on(ctx, kb, lambda base: answers.recent_changes(base.recent_changes(since, kind, limit, offset)))
 
 
@@ -271,10 +261,13 @@ def parsed_filters(filters: dict[str, Any] | None) -> list[Filter]:
     not --where."""
     from kbtool.model.fields import parse_filters
 
+    for key, value in (filters or {}).items():
+        if not isinstance(value, str | int | float | bool):
+            raise ToolError(f"filters {key}: give one value (a string, number or boolean), not {type(value).__name__}")
     pairs = [
         f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in (filters or {}).items()
     ]
     return parse_filters(pairs, "filters")
 
 
-TOOLS: tuple[Tool, ...] = (kbs, search, get, list_cards, gaps, related, skills, skill, log, recent)
+TOOLS: tuple[Tool, ...] = (kbs, search, get, list_cards, gaps, related, skills, log, recent)

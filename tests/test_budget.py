@@ -1,0 +1,177 @@
+"""An agent's context is the scarce resource (issue 31): what `kb serve` costs a session, measured with the
+official MCP client as a client sees it. Tokens are estimated as characters / 4 (tiktoken is not installed, and
+nothing may download at run time)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from conftest import REPO_ROOT, git
+
+TOOLS_BUDGET = 4000  # tokens of every tool's definition together, paid by each session before it asks anything
+LIST_BUDGET = 2000  # tokens of a list-shaped answer by default: its text and its structured content together
+DOCUMENT_BUDGET = 2000  # tokens of one `get` of a card (a finding with its evidence) by default
+CORPUS = Path("/work/shared/corpus/ml-engineering")  # the corpus issue 31 measured (~760 sections)
+RUNS = REPO_ROOT / "tests" / "data" / "aiperf"
+ENV = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+
+
+def tokens(value: Any) -> int:
+    return len(value if isinstance(value, str) else json.dumps(value)) // 4
+
+
+def clone(tmp_path: Path) -> Path:
+    root = tmp_path / "starter"
+    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(root)], check=True)
+    git(root, "config", "user.name", "a person")
+    git(root, "config", "user.email", "person@example.invalid")
+    return root
+
+
+def kb(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "kbtool", "--kb", str(root), *args], env=ENV, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def session(root: Path, work: Any) -> Any:
+    async def go() -> Any:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "kbtool", "--kb", str(root), "serve"], env=ENV
+        )
+        async with Client(params, read_timeout_seconds=120) as client:
+            return await work(client)
+
+    return asyncio.run(go())
+
+
+def definition_tokens(tools: list[Any]) -> dict[str, int]:
+    """Each tool as list_tools gives it on the wire: name, description, inputSchema, outputSchema, annotations."""
+    return {t.name: tokens(t.model_dump(by_alias=True, exclude_none=True, mode="json")) for t in tools}
+
+
+def test_the_tool_definitions_cost_a_session_at_most_4k_tokens(tmp_path):
+    root = clone(tmp_path)
+
+    async def listed(client: Client) -> list[Any]:
+        return (await client.list_tools()).tools
+
+    tools = session(root, listed)
+    cost = definition_tokens(tools)
+    print("\n".join(f"{name}: {n}" for name, n in cost.items()), f"\ntotal: {sum(cost.values())}")
+    assert sum(cost.values()) <= TOOLS_BUDGET, cost
+    by_name = {t.name: t for t in tools}
+    assert "skill" not in by_name  # `get` opens a skill; `skills` lists them
+    # an agent is offered only the statuses it may set: confirming is a person's
+    assert by_name["set_status"].input_schema["properties"]["status"]["enum"] == ["refuted", "retired", "open"]
+    # a writer's tags are the new card's, not a filter
+    assert "new card" in by_name["add_finding"].input_schema["properties"]["tags"]["description"]
+    # paths name files on the server's machine, from its working folder
+    assert "working folder" in by_name["add_finding"].input_schema["properties"]["artifact"]["description"]
+    assert "server" in by_name["compare"].input_schema["properties"]["candidate"]["description"]
+    # one knowledge base served: no tool spends tokens on choosing one
+    assert all("kb" not in t.input_schema.get("properties", {}) for t in tools)
+    assert all(t.output_schema is None for t in tools)
+
+
+def docs_corpus(into: Path, sections: int = 760) -> Path:
+    """Where the shared corpus is missing: markdown whose heading sections the importer makes ~`sections`
+    reference cards of, the repository's own docs copied into as many folders as that takes."""
+    docs = sorted((REPO_ROOT / "docs").glob("*.md"))
+    per_copy = sum(len(re.findall(r"^#+ ", d.read_text(), re.M)) for d in docs)
+    for n in range(math.ceil(sections / per_copy)):
+        for doc in docs:
+            (into / f"copy{n}").mkdir(parents=True, exist_ok=True)
+            (into / f"copy{n}" / doc.name).write_text(doc.read_text())
+    return into
+
+
+def test_no_default_answer_on_an_850_card_kb_is_over_its_budget(tmp_path):
+    root = clone(tmp_path)
+    kb(root, "import", str(CORPUS if CORPUS.is_dir() else docs_corpus(tmp_path / "corpus")))
+    finding = kb(
+        root,
+        "add-finding",
+        "--title",
+        "AIPerf decode: output token throughput and TTFT",
+        "--from",
+        str(RUNS / "profile_export_aiperf.json"),
+    ).strip()
+    assert json.loads(kb(root, "list", "--json"))["total"] >= 800
+
+    async def answers(client: Client) -> dict[str, Any]:
+        calls = {
+            "recent": {},
+            "list": {},
+            "gaps": {},
+            "log": {"id": finding},
+            "skills": {},
+            "lint": {},
+            "compare": {"candidate": str(RUNS), "baseline": str(RUNS)},
+            "search": {"query": "NVFP4 MoE decode"},
+            "get": {"id": finding},
+            "related": {"id": finding},
+            "kbs": {},
+            "gate_verify": {},
+        }
+        out = {}
+        for name, args in calls.items():
+            answer = await client.call_tool(name, args)
+            assert not answer.is_error, (name, answer.content)
+            out[name] = answer
+        second = await client.call_tool("list", {"offset": len(out["list"].structured_content["cards"])})
+        every = await client.call_tool("get", {"id": finding, "all_metrics": True})
+        named = await client.call_tool(
+            "compare", {"candidate": str(RUNS), "baseline": str(RUNS), "metrics": ["request_count"]}
+        )
+        return {**out, "list 2": second, "get all": every, "compare named": named}
+
+    got = session(root, answers)
+    cost = {
+        name: tokens("\n".join(c.text for c in a.content)) + tokens(a.structured_content) for name, a in got.items()
+    }
+    print(cost)
+    for name in (
+        "recent",
+        "list",
+        "gaps",
+        "log",
+        "skills",
+        "lint",
+        "compare",
+        "search",
+        "related",
+        "kbs",
+        "gate_verify",
+    ):
+        assert cost[name] <= LIST_BUDGET, (name, cost[name])
+    assert cost["get"] <= DOCUMENT_BUDGET
+    text = {name: a.content[0].text for name, a in got.items()}
+    # the import is one line, its cards counted by kind
+    assert re.search(r"import: added (7[0-9]{2}|[89][0-9]{2}) reference", text["recent"]), text["recent"][:500]
+    # a cut page says so, and the next page follows on
+    listed = got["list"].structured_content
+    assert listed["truncated"] and f"{len(listed['cards'])} of {listed['total']} cards shown" in text["list"]
+    assert got["list 2"].structured_content["cards"][0]["id"] not in {c["id"] for c in listed["cards"]}
+    # a finding of 65 metrics: the ones its title names, and how to see them all
+    shown = [e["metric"] for e in got["get"].structured_content["cards"][0]["evidence"]]
+    assert set(shown) == {"output_token_throughput", "time_to_first_token"} and "all_metrics=true" in text["get"]
+    assert len(got["get all"].structured_content["cards"][0]["evidence"]) == 65
+    # compare: the headline metrics by default, any by name
+    compared = got["compare"].structured_content
+    assert compared["total"] == 65 and {m["metric"] for m in compared["metrics"]} >= {"time_to_first_token"}
+    assert "of 65 metrics shown" in text["compare"]
+    assert [m["metric"] for m in got["compare named"].structured_content["metrics"]] == ["request_count"]
