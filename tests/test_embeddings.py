@@ -1,6 +1,7 @@
 """Document embeddings in bfloat16 where the CPU runs it natively: the same vectors as fp32 within
 cosine 0.9999, checked on the batch's own texts before use, and fp32 whenever asked or in doubt.
-Real model (all-MiniLM-L6-v2) on the starter KB's chunk texts."""
+Real model (all-MiniLM-L6-v2) on the starter KB's chunk texts, on the PyTorch runtime (what a process
+uses when onnxruntime is not installed or its export disagrees; tests/test_onnx_runtime.py is the other)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ def texts() -> list[str]:
 def fp32_vectors(texts) -> np.ndarray:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("KB_EMBED_PRECISION", "fp32")
-        return SentenceTransformerEmbedder().embed_documents(texts)
+        return SentenceTransformerEmbedder(runtime="torch").embed_documents(texts)
 
 
 @pytest.mark.skipif(not native_bf16(), reason="this CPU has no native bfloat16: kb stays on fp32 here")
 def test_bf16_documents_agree_with_fp32(texts, fp32_vectors, monkeypatch):
     monkeypatch.delenv("KB_EMBED_PRECISION", raising=False)
-    embedder = SentenceTransformerEmbedder()
+    embedder = SentenceTransformerEmbedder(runtime="torch")
     vectors = embedder.embed_documents(texts)
     assert embedder.documents_in_bf16 is True
     assert vectors.dtype == np.float32 and vectors.shape == fp32_vectors.shape
@@ -40,14 +41,14 @@ def test_bf16_documents_agree_with_fp32(texts, fp32_vectors, monkeypatch):
 
 def test_fp32_when_asked(texts, fp32_vectors, monkeypatch):
     monkeypatch.setenv("KB_EMBED_PRECISION", "fp32")
-    embedder = SentenceTransformerEmbedder()
+    embedder = SentenceTransformerEmbedder(runtime="torch")
     assert np.array_equal(embedder.embed_documents(texts), fp32_vectors)
     assert embedder.documents_in_bf16 is False
 
 
 def test_a_few_texts_are_embedded_in_fp32_without_a_probe(texts, fp32_vectors, monkeypatch):
     monkeypatch.delenv("KB_EMBED_PRECISION", raising=False)
-    embedder = SentenceTransformerEmbedder()
+    embedder = SentenceTransformerEmbedder(runtime="torch")
     few = embedder.embed_documents(texts[: BF16_MIN_TEXTS - 1])
     assert embedder.documents_in_bf16 is None  # undecided: no probe was run
     assert np.allclose(few, fp32_vectors[: BF16_MIN_TEXTS - 1], atol=1e-5)
@@ -57,7 +58,7 @@ def test_bf16_that_disagrees_is_not_used(texts, fp32_vectors, monkeypatch):
     monkeypatch.delenv("KB_EMBED_PRECISION", raising=False)
     monkeypatch.setattr(embeddings, "native_bf16", lambda: True)
     monkeypatch.setattr(embeddings, "BF16_AGREEMENT", 1.0001)  # no rounding at all would pass this
-    embedder = SentenceTransformerEmbedder()
+    embedder = SentenceTransformerEmbedder(runtime="torch")
     assert np.allclose(embedder.embed_documents(texts), fp32_vectors, atol=1e-5)
     assert embedder.documents_in_bf16 is False
 
@@ -65,7 +66,7 @@ def test_bf16_that_disagrees_is_not_used(texts, fp32_vectors, monkeypatch):
 def test_no_bf16_without_native_support(texts, monkeypatch):
     monkeypatch.delenv("KB_EMBED_PRECISION", raising=False)
     monkeypatch.setattr(embeddings, "native_bf16", lambda: False)
-    embedder = SentenceTransformerEmbedder()
+    embedder = SentenceTransformerEmbedder(runtime="torch")
     embedder.embed_documents(texts)
     assert embedder.documents_in_bf16 is False
 

