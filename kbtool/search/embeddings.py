@@ -10,8 +10,9 @@ never embedded twice.
   is installed and its export of the model agrees with PyTorch, else through sentence-transformers
   (and torch), imported only when the first text is embedded. Either way the vectors are keyed by
   the same model_id: they agree within cosine 0.9999, so switching runtime re-embeds nothing.
-  On PyTorch, documents are embedded with bfloat16 matrix products where the CPU runs them natively (AMX,
-  AVX512-BF16): 2.7x the throughput of fp32 on 2 cores, vectors within cosine 0.99997 of fp32's
+  $KB_EMBED_RUNTIME=torch keeps a process on PyTorch. On PyTorch, documents are embedded with
+  bfloat16 matrix products where the CPU runs them natively (AMX, AVX512-BF16): 2.7x the
+  throughput of fp32 on 2 cores, vectors within cosine 0.99997 of fp32's
   (bench/bench_embedding_backends.py), checked on probes before use. $KB_EMBED_PRECISION
   (auto, fp32, bf16) overrides the choice.
 - HashingEmbedder: feature hashing of words and CJK bigrams. No model, no torch,
@@ -110,9 +111,12 @@ class SentenceTransformerEmbedder:
 
     # 16, not 32: on the starter KB's chunks (up to ~256 word pieces) 16 embeds 1.2x faster on 2 CPU
     # cores with identical vectors (bench/bench_embedding_backends.py)
-    def __init__(self, name: str = DEFAULT_MODEL, batch_size: int = 16, base: str | None = None, runtime: str = "auto"):
+    def __init__(
+        self, name: str = DEFAULT_MODEL, batch_size: int = 16, base: str | None = None, runtime: str | None = None
+    ):
+        runtime = runtime or os.environ.get("KB_EMBED_RUNTIME") or "auto"
         if runtime not in RUNTIMES:
-            raise BadInput(f"embedding runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
+            raise BadInput(f"KB_EMBED_RUNTIME={runtime!r} is not one of {', '.join(RUNTIMES)}")
         if not _installed("sentence_transformers"):
             raise SemanticUnavailable(SEMANTIC_HINT)
         self.name = name

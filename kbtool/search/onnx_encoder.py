@@ -33,7 +33,11 @@ if TYPE_CHECKING:
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 AGREEMENT = 0.9999  # minimum cosine with PyTorch's fp32 vector on every probe
-BATCH = 16  # texts a run: padded to the longest of its batch, after sorting by length
+BATCH = 16  # texts a run at most: padded to the longest of its batch, after sorting by length
+# word pieces a run at most (texts x the longest): onnxruntime's arena keeps the memory of the largest run
+# for the life of the process. Embedding the starter KB's chunks (2 runs side by side) the process settled
+# at 279 MiB with 1 text a run, 319 with 2, 381 with 4, 844 with 16; 324 with this budget, 385 with 1024
+TOKENS_PER_RUN = 512
 EXPORT_TIMEOUT_S = 600
 # short and long, English and Chinese: a long text is truncated at max_seq_length and pads the short ones in
 # its batch, so a mistake in truncation, padding or the mask shows here
@@ -60,8 +64,7 @@ class OnnxEncoder:
         import numpy as np
 
         encodings = self.tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        batches = [order[start : start + BATCH] for start in range(0, len(order), BATCH)]
+        batches = _batches(sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids)), encodings)
         if not batches:
             return np.zeros((0, 0), dtype=np.float32)
         if len(batches) == 1:
@@ -89,6 +92,17 @@ class OnnxEncoder:
         pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
         unit: np.ndarray = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         return unit.astype(np.float32)
+
+
+def _batches(order: list[int], encodings: list[Any]) -> list[list[int]]:
+    """Consecutive texts of the length order, as many a batch as BATCH and TOKENS_PER_RUN allow."""
+    batches: list[list[int]] = []
+    for i in order:  # ascending length: the text added is the longest of its batch
+        if batches and len(batches[-1]) < BATCH and (len(batches[-1]) + 1) * len(encodings[i].ids) <= TOKENS_PER_RUN:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
 
 
 def mean_pooled_pipeline(model_path: str) -> tuple[int, int] | None:
@@ -122,9 +136,9 @@ def open_encoder(model_path: str, make: bool = True) -> OnnxEncoder | None:
     if pipeline is None or not usable():
         return None
     onnx_path, reference_path = export_paths(model_path)
-    if not (onnx_path.exists() and reference_path.exists()):
-        if not (make and _installed("onnx") and _export_in_child(model_path)):
-            return None
+    cached = onnx_path.exists() and reference_path.exists()
+    if not cached and not (make and _installed("onnx") and _export_in_child(model_path)):
+        return None
     import numpy as np
 
     try:
