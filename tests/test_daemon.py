@@ -138,6 +138,9 @@ def test_the_build_identity_is_the_code_and_settings_not_file_times(kb, tmp_path
     monkeypatch.setenv("KB_EMBED_PRECISION", "fp32")
     assert client.build_id(kb.root) != original
     monkeypatch.delenv("KB_EMBED_PRECISION")
+    monkeypatch.setenv("KB_EMBED_RUNTIME", "torch")  # a daemon on the other runtime is not this one
+    assert client.build_id(kb.root) != original
+    monkeypatch.delenv("KB_EMBED_RUNTIME")
     (kb.root / "kb.toml").write_text((kb.root / "kb.toml").read_text() + "\n")
     assert client.build_id(kb.root) != original
 

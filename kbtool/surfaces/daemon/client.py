@@ -61,7 +61,7 @@ def build_id(root: Path) -> str:
         digest.update(f"{path.relative_to(package)}\n".encode() + path.read_bytes())
     config = root / CONFIG_FILE
     digest.update(b"kb.toml\n" + (config.read_bytes() if config.exists() else b""))
-    for name in ("KB_EMBEDDER", "KB_EMBED_PRECISION"):
+    for name in ("KB_EMBEDDER", "KB_EMBED_PRECISION", "KB_EMBED_RUNTIME"):
         digest.update(f"{name}={os.environ.get(name, '')}\n".encode())
     return digest.hexdigest()
 
