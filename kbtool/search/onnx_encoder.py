@@ -57,7 +57,8 @@ class OnnxEncoder:
         self.inputs = [i.name for i in session.get_inputs()]
 
     def encode(self, text: str) -> np.ndarray:
-        return self.encode_many([text])[0]
+        vector: np.ndarray = self.encode_many([text])[0]
+        return vector
 
     def encode_many(self, texts: Sequence[str]) -> np.ndarray:
         """Sorted by length so a batch pads little; batches run side by side, one core each."""
