@@ -151,12 +151,12 @@ def query_latency(model, path: str, cache: Path) -> None:
     """One short query at a time, as a search embeds it: PyTorch against kb's onnxruntime path."""
     import statistics
 
-    from kbtool.search import onnx_queries
     from kbtool.search.evaluation import load_gold
+    from kbtool.search.onnx_encoder import open_encoder
 
     os.environ["KB_CACHE_DIR"] = str(cache)
     queries = [g.q for g in load_gold(REPO / "tests" / "gold" / "starter.jsonl")]
-    encoder = onnx_queries.query_encoder(model, path)
+    encoder = open_encoder(path)  # kb's own encoder: made in a child process, checked on probes
     assert encoder is not None, "the ONNX query encoder did not agree with PyTorch"
 
     def p50(encode) -> float:

@@ -21,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 for _variable in ("KB_AGENT", "AI_AGENT", "CLAUDECODE", "CODEX_THREAD_ID", "CODEX_CI"):
     os.environ.pop(_variable, None)
 
-# The ONNX export of the query model (kbtool/search/onnx_queries.py) goes to a folder of this run, not the
+# The ONNX export of the embedding model (kbtool/search/onnx_encoder.py) goes to a folder of this run, not the
 # user's ~/.cache; every daemon and server the tests start inherits it.
 os.environ.setdefault("KB_CACHE_DIR", tempfile.mkdtemp(prefix="kb-test-cache-"))
 
