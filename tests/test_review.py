@@ -64,7 +64,8 @@ def test_an_agents_finding_is_tentative_and_names_its_agent(run, kb):
     assert refused.exit_code == 2 and "kb confirm" in refused.stderr and len(refused.stderr.splitlines()) == 1
     for args in (
         ["add", "gap", "--title", "x", "--field", "status=confirmed"],
-        ["add", "gap", "--title", "x", "--field", "links.related=abc"],
+        ["add", "gap", "--title", "x", "--field", "links.supersedes=abc"],
+        ["add", "gap", "--title", "x", "--field", "links.closes=abc"],
         ["add", "gap", "--title", "x", "--field", "provenance.author=a-person"],
         ["add", "gate", "--title", "x", "--status", "tentative", "--field", "check.command=true", *GATE],
     ):

@@ -134,6 +134,11 @@ class CommitEntry(Payload):
     message: str | None = Field(
         None, exclude_if=lambda value: value is None, description="the whole commit message (a card's log)"
     )
+    reason: str | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="why, as given to supersede, refute, retire or reopen: the message's body (a card's log)",
+    )
 
 
 class ChangedCard(Payload):
@@ -177,9 +182,44 @@ class Change(CommitEntry):
         )
 
 
+class GateRunEntry(Payload):
+    """One recorded run of a gate (runs/gates/ID.jsonl): when, the verdict, the value against the threshold,
+    why, and the commit of the project it judged."""
+
+    time: str | None = Field(description="when it ran, UTC")
+    passed: bool
+    value: float | None
+    op: str | None = None
+    threshold: float | None = None
+    unit: str | None = None
+    detail: str = Field("", description="why it failed, or what it read")
+    commit: str | None = Field(None, description="the judged project's commit")
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> GateRunEntry:
+        repo = record.get("repo")
+        commit = repo.get("commit") if isinstance(repo, dict) else None
+        fields = ("time", "passed", "value", "op", "threshold", "unit", "detail")
+        known = {k: record[k] for k in fields if record.get(k) is not None}
+        return cls(**{"time": None, "passed": False, "value": None, **known, "commit": commit})
+
+    def line(self) -> str:
+        shown = "no value" if self.value is None else f"{self.value:g}"
+        against = f" {self.op} {self.threshold:g}" if self.op and self.threshold is not None else ""
+        at = f" at {self.commit[:10]}" if self.commit else ""
+        verdict = "pass" if self.passed else "fail"
+        return f"{self.time} {verdict}: {shown}{against}{f' {self.unit}' if self.unit else ''}{at} ({self.detail})"
+
+
 class CardLog(Page):
     id: str
     commits: list[CommitEntry]
+    runs: list[GateRunEntry] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="a gate's recorded runs, newest first (at most 10; runs_total counts them all)",
+    )
+    runs_total: int | None = Field(None, exclude_if=lambda value: value is None)
 
 
 class RecentChanges(Page):

@@ -194,18 +194,53 @@ def edit(
 
 
 @app.command()
+def link(
+    card_id: CardRef,
+    targets: Annotated[list[str], typer.Argument(metavar="TO...", help="The cards to link it to (ids or prefixes).")],
+    relation: Annotated[
+        str, typer.Option(help="related, or contradicts (a result that disagrees with the other card's).")
+    ] = "related",
+    remove: Annotated[bool, typer.Option("--remove", help="Take these links away instead.")] = False,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Link a card to others (related or contradicts) or unlink them; one commit (none when nothing changed)."""
+    from kbtool.model.contracts import CardEdited
+
+    base = open_kb(kb)
+    before = base.get(card_id).version
+    stored = base.link(card_id, targets, relation, remove, agent=current_agent())
+    edited = CardEdited.of(stored, stored.version != before)
+    if as_json:
+        print_json(edited.to_json())
+    else:
+        shown = {
+            name: ", ".join(ids) or "-"
+            for name, ids in (("related", edited.related), ("contradicts", edited.contradicts))
+        }
+        typer.echo(f"{edited.id}: related {shown['related']}; contradicts {shown['contradicts']}")
+
+
+@app.command()
 def log(
     card_id: CardRef,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """The git history of one card, newest first (--json: the MCP log tool's answer, every commit)."""
+    """The git history of one card, newest first, with the reasons given; a gate's recorded runs first (--json:
+    the MCP log tool's answer, every commit)."""
     found = open_kb(kb).card_log(card_id)
     if as_json:
         print_json(found.to_json())
-    else:
-        for c in found.commits:
-            typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.subject}")
+        return
+    for run in found.runs or []:
+        typer.echo(f"run {run.line()}")
+    if found.runs_total and found.runs and found.runs_total > len(found.runs):
+        typer.echo(f"({len(found.runs)} of {found.runs_total} runs shown: the newest)")
+    for c in found.commits:
+        typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.subject}")
+        if c.reason:
+            typer.echo(f"    {c.reason}")
 
 
 @app.command()

@@ -14,6 +14,7 @@ from mcp_types import CallToolResult, TextContent
 
 from kbtool.model.contracts import (
     CardAdded,
+    CardEdited,
     CardLog,
     CardPage,
     Comparison,
@@ -32,6 +33,7 @@ from kbtool.model.contracts import (
     SearchPage,
     ServedKbs,
     SkillList,
+    SkillPacked,
     StatusChange,
 )
 from kbtool.model.records import StoredCard
@@ -81,15 +83,26 @@ def fitting(lines: list[str], items: list[Any], budget: int = LIST_BUDGET - FOOT
     return len(items)
 
 
-def budget_page(page: P, where: Page, field: str, lines: list[str], noun: str, tool: str) -> CallToolResult:
+def budget_page(
+    page: P,
+    where: Page,
+    field: str,
+    lines: list[str],
+    noun: str,
+    tool: str,
+    head: list[str] = (),  # type: ignore[assignment]
+) -> CallToolResult:
     """The page cut to the items that fit LIST_BUDGET (fitting), flagged `truncated` when more follow, and
     its text with the footer saying how many it shows and where the next page starts (`where`: the page's
-    total and offset)."""
-    items = page.to_json()[field]
-    shown = fitting(lines, items)
+    total and offset). head: lines before the items (and what the page holds beside them), counted first."""
+    data = page.to_json()
+    items = data[field]
+    beside = len(json.dumps({k: v for k, v in data.items() if k != field})) if head else 0
+    spent = sum(len(line) + 1 for line in head) + beside
+    shown = fitting(lines, items, LIST_BUDGET - FOOTER_ROOM - spent)
     more = where.offset + shown < where.total
     cut = page.model_copy(update={field: getattr(page, field)[:shown], "truncated": more})
-    return result(paged(lines[:shown], where, shown, noun, tool, cut=shown < len(items)), cut)
+    return result(paged([*head, *lines[:shown]], where, shown, noun, tool, cut=shown < len(items)), cut)
 
 
 def brackets(*marks: str | None) -> str:
@@ -267,10 +280,16 @@ def skill_list(page: SkillList) -> CallToolResult:
 
 
 def card_log(page: CardLog) -> CallToolResult:
+    """The commits, each with its reason when one was given; a gate's newest runs first of all (its verdicts)."""
+    runs = [f"run {r.line()}" for r in page.runs or []]
+    if runs and page.runs_total and page.runs_total > len(runs):
+        runs.append(f"({len(runs)} of {page.runs_total} runs shown: the newest; all in runs/gates/{page.id}.jsonl)")
     if not page.commits:
-        return result(paged(["no commits"], page, 0, "commits", "log"), page)
-    lines = [f"{c.sha[:10]} {c.date} {c.author}: {c.subject}" for c in page.commits]
-    return budget_page(page, page, "commits", lines, "commits", "log")
+        return result(paged([*runs, "no commits"], page, 0, "commits", "log"), page)
+    lines = [
+        f"{c.sha[:10]} {c.date} {c.author}: {c.subject}{f' — {c.reason}' if c.reason else ''}" for c in page.commits
+    ]
+    return budget_page(page, page, "commits", lines, "commits", "log", head=runs)
 
 
 def recent_changes(page: RecentChanges) -> CallToolResult:
@@ -324,6 +343,23 @@ def finding_added(added: FindingAdded) -> CallToolResult:
 
 def card_added(added: CardAdded) -> CallToolResult:
     return result(f"added {added.id} ({added.path}) as a draft, awaiting review by a person", added)
+
+
+def card_edited(edited: CardEdited) -> CallToolResult:
+    if not edited.changed:
+        return result(f"{edited.id} already says that: nothing committed", edited)
+    links = [
+        f"{name} {', '.join(ids)}"
+        for name, ids in (("related", edited.related), ("contradicts", edited.contradicts))
+        if ids
+    ]
+    return result(f"{edited.id} changed (one commit){'; links: ' + '; '.join(links) if links else ''}", edited)
+
+
+def skill_packed(packed: SkillPacked) -> CallToolResult:
+    return result(
+        f"{packed.path}/SKILL.md: {packed.cards} cards ({packed.description}); get {packed.name} to read it", packed
+    )
 
 
 def superseded(old: StatusChange) -> CallToolResult:
