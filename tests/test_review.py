@@ -218,7 +218,9 @@ def test_an_agent_edits_and_links_its_own_unreviewed_cards_and_no_one_elses(run,
     each refused in one line with exit 2 and nothing written."""
     person = run(PERSON, "add", "finding", "--title", "TPOT 0.71 ms on B200", "--field", "claim=0.71 ms").stdout.strip()
     mine = run(AGENT, "add-finding", "--title", "TPOT 0.56 ms on B200", "-m", "tpot=0.56ms").stdout.strip()
-    narrowed = run(AGENT, "edit", mine, "--field", "applies_to.hardware=B200", "--field", "provenance.url=https://x.org/r")
+    narrowed = run(
+        AGENT, "edit", mine, "--field", "applies_to.hardware=B200", "--field", "provenance.url=https://x.org/r"
+    )
     assert narrowed.exit_code == 0, narrowed.output
     card = kb.get(mine).card
     assert card.applies_to.hardware == "B200" and card.provenance.url == "https://x.org/r"
@@ -233,7 +235,7 @@ def test_an_agent_edits_and_links_its_own_unreviewed_cards_and_no_one_elses(run,
         "related": [],
         "contradicts": [person],
     }
-    assert git(kb.root, "log", "-1", "--format=%B").startswith(f"kb link finding: TPOT 0.56 ms on B200\n\nkb-op: link")
+    assert git(kb.root, "log", "-1", "--format=%B").startswith("kb link finding: TPOT 0.56 ms on B200\n\nkb-op: link")
     again = run(AGENT, "link", mine, person, "--relation", "contradicts", "--json")
     assert json.loads(again.stdout)["changed"] is False
     before = tree_state(kb.root)
