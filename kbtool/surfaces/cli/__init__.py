@@ -107,26 +107,55 @@ def show(
             show_default=False,
         ),
     ],
+    field: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--field",
+            help="Only this field (body: the text), as a line each; repeatable. A field a card lacks is named.",
+            show_default=False,
+        ),
+    ] = None,
+    all_metrics: Annotated[
+        bool, typer.Option("--all-metrics", help="A finding's every evidence entry, not only the headline ones.")
+    ] = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Print cards, or skills by their names (what any search hit names): each one's file (--json: the MCP
-    get tool's answer, each one's fields, path and body, and the ids that match nothing)."""
+    """Print cards, or skills by their names (what any search hit names): each one's file, a finding with
+    more than 6 evidence entries (a benchmark export's 65) cut to its headline metrics unless --all-metrics
+    (--json: the MCP get tool's answer, each one's fields, path and body, and the ids that match nothing)."""
+    from kbtool.model import markdown
+    from kbtool.model.contracts.reading import headline_evidence, only_fields
     from kbtool.model.records import StoredCard
     from kbtool.skills.spec import render_skill
 
     base = open_kb(kb)
     found, items = base.documents(card_ids)
+    shown = [ref for ref in dict.fromkeys(card_ids) if ref not in found.missing]
+    documents, texts, cut = [], [], []
+    for ref, item, document in zip(shown, items, found.cards, strict=True):
+        if isinstance(item, StoredCard):
+            card, document, total = (item.card, document, 0) if all_metrics else headline_evidence(item, document)
+            owner, _ = base.owner_of(ref)  # SOURCE:ID: the file is in that source
+            # uncut, the file as git holds it; cut, the card rendered with the evidence kept
+            text = markdown.render(card, item.body) if total else (owner.root / item.path).read_text(encoding="utf-8")
+            if total:
+                cut.append(f"{item.id}: {len(getattr(card, 'evidence', []))} of {total}")
+        else:
+            text = render_skill(item)
+        if field:
+            document, text = only_fields(document, field)
+            text += "\n"
+        documents.append(document)
+        texts.append(text)
     if as_json:
-        print_json(found.to_json())
+        print_json(found.model_copy(update={"cards": documents}).to_json())
     else:
-        shown = [ref for ref in dict.fromkeys(card_ids) if ref not in found.missing]
-        for ref, item in zip(shown, items, strict=True):
-            if isinstance(item, StoredCard):
-                owner, _ = base.owner_of(ref)  # SOURCE:ID: the file is in that source
-                typer.echo((owner.root / item.path).read_text(encoding="utf-8"), nl=False)
-            else:
-                typer.echo(render_skill(item), nl=False)
+        for text in texts:
+            typer.echo(text, nl=False)
+    if cut and (not field or "evidence" in field):
+        note = f"evidence cut to the headline metrics ({'; '.join(cut)} entries shown); --all-metrics for all"
+        typer.echo(f"kb: note: {note}", err=True)
     if found.missing:
         raise CardNotFound(f"no card or skill with id {', '.join(found.missing)}")
 
