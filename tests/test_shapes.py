@@ -135,9 +135,10 @@ def test_the_cli_json_and_the_mcp_tool_give_the_same_answer(starter):
     assert answers["compare"]["metrics"] and answers["search"]["hits"][0]["path"]
 
 
-def test_show_and_compare_take_the_fields_and_metrics_wanted_as_get_and_compare_do(starter):
-    """`kb show --field/--all-metrics` and `kb compare --metric` answer as MCP get (fields, all_metrics) and
-    compare (metrics): a finding from a benchmark export (65 metrics) shows its headline ones by default."""
+def test_show_compare_list_and_search_take_what_their_mcp_tools_take(starter):
+    """`kb show --field/--all-metrics`, `kb compare --metric`, `kb list --limit/--offset` and `kb search --offset`
+    answer as MCP get (fields, all_metrics), compare (metrics), list and search (limit, offset) do: a finding
+    from a benchmark export (65 metrics) shows its headline ones by default."""
     runs = str(REPO_ROOT / "tests" / "data" / "aiperf")
     added = CliRunner().invoke(
         app, ["--kb", starter, "add-finding", "--title", "TTFT of the baseline", "--from", runs, "--json"]
@@ -156,11 +157,18 @@ def test_show_and_compare_take_the_fields_and_metrics_wanted_as_get_and_compare_
             ["compare", runs, runs, *(f"--metric={m}" for m in wanted)],
             {"candidate": runs, "baseline": runs, "metrics": wanted},
         ),
+        "list page": (["list", "--limit", "3", "--offset", "2"], {"limit": 3, "offset": 2, "fields": ["all"]}),
+        "search page": (
+            ["search", "NVFP4 MoE decode", "-k", "3", "--offset", "2", "--mode", "bm25"],
+            {"query": "NVFP4 MoE decode", "k": 3, "offset": 2, "mode": "bm25", "budget": 100_000},
+        ),
     }
     from_mcp = mcp_answers(starter, [(name.split()[0], args) for name, (_, args) in asked.items()])
     for (name, (cli_args, _)), answer in zip(asked.items(), from_mcp, strict=True):
         assert cli_json(starter, *cli_args) == answer, name
-    got, whole, fields, compared = from_mcp
+    got, whole, fields, compared, listed, searched = from_mcp
+    assert listed["offset"] == 2 and len(listed["cards"]) == 3 and listed["truncated"]
+    assert searched["offset"] == 2 and searched["shown"] == 3
     [headline], [every] = got["cards"], whole["cards"]
     assert headline["evidence_total"] == len(every["evidence"]) == 65 and len(headline["evidence"]) <= 6
     assert [e["metric"] for e in headline["evidence"]] == ["time_to_first_token"]

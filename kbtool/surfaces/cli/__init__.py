@@ -169,6 +169,8 @@ def list_cards(
     applies_for: For = None,
     only_applying: OnlyApplying = False,
     no_sources: NoSources = False,
+    limit: Annotated[int | None, typer.Option(min=1, help="Show at most this many cards.")] = None,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many cards first (the next page).")] = 0,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -187,10 +189,24 @@ def list_cards(
         "for": applies_for or [],
         "only_applying": only_applying,
     }
+    paged = limit is not None or offset
     if as_json:
-        typer.echo(run_operation(root_of(kb), "list", {**query, "json_text": True}))
+        text = run_operation(root_of(kb), "list", {**query, "json_text": True})
+        typer.echo(page_of_cards(text, offset, limit) if paged else text)
     else:
-        print_rows(run_operation(root_of(kb), "list", {**query, "brief": True}))
+        rows = run_operation(root_of(kb), "list", {**query, "brief": True})
+        print_rows(rows[offset : None if limit is None else offset + limit])
+
+
+def page_of_cards(listed: str, offset: int, limit: int | None) -> str:
+    """One page of `kb list --json`'s answer, as the MCP list tool pages it (limit, offset): the cards from
+    offset, total all that match, truncated when more follow."""
+    import json
+
+    page = json.loads(listed)
+    end = len(page["cards"]) if limit is None else offset + limit
+    page.update(cards=page["cards"][offset:end], offset=offset, truncated=end < page["total"])
+    return json.dumps(page, ensure_ascii=False, indent=1)
 
 
 @app.command()
