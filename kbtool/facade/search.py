@@ -361,8 +361,8 @@ class Search(KnowledgeBaseCore):
     def warm_in_background(self) -> None:
         """For a long-lived process (the search daemon, kb serve): the keyword index now, the model and
         the missing vectors on a background thread. Until they are ready a hybrid search answers from
-        the keyword leg, saying so, and a vector search answers no hits, saying why: a fresh clone answers its first query in
-        about a second instead of after the whole knowledge base is embedded."""
+        the keyword leg, saying so, and a vector search answers no hits, saying why: a fresh clone answers
+        its first query in about a second instead of after the whole knowledge base is embedded."""
         import threading
 
         from kbtool.search.index import Index
