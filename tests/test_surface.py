@@ -82,7 +82,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "surfaces.daemon": [{"operations"}, {"client"}, {"server"}],
     "surfaces.cli": [
         {"base"},
-        {"briefing", "daemon", "evidence", "gates", "install", "reuse", "search", "skills", "web"},
+        {"briefing", "curating", "daemon", "evidence", "gates", "install", "reuse", "search", "skills", "web"},
         {"__init__"},  # the app: every command group registers on it
     ],
     "surfaces": [{"docs"}],  # the reference tables and docs/cli.md, made from the models and the CLI itself

@@ -36,6 +36,10 @@ from kbtool.model.contracts import (
     SkillPacked,
     StatusChange,
 )
+
+# the same cuts as `kb show` makes
+from kbtool.model.contracts.reading import headline_evidence as headline_cut
+from kbtool.model.contracts.reading import only_fields as only_fields
 from kbtool.model.records import StoredCard
 
 P = TypeVar("P", bound=Payload)
@@ -157,56 +161,17 @@ def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
     return result(text, page)
 
 
-HEADLINE = 6  # a finding's evidence entries `get` shows unless asked for all
-
-
-def headline_metric(metric: str, said: str) -> bool:
-    """Whether the title and claim (`said`, lowercase) name the metric: by its name, its words
-    (output token throughput) or its initials (time_to_first_token: ttft)."""
-    words = [w for w in metric.lower().replace("-", "_").split("_") if w]
-    initials = "".join(w[0] for w in words)
-    return metric.lower() in said or " ".join(words) in said or (len(words) > 2 and f"{initials}" in said.split())
-
-
 def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, str]:
-    """A finding with more than HEADLINE evidence entries (an AIPerf export gives 65) cut to its headline
-    metrics, those its title and claim name (else its first entries): the card to render, the document with
-    `evidence_total`, and the line saying how to get them all. Anything else as it is."""
-    card = stored.card
-    evidence = list(getattr(card, "evidence", None) or [])
-    if len(evidence) <= HEADLINE:
+    """A finding's evidence cut to its headline metrics (kbtool.model.contracts.reading.headline_evidence, as
+    `kb show` cuts it), and the line saying how to get them all."""
+    card, document, total = headline_cut(stored, document)
+    if not total:
         return card, document, ""
-    said = " ".join(str(getattr(card, name, "") or "") for name in ("title", "claim")).lower()
-    for ch in ",:;()":
-        said = said.replace(ch, " ")
-    kept = [n for n, entry in enumerate(evidence) if headline_metric(entry.metric, said)][:HEADLINE] or list(
-        range(HEADLINE)
-    )
-    data = document.to_json()
-    data["evidence"] = [data["evidence"][n] for n in kept]
-    data["evidence_total"] = len(evidence)
     note = (
-        f"\n(evidence: {len(kept)} of {len(evidence)} entries shown, the headline metrics; "
+        f"\n(evidence: {len(card.evidence)} of {total} entries shown, the headline metrics; "
         "get again with all_metrics=true for all)"
     )
-    return card.model_copy(update={"evidence": [evidence[n] for n in kept]}), Document.model_validate(data), note
-
-
-def only_fields(document: Document, fields: list[str]) -> tuple[Document, str]:
-    """The document with only the fields asked for (and id, kind, path; body when asked, else empty), and its
-    text: a line a field."""
-    data = document.to_json()
-    kept = {key: data[key] for key in fields if key in data and key not in ("id", "kind", "path", "body")}
-    body = data.get("body", "") if "body" in fields else ""
-    missing = [key for key in fields if key not in data]
-    lines = [f"{data['id']} [{data['kind']}]", *(f"{key}: {json.dumps(value)}" for key, value in kept.items())]
-    if missing:
-        lines.append(f"(no field {', '.join(missing)})")
-    text = "\n".join(lines) + (f"\n\n{body}" if body else "")
-    trimmed = Document.model_validate(
-        {"id": data["id"], "kind": data["kind"], "path": data["path"], "body": body, **kept}
-    )
-    return trimmed, text
+    return card, document, note
 
 
 def documents(found: Documents, texts: list[str]) -> CallToolResult:
