@@ -240,7 +240,11 @@ class Document(Payload):
     id: str
     kind: SearchKind
     path: str = Field(description="its file, relative to the knowledge base")
-    body: str = Field(description="the markdown after the frontmatter")
+    body: str | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="the markdown after the frontmatter (MCP get: in the text, here only when asked in fields)",
+    )
 
 
 class Documents(Payload):
@@ -285,12 +289,12 @@ def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Docu
 
 
 def only_fields(document: Document, fields: Sequence[str]) -> tuple[Document, str]:
-    """The document with only the fields asked for (and id, kind, path; body when asked, else empty), and its
+    """The document with only the fields asked for (and id, kind, path; body when asked), and its
     text: a line a field, and one naming the fields it does not have (not an error: of several documents
     asked for at once, a skill has no evidence and a finding no description)."""
     data = document.to_json()
     kept = {key: data[key] for key in fields if key in data and key not in ("id", "kind", "path", "body")}
-    body = data.get("body", "") if "body" in fields else ""
+    body = data.get("body", "") if "body" in fields else None
     missing = [key for key in fields if key not in data]
     lines = [f"{data['id']} [{data['kind']}]", *(f"{key}: {json.dumps(value)}" for key, value in kept.items())]
     if missing:

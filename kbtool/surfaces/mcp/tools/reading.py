@@ -138,6 +138,8 @@ def whole_documents(
             text = render_skill(item)
         if fields:
             document, text = answers.only_fields(document, fields)
+        else:  # the text is the markdown, body and all: a second copy in the structured content doubled the cost
+            document = document.model_copy(update={"body": None})
         texts.append(text)
         documents.append(document)
     return answers.documents(found.model_copy(update={"cards": documents}), texts)
