@@ -27,6 +27,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
+from mcp_workload import until_semantic  # noqa: E402
+
 from kbtool.skills.pack import estimate_tokens, render_pack  # noqa: E402
 from kbtool.skills.scan import scan_skill  # noqa: E402
 
@@ -150,8 +152,7 @@ async def one_server(args: list[str], marker: str) -> tuple[float, float]:
     async with Client(params, read_timeout_seconds=900) as client:
         names = [k["name"] for k in (await client.call_tool("kbs", {})).structured_content["kbs"]]
         for name in names:  # a search in each loads the model (once, when it is shared) and each index
-            result = await client.call_tool("search", {"query": "NVFP4 MoE decode", "kb": name, "mode": "vector"})
-            assert not result.is_error, result.content
+            await until_semantic(client, {"query": "NVFP4 MoE decode", "kb": name})
         ready = time.perf_counter() - start
         return ready, rss_mb(server_pid(marker))
 

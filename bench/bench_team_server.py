@@ -31,21 +31,9 @@ from typing import Any
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_workload import TEAM_TOPICS, until_semantic
 
 REPO = Path(__file__).resolve().parent.parent
-TOPICS = (
-    "NVFP4 MoE decode",
-    "KV cache quantization accuracy",
-    "speculative decoding acceptance",
-    "CUDA graph capture",
-    "TTFT single stream",
-    "BF16 oracle accuracy gate",
-    "FP8 block scale",
-    "paged attention block manager",
-    "tensor parallel all-reduce",
-    "prefill chunking latency",
-    "throughput concurrency 32",
-)
 
 
 def git(root: Path, *args: str) -> str:
@@ -120,7 +108,7 @@ class Agent:
                     if added:
                         self.written.append(added["id"])
                 elif n % 2 or not found:
-                    query = f"{TOPICS[(n + self.number) % len(TOPICS)]} agent {self.number} step {n}"
+                    query = f"{TEAM_TOPICS[(n + self.number) % len(TEAM_TOPICS)]} agent {self.number} step {n}"
                     hits = await self.call(client, "search", {"query": query, "k": 5})
                     found = [h["id"] for h in (hits or {}).get("hits", []) if h["kind"] != "skill"] or found
                 else:
@@ -133,9 +121,9 @@ def percentile(samples: list[float], q: float) -> float:
 
 
 async def warm_up(url: str) -> None:
-    """A vector search waits for the server's model: the run starts once it is loaded."""
+    """The run starts once the server's model is loaded (a vector search answers from it)."""
     async with Client(url) as client:
-        await client.call_tool("search", {"query": "warm-up", "mode": "vector"})
+        await until_semantic(client, {"query": "warm-up"})
 
 
 async def drive(url: str, token: str, agents: list[Agent], seconds: float) -> float:

@@ -137,7 +137,8 @@ def test_no_default_answer_on_an_850_card_kb_is_over_its_budget(tmp_path):
         named = await client.call_tool(
             "compare", {"candidate": str(RUNS), "baseline": str(RUNS), "metrics": ["request_count"]}
         )
-        return {**out, "list 2": second, "get all": every, "compare named": named}
+        skill = await client.call_tool("get", {"id": "kb"})
+        return {**out, "list 2": second, "get all": every, "compare named": named, "get skill": skill}
 
     got = session(root, answers)
     cost = {
@@ -159,6 +160,10 @@ def test_no_default_answer_on_an_850_card_kb_is_over_its_budget(tmp_path):
     ):
         assert cost[name] <= LIST_BUDGET, (name, cost[name])
     assert cost["get"] <= DOCUMENT_BUDGET
+    # a document's markdown is its text, once: the structured content holds its fields, not a second copy
+    skill_md = (REPO_ROOT / "skills" / "kb" / "SKILL.md").read_text(encoding="utf-8")
+    assert "body" not in got["get skill"].structured_content["cards"][0]
+    assert cost["get skill"] <= tokens(skill_md) * 1.1, (cost["get skill"], tokens(skill_md))
     text = {name: a.content[0].text for name, a in got.items()}
     # the import is one line, its cards counted by kind
     assert re.search(r"import: added (7[0-9]{2}|[89][0-9]{2}) reference", text["recent"]), text["recent"][:500]

@@ -45,13 +45,17 @@ OUTPUTS = {
     "set_status": contracts.StatusChange,
     "gate_run": contracts.GateRunResult,
     "brief": contracts.Brief,
+    "edit": contracts.CardEdited,
+    "link": contracts.CardEdited,
+    "skill_pack": contracts.SkillPacked,
 }
 READERS = {
     *("search", "get", "list", "gaps", "lint", "related", "skills", "log", "recent", "gate_verify", "kbs"),
     *("compare", "brief"),
 }
 ADDERS = {"add_finding", "add_card"}  # only add: not destructive
-CHANGERS = {"supersede", "set_status"}  # change what an existing card means: destructive
+# change what an existing card (or pack) means: destructive
+CHANGERS = {"supersede", "set_status", "edit", "link", "skill_pack"}
 WRITERS = {*ADDERS, *CHANGERS, "gate_run"}
 SKILL = """---
 name: profile-decode
@@ -135,7 +139,7 @@ def test_tools_have_stable_names_and_honest_annotations(seeded, env):
             for name, model in OUTPUTS.items():
                 assert tools[name].output_schema is None, name
                 assert model.__name__ in str(declared[name]), name
-            assert all(c in tools["lint"].description for c in LINT_CLASSES)
+            assert tools["lint"].input_schema["properties"]["skip"]["items"]["enum"] == list(LINT_CLASSES)
 
     asyncio.run(go())
 
@@ -532,8 +536,10 @@ def test_an_agent_cannot_get_a_command_locked_and_run(seeded, env, tmp_path):
             for fields in (
                 {"status": "confirmed"},
                 {"id": "chosen-id"},
-                {"links": {"related": ["x"]}},
+                {"links": {"supersedes": ["x"]}},
+                {"links": {"closes": ["x"]}},
                 {"provenance": {"author": "a person"}},
+                {"provenance": {"url": "https://example.org", "reviewed_by": "me"}},
             ):
                 refused = await call(client, "add_card", kind="gap", title="x", fields=fields)
                 assert refused.is_error and "an agent cannot set" in refused.content[0].text, fields
@@ -911,6 +917,9 @@ WRITER_CALLS = {
     "supersede": {"old": "a", "new": "b"},
     "set_status": {"id": "a", "status": "refuted", "reason": "r"},
     "gate_run": {"id": "a"},
+    "edit": {"id": "a", "title": "b"},
+    "link": {"id": "a", "to": ["b"]},
+    "skill_pack": {"name": "b200-pack", "for": {"hardware": "B200"}},
 }
 
 

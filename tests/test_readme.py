@@ -50,6 +50,9 @@ SKILL_INSTANCES = {
     "kb edit": None,  # named in prose ("kb edit refuses it"), not a command to run
     "kb show": None,  # named in prose ("with get (or kb show)")
     "kb show ID": ("kb show nvfp4-block-scaled-fp4-format", 0),
+    "kb log ID": ("kb log nvfp4-block-scaled-fp4-format", 0),
+    "kb edit ID --field applies_to.hardware=B200": ("kb edit ttft-run-3 --field applies_to.hardware=B200", 0),
+    "kb link YOURS OTHER --relation contradicts": ("kb link ttft-run-3 ttft-run-1 --relation contradicts", 0),
     "kb new-project NAME --from TEAM_KB --for hardware=H100 --for modality=vision": (
         "kb new-project sammie --from . --dir ../sammie --for hardware=H100 --for modality=vision",
         0,

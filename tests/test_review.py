@@ -64,7 +64,8 @@ def test_an_agents_finding_is_tentative_and_names_its_agent(run, kb):
     assert refused.exit_code == 2 and "kb confirm" in refused.stderr and len(refused.stderr.splitlines()) == 1
     for args in (
         ["add", "gap", "--title", "x", "--field", "status=confirmed"],
-        ["add", "gap", "--title", "x", "--field", "links.related=abc"],
+        ["add", "gap", "--title", "x", "--field", "links.supersedes=abc"],
+        ["add", "gap", "--title", "x", "--field", "links.closes=abc"],
         ["add", "gap", "--title", "x", "--field", "provenance.author=a-person"],
         ["add", "gate", "--title", "x", "--status", "tentative", "--field", "check.command=true", *GATE],
     ):
@@ -209,3 +210,71 @@ def test_an_agent_at_the_command_line_cannot_supersede_a_gate_or_retire_a_person
     retired = run(AGENT, "retire", gate, "--reason", "in the way")
     assert retired.exit_code == 2 and "withdraws only the unreviewed cards it wrote" in retired.stderr
     assert tree_state(kb.root) == before
+
+
+def test_an_agent_edits_and_links_its_own_unreviewed_cards_and_no_one_elses(run, kb):
+    """What the kb skill tells an agent to do with its own cards (narrow the scope, name the source, link a
+    result that disagrees) it can do; a person's card, a reviewed card and the fields review decides it cannot,
+    each refused in one line with exit 2 and nothing written."""
+    person = run(PERSON, "add", "finding", "--title", "TPOT 0.71 ms on B200", "--field", "claim=0.71 ms").stdout.strip()
+    mine = run(AGENT, "add-finding", "--title", "TPOT 0.56 ms on B200", "-m", "tpot=0.56ms").stdout.strip()
+    narrowed = run(
+        AGENT, "edit", mine, "--field", "applies_to.hardware=B200", "--field", "provenance.url=https://x.org/r"
+    )
+    assert narrowed.exit_code == 0, narrowed.output
+    card = kb.get(mine).card
+    assert card.applies_to.hardware == "B200" and card.provenance.url == "https://x.org/r"
+    assert card.provenance.agent == "claude-code"  # still the agent's, still unreviewed
+    linked = run(AGENT, "link", mine, person[:12], "--relation", "contradicts", "--json")
+    assert linked.exit_code == 0, linked.output
+    assert json.loads(linked.stdout) == {
+        "id": mine,
+        "path": f"kb/finding/{mine}.md",
+        "status": "tentative",
+        "changed": True,
+        "related": [],
+        "contradicts": [person],
+    }
+    assert git(kb.root, "log", "-1", "--format=%B").startswith("kb link finding: TPOT 0.56 ms on B200\n\nkb-op: link")
+    again = run(AGENT, "link", mine, person, "--relation", "contradicts", "--json")
+    assert json.loads(again.stdout)["changed"] is False
+    before = tree_state(kb.root)
+    for args, words in [
+        (["edit", person, "--title", "x"], "edits only the unreviewed cards it wrote, and"),
+        (["link", person, mine], "edits only the unreviewed cards it wrote"),
+        (["link", mine, "no-such-card"], "no card with id 'no-such-card'"),
+        (["link", mine, mine], "cannot link to itself"),
+        (["link", mine, person, "--relation", "supersedes"], "'supersedes' is not a link kb lets you set"),
+        (["edit", mine, "--field", "links.closes=x"], "an agent cannot set links.closes"),
+        (["edit", mine, "--field", "provenance.reviewed_by=me"], "an agent cannot set provenance.reviewed_by"),
+    ]:
+        refused = run(AGENT, *args)
+        assert refused.exit_code == 2 and words in refused.stderr, (args, refused.output)
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert tree_state(kb.root) == before
+    assert run(PERSON, "confirm", mine).exit_code == 0
+    assert "and reviewed" in run(AGENT, "edit", mine, "--title", "x").stderr  # reviewed: a person's now
+    unlinked = run(PERSON, "link", mine, person, "--relation", "contradicts", "--remove")
+    assert unlinked.exit_code == 0 and kb.get(mine).card.links.contradicts == []
+
+
+def test_a_cards_log_gives_the_reasons_and_a_gates_its_runs(run, kb, tmp_path):
+    old = run(PERSON, "add", "finding", "--title", "TTFT 40 ms", "--field", "claim=40 ms").stdout.strip()
+    new = run(PERSON, "add", "finding", "--title", "TTFT 38 ms", "--field", "claim=38 ms").stdout.strip()
+    assert run(PERSON, "supersede", old, new, "--reason", "re-measured after the warm-up fix").exit_code == 0
+    shown = run(PERSON, "log", old)
+    assert "kb supersede finding" in shown.stdout and "\n    re-measured after the warm-up fix\n" in shown.stdout
+    [latest, *_] = json.loads(run(PERSON, "log", old, "--json").stdout)["commits"]
+    assert latest["reason"] == "re-measured after the warm-up fix" and latest["op"] == "supersede"
+
+    check = {"command": "echo '{\"tpot_ms\": 11}'", "metric": "tpot_ms", "op": "<=", "threshold": 12}
+    gate = kb.add("gate", "TPOT under 12 ms", status="confirmed", values={"check": check}).id
+    kb.lock_gates([gate])
+    for _ in range(12):
+        assert run(PERSON, "gate", "run", gate, "--in", str(tmp_path)).exit_code == 0
+    log = json.loads(run(PERSON, "log", gate, "--json").stdout)
+    assert log["runs_total"] == 12 and len(log["runs"]) == 10  # the newest ten
+    assert log["runs"][0]["passed"] is True and log["runs"][0]["value"] == 11.0
+    text = run(PERSON, "log", gate).stdout
+    assert text.startswith("run ") and "pass: 11 <= 12" in text and "(10 of 12 runs shown: the newest)" in text
+    assert "runs" not in json.loads(run(PERSON, "log", new, "--json").stdout)  # only a gate has runs

@@ -295,8 +295,12 @@ def test_a_warm_process_answers_from_the_keyword_leg_while_the_vectors_build(kb)
     assert first.hits[0].id == "nvfp4-moe-decode-kernels-on-b200"
     assert all(set(h.explain) >= {"bm25"} and "vector" not in h.explain for h in first.hits)
     assert any("still being built" in n for n in warm.notices)
+    loading = warm.search("NVFP4 MoE decode kernels", mode="vector")  # no keyword hits passed off as semantic
+    assert loading.hits == [] and any("the semantic leg is still loading" in n for n in warm.notices)
     embedder.gate.set()
-    vector = warm.search("NVFP4 MoE decode kernels", mode="vector")  # waits for the build instead
+    assert warm._vectors_building is not None
+    warm._vectors_building.join()
+    vector = warm.search("NVFP4 MoE decode kernels", mode="vector")
     assert vector.hits[0].id == "nvfp4-moe-decode-kernels-on-b200"
     warm.notices.clear()
     hybrid = warm.search("NVFP4 MoE decode kernels", explain=True)

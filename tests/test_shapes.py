@@ -81,6 +81,8 @@ def budget_cut(printed: Any, answer: Any) -> Any:
         if isinstance(printed.get(key), list) and len(answer.get(key, [])) < len(printed[key]):
             cut[key] = printed[key][: len(answer[key])]
             cut["truncated"] = answer["truncated"]
+    if "missing" in answer:  # get: a document's body is its text's, left out of the structured content
+        cut["cards"] = [{k: v for k, v in c.items() if k != "body"} for c in printed["cards"]]
     if "total" in answer and "metrics" in printed and "total" not in printed:
         shown = {m["metric"] for m in answer["metrics"]}
         cut["metrics"] = [m for m in printed["metrics"] if m["metric"] in shown]
@@ -103,7 +105,7 @@ def test_the_cli_json_and_the_mcp_tool_give_the_same_answer(starter):
         ),
         "gaps": (["gaps"], everything),
         "skills": (["skill", "list"], everything),
-        "get": (["show", card, "kb"], {"ids": [card, "kb"], "all_metrics": True}),
+        "get": (["show", card, "kb"], {"ids": [card, "kb"]}),
         "compare": (["compare", runs, runs], {"candidate": runs, "baseline": runs}),
         # keyword search: the server builds the semantic leg in the background, so a hybrid answer depends on when
         "search": (
@@ -133,6 +135,71 @@ def test_the_cli_json_and_the_mcp_tool_give_the_same_answer(starter):
     assert all({"name", "description", "path", "files"} <= set(s) for s in answers["skills"]["skills"])
     assert [d["id"] for d in answers["get"]["cards"]] == [card, "kb"] and answers["get"]["missing"] == []
     assert answers["compare"]["metrics"] and answers["search"]["hits"][0]["path"]
+
+
+def test_show_compare_list_and_search_take_what_their_mcp_tools_take(starter):
+    """`kb show --field/--all-metrics`, `kb compare --metric`, `kb list --limit/--offset` and `kb search --offset`
+    answer as MCP get (fields, all_metrics), compare (metrics), list and search (limit, offset) do: a finding
+    from a benchmark export (65 metrics) shows its headline ones by default."""
+    runs = str(REPO_ROOT / "tests" / "data" / "aiperf")
+    added = CliRunner().invoke(
+        app, ["--kb", starter, "add-finding", "--title", "TTFT of the baseline", "--from", runs, "--json"]
+    )
+    assert added.exit_code == 0, added.output
+    finding = json.loads(added.stdout)["id"]
+    wanted = ["time_to_first_token", "request_throughput"]
+    asked = {
+        "get": (["show", finding], {"id": finding}),
+        "get all": (["show", finding, "--all-metrics"], {"id": finding, "all_metrics": True}),
+        "get fields": (
+            ["show", finding, "kb", "--field", "title", "--field", "evidence", "--field", "nope"],
+            {"ids": [finding, "kb"], "fields": ["title", "evidence", "nope"]},
+        ),
+        "compare": (
+            ["compare", runs, runs, *(f"--metric={m}" for m in wanted)],
+            {"candidate": runs, "baseline": runs, "metrics": wanted},
+        ),
+        "list page": (["list", "--limit", "3", "--offset", "2"], {"limit": 3, "offset": 2, "fields": ["all"]}),
+        "search page": (
+            ["search", "NVFP4 MoE decode", "-k", "3", "--offset", "2", "--mode", "bm25"],
+            {"query": "NVFP4 MoE decode", "k": 3, "offset": 2, "mode": "bm25", "budget": 100_000},
+        ),
+    }
+    from_mcp = mcp_answers(starter, [(name.split()[0], args) for name, (_, args) in asked.items()])
+    for (name, (cli_args, _)), answer in zip(asked.items(), from_mcp, strict=True):
+        assert budget_cut(cli_json(starter, *cli_args), answer) == answer, name
+    got, whole, fields, compared, listed, searched = from_mcp
+    assert listed["offset"] == 2 and len(listed["cards"]) == 3 and listed["truncated"]
+    assert searched["offset"] == 2 and searched["shown"] == 3
+    [headline], [every] = got["cards"], whole["cards"]
+    assert headline["evidence_total"] == len(every["evidence"]) == 65 and len(headline["evidence"]) <= 6
+    assert [e["metric"] for e in headline["evidence"]] == ["time_to_first_token"]
+    assert set(fields["cards"][0]) == {"id", "kind", "path", "title", "evidence"}  # no body unless asked
+    assert set(fields["cards"][1]) == {"id", "kind", "path"}  # a skill has neither title nor evidence
+    assert [m["metric"] for m in compared["metrics"]] == sorted(wanted) and compared["total"] == 65
+    # the text: the headline card and a note on how to see all; --field a line a field, the missing named
+    shown = CliRunner().invoke(app, ["--kb", starter, "show", finding])
+    assert shown.exit_code == 0 and shown.stdout.count("metric: ") == 1, shown.stdout
+    assert "1 of 65 entries shown" in shown.stderr and "--all-metrics" in shown.stderr
+    assert CliRunner().invoke(app, ["--kb", starter, "show", finding, "--all-metrics"]).stdout.count("metric: ") == 65
+    lines = CliRunner().invoke(app, ["--kb", starter, "show", finding, "--field", "title", "--field", "nope"]).stdout
+    assert lines == f'{finding} [finding]\ntitle: "TTFT of the baseline"\n(no field nope)\n'
+
+
+def test_an_unknown_metric_is_refused_by_kb_compare_as_by_the_mcp_tool(starter):
+    runs = str(REPO_ROOT / "tests" / "data" / "aiperf")
+    refused = CliRunner().invoke(app, ["--kb", starter, "compare", runs, runs, "--metric", "ttfb"])
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert refused.stderr.startswith("kb: error: metrics ttfb: not compared; the metrics are ")
+    assert refused.stderr.count("\n") == 1
+
+    async def go() -> Any:
+        params = StdioServerParameters(command=KB[0], args=[*KB[1:], "--kb", starter, "serve"], env=dict(os.environ))
+        async with Client(params, read_timeout_seconds=60) as client:
+            return await client.call_tool("compare", {"candidate": runs, "baseline": runs, "metrics": ["ttfb"]})
+
+    answer = asyncio.run(go())
+    assert answer.is_error and "metrics ttfb: not compared; the metrics are " in answer.content[0].text
 
 
 def test_a_budget_cuts_the_mcp_search_and_says_so_in_the_same_shape(starter):

@@ -66,7 +66,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"lint_checks"},  # the lint classes, each with its runner
         {"gate_compare"},  # a gate's comparison reads and judges runs as `kb compare` does
         {"gates"},  # runs a gate: its command, or its comparison
-        {"standing"},  # whether a gate's newest run judged the candidate as it is now
+        {"gate_runs", "standing"},  # the run log; whether a gate's newest run judged the candidate as it is now
     ],
     # a star: each part needs only the core; KnowledgeBase composes them all
     "facade": [
@@ -82,7 +82,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "surfaces.daemon": [{"operations"}, {"client"}, {"server"}],
     "surfaces.cli": [
         {"base"},
-        {"briefing", "daemon", "evidence", "gates", "install", "reuse", "search", "skills", "web"},
+        {"briefing", "curating", "daemon", "evidence", "gates", "install", "reuse", "search", "skills", "web"},
         {"__init__"},  # the app: every command group registers on it
     ],
     "surfaces": [{"docs"}],  # the reference tables and docs/cli.md, made from the models and the CLI itself

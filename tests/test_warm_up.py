@@ -7,6 +7,7 @@ waited for it cannot pass for one that did not."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -115,3 +116,72 @@ def test_the_web_view_answers_at_once_and_says_what_is_not_ready(linked):
     assert 'href="/cards/' in similar, similar
     assert KEYWORD_ONLY not in client.get("/search", params={"q": "decode TPOT"}).text
     assert model.loads == 1
+
+
+SEMANTIC_LOADING = "the semantic leg is still loading"
+
+
+def test_a_vector_search_answers_at_once_with_no_hits_while_the_model_loads_over_mcp(linked):
+    kb, _, finding = linked
+    ask = {"query": "decode TPOT", "mode": "vector"}
+
+    async def go() -> None:
+        async with Client(slow_server(kb.root), read_timeout_seconds=120) as client:
+            started = time.monotonic()
+            first = await client.call_tool("search", ask)
+            took = time.monotonic() - started
+            assert not first.is_error, first.content[0].text
+            assert took < AT_ONCE_S, f"a vector search waited {took:.1f} s for the model"
+            # no keyword hits passed off as semantic ones: nothing, and why, and what to do
+            assert first.structured_content["hits"] == [], first.structured_content["hits"]
+            note = notes_of(first)
+            assert SEMANTIC_LOADING in note and "retry" in note and "hybrid" in note, note
+            deadline = time.monotonic() + LOAD_S + 60
+            while not (later := await client.call_tool("search", ask)).structured_content["hits"]:
+                assert time.monotonic() < deadline, "the vector hits never came"
+                await asyncio.sleep(0.2)
+            assert finding in [hit["id"] for hit in later.structured_content["hits"]]
+            assert SEMANTIC_LOADING not in notes_of(later)
+
+    asyncio.run(go())
+
+
+def test_a_vector_search_answers_at_once_with_no_hits_while_the_daemon_loads_the_model(linked, monkeypatch):
+    """`kb search --mode vector` over the warm daemon, the daemon's model slow to load."""
+    from typer.testing import CliRunner
+
+    from kbtool.surfaces.cli import app
+    from kbtool.surfaces.daemon import client as daemon_client
+
+    kb, _, finding = linked
+    tests = str(Path(SLOW_MODEL).parent)
+    code = (
+        f"import sys; sys.path[:0] = [{tests!r}]; import slow_model; from kbtool.search import embeddings; "
+        f"model = slow_model.SlowToLoad({LOAD_S}); embeddings.make_embedder = lambda name, base=None: model; "
+        "from kbtool.surfaces.daemon.server import main; main(sys.argv[1:])"
+    )
+    monkeypatch.setattr(daemon_client, "daemon_command", lambda root: [sys.executable, "-c", code, str(root)])
+    monkeypatch.delenv("KB_DAEMON", raising=False)
+    monkeypatch.setenv("KB_DAEMON_IDLE", "60")
+    runner = CliRunner()
+
+    def search(mode: str) -> tuple[float, object]:
+        started = time.monotonic()
+        result = runner.invoke(app, ["--kb", str(kb.root), "search", "decode TPOT", "--mode", mode, "--json"])
+        assert result.exit_code == 0, result.output
+        return time.monotonic() - started, result
+
+    try:
+        search("bm25")  # starts the daemon, which loads the model in the background
+        took, first = search("vector")
+        assert took < AT_ONCE_S, f"kb search --mode vector waited {took:.1f} s for the model"
+        assert json.loads(first.stdout)["hits"] == []
+        assert SEMANTIC_LOADING in first.stderr and "hybrid" in first.stderr, first.stderr
+        deadline = time.monotonic() + LOAD_S + 60
+        while not json.loads((later := search("vector")[1]).stdout)["hits"]:
+            assert time.monotonic() < deadline, "the vector hits never came"
+            time.sleep(0.2)
+        assert finding in [hit["id"] for hit in json.loads(later.stdout)["hits"]]
+        assert SEMANTIC_LOADING not in later.stderr
+    finally:
+        daemon_client.stop_daemon(kb.root)

@@ -6,7 +6,10 @@ an agent proposed must not be locked and run as if a person had written it. So:
 
 - an agent's card carries `provenance.agent` (the MCP client's name, or the agent named by
   the environment of a CLI call) and lands as `tentative` or `draft`, never `confirmed`;
-- an agent cannot set the fields that decide trust and identity: id, status, links, provenance;
+- an agent cannot set the fields that decide trust and identity: id, status, the links review relies
+  on (supersedes, closes: kb sets them through supersede and --closes) and who wrote or reviewed a
+  card; it may name where its knowledge comes from (provenance.url, commit, license, attribution,
+  project), link its own cards (related, contradicts) and edit them until a person reviews them;
 - `kb review` lists the agent-written cards nobody has reviewed; `kb confirm ID` and
   `kb refute ID --reason R` record the verdict (`provenance.reviewed_by`, `reviewed`), and a
   locked gate that passes can confirm a finding (`kb gate run GATE --confirms ID`);
@@ -37,6 +40,13 @@ AGENT_MARKERS = (("CLAUDECODE", "claude-code"), ("CODEX_THREAD_ID", "codex"), ("
 AGENT_STATUSES = ("draft", "tentative")
 # What an agent may not set on the cards it writes: identity, trust, and the links review relies on.
 AGENT_RESERVED = ("id", "status", "links", "provenance")
+# ... except these parts of links and provenance: the links an agent's own claim needs (a finding that
+# contradicts another says so, as kb's refusals tell it to), and where its knowledge comes from. Who wrote
+# or reviewed a card, when, and what it supersedes, closes or copies stay kb's to record.
+AGENT_SETTABLE = {
+    "links": ("related", "contradicts"),
+    "provenance": ("url", "commit", "license", "attribution", "project"),
+}
 
 
 def agent_from_env(environ: Mapping[str, str] | None = None) -> str | None:
@@ -66,11 +76,49 @@ def agent_status(status: str | None, default: str) -> str:
 
 
 def check_agent_fields(values: Mapping[str, Any], assignments: Iterable[str], origin: str) -> None:
-    """Refuse values or `key=value` assignments that would set a reserved field."""
-    keys = [*values, *(a.partition("=")[0].split(".", 1)[0].strip() for a in assignments)]
-    reserved = sorted({k for k in keys if k in AGENT_RESERVED})
+    """Refuse values or `key=value` assignments that would set a reserved field (AGENT_RESERVED, less the
+    parts of links and provenance in AGENT_SETTABLE)."""
+    keys = [*_dotted(values), *(a.partition("=")[0].strip() for a in assignments)]
+    reserved = sorted({part for part in map(_reserved_part, keys) if part is not None})
     if reserved:
-        raise BadInput(f"{origin}: an agent cannot set {', '.join(reserved)} (kb sets them; a person reviews the card)")
+        settable = ", ".join(f"{top}.{part}" for top, parts in AGENT_SETTABLE.items() for part in parts)
+        raise BadInput(
+            f"{origin}: an agent cannot set {', '.join(reserved)} (kb sets them; a person reviews "
+            f"the card); it may set {settable}"
+        )
+
+
+def _dotted(values: Mapping[str, Any]) -> list[str]:
+    """links and provenance given as objects, one dotted key per part given."""
+    keys = []
+    for key, value in values.items():
+        if key in AGENT_SETTABLE and isinstance(value, Mapping) and value:
+            keys += [f"{key}.{part}" for part in value]
+        else:
+            keys.append(key)
+    return keys
+
+
+def _reserved_part(key: str) -> str | None:
+    """The reserved field a dotted key would set (`links.closes`, `status`), or None when an agent may."""
+    top, _, rest = key.partition(".")
+    if top not in AGENT_RESERVED:
+        return None
+    part = rest.split(".", 1)[0].split("[", 1)[0]
+    return None if part in AGENT_SETTABLE.get(top, ()) else key
+
+
+def check_agent_edit(card: CardBase, agent: str) -> None:
+    """An agent edits the cards it wrote until a person (or a gate) reviews them; anyone else's card it
+    answers with a card of its own (a finding that contradicts it, linked)."""
+    if card.provenance.agent == agent and not card.provenance.reviewed_by:
+        return
+    whose = f"written by {card.provenance.agent}" if card.provenance.agent else "a person's"
+    raise BadInput(
+        f"{agent} is an agent: it edits only the unreviewed cards it wrote, and {card.id} is {whose}"
+        + (" and reviewed" if card.provenance.reviewed_by else "")
+        + "; add a card of your own and link it (related or contradicts) for a person to judge"
+    )
 
 
 # Statuses `set_status` moves a card to; "open" reopens a gap (what closed it is cleared).

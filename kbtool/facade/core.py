@@ -11,7 +11,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from kbtool.curation.review import agent_status, check_agent_fields
+from kbtool.curation.review import agent_status, check_agent_edit, check_agent_fields
 from kbtool.model import markdown
 from kbtool.model.applicability import Environment, nothing_to_judge
 from kbtool.model.cards import CardBase, checked_status, fill_defaults, id_problem, unique_id
@@ -303,7 +303,7 @@ class KnowledgeBaseCore:
         """A new card from a title, `key=value` fields and/or already-typed values.
 
         agent: the agent writing it (see kbtool.curation.review): the card is a draft (or tentative) that
-        names the agent, and id, status, links and provenance are not the agent's to set."""
+        names the agent, and id, status and the links and provenance kb records are not the agent's to set."""
         model = model_for(kind)
         fields = list(fields)
         data: dict[str, Any] = {"kind": kind, "title": title, "tags": list(tags)}
@@ -330,7 +330,7 @@ class KnowledgeBaseCore:
             raise InvalidCard(f"{origin}: kind is {data['kind']!r} but the command adds a {kind}")
         if agent is not None:
             check_agent_fields(data, (), origin)
-            data.update(status=agent_status(None, "draft"), provenance={"agent": agent})
+            data.update(status=agent_status(None, "draft"), provenance={**data.get("provenance", {}), "agent": agent})
         return self._create(data, body.lstrip("\n"), origin)
 
     def _create(
@@ -409,8 +409,9 @@ class KnowledgeBaseCore:
         values: dict[str, Any] | None = None,
         agent: str | None = None,
     ) -> StoredCard:
-        """Change a card, one commit (none when nothing changed). An agent edits text and scope, not
-        the fields review decides (status, links, provenance): see kbtool.curation.review."""
+        """Change a card, one commit (none when nothing changed). An agent edits the text and scope of the
+        unreviewed cards it wrote, not the fields review decides (status, most links and provenance): see
+        kbtool.curation.review."""
         fields = list(fields)
         if agent is not None:
             check_agent_fields(
@@ -419,6 +420,8 @@ class KnowledgeBaseCore:
         with self.store.lock():
             current = self.get(ref)
             self._check_editable(current)
+            if agent is not None:
+                check_agent_edit(current.card, agent)
             data = current.card.model_dump(mode="python")
             if title is not None:
                 data["title"] = title

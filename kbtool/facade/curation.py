@@ -14,6 +14,7 @@ from kbtool.model.contracts import (
     CardLog,
     CardPage,
     Change,
+    GateRunEntry,
     LintPage,
     LintReport,
     ListedCard,
@@ -29,6 +30,8 @@ from kbtool.model.fields import Filter
 from kbtool.model.records import CardSummary, Problem
 from kbtool.model.vocabulary import INACTIVE_STATUSES
 from kbtool.store.repository import Commit
+
+RUNS_SHOWN = 10  # a gate's newest runs in its log: what a verdict's history needs, not every run since
 
 if TYPE_CHECKING:
     import numpy as np
@@ -205,7 +208,8 @@ class Curation(KnowledgeBaseCore):
     def card_log(self, ref: str, limit: int | None = None, offset: int = 0) -> CardLog:
         """A card's history, newest first, as `kb log --json` and the MCP log tool answer it: each commit with
         what kb did (its kb-op trailer) and its whole message; a page of it (limit, offset)."""
-        from kbtool.store.history import commit_entry
+        from kbtool.curation.gate_runs import recorded_runs
+        from kbtool.store.history import commit_entry, commit_reason
 
         try:
             found = self.get(ref)
@@ -214,9 +218,15 @@ class Curation(KnowledgeBaseCore):
                 why = "a skill; log takes a card id (a skill's history is in git under skills/)"
                 raise BadInput(f"{ref}: {why}") from None
             raise
-        entries = [commit_entry(c).model_copy(update={"message": c.message}) for c in self.history(ref)]
+        entries = [
+            commit_entry(c).model_copy(update={"message": c.message, "reason": commit_reason(c.message)})
+            for c in self.history(ref)
+        ]
         commits, page = page_of(entries, offset, limit)
-        return CardLog(id=found.id, commits=commits, **page)
+        if found.card.kind != "gate":
+            return CardLog(id=found.id, commits=commits, **page)
+        runs = [GateRunEntry.from_record(r) for r in reversed(recorded_runs(self.root, found.id))]
+        return CardLog(id=found.id, commits=commits, runs=runs[:RUNS_SHOWN], runs_total=len(runs), **page)
 
     def recent_changes(
         self,

@@ -10,21 +10,18 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kbtool.curation.gate_runs import gate_run_log, recorded_runs
 from kbtool.curation.review import is_unreviewed, reviewed_card
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.cards import Gate
 from kbtool.model.contracts import GateRunResult, LockCheck
 from kbtool.model.errors import BadInput, Conflict, InvalidCard
-from kbtool.model.parsing import Unparsable, json_document
 from kbtool.model.records import StoredCard, gate_of
 from kbtool.store.commits import commit_message
-from kbtool.store.files import link_out
 from kbtool.store.repository import LOCK_FILE
 
 if TYPE_CHECKING:
     from kbtool.curation.gate_lock import GateLock
-
-GATE_RUNS_DIR = "runs/gates"  # a gate's run log per gate, committed: the history its verdicts have
 
 
 class Gates(KnowledgeBaseCore):
@@ -242,22 +239,5 @@ class Gates(KnowledgeBaseCore):
             self.store.write(writes, commit_message(subject, "gate-run", id=gate_id, confirms=confirms))
 
     def gate_runs(self, gate_id: str) -> builtins.list[dict[str, Any]]:
-        """The one reader of a gate's run log: its recorded runs, oldest first. A torn line is left out (the
-        others still show), and nothing is read through a link out of the knowledge base."""
-        path = self.root / gate_run_log(gate_id)
-        if not path.is_file() or link_out(self.root, path) is not None:
-            return []
-        runs = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json_document(line)
-            except Unparsable:
-                continue
-            if isinstance(record, dict):
-                runs.append(record)
-        return runs
-
-
-def gate_run_log(gate_id: str) -> str:
-    """Where a gate's runs are recorded, relative to the root: one JSON line per run, appended by run_gate."""
-    return f"{GATE_RUNS_DIR}/{gate_id}.jsonl"
+        """A gate's recorded runs, oldest first (kbtool/curation/gate_runs.py)."""
+        return recorded_runs(self.root, gate_id)

@@ -4,12 +4,14 @@ agent-written cards nobody has reviewed, confirm and refute, one commit each."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import date
 
 from kbtool.curation.review import (
+    AGENT_SETTABLE,
     SETTABLE_STATUSES,
+    check_agent_edit,
     check_agent_status,
     check_agent_supersede,
     is_unreviewed,
@@ -121,6 +123,50 @@ class Review(KnowledgeBaseCore):
         return StoredCard(old_card, markdown.normalize_body(old_body), old.path), StoredCard(
             new_card, new.body, new.path
         )
+
+    def link(
+        self,
+        ref: str,
+        targets: Iterable[str],
+        relation: str = "related",
+        remove: bool = False,
+        agent: str | None = None,
+    ) -> StoredCard:
+        """Add (or, with remove, take away) `related` or `contradicts` links from one card to others, one commit
+        (none when nothing changes). Targets must exist; each is resolved from a unique prefix too. An agent links
+        the unreviewed cards it wrote (a finding that contradicts another says so on itself)."""
+        if relation not in AGENT_SETTABLE["links"]:
+            raise BadInput(
+                f"link: {relation!r} is not a link kb lets you set; one of {', '.join(AGENT_SETTABLE['links'])}"
+            )
+        wanted = list(targets)
+        if not wanted:
+            raise BadInput("link: name at least one card to link to")
+        with self.store.lock():
+            current = self.get(ref)
+            self._check_editable(current)
+            if agent is not None:
+                check_agent_edit(current.card, agent)
+            ids = [self._link_target(current.id, target, remove) for target in wanted]
+            had = list(getattr(current.card.links, relation))
+            now = [i for i in had if i not in ids] if remove else [*dict.fromkeys([*had, *ids])]
+            if now == had:
+                return current
+            card = current.card.model_copy(update={"links": current.card.links.model_copy(update={relation: now})})
+            op = "unlink" if remove else "link"
+            message = card_message(op, card, None, **{relation: ", ".join(ids)}, agent=agent)
+            self.store.write({current.path: self._render(card, current.body, current.path)}, message)
+        self._refresh_lexical()
+        return StoredCard(card, current.body, current.path)
+
+    def _link_target(self, own: str, target: str, remove: bool) -> str:
+        """The id a link names: an existing card's (a unique prefix resolved); to remove, any id as written."""
+        if remove:
+            return target
+        found = self.get(target).id
+        if found == own:
+            raise BadInput(f"link: {own} cannot link to itself")
+        return found
 
     def set_status(self, ref: str, status: str, reason: str | None = None, agent: str | None = None) -> StoredCard:
         """Move a card to confirmed, refuted or retired, or reopen a gap ("open": what closed it is

@@ -39,6 +39,9 @@ SIMILAR_LATER = "similar cards: the embedding model is still loading; ask again 
 class Search(KnowledgeBaseCore):
     """Hybrid search, environment checks and a card's neighbourhood."""
 
+    # (made, to make) of the vectors the background build embeds (warm_in_background), None until its first group
+    _vectors_made: tuple[int, int] | None = None
+
     def search(
         self,
         query: str,
@@ -111,7 +114,10 @@ class Search(KnowledgeBaseCore):
                 f"the query has {len(request.query):,} characters, over the limit of {limit:,} "
                 "(kb.toml [limits] query_chars)"
             )
-        request = self._with_usable_mode(request, vector is not None)
+        usable = self._with_usable_mode(request, vector is not None)
+        if usable is None:
+            return SearchResult(query=request.query, hits=[])
+        request = usable
         semantic = request.mode != "bm25"
         if self._searcher is None:
             self._searcher = Searcher(self.index, None)
@@ -136,27 +142,42 @@ class Search(KnowledgeBaseCore):
         building = self._vectors_building
         return building is not None and building.is_alive()
 
-    def _with_usable_mode(self, request: SearchRequest, vector_given: bool = False) -> SearchRequest:
+    def _with_usable_mode(self, request: SearchRequest, vector_given: bool = False) -> SearchRequest | None:
         """The request in a mode this process can run now: keyword only while the semantic leg is missing
-        (its packages) or still being built in the background; a vector-only search has no fallback but
-        to wait, unless its vector is given (stored vectors are compared without the model)."""
+        (its packages) or, for a hybrid search, still being built in the background; None for a vector-only
+        search while it is being built (unless its vector is given: stored vectors are compared without the
+        model), which answers at once with no hits and says so rather than wait for the model or pass
+        keyword hits off as semantic ones."""
         if request.mode == "vector" and vector_given:
             return request
         if request.mode != "bm25" and self.semantic_embedder() is None:
             if request.mode == "vector":
                 _ = self.embedder  # raises SemanticUnavailable
             return request.model_copy(update={"mode": "bm25"})
-        building = self._vectors_building
-        if request.mode != "bm25" and building is not None and building.is_alive():
-            if request.mode == "vector":
-                building.join()
-                return request
+        if request.mode == "bm25" or not self.warming():
+            return request
+        if request.mode == "vector":
             self.note(
-                "the semantic leg is still being built (the model and the vectors load in the background); "
-                "keyword (BM25) results only for now"
+                f"the semantic leg is still loading ({self._vectors_ready()}); a vector search has nothing to "
+                "answer with yet: retry in a few seconds, or search in hybrid mode for keyword results now"
             )
-            return request.model_copy(update={"mode": "bm25"})
-        return request
+            return None
+        self.note(
+            "the semantic leg is still being built (the model and the vectors load in the background); "
+            "keyword (BM25) results only for now"
+        )
+        return request.model_copy(update={"mode": "bm25"})
+
+    def _vectors_ready(self) -> str:
+        """How far the background build is: the missing vectors made of those to make, once the first group
+        is stored (the model loads before it)."""
+        made = self._vectors_made
+        if made is None:
+            return "the embedding model is loading"
+        done, total = made
+        if done >= total:
+            return f"{total:,} missing vectors made; the model is finishing its warm-up"
+        return f"{done:,} of {total:,} missing vectors made"
 
     def _flag_elsewhere(self, result: SearchResult) -> SearchResult:
         """Each finding measured on another GPU, engine or driver version than this project's, said why (--env)."""
@@ -340,8 +361,8 @@ class Search(KnowledgeBaseCore):
     def warm_in_background(self) -> None:
         """For a long-lived process (the search daemon, kb serve): the keyword index now, the model and
         the missing vectors on a background thread. Until they are ready a hybrid search answers from
-        the keyword leg, saying so, and a vector search waits: a fresh clone answers its first query in
-        about a second instead of after the whole knowledge base is embedded."""
+        the keyword leg, saying so, and a vector search answers no hits, saying why: a fresh clone answers
+        its first query in about a second instead of after the whole knowledge base is embedded."""
         import threading
 
         from kbtool.search.index import Index
@@ -355,7 +376,7 @@ class Search(KnowledgeBaseCore):
 
         def build() -> None:
             try:
-                Index(store).embed_missing(embedder)  # its own connection; writes a group at a time
+                Index(store).embed_missing(embedder, made)  # its own connection; writes a group at a time
                 embedder.embed_query("warm up")  # the model loads here even when no vector was missing
             except Exception as exc:
                 notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")
@@ -363,6 +384,9 @@ class Search(KnowledgeBaseCore):
             # hybrid search is ready now; the faster query path (seconds to make, the first time) comes after
             self._preparing_queries = threading.Thread(target=prepare, name="kb-queries", daemon=True)
             self._preparing_queries.start()
+
+        def made(done: int, total: int) -> None:
+            self._vectors_made = (done, total)
 
         def prepare() -> None:
             with contextlib.suppress(Exception):

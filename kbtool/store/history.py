@@ -72,6 +72,14 @@ def recent_changes(
     return out
 
 
+def commit_reason(message: str) -> str | None:
+    """The body of a kb commit message (kbtool/store/commits.py): what comes between the subject and the kb-
+    trailers, the reason given to supersede, refute, retire or reopen; None when there is none."""
+    _, _, rest = message.partition("\n")
+    kept = [line for line in rest.strip().splitlines() if not line.startswith("kb-")]
+    return "\n".join(kept).strip() or None
+
+
 def commit_entry(commit: Commit) -> CommitEntry:
     """A commit as the answers show it, with what kb did read from its kb-op trailer."""
     trailers = (line.partition(": ") for line in commit.message.splitlines())

@@ -34,6 +34,7 @@ from kbtool.model.contracts.checking import (
 )
 from kbtool.model.contracts.findings import (
     CardAdded,
+    CardEdited,
     Compared,
     Comparison,
     FindingAdded,
@@ -41,6 +42,7 @@ from kbtool.model.contracts.findings import (
     FindingRelations,
     Metric,
     Plotted,
+    SkillPacked,
     relations,
 )
 from kbtool.model.contracts.reading import (
@@ -51,6 +53,7 @@ from kbtool.model.contracts.reading import (
     CommitEntry,
     Document,
     Documents,
+    GateRunEntry,
     Link,
     ListedCard,
     Neighbour,
@@ -97,8 +100,10 @@ __all__ = [
     "BriefItem",
     "BriefSection",
     "CardAdded",
+    "CardEdited",
     "CardBrief",
     "CardLog",
+    "GateRunEntry",
     "CardPage",
     "Change",
     "ChangedCard",
@@ -146,6 +151,7 @@ __all__ = [
     "SkillBrief",
     "SkillImport",
     "SkillList",
+    "SkillPacked",
     "Stats",
     "StatusChange",
     "StatusName",

@@ -17,6 +17,7 @@ from kbtool.model.contracts.base import Direction, Payload, StatusName, Strings
 from kbtool.model.errors import BadInput
 from kbtool.model.fields import parse_assignments
 from kbtool.model.measures import Condition, is_scalar, metric_fields
+from kbtool.model.records import StoredCard
 from kbtool.model.validation import model_for
 
 # --- the experiment loop -----------------------------------------------------------------------
@@ -145,6 +146,35 @@ class CardAdded(Payload):
     id: str
     path: str
     status: StatusName
+
+
+class CardEdited(CardAdded):
+    """An edit or a link change: whether it changed the card (one commit) and the links it has now."""
+
+    changed: bool = Field(description="false: the card already said this, nothing was committed")
+    related: list[str]
+    contradicts: list[str]
+
+    @classmethod
+    def of(cls, stored: StoredCard, changed: bool) -> CardEdited:
+        links = stored.card.links
+        return cls(
+            id=stored.id,
+            path=stored.path,
+            status=stored.card.status,
+            changed=changed,
+            related=links.related,
+            contradicts=links.contradicts,
+        )
+
+
+class SkillPacked(Payload):
+    """A knowledge pack written (or rewritten) as a skill: its name, folder, how many cards, its description."""
+
+    name: str
+    path: str
+    cards: int
+    description: str
 
 
 def relations(found: dict[str, list[str]]) -> FindingRelations:

@@ -3,8 +3,9 @@ recent changes, imported documents, the served knowledge bases, stats."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import (
     ConfigDict,
@@ -13,6 +14,9 @@ from pydantic import (
 
 from kbtool.model.contracts.base import Payload, SearchKind, StatusName, T
 from kbtool.model.contracts.search import AppliesMark, CardBrief
+
+if TYPE_CHECKING:
+    from kbtool.model.records import StoredCard
 
 # --- reading -----------------------------------------------------------------------------------
 
@@ -134,6 +138,11 @@ class CommitEntry(Payload):
     message: str | None = Field(
         None, exclude_if=lambda value: value is None, description="the whole commit message (a card's log)"
     )
+    reason: str | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="why, as given to supersede, refute, retire or reopen: the message's body (a card's log)",
+    )
 
 
 class ChangedCard(Payload):
@@ -177,9 +186,44 @@ class Change(CommitEntry):
         )
 
 
+class GateRunEntry(Payload):
+    """One recorded run of a gate (runs/gates/ID.jsonl): when, the verdict, the value against the threshold,
+    why, and the commit of the project it judged."""
+
+    time: str | None = Field(description="when it ran, UTC")
+    passed: bool
+    value: float | None
+    op: str | None = None
+    threshold: float | None = None
+    unit: str | None = None
+    detail: str = Field("", description="why it failed, or what it read")
+    commit: str | None = Field(None, description="the judged project's commit")
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> GateRunEntry:
+        repo = record.get("repo")
+        commit = repo.get("commit") if isinstance(repo, dict) else None
+        fields = ("time", "passed", "value", "op", "threshold", "unit", "detail")
+        known = {k: record[k] for k in fields if record.get(k) is not None}
+        return cls(**{"time": None, "passed": False, "value": None, **known, "commit": commit})
+
+    def line(self) -> str:
+        shown = "no value" if self.value is None else f"{self.value:g}"
+        against = f" {self.op} {self.threshold:g}" if self.op and self.threshold is not None else ""
+        at = f" at {self.commit[:10]}" if self.commit else ""
+        verdict = "pass" if self.passed else "fail"
+        return f"{self.time} {verdict}: {shown}{against}{f' {self.unit}' if self.unit else ''}{at} ({self.detail})"
+
+
 class CardLog(Page):
     id: str
     commits: list[CommitEntry]
+    runs: list[GateRunEntry] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="a gate's recorded runs, newest first (at most 10; runs_total counts them all)",
+    )
+    runs_total: int | None = Field(None, exclude_if=lambda value: value is None)
 
 
 class RecentChanges(Page):
@@ -196,7 +240,11 @@ class Document(Payload):
     id: str
     kind: SearchKind
     path: str = Field(description="its file, relative to the knowledge base")
-    body: str = Field(description="the markdown after the frontmatter")
+    body: str | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="the markdown after the frontmatter (MCP get: in the text, here only when asked in fields)",
+    )
 
 
 class Documents(Payload):
@@ -204,6 +252,58 @@ class Documents(Payload):
 
     cards: list[Document]
     missing: list[str]
+
+
+# --- what of a document to show: `kb show` and the MCP get tool cut it the same way ------------------
+
+HEADLINE = 6  # a finding's evidence entries shown unless all are asked for (an AIPerf export gives 65)
+
+
+def headline_metric(metric: str, said: str) -> bool:
+    """Whether the title and claim (`said`, lowercase) name the metric: by its name, its words
+    (output token throughput) or its initials (time_to_first_token: ttft)."""
+    words = [w for w in metric.lower().replace("-", "_").split("_") if w]
+    initials = "".join(w[0] for w in words)
+    return metric.lower() in said or " ".join(words) in said or (len(words) > 2 and f"{initials}" in said.split())
+
+
+def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, int]:
+    """A finding with more than HEADLINE evidence entries cut to its headline metrics, those its title and
+    claim name (else its first entries): the card to render, the document with `evidence_total`, and how many
+    entries it has in all (0 when nothing was cut). Anything else as it is."""
+    card = stored.card
+    evidence = list(getattr(card, "evidence", None) or [])
+    if len(evidence) <= HEADLINE:
+        return card, document, 0
+    said = " ".join(str(getattr(card, name, "") or "") for name in ("title", "claim")).lower()
+    for ch in ",:;()":
+        said = said.replace(ch, " ")
+    kept = [n for n, entry in enumerate(evidence) if headline_metric(entry.metric, said)][:HEADLINE] or list(
+        range(HEADLINE)
+    )
+    data = document.to_json()
+    data["evidence"] = [data["evidence"][n] for n in kept]
+    data["evidence_total"] = len(evidence)
+    cut = card.model_copy(update={"evidence": [evidence[n] for n in kept]})
+    return cut, Document.model_validate(data), len(evidence)
+
+
+def only_fields(document: Document, fields: Sequence[str]) -> tuple[Document, str]:
+    """The document with only the fields asked for (and id, kind, path; body when asked), and its
+    text: a line a field, and one naming the fields it does not have (not an error: of several documents
+    asked for at once, a skill has no evidence and a finding no description)."""
+    data = document.to_json()
+    kept = {key: data[key] for key in fields if key in data and key not in ("id", "kind", "path", "body")}
+    body = data.get("body", "") if "body" in fields else None
+    missing = [key for key in fields if key not in data]
+    lines = [f"{data['id']} [{data['kind']}]", *(f"{key}: {json.dumps(value)}" for key, value in kept.items())]
+    if missing:
+        lines.append(f"(no field {', '.join(missing)})")
+    text = "\n".join(lines) + (f"\n\n{body}" if body else "")
+    trimmed = Document.model_validate(
+        {"id": data["id"], "kind": data["kind"], "path": data["path"], "body": body, **kept}
+    )
+    return trimmed, text
 
 
 class ServedKb(Payload):

@@ -1,9 +1,9 @@
 """The `kb` command: parse arguments, call the KnowledgeBase facade, print.
 
 No SQL, git or card logic here. Here: the commands on cards (init, add, show, list, edit, log,
-recent, lint, supersede, gaps, review, confirm, refute, retire, reopen, stats, import), serve and
-schema. The application, its shared options and helpers are base.py; the other commands, by what
-they are about, in the modules beside it: evidence (add-finding, compare, plot), gates, search
+recent, lint, gaps, stats, import), serve and schema. The application, its shared options and helpers are
+base.py; the other commands, by what they are about, in the modules beside it: curating (link, supersede,
+review, confirm, refute, retire, reopen), evidence (add-finding, compare, plot), gates, search
 (search, index, eval), skills, install (skill install, kb agent), reuse (sync, sources, export,
 new-project), web (ui, site), daemon (status, daemon status/stop).
 """
@@ -107,26 +107,55 @@ def show(
             show_default=False,
         ),
     ],
+    field: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--field",
+            help="Only this field (body: the text), as a line each; repeatable. A field a card lacks is named.",
+            show_default=False,
+        ),
+    ] = None,
+    all_metrics: Annotated[
+        bool, typer.Option("--all-metrics", help="A finding's every evidence entry, not only the headline ones.")
+    ] = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Print cards, or skills by their names (what any search hit names): each one's file (--json: the MCP
-    get tool's answer, each one's fields, path and body, and the ids that match nothing)."""
+    """Print cards, or skills by their names (what any search hit names): each one's file, a finding with
+    more than 6 evidence entries (a benchmark export's 65) cut to its headline metrics unless --all-metrics
+    (--json: the MCP get tool's answer, each one's fields, path and body, and the ids that match nothing)."""
+    from kbtool.model import markdown
+    from kbtool.model.contracts.reading import headline_evidence, only_fields
     from kbtool.model.records import StoredCard
     from kbtool.skills.spec import render_skill
 
     base = open_kb(kb)
     found, items = base.documents(card_ids)
+    shown = [ref for ref in dict.fromkeys(card_ids) if ref not in found.missing]
+    documents, texts, cut = [], [], []
+    for ref, item, document in zip(shown, items, found.cards, strict=True):
+        if isinstance(item, StoredCard):
+            card, document, total = (item.card, document, 0) if all_metrics else headline_evidence(item, document)
+            owner, _ = base.owner_of(ref)  # SOURCE:ID: the file is in that source
+            # uncut, the file as git holds it; cut, the card rendered with the evidence kept
+            text = markdown.render(card, item.body) if total else (owner.root / item.path).read_text(encoding="utf-8")
+            if total:
+                cut.append(f"{item.id}: {len(getattr(card, 'evidence', []))} of {total}")
+        else:
+            text = render_skill(item)
+        if field:
+            document, text = only_fields(document, field)
+            text += "\n"
+        documents.append(document)
+        texts.append(text)
     if as_json:
-        print_json(found.to_json())
+        print_json(found.model_copy(update={"cards": documents}).to_json())
     else:
-        shown = [ref for ref in dict.fromkeys(card_ids) if ref not in found.missing]
-        for ref, item in zip(shown, items, strict=True):
-            if isinstance(item, StoredCard):
-                owner, _ = base.owner_of(ref)  # SOURCE:ID: the file is in that source
-                typer.echo((owner.root / item.path).read_text(encoding="utf-8"), nl=False)
-            else:
-                typer.echo(render_skill(item), nl=False)
+        for text in texts:
+            typer.echo(text, nl=False)
+    if cut and (not field or "evidence" in field):
+        note = f"evidence cut to the headline metrics ({'; '.join(cut)} entries shown); --all-metrics for all"
+        typer.echo(f"kb: note: {note}", err=True)
     if found.missing:
         raise CardNotFound(f"no card or skill with id {', '.join(found.missing)}")
 
@@ -140,6 +169,8 @@ def list_cards(
     applies_for: For = None,
     only_applying: OnlyApplying = False,
     no_sources: NoSources = False,
+    limit: Annotated[int | None, typer.Option(min=1, help="Show at most this many cards.")] = None,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many cards first (the next page).")] = 0,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
@@ -158,10 +189,24 @@ def list_cards(
         "for": applies_for or [],
         "only_applying": only_applying,
     }
+    paged = limit is not None or offset
     if as_json:
-        typer.echo(run_operation(root_of(kb), "list", {**query, "json_text": True}))
+        text = run_operation(root_of(kb), "list", {**query, "json_text": True})
+        typer.echo(page_of_cards(text, offset, limit) if paged else text)
     else:
-        print_rows(run_operation(root_of(kb), "list", {**query, "brief": True}))
+        rows = run_operation(root_of(kb), "list", {**query, "brief": True})
+        print_rows(rows[offset : None if limit is None else offset + limit])
+
+
+def page_of_cards(listed: str, offset: int, limit: int | None) -> str:
+    """One page of `kb list --json`'s answer, as the MCP list tool pages it (limit, offset): the cards from
+    offset, total all that match, truncated when more follow."""
+    import json
+
+    page = json.loads(listed)
+    end = len(page["cards"]) if limit is None else offset + limit
+    page.update(cards=page["cards"][offset:end], offset=offset, truncated=end < page["total"])
+    return json.dumps(page, ensure_ascii=False, indent=1)
 
 
 @app.command()
@@ -199,13 +244,20 @@ def log(
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """The git history of one card, newest first (--json: the MCP log tool's answer, every commit)."""
+    """The git history of one card, newest first, with the reasons given; a gate's recorded runs first (--json:
+    the MCP log tool's answer, every commit)."""
     found = open_kb(kb).card_log(card_id)
     if as_json:
         print_json(found.to_json())
-    else:
-        for c in found.commits:
-            typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.subject}")
+        return
+    for run in found.runs or []:
+        typer.echo(f"run {run.line()}")
+    if found.runs_total and found.runs and found.runs_total > len(found.runs):
+        typer.echo(f"({len(found.runs)} of {found.runs_total} runs shown: the newest)")
+    for c in found.commits:
+        typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.subject}")
+        if c.reason:
+            typer.echo(f"    {c.reason}")
 
 
 @app.command()
@@ -267,23 +319,6 @@ def lint(
 
 
 @app.command()
-def supersede(
-    old: Annotated[str, typer.Argument(help="The card that no longer holds.")],
-    new: Annotated[str, typer.Argument(help="The card that replaces it.")],
-    reason: Annotated[str | None, typer.Option(help="Why, recorded in the old card and the commit.")] = None,
-    allow_secret: AllowSecret = False,
-    kb: KbPath = None,
-    as_json: JsonOut = False,
-) -> None:
-    """Mark OLD superseded by NEW: links both ways, one commit; search demotes OLD."""
-    old_card, new_card = open_kb(kb, allow_secret).supersede(old, new, reason, agent=current_agent())
-    if as_json:
-        print_json({"superseded": old_card.to_dict(body=False), "by": new_card.to_dict(body=False)})
-    else:
-        typer.echo(f"{old_card.id} superseded by {new_card.id}")
-
-
-@app.command()
 def gaps(
     applies_for: For = None,
     only_applying: OnlyApplying = False,
@@ -306,74 +341,6 @@ def gaps(
         why = f"  (reopened: {g['reopened']})" if g.get("reopened") else ""
         applies = f"{g['applies']:<7}  " if g.get("applies") else ""
         typer.echo(f"{g['priority']:<6}  {applies}{g['id']}  {g['question']}{why}")
-
-
-@app.command()
-def review(kb: KbPath = None, as_json: JsonOut = False) -> None:
-    """Cards agents wrote that nobody has reviewed yet, oldest first: confirm or refute each."""
-    waiting = open_kb(kb).review_queue()
-    if as_json:
-        print_json([c.to_dict(body=False) for c in waiting])
-        return
-    for c in waiting:
-        typer.echo(
-            f"{c.id}  [{c.card.kind}, {c.card.status}]  by {c.card.provenance.agent}, "
-            f"{c.card.provenance.created or 'undated'}  {c.card.title}"
-        )
-    typer.echo(
-        f"{len(waiting)} card(s) to review: `kb show ID`, then `kb confirm ID` or `kb refute ID --reason R`"
-        if waiting
-        else "nothing to review",
-        err=True,
-    )
-
-
-@app.command()
-def confirm(
-    card_id: CardRef,
-    reason: Annotated[str | None, typer.Option(help="What you checked, recorded in the commit.")] = None,
-    allow_secret: AllowSecret = False,
-    kb: KbPath = None,
-    as_json: JsonOut = False,
-) -> None:
-    """Vouch for a card (an agent's, typically): status confirmed, you as reviewer; one commit."""
-    print_written(open_kb(kb, allow_secret).confirm(card_id, reason, agent=current_agent()), as_json)
-
-
-@app.command()
-def refute(
-    card_id: CardRef,
-    reason: Annotated[str, typer.Option(help="Why it does not hold, recorded in the commit.")],
-    allow_secret: AllowSecret = False,
-    kb: KbPath = None,
-    as_json: JsonOut = False,
-) -> None:
-    """Reject a card: status refuted (search demotes it, packs leave it out), you as reviewer; one commit."""
-    print_written(open_kb(kb, allow_secret).refute(card_id, reason, agent=current_agent()), as_json)
-
-
-@app.command()
-def retire(
-    card_id: CardRef,
-    reason: Annotated[str, typer.Option(help="Why it no longer applies, recorded in the commit.")],
-    allow_secret: AllowSecret = False,
-    kb: KbPath = None,
-    as_json: JsonOut = False,
-) -> None:
-    """Retire a card that no longer applies (search demotes it, packs leave it out); one commit."""
-    print_written(open_kb(kb, allow_secret).set_status(card_id, "retired", reason, agent=current_agent()), as_json)
-
-
-@app.command()
-def reopen(
-    card_id: CardRef,
-    reason: Annotated[str, typer.Option(help="Why the question is open again, recorded in the commit.")],
-    allow_secret: AllowSecret = False,
-    kb: KbPath = None,
-    as_json: JsonOut = False,
-) -> None:
-    """Reopen a gap: what closed it is cleared (the findings keep their links); one commit."""
-    print_written(open_kb(kb, allow_secret).set_status(card_id, "open", reason, agent=current_agent()), as_json)
 
 
 @app.command()
@@ -518,6 +485,7 @@ def schema_export(
 
 # the command groups register their commands on app when imported
 import kbtool.surfaces.cli.briefing  # noqa: E402
+import kbtool.surfaces.cli.curating  # noqa: E402
 import kbtool.surfaces.cli.daemon  # noqa: E402
 import kbtool.surfaces.cli.evidence  # noqa: E402
 import kbtool.surfaces.cli.gates  # noqa: E402

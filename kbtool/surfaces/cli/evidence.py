@@ -42,13 +42,22 @@ def compare(
     candidate: Annotated[str, typer.Argument(help="An export, a folder of exports (a run each), or a finding id.")],
     baseline: Annotated[str, typer.Argument(help="The same, for the baseline.")],
     ignore_condition: IgnoreCondition = None,
+    metric: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--metric", help="Only this metric, as the rows name it (repeatable; default: all).", show_default=False
+        ),
+    ] = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Each metric both sides measured under the same load: the means with their 95% intervals, the change
     with its interval, and a verdict (better, worse, no clear change). Runs at different loads (concurrency,
-    rate, prompt and output lengths, ...) are refused, naming the condition."""
+    rate, prompt and output lengths, ...) are refused, naming the condition. (--json: the MCP compare tool's
+    answer; with --metric, `total` says how many rows there are in all.)"""
     result = open_kb(kb).compare(candidate, baseline, ignore=ignore_condition or [])
+    if metric:
+        result = result.only(metric, len(result.metrics))
     if as_json:
         print_json(result.to_json())
         return

@@ -35,6 +35,7 @@ from kbtool.surfaces.cli.base import (
 def search(
     query: Annotated[str | None, typer.Argument(help="What to look for, in words.")] = None,
     k: Annotated[int, typer.Option("-k", help="How many cards to return.")] = 10,
+    offset: Annotated[int, typer.Option(min=0, help="Skip this many hits first (the next -k).")] = 0,
     kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
     status: Status = None,
     tag: Tags = None,
@@ -59,6 +60,8 @@ def search(
 
     if (query is None) == (batch is None):
         raise BadInput("give a QUERY or --batch FILE (one of them)")
+    if batch is not None and offset:
+        raise BadInput("--offset pages one QUERY's hits; with --batch, give each line its own k")
     options = {
         "k": k,
         "kind": kind,
@@ -81,7 +84,10 @@ def search(
         for result in run_searches(root_of(kb), requests):
             typer.echo(json.dumps(result, ensure_ascii=False))
         return
-    [result] = run_searches(root_of(kb), [{"query": query, **options}])
+    [result] = run_searches(root_of(kb), [{"query": query, **options, "k": k + offset}])
+    if offset:  # the hits past offset, as the MCP search tool pages them (SearchPage.whole)
+        hits = result["hits"][offset:]
+        result.update(hits=hits, shown=len(hits), found=len(hits), offset=offset)
     if as_json:
         print_json(result)
     else:

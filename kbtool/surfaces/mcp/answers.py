@@ -14,6 +14,7 @@ from mcp_types import CallToolResult, TextContent
 
 from kbtool.model.contracts import (
     CardAdded,
+    CardEdited,
     CardLog,
     CardPage,
     Comparison,
@@ -32,8 +33,13 @@ from kbtool.model.contracts import (
     SearchPage,
     ServedKbs,
     SkillList,
+    SkillPacked,
     StatusChange,
 )
+
+# the same cuts as `kb show` makes
+from kbtool.model.contracts.reading import headline_evidence as headline_cut
+from kbtool.model.contracts.reading import only_fields as only_fields
 from kbtool.model.records import StoredCard
 
 P = TypeVar("P", bound=Payload)
@@ -81,15 +87,26 @@ def fitting(lines: list[str], items: list[Any], budget: int = LIST_BUDGET - FOOT
     return len(items)
 
 
-def budget_page(page: P, where: Page, field: str, lines: list[str], noun: str, tool: str) -> CallToolResult:
+def budget_page(
+    page: P,
+    where: Page,
+    field: str,
+    lines: list[str],
+    noun: str,
+    tool: str,
+    head: list[str] = (),  # type: ignore[assignment]
+) -> CallToolResult:
     """The page cut to the items that fit LIST_BUDGET (fitting), flagged `truncated` when more follow, and
     its text with the footer saying how many it shows and where the next page starts (`where`: the page's
-    total and offset)."""
-    items = page.to_json()[field]
-    shown = fitting(lines, items)
+    total and offset). head: lines before the items (and what the page holds beside them), counted first."""
+    data = page.to_json()
+    items = data[field]
+    beside = len(json.dumps({k: v for k, v in data.items() if k != field})) if head else 0
+    spent = sum(len(line) + 1 for line in head) + beside
+    shown = fitting(lines, items, LIST_BUDGET - FOOTER_ROOM - spent)
     more = where.offset + shown < where.total
     cut = page.model_copy(update={field: getattr(page, field)[:shown], "truncated": more})
-    return result(paged(lines[:shown], where, shown, noun, tool, cut=shown < len(items)), cut)
+    return result(paged([*head, *lines[:shown]], where, shown, noun, tool, cut=shown < len(items)), cut)
 
 
 def brackets(*marks: str | None) -> str:
@@ -144,56 +161,17 @@ def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
     return result(text, page)
 
 
-HEADLINE = 6  # a finding's evidence entries `get` shows unless asked for all
-
-
-def headline_metric(metric: str, said: str) -> bool:
-    """Whether the title and claim (`said`, lowercase) name the metric: by its name, its words
-    (output token throughput) or its initials (time_to_first_token: ttft)."""
-    words = [w for w in metric.lower().replace("-", "_").split("_") if w]
-    initials = "".join(w[0] for w in words)
-    return metric.lower() in said or " ".join(words) in said or (len(words) > 2 and f"{initials}" in said.split())
-
-
 def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, str]:
-    """A finding with more than HEADLINE evidence entries (an AIPerf export gives 65) cut to its headline
-    metrics, those its title and claim name (else its first entries): the card to render, the document with
-    `evidence_total`, and the line saying how to get them all. Anything else as it is."""
-    card = stored.card
-    evidence = list(getattr(card, "evidence", None) or [])
-    if len(evidence) <= HEADLINE:
+    """A finding's evidence cut to its headline metrics (kbtool.model.contracts.reading.headline_evidence, as
+    `kb show` cuts it), and the line saying how to get them all."""
+    card, document, total = headline_cut(stored, document)
+    if not total:
         return card, document, ""
-    said = " ".join(str(getattr(card, name, "") or "") for name in ("title", "claim")).lower()
-    for ch in ",:;()":
-        said = said.replace(ch, " ")
-    kept = [n for n, entry in enumerate(evidence) if headline_metric(entry.metric, said)][:HEADLINE] or list(
-        range(HEADLINE)
-    )
-    data = document.to_json()
-    data["evidence"] = [data["evidence"][n] for n in kept]
-    data["evidence_total"] = len(evidence)
     note = (
-        f"\n(evidence: {len(kept)} of {len(evidence)} entries shown, the headline metrics; "
+        f"\n(evidence: {len(card.evidence)} of {total} entries shown, the headline metrics; "
         "get again with all_metrics=true for all)"
     )
-    return card.model_copy(update={"evidence": [evidence[n] for n in kept]}), Document.model_validate(data), note
-
-
-def only_fields(document: Document, fields: list[str]) -> tuple[Document, str]:
-    """The document with only the fields asked for (and id, kind, path; body when asked, else empty), and its
-    text: a line a field."""
-    data = document.to_json()
-    kept = {key: data[key] for key in fields if key in data and key not in ("id", "kind", "path", "body")}
-    body = data.get("body", "") if "body" in fields else ""
-    missing = [key for key in fields if key not in data]
-    lines = [f"{data['id']} [{data['kind']}]", *(f"{key}: {json.dumps(value)}" for key, value in kept.items())]
-    if missing:
-        lines.append(f"(no field {', '.join(missing)})")
-    text = "\n".join(lines) + (f"\n\n{body}" if body else "")
-    trimmed = Document.model_validate(
-        {"id": data["id"], "kind": data["kind"], "path": data["path"], "body": body, **kept}
-    )
-    return trimmed, text
+    return card, document, note
 
 
 def documents(found: Documents, texts: list[str]) -> CallToolResult:
@@ -267,10 +245,16 @@ def skill_list(page: SkillList) -> CallToolResult:
 
 
 def card_log(page: CardLog) -> CallToolResult:
+    """The commits, each with its reason when one was given; a gate's newest runs first of all (its verdicts)."""
+    runs = [f"run {r.line()}" for r in page.runs or []]
+    if runs and page.runs_total and page.runs_total > len(runs):
+        runs.append(f"({len(runs)} of {page.runs_total} runs shown: the newest; all in runs/gates/{page.id}.jsonl)")
     if not page.commits:
-        return result(paged(["no commits"], page, 0, "commits", "log"), page)
-    lines = [f"{c.sha[:10]} {c.date} {c.author}: {c.subject}" for c in page.commits]
-    return budget_page(page, page, "commits", lines, "commits", "log")
+        return result(paged([*runs, "no commits"], page, 0, "commits", "log"), page)
+    lines = [
+        f"{c.sha[:10]} {c.date} {c.author}: {c.subject}{f' — {c.reason}' if c.reason else ''}" for c in page.commits
+    ]
+    return budget_page(page, page, "commits", lines, "commits", "log", head=runs)
 
 
 def recent_changes(page: RecentChanges) -> CallToolResult:
@@ -324,6 +308,23 @@ def finding_added(added: FindingAdded) -> CallToolResult:
 
 def card_added(added: CardAdded) -> CallToolResult:
     return result(f"added {added.id} ({added.path}) as a draft, awaiting review by a person", added)
+
+
+def card_edited(edited: CardEdited) -> CallToolResult:
+    if not edited.changed:
+        return result(f"{edited.id} already says that: nothing committed", edited)
+    links = [
+        f"{name} {', '.join(ids)}"
+        for name, ids in (("related", edited.related), ("contradicts", edited.contradicts))
+        if ids
+    ]
+    return result(f"{edited.id} changed (one commit){'; links: ' + '; '.join(links) if links else ''}", edited)
+
+
+def skill_packed(packed: SkillPacked) -> CallToolResult:
+    return result(
+        f"{packed.path}/SKILL.md: {packed.cards} cards ({packed.description}); get {packed.name} to read it", packed
+    )
 
 
 def superseded(old: StatusChange) -> CallToolResult:

@@ -20,7 +20,9 @@ from kbtool.model.contracts import SEARCH_KINDS, SearchRequest
 from kbtool.model.vocabulary import KINDS, STATUSES
 from kbtool.surfaces.mcp.shelf import Shelf
 
-READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# destructive and idempotent hints mean something only when a tool is not read-only (the MCP spec): left out,
+# ~150 tokens of every session
+READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # add_finding and add_card only add (a new card, one commit)
 WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 # supersede and set_status change what an existing card means to every later search (git keeps the old text)
@@ -48,15 +50,12 @@ NewTags = Annotated[list[str] | None, Field(description="the new card's tags")]
 CardKind = Annotated[Literal[KINDS] | None, Field(description="only this kind")]  # type: ignore[valid-type]
 KbChoice = Annotated[str | None, Field(description="which knowledge base (kbs lists them); default: the first")]
 CardId = Annotated[str, Field(description="a card id (or a unique prefix of one)")]
-Limit = Annotated[int, Field(ge=1, le=10_000, description="page size")]
+Limit = Annotated[int, Field(ge=1, description="page size")]
 Offset = Annotated[int, Field(ge=0, description="for the next page")]
 Budget = Annotated[int, Field(ge=200, le=100_000, description="characters of text at most")]
 For = Annotated[
     dict[str, str] | None,
-    Field(
-        description='the environment, {"hardware": "H100"} (default: kb.toml): how each card applies, those '
-        "scoped elsewhere last"
-    ),
+    Field(description='the environment judged by, {"hardware": "H100"}; default: kb.toml'),
 ]
 OnlyApplying = Annotated[bool, Field(description="with for: leave out cards scoped elsewhere")]
 

@@ -3,7 +3,7 @@ work (what an agent may change of others' is held by kbtool.curation.review, beh
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
@@ -11,9 +11,9 @@ from pydantic import Field
 
 from kbtool.curation.review import SETTABLE_STATUSES
 from kbtool.facade.knowledge_base import KnowledgeBase
-from kbtool.model.contracts import LintPage, StatusChange
+from kbtool.model.contracts import CardEdited, LintPage, StatusChange
 from kbtool.model.records import StoredCard, brief
-from kbtool.model.vocabulary import LINT_CLASSES, words
+from kbtool.model.vocabulary import LINT_CLASSES
 from kbtool.surfaces.mcp import answers
 from kbtool.surfaces.mcp.tools.base import (
     CHANGES,
@@ -32,7 +32,7 @@ from kbtool.surfaces.mcp.tools.base import (
 AGENT_STATUSES = tuple(s for s in SETTABLE_STATUSES if s != "confirmed")
 
 # the classes named from the one list of them, so a new class cannot be left out of the description
-LINT_DESCRIPTION = f"Check the knowledge base ({words(LINT_CLASSES, 'and')}): errors and warnings."
+LINT_DESCRIPTION = "Check the knowledge base: errors and warnings, a line each (skip: the classes not to run)."
 
 
 @tool(READS, description=LINT_DESCRIPTION)
@@ -73,24 +73,65 @@ async def set_status(
         str,
         # offered as an enum of the agent's statuses, read as any string: `confirmed` then gets review's
         # refusal, which says whose it is, instead of a validation error
-        Field(
-            description="refuted or retired: withdraw a card you wrote; open: reopen a gap",
-            json_schema_extra={"enum": list(AGENT_STATUSES)},
-        ),
+        Field(json_schema_extra={"enum": list(AGENT_STATUSES)}),
     ],
     reason: str,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, StatusChange]:
-    """Withdraw an unreviewed card you wrote, or reopen a gap (one commit with the reason). Confirming
-    is a person's, or a locked gate's (gate_run confirms)."""
+    """Withdraw (refuted, retired) an unreviewed card you wrote, or reopen a gap (open); one commit with the
+    reason. Confirming is a person's, or a locked gate's."""
     agent = agent_name(ctx)
     return await on(
         ctx, kb, lambda base: answers.status_set(status_change(base.set_status(id, status, reason, agent=agent)))
     )
 
 
+@tool(CHANGES)
+async def edit(
+    ctx: Context,
+    id: CardId,
+    title: str | None = None,
+    body: Annotated[str | None, Field(description="markdown")] = None,
+    tags: Annotated[list[str] | None, Field(description="replace the tags")] = None,
+    fields: Annotated[
+        dict[str, Any] | None,
+        Field(description='as in add_card, and {"provenance": {"url": ...}}'),
+    ] = None,
+    kb: KbChoice = None,
+) -> Annotated[CallToolResult, CardEdited]:
+    """Edit a card you wrote, until a person reviews it (one commit). Others' cards: add your own and link it."""
+    agent = agent_name(ctx)
+
+    def answer(base: KnowledgeBase) -> CallToolResult:
+        before = base.get(id).version
+        stored = base.edit(id, body=body, title=title, tags=tags, values=fields or {}, agent=agent)
+        return answers.card_edited(CardEdited.of(stored, stored.version != before))
+
+    return await on(ctx, kb, answer)
+
+
+@tool(CHANGES)
+async def link(
+    ctx: Context,
+    id: CardId,
+    to: Annotated[list[str], Field(description="card ids")],
+    relation: Literal["related", "contradicts"] = "related",
+    remove: bool = False,
+    kb: KbChoice = None,
+) -> Annotated[CallToolResult, CardEdited]:
+    """Link a card you wrote to others (related, or contradicts: a result that disagrees), or unlink; one commit."""
+    agent = agent_name(ctx)
+
+    def answer(base: KnowledgeBase) -> CallToolResult:
+        before = base.get(id).version
+        stored = base.link(id, to, relation, remove, agent=agent)
+        return answers.card_edited(CardEdited.of(stored, stored.version != before))
+
+    return await on(ctx, kb, answer)
+
+
 def status_change(stored: StoredCard, superseded_by: str | None = None) -> StatusChange:
     return StatusChange(**brief(stored), path=stored.path, superseded_by=superseded_by)
 
 
-TOOLS: tuple[Tool, ...] = (lint, supersede, set_status)
+TOOLS: tuple[Tool, ...] = (lint, supersede, set_status, edit, link)

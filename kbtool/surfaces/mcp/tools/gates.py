@@ -34,8 +34,8 @@ async def compare(
     metrics: Annotated[list[str] | None, Field(description="only these (default: the headline ones)")] = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Comparison]:
-    """Judge a change before recording it: each metric's means with 95% intervals, the change and a
-    verdict (better, worse, no clear change). Runs at different loads are refused."""
+    """Judge a change before recording it: each metric's means, 95% intervals, change and verdict
+    (better, worse, no clear change); runs at different loads are refused."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         whole = base.compare(candidate, baseline, ignore=ignore_conditions or [])

@@ -58,7 +58,7 @@ MAX_GET = 50  # cards one get may ask for: a context, not an export
 
 @tool(READS)
 async def kbs(ctx: Context) -> Annotated[CallToolResult, ServedKbs]:
-    """The knowledge bases served: name (the `kb` argument), path, counts, default, writable."""
+    """The knowledge bases served, by name (the `kb` argument), with counts."""
     shelf = shelf_of(ctx)
     return await shelf.answer(None, lambda _: answers.served_kbs(shelf.served()))
 
@@ -80,8 +80,8 @@ async def search(
     only_applying: OnlyApplying = False,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, SearchPage]:
-    """Search cards and skills (keywords and meaning), best first, a line each; superseded and refuted
-    last. `get` a hit's id for the whole of it."""
+    """Cards and skills by keywords and meaning, best first, a line each (superseded and refuted last);
+    `get` a hit's id."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         asked = present(kind=kind, status=status, tags=tags, **{"for": applies_for})
@@ -110,8 +110,7 @@ async def get(
     all_metrics: Annotated[bool, Field(description="a finding's every metric, not the headline ones")] = False,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Documents]:
-    """Whole cards or skills (a skill's SKILL.md, to follow step by step): markdown as text, fields as
-    structured content."""
+    """Whole cards or skills (a skill's SKILL.md, to follow): markdown as text, fields as structured content."""
     refs = ([id] if id else []) + list(ids or [])
     if not refs or (id and ids):
         raise ToolError("get: give id (one card) or ids (several), not both and not neither")
@@ -139,6 +138,8 @@ def whole_documents(
             text = render_skill(item)
         if fields:
             document, text = answers.only_fields(document, fields)
+        else:  # the text is the markdown, body and all: a second copy in the structured content doubled the cost
+            document = document.model_copy(update={"body": None})
         texts.append(text)
         documents.append(document)
     return answers.documents(found.model_copy(update={"cards": documents}), texts)
@@ -180,8 +181,7 @@ async def gaps(
     offset: Offset = 0,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, OpenGaps]:
-    """The open questions, high priority first: what to measure next (`reopened`: what closed it no
-    longer holds)."""
+    """The open questions, high priority first: what to measure next."""
     return await on(ctx, kb, lambda base: answers.open_gaps(base.open_gaps(applies_for, only_applying, limit, offset)))
 
 
@@ -235,7 +235,7 @@ async def skills(
 async def log(
     ctx: Context, id: CardId, limit: Limit = 50, offset: Offset = 0, kb: KbChoice = None
 ) -> Annotated[CallToolResult, CardLog]:
-    """A card's history, newest first: date, author, subject, what kb did."""
+    """A card's history, newest first, with the reasons given; a gate's recorded runs too."""
     return await on(ctx, kb, lambda base: answers.card_log(base.card_log(id, limit, offset)))
 
 

@@ -10,10 +10,10 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from kbtool.facade.knowledge_base import KnowledgeBase
-from kbtool.model.contracts import CardAdded, FindingAdded, FindingInput
+from kbtool.model.contracts import CardAdded, FindingAdded, FindingInput, SkillPacked
 from kbtool.model.vocabulary import DIRECTIONS, KINDS
 from kbtool.surfaces.mcp import answers
-from kbtool.surfaces.mcp.tools.base import WRITES, KbChoice, NewTags, Tool, agent_name, on, present, tool
+from kbtool.surfaces.mcp.tools.base import CHANGES, WRITES, For, KbChoice, NewTags, Tool, agent_name, on, present, tool
 
 # dict[str, Any] and not the union of what a value may be: the schema stays short, and FindingInput checks each
 Metrics = Annotated[
@@ -42,7 +42,7 @@ async def add_finding(
         dict[str, Any] | None,
         Field(description="scope: model, arch, hardware, precision, phase, workload, engine, modality"),
     ] = None,
-    status: Annotated[Literal["tentative", "draft"], Field(description="a person confirms it")] = "tentative",
+    status: Annotated[Literal["tentative", "draft"], Field()] = "tentative",
     closes: Annotated[str | None, Field(description="a gap's id this answers")] = None,
     tags: NewTags = None,
     project: Annotated[str | None, Field(description="the project that measured it")] = None,
@@ -64,8 +64,8 @@ async def add_finding(
     body: Annotated[str | None, Field(description="notes, in markdown")] = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, FindingAdded]:
-    """Record a measured finding (one commit), tentative until a person reviews it; answers its id and
-    likely duplicates or contradictions."""
+    """Record a measured finding (one commit, tentative until reviewed); answers its id and likely
+    duplicates or contradictions."""
     agent = agent_name(ctx)
     given = present(
         title=title,
@@ -102,7 +102,7 @@ async def add_card(
         dict[str, Any] | None,
         Field(
             description='the kind\'s fields: {"rule": ...} (constraint), {"symptom": ..., "fix": ...} '
-            "(failure-mode), applies_to, source, check; not id, status, links, provenance"
+            "(failure-mode), applies_to, source, check, provenance.url"
         ),
     ] = None,
     tags: NewTags = None,
@@ -120,4 +120,23 @@ async def add_card(
     return await on(ctx, kb, answer)
 
 
-TOOLS: tuple[Tool, ...] = (add_finding, add_card)
+@tool(CHANGES)
+async def skill_pack(
+    ctx: Context,
+    name: Annotated[str, Field(description="the pack's skill name, e.g. h100-pack")],
+    applies_for: For = None,
+    kb: KbChoice = None,
+) -> Annotated[CallToolResult, SkillPacked]:
+    """Write (or rewrite) a knowledge-pack skill of the confirmed cards that apply, each under references/
+    (one commit)."""
+
+    def answer(base: KnowledgeBase) -> CallToolResult:
+        skill = base.pack_skill(name, (), False, None, applies_for or {})
+        cards = int(skill.metadata.get("kb-cards", 0))
+        packed = SkillPacked(name=skill.name, path=skill.path, cards=cards, description=skill.description)
+        return answers.skill_packed(packed)
+
+    return await on(ctx, kb, answer)
+
+
+TOOLS: tuple[Tool, ...] = (add_finding, add_card, skill_pack)
