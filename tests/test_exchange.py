@@ -153,9 +153,13 @@ DAMAGE = {
         lambda ls: edited(ls, "skill-file", lambda r: {**r, "path": "skills/../../escape.sh"}),
         "outside skills/",
     ),
-    "a gate file the lock does not name": (
-        lambda ls: edited(ls, "file", lambda r: {**r, "path": "gates/other.py"}),
-        "not a file a locked gate runs",
+    "a file no gate runs": (
+        lambda ls: [*ls, json.dumps({"type": "file", "path": "gates/other.py", "text": "print(1)"})],
+        "not a file a gate of the export runs",
+    ),
+    "a gate's file changed": (
+        lambda ls: edited(ls, "file", lambda r: {**r, "text": "print(1)"}),
+        "gates/tpot.py, which locked gate 'tpot-under-12-ms' runs, is missing or changed",
     ),
     "a lock that is not its gate's": (
         lambda ls: edited(ls, "lock", lambda r: {**r, "sha256": "0" * 64}),
