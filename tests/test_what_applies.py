@@ -195,6 +195,7 @@ def test_env_judges_every_kind_and_says_when_it_has_nothing_to_judge_by(starter_
 
 def test_export_for_an_environment_marks_each_line_and_reads_back(starter_clone, fast_env, tmp_path):
     root = starter_clone.root
+
     def cards_of(stdout: str) -> list[dict]:  # the card records of an export (a header and gate locks beside)
         return [r for r in map(json.loads, stdout.splitlines()) if r["type"] == "card"]
 
