@@ -33,6 +33,20 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _said(written: Iterable[str]) -> str:
+    """What an import wrote besides cards, in a few words however many skill files it holds."""
+    from kbtool.curation.gate_runs import GATE_RUNS_DIR
+
+    rels = list(written)
+    parts = [p for p in (LOCK_FILE, CONFIG_FILE) if p in rels]
+    counts = {
+        "skill file(s)": sum(r.startswith(f"{SKILLS_DIR}/") for r in rels),
+        "gate run log(s)": sum(r.startswith(f"{GATE_RUNS_DIR}/") for r in rels),
+    }
+    counts["file(s) gates run"] = len(rels) - len(parts) - sum(counts.values())
+    return ", ".join(parts + [f"{n} {what}" for what, n in counts.items() if n])
+
+
 class Exchange(KnowledgeBaseCore):
     """`kb export --format jsonl` and `kb import FILE.jsonl`."""
 
@@ -161,7 +175,7 @@ class Exchange(KnowledgeBaseCore):
                 subject = f"kb import {source.name}: {counts[0]} added, {counts[1]} updated"
                 commit = self.store.write(writes, commit_message(subject, "import"))
         if others:
-            self.note(f"also written: {', '.join(sorted(others))}")
+            self.note(f"also written: {_said(others)}")
         if writes:
             self._refresh_lexical()
         return ImportSummary(
