@@ -71,7 +71,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     # a star: each part needs only the core; KnowledgeBase composes them all
     "facade": [
         {"core", "finding_plan"},  # finding_plan: pure, the findings part plans with it
-        {"curation", "findings", "gates", "imports", "review", "search", "skills", "sources", "status"},
+        {"curation", "exchange", "findings", "gates", "imports", "review", "search", "skills", "sources", "status"},
         {"knowledge_base"},
         {"new_project"},
     ],

@@ -195,19 +195,24 @@ def test_env_judges_every_kind_and_says_when_it_has_nothing_to_judge_by(starter_
 
 def test_export_for_an_environment_marks_each_line_and_reads_back(starter_clone, fast_env, tmp_path):
     root = starter_clone.root
+
+    def cards_of(stdout: str) -> list[dict]:  # the card records of an export (a header and gate locks beside)
+        return [r for r in map(json.loads, stdout.splitlines()) if r["type"] == "card"]
+
     out = run_kb(fast_env, root, "export", "--for", "hardware=H100", "--where", "kind=finding")
-    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    lines = cards_of(out.stdout)
     assert lines and {line["card"]["kind"] for line in lines} == {"finding"}
     marks = [line["applies"] for line in lines]
     assert "other" in marks and marks == sorted(marks, key=lambda m: m == "other")
-    only = run_kb(fast_env, root, "export", "--for", "hardware=H100", "--only-applying").stdout.splitlines()
-    assert only and all(json.loads(line)["applies"] != "other" for line in only)
+    only_out = run_kb(fast_env, root, "export", "--for", "hardware=H100", "--only-applying").stdout
+    only = cards_of(only_out)
+    assert only and all(line["applies"] != "other" for line in only)
     export = tmp_path / "h100.jsonl"
-    export.write_text("\n".join(only) + "\n")
-    not_text = run_kb(fast_env, root, "export", "--where", "applies_to.modality!=text").stdout.splitlines()
-    kept = [json.loads(line)["card"] for line in not_text]
+    export.write_text(only_out)
+    not_text = run_kb(fast_env, root, "export", "--where", "applies_to.modality!=text").stdout
+    kept = [line["card"] for line in cards_of(not_text)]
     assert kept and all((c.get("applies_to") or {}).get("modality") != "text" for c in kept)
-    assert len(kept) < len(run_kb(fast_env, root, "export").stdout.splitlines())
+    assert len(kept) < len(cards_of(run_kb(fast_env, root, "export").stdout))
     other = kbtool.KnowledgeBase.init(tmp_path / "other", "other")
     summary = other.import_cards(export)
     assert summary.added == len(only)

@@ -1,16 +1,14 @@
-"""Cards in bulk: `kb import` of documents (kbtool.store.importer) and cards as JSON Lines, out and back in
-(kbtool.store.exchange), each import one commit."""
+"""Cards in bulk: `kb import` of documents (kbtool.store.importer), each import one commit (JSON Lines out and
+back in: kbtool.facade.exchange)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
 from datetime import date
 from pathlib import Path
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model import markdown
-from kbtool.model.applicability import Environment, nothing_to_judge
 from kbtool.model.contracts import ImportSummary
 from kbtool.model.errors import BadInput, Conflict
 from kbtool.model.fields import drop_none, merge
@@ -81,66 +79,4 @@ class Imports(KnowledgeBaseCore):
                 commit = self.store.write(writes, message)
         return ImportSummary(
             collection=collection, added=added, updated=updated, unchanged=unchanged, retired=retired, commit=commit
-        )
-
-    def export_cards(
-        self,
-        fmt: str = "jsonl",
-        where: Iterable[str] = (),
-        applies_for: Environment = None,
-        only_applying: bool = False,
-    ) -> Iterator[str]:
-        """Every card (matching where) as a line of JSON (kbtool.store.exchange), in path order; for an
-        environment (applies_for over kb.toml [environment]) each line says how its card applies, those
-        scoped elsewhere last (or left out, only_applying)."""
-        from kbtool.store.exchange import FORMATS, export_lines
-
-        if fmt not in FORMATS:
-            raise BadInput(f"--format {fmt}: kb exports {', '.join(FORMATS)}")
-        cards = sorted(self.list(where=where), key=lambda c: c.path)
-        environment = self.environment_for(applies_for)
-        if not environment:
-            if only_applying:
-                raise nothing_to_judge()
-            return export_lines(cards)
-        judged = self.judge(cards, lambda c: c.card.applies_to.model_dump(), environment, only_applying)
-        return export_lines([c for c, _ in judged], {c.id: how for c, how in judged})
-
-    def import_cards(self, path: str | os.PathLike[str]) -> ImportSummary:
-        """Cards from a JSON Lines export, in one commit: new ones added, changed ones updated (never a
-        locked gate), the rest left as they are; a bad line refuses the whole file."""
-        from kbtool.store.exchange import read_lines
-
-        source = Path(path)
-        try:
-            text = source.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInput(f"{path}: cannot read ({exc})") from None
-        records = read_lines(text, source.name, self.config.limits.import_bytes)
-        with self.store.lock():
-            existing = {s.id: s for s in self.cards()}
-            locked = self.gate_locks()
-            writes: dict[str, str] = {}
-            added = updated = unchanged = 0
-            for card, body in records:
-                rel = self.store.relative(self.store.card_path(card.kind, card.id))
-                text_of = self._render(card, body, f"{source.name}: {card.id}")
-                old = existing.get(card.id)
-                if old is not None and old.path != rel:
-                    raise Conflict(f"{source.name}: card {card.id!r} is a {card.kind} there, {old.path} here")
-                if old is not None and markdown.render(old.card, old.body) == text_of:
-                    unchanged += 1
-                    continue
-                if old is not None and card.kind == "gate" and card.id in locked:
-                    raise Conflict(f"{source.name}: gate {card.id!r} differs from the locked one here; nothing written")
-                writes[rel] = text_of
-                added, updated = (added, updated + 1) if old else (added + 1, updated)
-            commit = None
-            if writes:
-                message = commit_message(f"kb import {source.name}: {added} added, {updated} updated", "import")
-                commit = self.store.write(writes, message)
-        if writes:
-            self._refresh_lexical()
-        return ImportSummary(
-            collection=source.name, added=added, updated=updated, unchanged=unchanged, retired=0, commit=commit
         )

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kbtool.facade.curation import Curation
+from kbtool.facade.exchange import Exchange
 from kbtool.facade.findings import Findings
 from kbtool.facade.gates import Gates
 from kbtool.facade.imports import Imports
@@ -33,11 +34,11 @@ if TYPE_CHECKING:
 BRIEF_LIMITS = {"gates": 8, "constraints": 8, "gaps": 5, "findings": 5, "review": 5}  # keeps a brief ~1.5k tokens
 
 
-class KnowledgeBase(Imports, Review, Gates, Findings, Search, Skills, Sources, Curation, Overview):
+class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, Sources, Curation, Overview):
     """One knowledge base: a git repository of cards and skills, and what every surface and Python caller
     uses. Each part is built on the core alone (kbtool/facade/core.py): imports, review (confirm, refute,
-    supersede, status), gates, findings (and compare, plot), search (and related), skills, sources (and
-    sync), curation (lint, stats, gaps, history), overview (status)."""
+    supersede, status), exchange (JSON Lines out and in), gates, findings (and compare, plot), search (and
+    related), skills, sources (and sync), curation (lint, stats, gaps, history), overview (status)."""
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, embedder: Embedder | None = None) -> KnowledgeBase:

@@ -53,17 +53,24 @@ def sync(
 
 @app.command()
 def export(
-    fmt: Annotated[str, typer.Option("--format", help="jsonl: one card a line, {card, body}.")] = "jsonl",
+    fmt: Annotated[
+        str, typer.Option("--format", help="jsonl: a header, then one typed record a line (cards, locks, skills...).")
+    ] = "jsonl",
     out: Annotated[Path | None, typer.Option("--out", help="The file to write (default: stdout).")] = None,
     where: Where = None,
     applies_for: For = None,
     only_applying: OnlyApplying = False,
     kb: KbPath = None,
 ) -> None:
-    """Every card (matching --where) as JSON Lines, lossless: `kb import FILE.jsonl` reads it back (into this
-    or another knowledge base) to the same cards. For an environment (--for, or kb.toml [environment]) each
-    line says how its card applies, those scoped elsewhere last."""
-    lines = open_kb(kb).export_cards(fmt, where or [], applies_for or [], only_applying)
+    """The knowledge base as JSON Lines, lossless: every card (matching --where), each gate's lock with the
+    files its command runs and its run log, every skill file and kb.toml; `kb import FILE.jsonl` reads it
+    back (into this or another knowledge base). A selection (--where, --for) carries cards and their gates
+    only. What it cannot carry (a [[sources]] folder of this machine) is said on stderr and in the header.
+    For an environment (--for, or kb.toml [environment]) each card says how it applies, those scoped
+    elsewhere last."""
+    base = open_kb(kb)
+    lines = base.export_cards(fmt, where or [], applies_for or [], only_applying)
+    show_notices(base)
     if out is None:
         for line in lines:
             typer.echo(line)
@@ -78,7 +85,8 @@ def export(
     except OSError as exc:  # said of the file asked for, not of the staging file beside it
         staging.unlink(missing_ok=True)
         raise BadInput(f"--out {out}: cannot write it ({exc.strerror or exc})") from None
-    typer.echo(f"{text.count(chr(10))} cards written to {out}", err=True)
+    cards = sum(line.startswith('{"type": "card"') for line in lines)
+    typer.echo(f"{cards} cards ({len(lines)} records) written to {out}", err=True)
 
 
 @sources_app.command("update")
