@@ -7,6 +7,7 @@ import builtins
 from typing import TYPE_CHECKING
 
 from kbtool.facade.core import KnowledgeBaseCore
+from kbtool.model.errors import KbError
 
 if TYPE_CHECKING:
     from kbtool.store.sync import SyncResult
@@ -20,6 +21,24 @@ class Sources(KnowledgeBaseCore):
         from kbtool.store.sources import update
 
         done = [(source.name, update(self.root, self.store.state_dir, source)) for source in self.config.sources]
+        self._sources = None
+        return done
+
+    def refresh_sources(self) -> builtins.list[tuple[str, str | None, str | None]]:
+        """Each git source fetched and moved to its ref, as `kb sync` does after syncing, so a team's sources do
+        not go stale: (name, the commit it now reads, None) or (name, None, why it could not be refreshed). A
+        source that cannot be reached is reported, not raised: the sync itself is done. Folder sources are
+        read in place and left alone."""
+        from kbtool.store.sources import update
+
+        done: builtins.list[tuple[str, str | None, str | None]] = []
+        for source in self.config.sources:
+            if source.url is None:
+                continue
+            try:
+                done.append((source.name, update(self.root, self.store.state_dir, source), None))
+            except KbError as exc:
+                done.append((source.name, None, str(exc)))
         self._sources = None
         return done
 
