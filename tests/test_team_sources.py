@@ -192,3 +192,29 @@ def test_a_missing_source_says_how_to_get_it_never_kb_init(tmp_path, fast_env, m
         out = run_kb(fast_env, project.root, *args)
         assert f"source team left out: no knowledge base at {where}; clone it there" in out.stderr, out.stderr
         assert "kb init" not in out.stdout + out.stderr
+
+
+def test_a_copy_recorded_by_path_is_still_the_origins_once_its_folder_has_a_remote(tmp_path, fast_env, team_remote):
+    bare, team = team_remote
+    git(team.root, "remote", "remove", "origin")
+    project = kbtool.init(tmp_path / "project", name="project")
+    assert run_kb(fast_env, project.root, "import", "--from-kb", str(team.root)).returncode == 0
+    assert kbtool.open(project.root).get(RULE).card.provenance.origin.kb == str(team.root)
+    git(team.root, "remote", "add", "origin", str(bare))  # the team's folder now has a remote
+    team.edit(RULE, fields=["rule=GSM8K accuracy within 0.3 points of BF16 for any optimisation"])
+    again = run_kb(fast_env, project.root, "import", "--from-kb", str(team.root), "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["updated"] == 1, again.stderr
+    copy = kbtool.open(project.root).get(RULE).card
+    assert (copy.provenance.origin.kb, copy.provenance.origin.kb_id) == (str(bare), team.kb_id)
+    assert "0.3 points" in copy.rule
+
+
+def test_a_source_is_found_by_its_identity(tmp_path, team_remote):
+    _, team = team_remote
+    project = kbtool.init(tmp_path / "project", name="project")
+    config = project.root / "kb.toml"
+    config.write_text(config.read_text() + '\n[[sources]]\nname = "ours"\npath = "../team-work"\n')
+    git(project.root, "commit", "-qam", "read the team's knowledge base")
+    found = kbtool.open(project.root).source_with_id(team.kb_id)
+    assert found is not None and found[0] == "ours" and found[1].root == team.root
+    assert kbtool.open(project.root).source_with_id("0" * 32) is None

@@ -109,10 +109,12 @@ def import_from_kb(
             writes: dict[str, str | bytes] = {}
             added = updated = unchanged = files = 0
             kb_id = origin.kb_id
+            # a copy made before the remote was recorded names the origin's folder: the same origin
+            names = {recorded, str(origin.root)}
             for stored in chosen:
                 text = _copy_text(target, stored, (recorded, kb_id, commit), known)
                 old = existing.get(stored.id)
-                if old is not None and not _copied_from(old, recorded, kb_id):
+                if old is not None and not _copied_from(old, names, kb_id):
                     raise Conflict(
                         f"{old.path}: a card {stored.id!r} of this knowledge base's own is here; "
                         f"it is not a copy from {recorded}, so nothing was written"
@@ -169,13 +171,13 @@ def _files_a_gate_runs(origin: KnowledgeBase, target: KnowledgeBase, gate: Gate,
     return out
 
 
-def _copied_from(stored: StoredCard, recorded: str, kb_id: str | None) -> bool:
+def _copied_from(stored: StoredCard, names: set[str], kb_id: str | None) -> bool:
     """Whether stored is a copy of the origin's card: the origin named by its identity (wherever a teammate
-    reads it from) or, for a copy made before identities, by the location it recorded."""
+    reads it from) or, for a copy made before identities, by a location it goes by."""
     origin = stored.card.provenance.origin
     if origin is None or origin.id != stored.id:
         return False
-    return origin.kb == recorded or (kb_id is not None and origin.kb_id == kb_id)
+    return origin.kb in names or (kb_id is not None and origin.kb_id == kb_id)
 
 
 def _copy_text(target: KnowledgeBase, stored: StoredCard, origin: tuple[str, str | None, str], known: set[str]) -> str:
