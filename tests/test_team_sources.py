@@ -218,3 +218,15 @@ def test_a_source_is_found_by_its_identity(tmp_path, team_remote):
     found = kbtool.open(project.root).source_with_id(team.kb_id)
     assert found is not None and found[0] == "ours" and found[1].root == team.root
     assert kbtool.open(project.root).source_with_id("0" * 32) is None
+
+
+def test_a_clone_whose_remote_is_out_of_reach_still_starts_a_project(tmp_path, fast_env, team_remote):
+    bare, _ = team_remote
+    clone(bare, tmp_path / "team-clone", "alice")
+    bare.rename(tmp_path / "server-down")  # offline: the remote cannot be reached now
+    made = kb_in(fast_env, tmp_path, "new-project", "p", "--from", "team-clone", "--for", "hardware=H100")
+    assert made.returncode == 0, made.stderr
+    assert f"the source is {bare} (team-clone's git remote origin" in made.stdout
+    assert "not cloned yet (source team: " in made.stdout and "run `kb sources update`" in made.stdout
+    assert f'url = "{bare}"' in (tmp_path / "p" / "kb.toml").read_text()
+    assert kbtool.open(tmp_path / "p").get(RULE).card.provenance.origin.kb == str(bare)

@@ -273,7 +273,12 @@ def new_project(
         message = commit_message(f"kb new-project {name}: read {label} as a source", "init")
         project.store.write({"kb.toml": settings}, message)
         project = KnowledgeBase.open(root)  # with the source and the environment in its settings
-        if project.config.sources[0].url:
+        if project.config.sources[0].url and recorded != location:
+            # the cards come from the folder; its remote is only cloned for later reads, so an unreachable
+            # one (offline) is said, not fatal
+            for _, _, error in project.refresh_sources():
+                said += f"; not cloned yet ({error}): run `kb sources update`" if error else ""
+        elif project.config.sources[0].url:
             project.update_sources()
         summary = import_from_kb(project, location, where=where, applicable=True, environment=environment)
         cards = project.cards()
