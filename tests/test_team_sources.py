@@ -230,3 +230,22 @@ def test_a_clone_whose_remote_is_out_of_reach_still_starts_a_project(tmp_path, f
     assert "not cloned yet (source team: " in made.stdout and "run `kb sources update`" in made.stdout
     assert f'url = "{bare}"' in (tmp_path / "p" / "kb.toml").read_text()
     assert kbtool.open(tmp_path / "p").get(RULE).card.provenance.origin.kb == str(bare)
+
+
+def test_a_project_from_a_bare_repository_names_it_as_given(tmp_path, fast_env, team_remote):
+    bare, _ = team_remote
+    made = kb_in(
+        fast_env,
+        bare.parent,
+        "new-project",
+        "p",
+        "--from",
+        "team.git",
+        "--dir",
+        str(tmp_path / "p"),
+        "--for",
+        "hardware=H100",
+    )
+    assert made.returncode == 0, made.stderr
+    assert made.stdout.splitlines()[1] == f"the source is {bare}"  # no remote of a clone to speak of
+    assert f'url = "{bare}"' in (tmp_path / "p" / "kb.toml").read_text()

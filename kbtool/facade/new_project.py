@@ -252,6 +252,8 @@ def new_project(
         label = source_name or _source_label(origin.config.kb.name)
         # a folder with no git remote is read in place, by a relative path; anything else by its URL
         in_place = Path(recorded).is_dir() and Path(recorded).resolve() == origin.root
+        # a knowledge base's folder recorded by its git remote (a bare repository's path is not one)
+        by_remote = not in_place and (Path(location).expanduser() / "kb.toml").is_file()
     created = not root.exists()
     try:
         project = KnowledgeBase.init(root, name)
@@ -261,7 +263,7 @@ def new_project(
         else:
             where_from = f"url = {json.dumps(recorded)}"
             said = f"the source is {recorded}" + (
-                "" if recorded == location else f" ({location}'s git remote origin, which teammates' clones reach)"
+                f" ({location}'s git remote origin, which teammates' clones reach)" if by_remote else ""
             )
         settings = (root / "kb.toml").read_text(encoding="utf-8") + (
             "\n# the knowledge base this project started from (kb new-project); search, list and gaps read it\n"
@@ -273,7 +275,7 @@ def new_project(
         message = commit_message(f"kb new-project {name}: read {label} as a source", "init")
         project.store.write({"kb.toml": settings}, message)
         project = KnowledgeBase.open(root)  # with the source and the environment in its settings
-        if project.config.sources[0].url and recorded != location:
+        if by_remote:
             # the cards come from the folder; its remote is only cloned for later reads, so an unreachable
             # one (offline) is said, not fatal
             for _, _, error in project.refresh_sources():
