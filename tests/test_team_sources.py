@@ -249,3 +249,11 @@ def test_a_project_from_a_bare_repository_names_it_as_given(tmp_path, fast_env, 
     assert made.returncode == 0, made.stderr
     assert made.stdout.splitlines()[1] == f"the source is {bare}"  # no remote of a clone to speak of
     assert f'url = "{bare}"' in (tmp_path / "p" / "kb.toml").read_text()
+
+
+def test_a_malformed_id_in_kb_toml_is_refused_in_one_line(tmp_path, fast_env):
+    made = kbtool.init(tmp_path / "kb", name="team")
+    config = made.root / "kb.toml"
+    config.write_text(re.sub(r'^id = ".*"$', 'id = "../../etc"', config.read_text(), flags=re.M))
+    out = run_kb(fast_env, made.root, "status")
+    assert out.returncode == 2 and "kb.id" in out.stderr and out.stderr.count("\n") == 1, out.stderr
