@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -111,7 +110,18 @@ def test_a_git_source_is_read_once_updated_and_moves_with_its_branch(tmp_path, t
     kb_run(env, project.root, "sources", "update")
     assert "team:cuda-graph-capture-with-dynamic-shapes" in kb_run(env, project.root, "list").stdout
     listed = json.loads(kb_run(env, project.root, "sources", "list", "--json").stdout)
-    assert listed == [{"name": "team", "from": str(bare), "root": listed[0]["root"], "cards": 3}]
+    head = git(bare, "rev-parse", "HEAD").strip()
+    assert listed[0] | {"committed": None, "fetched": None} == {
+        "name": "team",
+        "from": str(bare),
+        "root": listed[0]["root"],
+        "cards": 3,
+        "kb_id": team.kb_id,
+        "commit": head,
+        "committed": None,
+        "fetched": None,
+    }
+    assert listed[0]["committed"] and listed[0]["fetched"]  # ISO times: the commit's, and the last fetch
     assert commit_count(project.root) == 2  # init and kb.toml: the source's copy is not committed here
 
 
@@ -230,12 +240,18 @@ def test_a_new_h100_project_starts_from_the_starter_kb(starter_clone, env, tmp_p
     root = tmp_path / "sammie"
     assert made["root"] == str(root) and made["source"] == "kb-starter"
     project = kbtool.open(root)
-    assert [s.path for s in project.config.sources] == [os.path.relpath(team.root, root)]
+    # a clone: the source is its remote (here the repository it was cloned from), not the clone's folder
+    assert [s.url for s in project.config.sources] == [str(REPO_ROOT)]
+    assert (
+        made["where_from"]
+        == f"the source is {REPO_ROOT} ({team.root}'s git remote origin, which teammates' clones reach)"
+    )
 
     b200_findings = {c.id for c in team.cards() if c.card.kind == "finding" and c.card.applies_to.hardware == "B200"}
     copies = project.cards()
     assert b200_findings and not b200_findings & {c.id for c in copies}  # none of the B200-only findings
-    assert all(c.card.provenance.origin.kb == str(team.root) for c in copies)
+    assert all(c.card.provenance.origin.kb == str(REPO_ROOT) for c in copies)
+    assert {c.card.provenance.origin.kb_id for c in copies} == {team.kb_id}
     general_rules = {
         c.id
         for c in team.cards()

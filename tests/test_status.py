@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
+import kbtool
 from conftest import git, run_kb
 from kbtool.store import daemons
 from kbtool.surfaces.daemon.client import socket_path
 
-FIELDS = {"root", "name", "index", "vectors", "daemon", "sources"}
+FIELDS = {"root", "name", "id", "index", "vectors", "daemon", "sources"}
 
 
 @pytest.fixture
@@ -51,6 +52,7 @@ def test_status_of_a_fresh_knowledge_base(env, tmp_path):
     report = status_of(env, root)
     assert set(report) == FIELDS
     assert report["name"] == "fresh" and report["root"] == str(root)
+    assert report["id"] == kbtool.open(root).kb_id and len(report["id"]) == 32  # made by kb init
     assert report["index"] == {"built": False, "indexed": 0, "on_disk": 1, "to_refresh": 1, "current": False}
     assert report["vectors"]["model"] == "hashing-384" and not report["vectors"]["ready"]
     assert report["daemon"] is None and report["sources"] == []
@@ -156,6 +158,7 @@ def test_status_names_each_source_with_its_commit_and_age(env, tmp_path):
     commit = git(team, "rev-parse", "HEAD").strip()
     sources = status_of(env, root)["sources"]
     assert sources[0]["name"] == "team" and sources[0]["commit"] == commit and sources[0]["age_days"] == 0
+    assert sources[0]["kb_id"] == kbtool.open(team).kb_id and sources[0]["fetched"] is None  # a folder: no fetch
     assert sources[1] == {
         "name": "later",
         "where": str(team),
@@ -163,5 +166,8 @@ def test_status_names_each_source_with_its_commit_and_age(env, tmp_path):
         "commit": None,  # its copy is made by `kb sources update`
         "committed": None,
         "age_days": None,
+        "fetched": None,  # never fetched: not copied yet
+        "fetched_age_days": None,
+        "kb_id": None,  # read from its copy's kb.toml, once there is one
     }
     assert f"source team: {team} at {commit[:12]}, committed " in run_kb(env, root, "status").stdout

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +36,9 @@ from kbtool.model.cards import Gate
 from kbtool.model.errors import InvalidCard
 from kbtool.model.records import CardSummary, Problem, StoredCard
 from kbtool.model.vocabulary import INACTIVE_STATUSES, KINDS, words
-from kbtool.store.config import LimitsSection, SourceSection
+from kbtool.store.config import LimitsSection
 from kbtool.store.files import LinkOut, leads_out, link_out
 from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Store
-from kbtool.store.sources import source_root
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -433,49 +431,3 @@ def related_findings(
         ):
             contradictions.append(card["id"])
     return {"duplicates": duplicates, "contradictions": contradictions}
-
-
-# --- copies from other knowledge bases (kb import --from-kb) ---------------------------
-
-
-def origin_checkouts(
-    root: Path, state_dir: Path, sources: list[SourceSection], cards: list[StoredCard]
-) -> dict[str, Path]:
-    """For each origin the copies name, a git repository to read its history from: the origin's own
-    folder (or bare repository) when it is on this machine, else this knowledge base's copy of it
-    when kb.toml names it as a source."""
-    out: dict[str, Path] = {}
-    for location in {c.card.provenance.origin.kb for c in cards if c.card.provenance.origin is not None}:
-        if Path(location).is_dir():
-            out[location] = Path(location)
-            continue
-        for source in sources:
-            if location in (source.url, source.path):
-                out[location] = source_root(root, state_dir, source)
-    return out
-
-
-def drift(cards: list[StoredCard], checkouts: dict[str, Path]) -> list[Problem]:
-    """Copies whose original changed (or went) since they were copied, for each origin there is a git
-    checkout of (the origin's own folder, or this knowledge base's copy of it as a source)."""
-    out = []
-    for stored in cards:
-        origin = stored.card.provenance.origin
-        checkout = checkouts.get(origin.kb) if origin is not None else None
-        if origin is None or checkout is None:
-            continue
-        rel = f"{CARDS_DIR}/{stored.card.kind}/{origin.id}.md"
-        log = subprocess.run(
-            ["git", "-C", str(checkout), "log", "--format=%h %as", f"{origin.commit}..HEAD", "--", rel],
-            capture_output=True,
-            text=True,
-        )
-        if log.returncode != 0 or not log.stdout.strip():
-            continue  # unchanged there, or the copy's commit is not in that checkout
-        newest = log.stdout.split("\n", 1)[0]
-        there = subprocess.run(["git", "-C", str(checkout), "cat-file", "-e", f"HEAD:{rel}"], capture_output=True)
-        gone = there.returncode != 0
-        what = "was deleted there" if gone else f"changed there since the copy (latest {newest})"
-        message = f"a copy of {origin.id} from {origin.kb}, which {what}: kb import --from-kb {origin.kb} to take it"
-        out.append(Problem(stored.path, "drift", message, stored.id, severity="warning"))
-    return out

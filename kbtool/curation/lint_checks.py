@@ -116,8 +116,9 @@ def _secrets(run: LintRun) -> list[Problem]:
 
 def _drift(run: LintRun) -> list[Problem]:
     kb = run.kb
-    checkouts = checks.origin_checkouts(kb.root, kb.store.state_dir, kb.config.sources, run.cards)
-    return checks.drift(run.cards, checkouts)
+    from kbtool.curation.drift import drift, origin_checkouts
+
+    return drift(run.cards, origin_checkouts(kb.root, kb.store.state_dir, kb.config.sources, run.cards))
 
 
 def _skills(run: LintRun) -> list[Problem]:

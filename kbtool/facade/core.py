@@ -117,21 +117,31 @@ class KnowledgeBaseCore:
         shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
         raise AmbiguousId(f"{ref!r} matches {len(matches)} cards ({shown}); give more of the id")
 
+    @property
+    def kb_id(self) -> str | None:
+        """This knowledge base's identity in every clone: kb.toml [kb] id, else its root commit's sha
+        (kbtool.store.sources.kb_identity); None before its first commit."""
+        from kbtool.store.sources import kb_identity
+
+        return kb_identity(self.root, self.config.kb.id)
+
     def source_bases(self) -> builtins.list[tuple[str, Self]]:
         """Each source that is there to read, opened once; one that is not (a git source never
         updated, a folder gone) is left out with a notice saying how to get it."""
         if self._sources is None:
-            from kbtool.store.sources import source_root
+            from kbtool.store.sources import missing_source, source_root
 
             self._sources = []
             for source in self.config.sources:
                 where = source_root(self.root, self.store.state_dir, source)
+                if not (where / "kb.toml").is_file():  # said here: the error of opening it would advise `kb init`
+                    self.note(f"source {source.name} left out: {missing_source(source, where)}")
+                    continue
                 try:
                     opened = type(self)(resolve_root(where))
                     self._sources.append((source.name, opened))
                 except KbError as exc:
-                    hint = "run `kb sources update`" if source.url else "check its path in kb.toml"
-                    self.note(f"source {source.name} left out ({exc}); {hint}")
+                    self.note(f"source {source.name} left out ({exc}); {missing_source(source, where)}")
         return self._sources
 
     def owner_of(self, ref: str) -> tuple[Self, str]:

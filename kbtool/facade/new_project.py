@@ -31,6 +31,7 @@ from kbtool.store.git_runner import GitFailed, clone
 from kbtool.store.git_urls import check_git_url
 from kbtool.store.locate import find_root
 from kbtool.store.scratch import scratch as temp_folder
+from kbtool.store.sources import team_remote
 
 if TYPE_CHECKING:
     from kbtool.facade.knowledge_base import KnowledgeBase
@@ -53,7 +54,9 @@ def open_origin(location: str, scratch: Path) -> tuple[KnowledgeBase, str, str]:
             commit = base.store.repo.head.commit.hexsha
         except (ValueError, KbError):
             raise BadInput(f"{location}: a knowledge base with no commit yet; nothing to copy") from None
-        return base, str(base.root), commit
+        # a teammate's clone: copies and sources name the team's remote, which every machine reaches, never
+        # this engineer's folder; a folder with no remote can only be named by its path
+        return base, team_remote(base.root) or str(base.root), commit
     if not path.is_dir():
         check_git_url(location, "the knowledge base to copy from")
     if not (_is_git_url(location) or path.is_dir()):
@@ -105,10 +108,13 @@ def import_from_kb(
             locked = target.gate_locks()
             writes: dict[str, str | bytes] = {}
             added = updated = unchanged = files = 0
+            kb_id = origin.kb_id
+            # a copy made before the remote was recorded names the origin's folder: the same origin
+            names = {recorded, str(origin.root)}
             for stored in chosen:
-                text = _copy_text(target, stored, recorded, commit, known)
+                text = _copy_text(target, stored, (recorded, kb_id, commit), known)
                 old = existing.get(stored.id)
-                if old is not None and not _copied_from(old, recorded):
+                if old is not None and not _copied_from(old, names, kb_id):
                     raise Conflict(
                         f"{old.path}: a card {stored.id!r} of this knowledge base's own is here; "
                         f"it is not a copy from {recorded}, so nothing was written"
@@ -165,15 +171,20 @@ def _files_a_gate_runs(origin: KnowledgeBase, target: KnowledgeBase, gate: Gate,
     return out
 
 
-def _copied_from(stored: StoredCard, recorded: str) -> bool:
+def _copied_from(stored: StoredCard, names: set[str], kb_id: str | None) -> bool:
+    """Whether stored is a copy of the origin's card: the origin named by its identity (wherever a teammate
+    reads it from) or, for a copy made before identities, by a location it goes by."""
     origin = stored.card.provenance.origin
-    return origin is not None and origin.kb == recorded and origin.id == stored.id
+    if origin is None or origin.id != stored.id:
+        return False
+    return origin.kb in names or (kb_id is not None and origin.kb_id == kb_id)
 
 
-def _copy_text(target: KnowledgeBase, stored: StoredCard, recorded: str, commit: str, known: set[str]) -> str:
+def _copy_text(target: KnowledgeBase, stored: StoredCard, origin: tuple[str, str | None, str], known: set[str]) -> str:
+    recorded, kb_id, commit = origin
     data = markdown.card_data(stored.card)
     provenance = dict(data.get("provenance") or {})
-    provenance["origin"] = {"kb": recorded, "id": stored.id, "commit": commit}
+    provenance["origin"] = {"kb": recorded, "id": stored.id, "commit": commit} | ({"kb_id": kb_id} if kb_id else {})
     data["provenance"] = provenance
     links = {rel: [i for i in ids if i in known] for rel, ids in (data.get("links") or {}).items()}
     data["links"] = {rel: ids for rel, ids in links.items() if ids}
@@ -191,11 +202,13 @@ class NewProject:
     locked: list[str]  # the gates locked here
     open_gaps: list[CardSummary]  # the open questions, here and in the source, that apply
     pack: str | None  # the knowledge pack's skill folder, relative to root
+    where_from: str = ""  # where the source is recorded as being: the team's remote, or a path on this machine
 
     def lines(self) -> list[str]:
         copied = ", ".join(f"{n} {kind}{'s' if n != 1 else ''}" for kind, n in sorted(self.copied.items()))
         out = [
             f"created {self.root} reading {self.source} as a source",
+            *([self.where_from] if self.where_from else []),
             f"copied {copied or 'nothing'}; locked {len(self.locked)} gate(s)",
         ]
         if self.pack:
@@ -237,13 +250,21 @@ def new_project(
     with temp_folder("kb-origin-") as scratch:
         origin, recorded, _ = open_origin(location, Path(scratch))  # checked before anything is created
         label = source_name or _source_label(origin.config.kb.name)
+        # a folder with no git remote is read in place, by a relative path; anything else by its URL
+        in_place = Path(recorded).is_dir() and Path(recorded).resolve() == origin.root
+        # a knowledge base's folder recorded by its git remote (a bare repository's path is not one)
+        by_remote = not in_place and (Path(location).expanduser() / "kb.toml").is_file()
     created = not root.exists()
     try:
         project = KnowledgeBase.init(root, name)
-        if Path(recorded).is_dir() and not _is_bare(recorded):  # a folder beside it: read in place, by a relative path
+        if in_place:
             where_from = f"path = {json.dumps(os.path.relpath(recorded, root))}"
+            said = f"{recorded} has no git remote: the source is recorded as a path, found on this machine only"
         else:
             where_from = f"url = {json.dumps(recorded)}"
+            said = f"the source is {recorded}" + (
+                f" ({location}'s git remote origin, which teammates' clones reach)" if by_remote else ""
+            )
         settings = (root / "kb.toml").read_text(encoding="utf-8") + (
             "\n# the knowledge base this project started from (kb new-project); search, list and gaps read it\n"
             f"[[sources]]\nname = {json.dumps(label)}\n{where_from}\n"
@@ -254,7 +275,12 @@ def new_project(
         message = commit_message(f"kb new-project {name}: read {label} as a source", "init")
         project.store.write({"kb.toml": settings}, message)
         project = KnowledgeBase.open(root)  # with the source and the environment in its settings
-        if project.config.sources[0].url:
+        if by_remote:
+            # the cards come from the folder; its remote is only cloned for later reads, so an unreachable
+            # one (offline) is said, not fatal
+            for _, _, error in project.refresh_sources():
+                said += f"; not cloned yet ({error}): run `kb sources update`" if error else ""
+        elif project.config.sources[0].url:
             project.update_sources()
         summary = import_from_kb(project, location, where=where, applicable=True, environment=environment)
         cards = project.cards()
@@ -266,7 +292,7 @@ def new_project(
         pack = project.pack_skill(pack_name, where, general=True).path if summary.added else None
         found = project.gaps_everywhere(only_applying=bool(environment))
         applies = [g for g in found if _applies(g.data, filters)]
-        return NewProject(root, label, copied, locked, applies, pack)
+        return NewProject(root, label, copied, locked, applies, pack, said)
     except BaseException:
         if created:
             shutil.rmtree(root, ignore_errors=True)  # all or nothing: no half-made project is left
@@ -282,7 +308,3 @@ def _applies(data: dict[str, Any], filters: list[Filter]) -> bool:
 def _source_label(text: str) -> str:
     out = "".join(c.lower() if c.isalnum() else "-" for c in text)
     return "-".join(p for p in out.split("-") if p)[:40] or "team"
-
-
-def _is_bare(location: str) -> bool:
-    return not (Path(location) / "kb.toml").is_file()

@@ -4,9 +4,10 @@ team's remote synced (fetch, merge card by card, push)."""
 from __future__ import annotations
 
 import builtins
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from kbtool.facade.core import KnowledgeBaseCore
+from kbtool.model.errors import KbError
 
 if TYPE_CHECKING:
     from kbtool.store.sync import SyncResult
@@ -20,6 +21,29 @@ class Sources(KnowledgeBaseCore):
         from kbtool.store.sources import update
 
         done = [(source.name, update(self.root, self.store.state_dir, source)) for source in self.config.sources]
+        self._sources = None
+        return done
+
+    def source_with_id(self, kb_id: str) -> tuple[str, Self] | None:
+        """(name, the source) of the source whose identity is kb_id, wherever kb.toml says it is (a copy's
+        provenance.origin.kb_id finds its origin so on any teammate's machine); None when no source is it."""
+        return next(((name, base) for name, base in self.source_bases() if base.kb_id == kb_id), None)
+
+    def refresh_sources(self) -> builtins.list[tuple[str, str | None, str | None]]:
+        """Each git source fetched and moved to its ref, as `kb sync` does after syncing, so a team's sources do
+        not go stale: (name, the commit it now reads, None) or (name, None, why it could not be refreshed). A
+        source that cannot be reached is reported, not raised: the sync itself is done. Folder sources are
+        read in place and left alone."""
+        from kbtool.store.sources import update
+
+        done: builtins.list[tuple[str, str | None, str | None]] = []
+        for source in self.config.sources:
+            if source.url is None:
+                continue
+            try:
+                done.append((source.name, update(self.root, self.store.state_dir, source), None))
+            except KbError as exc:
+                done.append((source.name, None, str(exc)))
         self._sources = None
         return done
 

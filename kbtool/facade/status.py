@@ -27,10 +27,11 @@ class Overview(KnowledgeBaseCore):
         return KbStatus(
             root=str(self.root),
             name=self.config.kb.name,
+            id=self.kb_id,
             index=self._index_state(built),
             vectors=self._vector_state(built),
             daemon=daemon_state(daemons.running(self.root)),
-            sources=self._source_states(),
+            sources=self.source_states(),
         )
 
     def _index_state(self, built: bool) -> IndexState:
@@ -57,13 +58,21 @@ class Overview(KnowledgeBaseCore):
         ready = built and model is not None and embedded == chunks
         return VectorState(model=model, chunks=chunks, embedded=embedded, ready=ready, note=note)
 
-    def _source_states(self) -> builtins.list[SourceState]:
-        from kbtool.store.sources import head_commit, source_root
+    def source_states(self) -> builtins.list[SourceState]:
+        from kbtool.store.config import load_config
+        from kbtool.store.sources import head_commit, kb_identity, last_fetch, source_root
 
         states = []
+        now = time.time()
         for source in self.config.sources:
-            head = head_commit(source_root(self.root, self.store.state_dir, source))
+            where = source_root(self.root, self.store.state_dir, source)
+            head = head_commit(where)
             commit, when = head if head else (None, None)
+            fetched = last_fetch(where) if source.url else None
+            try:
+                kb_id = kb_identity(where, load_config(where).kb.id) if (where / "kb.toml").is_file() else None
+            except KbError:  # a kb.toml that does not load: the source is left out, and says why, elsewhere
+                kb_id = None
             states.append(
                 SourceState(
                     name=source.name,
@@ -71,7 +80,10 @@ class Overview(KnowledgeBaseCore):
                     ref=source.ref,
                     commit=commit,
                     committed=datetime.fromtimestamp(when, UTC).isoformat() if when is not None else None,
-                    age_days=int((time.time() - when) // DAY_S) if when is not None else None,
+                    age_days=int((now - when) // DAY_S) if when is not None else None,
+                    fetched=datetime.fromtimestamp(fetched, UTC).isoformat() if fetched is not None else None,
+                    fetched_age_days=int((now - fetched) // DAY_S) if fetched is not None else None,
+                    kb_id=kb_id,
                 )
             )
         return states

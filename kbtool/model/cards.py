@@ -139,6 +139,10 @@ class Origin(Model):
     kb: str = Field(description="the knowledge base it was copied from: a folder or a git URL")
     id: CardId
     commit: str = Field(description="that knowledge base's commit when the card was copied")
+    kb_id: str | None = Field(
+        default=None,
+        description="that knowledge base's identity (its kb.toml [kb] id, or root commit): finds it on any machine",
+    )
 
 
 class Provenance(Model):

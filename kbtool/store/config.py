@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Literal
 
@@ -22,6 +23,13 @@ class _Section(BaseModel):
 class KbSection(_Section):
     name: str = "kb"
     schema_version: int = 1
+    # made once by `kb init` / `kb new-project` and never changed: how copies, sources and teammates' clones
+    # recognise this knowledge base wherever its folder is; a kb.toml without one is known by its root commit
+    id: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{12,64}$",
+        description="this knowledge base's identity (lowercase hex), the same in every clone; never edit it",
+    )
 
 
 class IndexSection(_Section):
@@ -164,12 +172,20 @@ def parse_config(text: str) -> Config:
     return config
 
 
+def new_kb_id() -> str:
+    """A fresh identity: uuid4's 32 hex digits (122 random bits), so no two knowledge bases made anywhere share
+    one without any registry, and it says nothing of the machine, the person or the time it was made."""
+    return uuid.uuid4().hex
+
+
 def default_config_text(name: str) -> str:
     # json.dumps quotes a string the way TOML's basic strings expect
     return f"""# A kb knowledge base: cards in kb/<kind>/<id>.md, skills in skills/<name>/SKILL.md.
 [kb]
 name = {json.dumps(name, ensure_ascii=False)}
 schema_version = 1
+# this knowledge base's identity in every clone (copies and sources name it); never edit it
+id = "{new_kb_id()}"
 
 [index]
 # sentence-transformers model used for the semantic leg of search

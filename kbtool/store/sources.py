@@ -68,3 +68,49 @@ def head_commit(where: Path) -> tuple[str, int] | None:
     except GitFailed:
         return None  # a clone whose checkout never happened: no HEAD
     return (commit, int(when)) if when.strip().isdigit() else None
+
+
+def kb_identity(root: Path, declared: str | None) -> str | None:
+    """A knowledge base's identity: kb.toml [kb] id, or for one made before ids (the starter KB) its root
+    commit's sha, which every clone shares and no rewrite of later history changes (the smallest, for a
+    history with several roots); None for a repository with no commit yet."""
+    if declared:
+        return declared
+    if (root / ".git" / "shallow").exists():  # a shallow clone's root is where its history was cut, not the KB's
+        return None
+    try:
+        roots = run_git("rev-list", "--max-parents=0", "HEAD", cwd=root).split()
+    except GitFailed:
+        return None
+    return min(roots) if roots else None
+
+
+def team_remote(root: Path) -> str | None:
+    """The URL of the git remote `origin` of the repository whose top is root, which every teammate's clone
+    can reach, or None: a folder outside git, or a repository with no such remote."""
+    if not (root / ".git").exists():
+        return None
+    try:
+        url = run_git("remote", "get-url", "origin", cwd=root).strip()
+    except GitFailed:
+        return None
+    if not url or "://" in url or ":" in url.split("/", 1)[0]:
+        return url or None  # a URL (https://, ssh://, user@host:path) is the same on every machine
+    return str((root / url).resolve())  # a path remote: git keeps it as given, relative to the clone
+
+
+def last_fetch(where: Path) -> float | None:
+    """When a git source's copy was last fetched (epoch seconds): git rewrites FETCH_HEAD on every fetch."""
+    try:
+        return (where / ".git" / "FETCH_HEAD").stat().st_mtime
+    except OSError:
+        return None
+
+
+def missing_source(source: SourceSection, where: Path) -> str:
+    """What to do about a source that is not there to read (never `kb init` on it: it is someone's KB)."""
+    if source.url is not None:
+        if (where / ".git").is_dir():
+            return f"its copy {where} holds no knowledge base; run `kb sources update` (or check its url)"
+        return f"not copied to this machine yet; run `kb sources update` (or `kb sync`) to clone {source.url}"
+    return f"no knowledge base at {where}; clone it there, or point its path (or a url) in kb.toml at it"

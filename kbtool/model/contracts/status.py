@@ -38,11 +38,15 @@ class SourceState(Payload):
     commit: str | None = Field(description="the commit read; None for a folder outside git or a copy not made yet")
     committed: str | None = Field(description="that commit's date (ISO 8601)")
     age_days: int | None
+    fetched: str | None = Field(None, description="a git source's last fetch (ISO 8601); None for a folder")
+    fetched_age_days: int | None = None
+    kb_id: str | None = Field(None, description="the source's identity (its kb.toml [kb] id, or root commit)")
 
 
 class KbStatus(Payload):
     root: str
     name: str
+    id: str | None = Field(None, description="its identity in every clone: kb.toml [kb] id, else its root commit")
     index: IndexState
     vectors: VectorState
     daemon: DaemonState | None

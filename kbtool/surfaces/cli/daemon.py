@@ -26,7 +26,7 @@ def status(kb: KbPath = None, as_json: JsonOut = False) -> None:
     if as_json:
         print_json(report)
         return
-    typer.echo(f"knowledge base {report['name']!r} at {report['root']}")
+    typer.echo(f"knowledge base {report['name']!r} at {report['root']} (id {report['id'] or 'none: no commit yet'})")
     typer.echo(f"index: {_index_line(report['index'])}")
     typer.echo(f"vectors: {_vectors_line(report['vectors'])}")
     daemon = report["daemon"]
@@ -62,7 +62,11 @@ def _source_line(source: dict[str, Any]) -> str:
     where = source["where"] + (f" ({source['ref']})" if source["ref"] else "")
     if source["commit"] is None:
         return f"{where}, no commit (a folder outside git, or run `kb sources update`)"
-    return f"{where} at {source['commit'][:12]}, committed {source['committed'][:10]} ({source['age_days']} days ago)"
+    fetched = f", fetched {source['fetched_age_days']} days ago" if source.get("fetched") else ""
+    return (
+        f"{where} at {source['commit'][:12]}, committed {source['committed'][:10]} "
+        f"({source['age_days']} days ago){fetched}"
+    )
 
 
 def _duration(seconds: float) -> str:

@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import time
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -34,8 +36,11 @@ def sync(
 ) -> None:
     """Fetch, integrate and push: cards added on both sides both stay, a card both sides edited merges
     field by field (tags, evidence and links unioned, status by the later change); a conflict stops
-    the sync (exit 1), names each one, and leaves this knowledge base as it was."""
-    result = open_kb(kb).sync(remote)
+    the sync (exit 1), names each one, and leaves this knowledge base as it was. Then each git source
+    is fetched and moved to its ref, as `kb sources update` does."""
+    base = open_kb(kb)
+    result = base.sync(remote)
+    refreshed = base.refresh_sources()  # the team's sources move with the team's knowledge base
     if as_json:
         print_json(
             {
@@ -45,10 +50,13 @@ def sync(
                 "sent": result.sent,
                 "merged": result.merged,
                 "changed": result.changed,
+                "sources": [{"name": n, "commit": c, "error": e} for n, c, e in refreshed],
             }
         )
     else:
         typer.echo(result.line())
+        for name, commit, error in refreshed:
+            typer.echo(f"source {name}: {commit[:12]}" if commit else f"source {name} not refreshed: {error}")
 
 
 @app.command()
@@ -104,11 +112,12 @@ def sources_update(kb: KbPath = None, as_json: JsonOut = False) -> None:
 
 @sources_app.command("list")
 def sources_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
-    """Each source: its name, where it is read from, and how many cards it holds (or why it is left out)."""
+    """Each source: its name, where it is read from, its identity, how many cards it holds, the commit it
+    reads and how old that is (and, for a git source, when it was last fetched), or how to get it."""
     base = open_kb(kb)
     opened = dict(base.source_bases())
     rows = []
-    for source in base.config.sources:
+    for source, state in zip(base.config.sources, base.source_states(), strict=True):
         found = opened.get(source.name)
         rows.append(
             {
@@ -116,15 +125,41 @@ def sources_list(kb: KbPath = None, as_json: JsonOut = False) -> None:
                 "from": source.path or f"{source.url}" + (f"@{source.ref}" if source.ref else ""),
                 "root": str(found.root) if found else None,
                 "cards": len(found.summaries()) if found else None,
+                "kb_id": state.kb_id,
+                "commit": state.commit,
+                "committed": state.committed,
+                "fetched": state.fetched,
             }
         )
     if as_json:
         print_json(rows)
         return
     for row in rows:
-        held = f"{row['cards']} cards" if row["cards"] is not None else "not there: kb sources update"
-        typer.echo(f"{row['name']}: {row['from']} ({held})")
+        typer.echo(f"{row['name']}: {row['from']} ({_source_held(row)})")
     show_notices(base)
+
+
+def _source_held(row: dict[str, Any]) -> str:
+    if row["cards"] is None:
+        return "not there: kb sources update"
+    out = f"{row['cards']} cards, id {row['kb_id']}"
+    if row["commit"]:
+        out += f", at {row['commit'][:12]} committed {_ago(row['committed'])}"
+    if row["fetched"]:
+        out += f", fetched {_ago(row['fetched'])}"
+    elif row["from"] and not row["commit"]:
+        out += ", a folder outside git"
+    return out
+
+
+def _ago(iso: str) -> str:
+    """How long ago an ISO 8601 time was, in the unit that reads best."""
+    seconds = max(0.0, time.time() - datetime.fromisoformat(iso).timestamp())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''} ago"
+    return "just now"
 
 
 @app.command("new-project")
@@ -160,6 +195,7 @@ def new_project(
             {
                 "root": str(made.root),
                 "source": made.source,
+                "where_from": made.where_from,
                 "copied": made.copied,
                 "locked": made.locked,
                 "pack": made.pack,

@@ -1,0 +1,115 @@
+"""kb lint's drift check: copies (kb import --from-kb, kb new-project) whose original changed or went in
+the knowledge base they came from. That knowledge base is found wherever it is on this machine: a source
+of this one with the identity the copy recorded (provenance.origin.kb_id), a source named by the location
+the copy recorded, or that location itself. A copy whose origin cannot be read is reported as not checked,
+saying what to do, never passed as unchanged."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kbtool.model.cards import Origin
+from kbtool.model.errors import KbError
+from kbtool.model.records import Problem, StoredCard
+from kbtool.store.config import SourceSection, load_config
+from kbtool.store.repository import CARDS_DIR
+from kbtool.store.sources import kb_identity, source_root
+
+
+@dataclass
+class OriginCheckouts:
+    """Where each origin the copies name can be read (a git checkout), by the location they recorded; and
+    for those that cannot, why, saying what to do."""
+
+    found: dict[str, Path] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def _identity(where: Path) -> str | None:
+    if not (where / "kb.toml").is_file():
+        return None
+    try:
+        return kb_identity(where, load_config(where).kb.id)
+    except KbError:
+        return None
+
+
+def origin_checkouts(
+    root: Path, state_dir: Path, sources: list[SourceSection], cards: list[StoredCard]
+) -> OriginCheckouts:
+    """For each origin the copies name, a git checkout to read its history from."""
+    origins = {(o.kb, o.kb_id) for c in cards if (o := c.card.provenance.origin) is not None}
+    out = OriginCheckouts()
+    if not origins:
+        return out
+    places = [(s, source_root(root, state_dir, s)) for s in sources]
+    identities = {_identity(where): where for _, where in places} if any(kb_id for _, kb_id in origins) else {}
+    for location, kb_id in origins:
+        named = next((where for s, where in places if location in (s.url, s.path)), None)
+        here = Path(location) if Path(location).is_dir() and (Path(location) / "kb.toml").is_file() else None
+        if kb_id is not None and kb_id in identities:
+            out.found[location] = identities[kb_id]
+        elif named is not None and (named / ".git").exists():
+            out.found[location] = named
+        elif (here is not None and (kb_id is None or _identity(here) == kb_id)) or _is_bare_git(location):
+            out.found[location] = Path(location)
+        elif named is not None:
+            out.missing[location] = "its source is not copied to this machine yet: run `kb sources update`"
+        else:
+            out.missing[location] = (
+                "it is not on this machine: name it as a source in kb.toml "
+                f'([[sources]] name = "team", url = "{location}") and run `kb sources update`'
+            )
+    return out
+
+
+def _is_bare_git(location: str) -> bool:
+    return Path(location).is_dir() and (Path(location) / "HEAD").is_file() and (Path(location) / "objects").is_dir()
+
+
+def drift(cards: list[StoredCard], checkouts: OriginCheckouts) -> list[Problem]:
+    """Copies whose original changed (or went) since they were copied, and, once per origin, the copies that
+    could not be checked and why."""
+    out: list[Problem] = []
+    unchecked: dict[str, tuple[StoredCard, int, str]] = {}
+    for stored in cards:
+        origin = stored.card.provenance.origin
+        if origin is None:
+            continue
+        checkout = checkouts.found.get(origin.kb)
+        why = checkouts.missing.get(origin.kb) if checkout is None else _changed(stored, origin, checkout, out)
+        if why is not None:
+            first, n, _ = unchecked.get(origin.kb, (stored, 0, why))
+            unchecked[origin.kb] = (first, n + 1, why)
+    for location, (first, n, why) in sorted(unchecked.items()):
+        copies = f"{n} cop{'ies' if n != 1 else 'y'}"
+        message = f"could not check {copies} from {location} for changes there: {why}"
+        out.append(Problem(first.path, "drift", message, first.id, severity="warning"))
+    return out
+
+
+def _changed(stored: StoredCard, origin: Origin, checkout: Path, out: list[Problem]) -> str | None:
+    """Appends the drift of one copy to out; returns why it could not be checked, if it could not."""
+    rel = f"{CARDS_DIR}/{stored.card.kind}/{origin.id}.md"
+    git = ["git", "-C", str(checkout)]
+    known = subprocess.run([*git, "cat-file", "-e", f"{origin.commit}^{{commit}}"], capture_output=True)
+    if known.returncode != 0:
+        return (
+            f"its commit {origin.commit[:12]} is not in {checkout} (not pushed there, or an old copy): "
+            "run `kb sources update`, or import again"
+        )
+    log = subprocess.run(
+        [*git, "log", "--format=%h %as", f"{origin.commit}..HEAD", "--", rel], capture_output=True, text=True
+    )
+    if log.returncode != 0:
+        return f"git log failed in {checkout}: {log.stderr.strip()[:200]}"
+    if not log.stdout.strip():
+        return None  # unchanged there
+    newest = log.stdout.split("\n", 1)[0]
+    there = subprocess.run([*git, "cat-file", "-e", f"HEAD:{rel}"], capture_output=True)
+    what = "was deleted there" if there.returncode != 0 else f"changed there since the copy (latest {newest})"
+    message = f"a copy of {origin.id} from {origin.kb}, which {what}: kb import --from-kb {origin.kb} to take it"
+    out.append(Problem(stored.path, "drift", message, stored.id, severity="warning"))
+    return None
