@@ -10,7 +10,7 @@ import pytest
 
 import kbtool
 from conftest import commit_count, git, run_kb, tree_state
-from kbtool.model.errors import Conflict
+from kbtool.model.errors import CheckFailed
 
 RULE = "GSM8K accuracy within 0.5 points of BF16 for FP8 weights"
 
@@ -131,5 +131,5 @@ def test_promote_in_python(project, team):
     assert done.commit and kbtool.open(team.root).get(finding.id).card.claim == "chunked prefill at 512 wins"
     team.edit(finding.id, fields=["claim=the team's"])
     project.edit(finding.id, fields=["claim=ours"])
-    with pytest.raises(Conflict, match="claim"):
+    with pytest.raises(CheckFailed, match="claim"):
         project.promote(finding.id, to="team")
