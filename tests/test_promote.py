@@ -133,3 +133,34 @@ def test_promote_in_python(project, team):
     project.edit(finding.id, fields=["claim=ours"])
     with pytest.raises(CheckFailed, match="claim"):
         project.promote(finding.id, to="team")
+
+
+def test_importing_again_from_a_git_repository_merges_against_the_copied_commit(tmp_path, team, fast_env):
+    """A git origin is cloned shallow: the commit the copy records is fetched to serve as the base."""
+    bare = tmp_path / "team.git"
+    git(tmp_path, "clone", "-q", "--bare", str(team.root), str(bare))
+    clone = tmp_path / "alice"
+    git(tmp_path, "clone", "-q", str(bare), str(clone))
+    project = kbtool.init(tmp_path / "bob", name="bob")
+    url = bare.as_uri()  # file://: a real shallow clone (git ignores --depth for a plain path)
+    assert run_kb(fast_env, project.root, "import", "--from-kb", url).returncode == 0
+    rid = rule_id(team)
+    project.edit(rid, fields=["applies_to.hardware=H100"])
+    alice = kbtool.open(clone)
+    alice.edit(rid, fields=["severity=should"])
+    git(clone, "push", "-q", "origin", "HEAD")
+    out = run_kb(fast_env, project.root, "import", "--from-kb", url, "--json")
+    assert out.returncode == 0, out.stderr
+    card = kbtool.open(project.root).get(rid).card
+    assert card.severity == "should" and "H100" in str(card.applies_to.hardware)
+
+
+def test_promote_take_ours_keeps_the_teams_value_and_the_rest_of_this_ones(project, team):
+    finding = project.add("finding", "Prefill batch 8 wins", values={"claim": "prefill batch 8 wins"})
+    project.promote(finding.id, to="team")
+    team.edit(finding.id, fields=["claim=the team's claim"])
+    project.edit(finding.id, fields=["claim=ours", "applies_to.hardware=H100"])
+    done = project.promote(finding.id, to="team", take="ours")
+    up = kbtool.open(team.root).get(finding.id).card
+    assert done.merged and up.claim == "the team's claim" and "H100" in str(up.applies_to.hardware)
+    assert kbtool.open(project.root).get(finding.id).card.claim == "the team's claim"

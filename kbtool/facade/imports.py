@@ -168,16 +168,15 @@ class Imports(KnowledgeBaseCore):
                 raise Conflict(
                     f"{recorded}: {stored.id!r} is {team.store.relative(there)} there, not a {stored.card.kind}"
                 )
-            team_ids = set(team.ids()) | {stored.id}
-            incoming = _as_promoted(team, stored, self.config.kb.name, team_ids)
             then = stored.card.provenance.origin
             last = then.commit if then and then.kb == recorded and then.id == stored.id else None
+            # the project named once, when the card first goes up (a copy of the team's card keeps the team's)
+            project = None if last else self.config.kb.name
+            incoming = _as_promoted(team, stored, project, set(team.ids()) | {stored.id})
             base = text_at(team.store.repo, last, rel) if last else None
             ours = there.read_text(encoding="utf-8") if there is not None else None
             if ours is None and base is not None:
-                raise Conflict(
-                    f"{recorded}: {stored.id} was removed there since it was promoted ({last[:12]}); nothing written"
-                )
+                raise Conflict(f"{recorded}: {stored.id} was removed there since it was last promoted; nothing written")
             merged = incoming if ours is None else self._merged_up(team, stored, base, ours, incoming, rel, take, to)
             self._promoted_copy(stored, merged, recorded, "0" * 40)  # checked before either write
             commit = None
@@ -259,12 +258,14 @@ class Imports(KnowledgeBaseCore):
         return self._render(validate_card(drop_none(data), origin), body, origin)
 
 
-def _as_promoted(team: KnowledgeBaseCore, stored: StoredCard, project: str, known: set[str]) -> str:
+def _as_promoted(team: KnowledgeBaseCore, stored: StoredCard, project: str | None, known: set[str]) -> str:
     """The card as the team's knowledge base takes it: its provenance saying which project it came from,
     not whose copy it is, and links only to cards the team holds (kb lint there would call others broken)."""
     data = markdown.card_data(stored.card)
     provenance = {k: v for k, v in (data.get("provenance") or {}).items() if k != "origin"}
     data["provenance"] = {**provenance, "project": provenance.get("project") or project}
+    if data["provenance"]["project"] is None:
+        del data["provenance"]["project"]
     links = {kind: [i for i in ids if i in known] for kind, ids in (data.get("links") or {}).items()}
     data["links"] = {kind: ids for kind, ids in links.items() if ids}
     if not data["links"]:
