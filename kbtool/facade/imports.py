@@ -179,6 +179,8 @@ class Imports(KnowledgeBaseCore):
                 raise Conflict(f"{recorded}: {stored.id} was removed there since it was last promoted; nothing written")
             merged = incoming if ours is None else self._merged_up(team, stored, base, ours, incoming, rel, take, to)
             self._promoted_copy(stored, merged, recorded, "0" * 40)  # checked before either write
+            if merged != ours and ours is not None and stored.id in team.gate_locks():
+                raise Conflict(f"{recorded}: gate {stored.id!r} is locked there (kb.lock); nothing written")
             commit = None
             if merged != ours:
                 subject = f"kb promote {stored.id} from {self.config.kb.name}"
@@ -192,8 +194,6 @@ class Imports(KnowledgeBaseCore):
             if copy != markdown.render(stored.card, stored.body):
                 message = commit_message(f"kb promote {stored.id} to {recorded}", "promote", to=f"{recorded}@{at}")
                 noted = self.store.write({stored.path: copy}, message)
-        if commit:
-            team.refresh_index(semantic=False)
         edited_there = ours is not None and base is not None and ours != base
         return Promoted(stored.id, recorded, commit, noted, merged=edited_there and commit is not None)
 
