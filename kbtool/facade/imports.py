@@ -234,9 +234,7 @@ class Imports(KnowledgeBaseCore):
         try:
             merged = carried(stored.id, base, ours, incoming, "theirs" if theirs_later else "ours", take)
         except Unmergeable as exc:
-            raise CarryConflict(
-                exc.clashes, f"the team's ({to})", "this one's", f"kb promote {stored.id} --to {to}"
-            ) from None
+            raise CarryConflict(exc.clashes, f"in {to}", "here", f"kb promote {stored.id} --to {to}") from None
         card, body = markdown.parse(merged, f"{team.root}: {rel}")
         return team._render(card, body, f"{team.root}: {rel}")
 

@@ -126,7 +126,7 @@ def import_from_kb(
                     writes.update(runs)
                     files += len(runs)
             if clashes:
-                raise CarryConflict(clashes, "here", recorded, f"kb import --from-kb {location}")
+                raise CarryConflict(clashes, "here", f"in {recorded}", f"kb import --from-kb {location}")
             sha = None
             if writes:
                 carried = f", {files} file(s) their gates run" if files else ""

@@ -19,12 +19,13 @@ SIDES = ("ours", "theirs")
 class CarryConflict(CheckFailed):
     """Both knowledge bases changed a field of a card differently; nothing was written."""
 
-    def __init__(self, clashes: list[Clash], here: str, there: str, retry: str):
-        shown = "; ".join(f"{c.path}: {c.field}: {here} {c.ours}, {there} {c.theirs}" for c in clashes)
+    def __init__(self, clashes: list[Clash], ours: str, theirs: str, retry: str):
+        """ours, theirs: where each side's value is ("here", "in /path/team"); retry: the command to run again."""
+        shown = "; ".join(f"{c.path}: {c.field}: {ours} {c.ours}, {theirs} {c.theirs}" for c in clashes)
         super().__init__(
-            f"{len(clashes)} field(s) changed differently in both; nothing written: {shown}; settle it by an edit "
-            f"on either side, or take one side for every such field: {retry} --take ours (keep {here}'s) or "
-            f"--take theirs"
+            f"{len(clashes)} field(s) changed differently on both sides; nothing written: {shown}; settle it by "
+            f"an edit on either side, or take one side for every such field: {retry} --take ours (the value "
+            f"{ours}) or --take theirs (the value {theirs})"
         )
         self.clashes = clashes
 
