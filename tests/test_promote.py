@@ -164,3 +164,19 @@ def test_promote_take_ours_keeps_the_teams_value_and_the_rest_of_this_ones(proje
     up = kbtool.open(team.root).get(finding.id).card
     assert done.merged and up.claim == "the team's claim" and "H100" in str(up.applies_to.hardware)
     assert kbtool.open(project.root).get(finding.id).card.claim == "the team's claim"
+
+
+def test_a_card_a_new_project_copied_goes_back_up_with_both_sides_edits(tmp_path, team, fast_env):
+    rid = rule_id(team)
+    where = ["--where", "kind=constraint"]
+    out = run_kb(
+        fast_env, tmp_path, "new-project", "vis", "--from", str(team.root), "--dir", str(tmp_path / "vis"), *where
+    )
+    assert out.returncode == 0, out.stderr
+    vis = kbtool.open(tmp_path / "vis")
+    vis.edit(rid, fields=["applies_to.modality=vision"])  # the project narrows the scope
+    team.edit(rid, fields=["severity=should"])  # the team changes another field
+    done = vis.promote(rid, to="team")
+    up = kbtool.open(team.root).get(rid).card
+    assert done.merged and up.severity == "should" and "vision" in str(up.applies_to.modality)
+    assert up.provenance.project is None  # the team's own card, not stamped as the project's
