@@ -33,7 +33,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"atomic_files", "commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch"},
         {"git_identity", "git_runner", "secrets"},
         {"daemons", "incoming", "repository", "sources"},
-        {"history", "sync", "importer", "exchange"},
+        {"history", "sync", "importer", "exchange", "carry"},
     ],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry"}, {"install"}],
     "agents": [{"targets", "config_files"}, {"hooks"}, {"setup"}],

@@ -1,5 +1,6 @@
 """Cards in bulk: `kb import` of documents (kbtool.store.importer), each import one commit (JSON Lines out and
-back in: kbtool.facade.exchange)."""
+back in: kbtool.facade.exchange); and `kb promote`, a card of this knowledge base up into a team's
+(kbtool.store.carry), merged field by field with what the team changed meanwhile."""
 
 from __future__ import annotations
 
@@ -10,12 +11,16 @@ from pathlib import Path
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model import markdown
 from kbtool.model.contracts import ImportSummary
-from kbtool.model.errors import BadInput, Conflict
+from kbtool.model.errors import BadInput, Conflict, KbError
 from kbtool.model.fields import drop_none, merge
+from kbtool.model.records import StoredCard
 from kbtool.model.validation import validate_card
+from kbtool.store.carry import CarryConflict, Promoted, Unmergeable, carried, changed_at, checked_side, text_at
 from kbtool.store.commits import commit_message
 from kbtool.store.git_identity import author_name
+from kbtool.store.locate import find_root
 from kbtool.store.repository import CARDS_DIR, SKILLS_DIR
+from kbtool.store.sources import team_remote
 
 
 class Imports(KnowledgeBaseCore):
@@ -80,3 +85,134 @@ class Imports(KnowledgeBaseCore):
         return ImportSummary(
             collection=collection, added=added, updated=updated, unchanged=unchanged, retired=retired, commit=commit
         )
+
+    def promote(self, ref: str, to: str, take: str | None = None) -> Promoted:
+        """The card ref, up into the knowledge base `to` (a source of this one read from a folder, or the path
+        of a knowledge base: a clone of the team's), in one commit there, with its provenance (project: this
+        one). Promoted before, and changed there since: merged field by field with those changes (base: the
+        card as last promoted), a field both changed differently refused (CarryConflict) unless take ("ours":
+        the team's value, "theirs": this one's) settles it. This card then becomes a copy of the merged one,
+        recording where and at which commit (provenance.origin), so `kb import --from-kb` refreshes it."""
+        take = checked_side(take)
+        stored = self.get(ref)
+        team = self._promotion_target(to)
+        # the team's remote when its folder is a clone (as new-project and import --from-kb record an origin), so a
+        # re-import through the team's git source, on any teammate's machine, knows the copy for what it is
+        recorded = team_remote(team.root) or str(team.root)
+        team.store.require_writable()
+        with team.store.lock(), self.store.lock():
+            rel = team.store.relative(team.store.card_path(stored.card.kind, stored.id))
+            there = team.store.card_file(stored.id)
+            if there is not None and team.store.relative(there) != rel:
+                raise Conflict(
+                    f"{recorded}: {stored.id!r} is {team.store.relative(there)} there, not a {stored.card.kind}"
+                )
+            then = stored.card.provenance.origin
+            same_origin = then is not None and (then.kb in (recorded, str(team.root)) or then.kb_id == team.kb_id)
+            last = then.commit if then and same_origin and then.id == stored.id else None
+            # the project named once, when the card first goes up (a copy of the team's card keeps the team's)
+            project = None if last else self.config.kb.name
+            incoming = _as_promoted(team, stored, project, set(team.ids()) | {stored.id})
+            base = text_at(team.store.repo, last, rel) if last else None
+            ours = there.read_text(encoding="utf-8") if there is not None else None
+            if ours is None and base is not None:
+                raise Conflict(f"{recorded}: {stored.id} was removed there since it was last promoted; nothing written")
+            merged = incoming if ours is None else self._merged_up(team, stored, base, ours, incoming, rel, take, to)
+            self._promoted_copy(stored, merged, recorded, "0" * 40)  # checked before either write
+            if merged != ours and ours is not None and stored.id in team.gate_locks():
+                raise Conflict(f"{recorded}: gate {stored.id!r} is locked there (kb.lock); nothing written")
+            commit = None
+            if merged != ours:
+                subject = f"kb promote {stored.id} from {self.config.kb.name}"
+                commit = team.store.write(
+                    {rel: merged}, commit_message(subject, "promote", project=self.config.kb.name)
+                )
+            at = commit or team.store.head()
+            assert at is not None  # the team's card is committed there: the base of the next promotion
+            copy = self._promoted_copy(stored, merged, recorded, at, team.kb_id)
+            noted = None
+            if copy != markdown.render(stored.card, stored.body):
+                message = commit_message(f"kb promote {stored.id} to {recorded}", "promote", to=f"{recorded}@{at}")
+                noted = self.store.write({stored.path: copy}, message)
+        edited_there = ours is not None and base is not None and ours != base
+        return Promoted(stored.id, recorded, commit, noted, merged=edited_there and commit is not None)
+
+    def _promotion_target(self, to: str) -> KnowledgeBaseCore:
+        named = {s.name: s for s in self.config.sources}
+        if to in named:
+            from kbtool.store.sources import source_root
+
+            source = named[to]
+            if source.url:
+                raise BadInput(
+                    f"--to {to}: a source read from {source.url}; kb promote writes a knowledge base on this "
+                    f"machine: clone it (git clone {source.url}), kb promote --to THE_CLONE, then kb sync there"
+                )
+            where = source_root(self.root, self.store.state_dir, source)
+        else:
+            where = Path(to).expanduser()
+        if not where.is_dir() or find_root(where) != where.resolve():
+            sources = ", ".join(named) or "none"
+            raise BadInput(f"--to {to}: not a source of this knowledge base ({sources}) nor a knowledge base folder")
+        if where.resolve() == self.root:
+            raise BadInput(f"--to {to}: this very knowledge base")
+        return type(self)(where.resolve())
+
+    def _merged_up(
+        self,
+        team: KnowledgeBaseCore,
+        stored: StoredCard,
+        base: str | None,
+        ours: str,
+        incoming: str,
+        rel: str,
+        take: str | None,
+        to: str,
+    ) -> str:
+        """The team's card (ours) with this one's changes since it was last promoted (incoming), field by field."""
+        theirs_later = changed_at(self.store.repo, stored.path) > changed_at(team.store.repo, rel)
+        try:
+            merged = carried(stored.id, base, ours, incoming, "theirs" if theirs_later else "ours", take)
+        except Unmergeable as exc:
+            raise CarryConflict(exc.clashes, f"in {to}", "here", f"kb promote {stored.id} --to {to}") from None
+        card, body = markdown.parse(merged, f"{team.root}: {rel}")
+        return team._render(card, body, f"{team.root}: {rel}")
+
+    def _promoted_copy(
+        self, stored: StoredCard, merged: str, recorded: str, commit: str, kb_id: str | None = None
+    ) -> str:
+        """This knowledge base's card after a promotion: the merged card, keeping its own links to cards the team
+        lacks, recording where it went (provenance.origin)."""
+        card, body = markdown.parse(merged, f"{recorded}: {stored.id}")
+        data = markdown.card_data(card)
+        data["provenance"] = {
+            **data.get("provenance", {}),
+            "origin": {"kb": recorded, "id": stored.id, "commit": commit, "kb_id": kb_id},
+        }
+        links: dict[str, list[str]] = dict(data.get("links") or {})
+        for kind, ids in markdown.card_data(stored.card).get("links", {}).items():
+            links[kind] = [*links.get(kind, []), *(i for i in ids if i not in links.get(kind, []))]
+        if links:
+            data["links"] = links
+        origin = f"kb promote {stored.id}"
+        return self._render(validate_card(drop_none(data), origin), body, origin)
+
+
+def _as_promoted(team: KnowledgeBaseCore, stored: StoredCard, project: str | None, known: set[str]) -> str:
+    """The card as the team's knowledge base takes it: its provenance saying which project it came from,
+    not whose copy it is, and links only to cards the team holds (kb lint there would call others broken)."""
+    data = markdown.card_data(stored.card)
+    provenance = {k: v for k, v in (data.get("provenance") or {}).items() if k != "origin"}
+    data["provenance"] = {**provenance, "project": provenance.get("project") or project}
+    if data["provenance"]["project"] is None:
+        del data["provenance"]["project"]
+    links = {kind: [i for i in ids if i in known] for kind, ids in (data.get("links") or {}).items()}
+    data["links"] = {kind: ids for kind, ids in links.items() if ids}
+    if not data["links"]:
+        del data["links"]
+    origin = f"kb promote {stored.id}"
+    try:
+        card = validate_card(drop_none(data), origin)
+    except KbError as exc:
+        raise BadInput(f"{stored.id}: {exc}") from None
+    return team._render(card, stored.body, origin)

@@ -82,23 +82,22 @@ def import_from_kb(
     where: Iterable[str] = (),
     applicable: bool = False,
     environment: dict[str, str] | None = None,
+    take: str | None = None,
 ) -> ImportSummary:
     """Copy the origin's cards (of kind, matching where) into target in one commit. applicable: instead
     the knowledge that applies to the scope where and environment name, as a pack takes it (confirmed
     findings and active constraints, failure modes and gates that match it or hold anywhere, none scoped
     elsewhere than the environment). Links to cards neither copied nor already here are left out (kb lint
-    would call them broken)."""
+    would call them broken). A copy here already takes the origin's changes field by field, keeping its own
+    edits; a field both changed differently refuses the import (CarryConflict), unless take settles it."""
+    from kbtool.store.carry import CarryConflict, Unmergeable, checked_side
+
+    take = checked_side(take)
     with temp_folder("kb-origin-") as scratch:
         origin, recorded, commit = open_origin(location, Path(scratch))
         if origin.root == target.root:
             raise BadInput(f"{location}: this very knowledge base")
-        if applicable:
-            from kbtool.model.fields import parse_filters
-            from kbtool.skills.pack import pack_cards
-
-            chosen = pack_cards(origin.cards(), parse_filters(list(where)), general=True, environment=environment)
-        else:
-            chosen = origin.list(kind=kind, where=list(where))
+        chosen = _chosen(origin, kind, where, applicable, environment)
         target.relay_notices(f"origin {recorded}", origin)  # a card it left out (a link out of it)
         if not chosen:
             raise BadInput(f"{location}: no card matches; nothing written")
@@ -111,14 +110,16 @@ def import_from_kb(
             kb_id = origin.kb_id
             # a copy made before the remote was recorded names the origin's folder: the same origin
             names = {recorded, str(origin.root)}
+            clashes = []
             for stored in chosen:
                 text = _copy_text(target, stored, (recorded, kb_id, commit), known)
                 old = existing.get(stored.id)
-                if old is not None and not _copied_from(old, names, kb_id):
-                    raise Conflict(
-                        f"{old.path}: a card {stored.id!r} of this knowledge base's own is here; "
-                        f"it is not a copy from {recorded}, so nothing was written"
-                    )
+                if old is not None:
+                    try:
+                        text = _reimported(target, origin, old, stored, text, known, take, (recorded, kb_id, names))
+                    except Unmergeable as exc:
+                        clashes += exc.clashes
+                        continue
                 if old is not None and markdown.render(old.card, old.body) == text:
                     unchanged += 1
                     continue
@@ -130,6 +131,8 @@ def import_from_kb(
                     runs = _files_a_gate_runs(origin, target, stored.card, recorded)
                     writes.update(runs)
                     files += len(runs)
+            if clashes:
+                raise CarryConflict(clashes, "here", f"in {recorded}", f"kb import --from-kb {location}")
             sha = None
             if writes:
                 carried = f", {files} file(s) their gates run" if files else ""
@@ -139,6 +142,17 @@ def import_from_kb(
     if sha:
         target.refresh_index(semantic=False)  # the copies are in the keyword leg at once; vectors follow
     return ImportSummary(collection=recorded, added=added, updated=updated, unchanged=unchanged, retired=0, commit=sha)
+
+
+def _chosen(
+    origin: KnowledgeBase, kind: str | None, where: Iterable[str], applicable: bool, environment: dict[str, str] | None
+) -> list[StoredCard]:
+    if not applicable:
+        return origin.list(kind=kind, where=list(where))
+    from kbtool.model.fields import parse_filters
+    from kbtool.skills.pack import pack_cards
+
+    return pack_cards(origin.cards(), parse_filters(list(where)), general=True, environment=environment)
 
 
 def _files_a_gate_runs(origin: KnowledgeBase, target: KnowledgeBase, gate: Gate, recorded: str) -> dict[str, bytes]:
@@ -169,6 +183,44 @@ def _files_a_gate_runs(origin: KnowledgeBase, target: KnowledgeBase, gate: Gate,
             )
         out[rel] = Executable(data) if os.access(source, os.X_OK) else data
     return out
+
+
+def _reimported(
+    target: KnowledgeBase,
+    origin: KnowledgeBase,
+    old: StoredCard,
+    stored: StoredCard,
+    text: str,
+    known: set[str],
+    take: str | None,
+    origin_names: tuple[str, str | None, set[str]],
+) -> str:
+    """The copy old with the origin's changes since it was copied (text: the origin's card as a copy now),
+    merged three ways: its own edits here (a claim generalised, a scope narrowed, a gap it closes) stay. The
+    base is the origin's card at the commit the copy records."""
+    from kbtool.store.carry import carried, changed_at, text_at
+
+    recorded, kb_id, names = origin_names
+    if not _copied_from(old, names, kb_id):
+        raise Conflict(
+            f"{old.path}: a card {stored.id!r} of this knowledge base's own is here; "
+            f"it is not a copy from {recorded}, so nothing was written"
+        )
+    then = old.card.provenance.origin
+    was = text_at(origin.store.repo, then.commit, stored.path) if then else None
+    base = None
+    if then is not None and was is not None:  # always a copy's origin here; the check is for mypy
+        try:
+            card, body = markdown.parse(was, f"{recorded}@{then.commit}: {stored.path}")
+            base = _copy_text(target, StoredCard(card, body, stored.path), (recorded, kb_id, then.commit), known)
+        except KbError:  # no longer a valid card: merged as if there were no base (every difference a clash)
+            base = None
+    theirs_later = changed_at(origin.store.repo, stored.path) > changed_at(target.store.repo, old.path)
+    merged = carried(
+        stored.id, base, markdown.render(old.card, old.body), text, "theirs" if theirs_later else "ours", take
+    )
+    card, body = markdown.parse(merged, f"{recorded}: {stored.path}")
+    return target._render(card, body, f"{recorded}: {stored.path}")
 
 
 def _copied_from(stored: StoredCard, names: set[str], kb_id: str | None) -> bool:

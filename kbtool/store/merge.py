@@ -114,8 +114,11 @@ def _whole(text: str, rel: str) -> tuple[dict[str, Any], str]:
         raise InvalidCard(f"{rel}: {exc}") from None
 
 
-def merge_card(rel: str, base: str | None, ours: str, theirs: str, later: str) -> str:
-    """The card both sides changed, merged (see the module); Unmergeable names every clash."""
+def merge_card(rel: str, base: str | None, ours: str, theirs: str, later: str, settle: str | None = None) -> str:
+    """The card both sides changed, merged (see the module); Unmergeable names every clash. settle ("ours" or
+    "theirs", for kb import --from-kb and kb promote --take): each clash goes to that side instead."""
+    if settle == "theirs":  # a clash keeps the first side's value: swap the sides
+        return merge_card(rel, base, theirs, ours, "ours" if later == "theirs" else "theirs", "ours")
     try:
         ours_data, ours_body = _whole(ours, rel)
         theirs_data, theirs_body = _whole(theirs, rel)
@@ -125,9 +128,11 @@ def merge_card(rel: str, base: str | None, ours: str, theirs: str, later: str) -
     clashes: list[Clash] = []
     data = _merge(base_data if base is not None else MISSING, ours_data, theirs_data, (), later, rel, clashes)
     body = merge_text(base_body, ours_body, theirs_body)
+    if body is None and settle:
+        body = ours_body
     if body is None:
         clashes.append(Clash(rel, "body", "edited here", "edited there, in the same lines"))
-    if clashes:
+    if clashes and not settle:
         raise Unmergeable(clashes)
     try:
         card = validate_card(data, rel)

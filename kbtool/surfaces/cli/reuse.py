@@ -1,5 +1,5 @@
-"""`kb sync`, `kb export`: knowledge reused across machines and projects. The work is the KnowledgeBase facade's
-(kbtool.store.sync underneath)."""
+"""`kb sync`, `kb export`, `kb promote`: knowledge reused across machines and projects. The work is the
+KnowledgeBase facade's (kbtool.store.sync and kbtool.store.carry underneath)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,17 @@ from kbtool.surfaces.cli.base import (
     print_json,
     show_notices,
 )
+
+Take = Annotated[
+    str | None,
+    typer.Option(
+        "--take",
+        metavar="ours|theirs",
+        help="Where both knowledge bases changed a field differently: take this one's value (ours) or the "
+        "other's (theirs) instead of stopping.",
+        show_default=False,
+    ),
+]
 
 sources_app = make_app("The knowledge bases this one reads from (kb.toml [[sources]]), which search and list cover.")
 app.add_typer(sources_app, name="sources")
@@ -57,6 +68,34 @@ def sync(
         typer.echo(result.line())
         for name, commit, error in refreshed:
             typer.echo(f"source {name}: {commit[:12]}" if commit else f"source {name} not refreshed: {error}")
+
+
+@app.command()
+def promote(
+    card: Annotated[str, typer.Argument(help="The card to promote (its id, or a unique prefix).")],
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            metavar="SOURCE_OR_PATH",
+            help="A source of this knowledge base read from a folder, or the path of a knowledge base (a clone "
+            "of the team's).",
+        ),
+    ],
+    take: Take = None,
+    kb: KbPath = None,
+    as_json: JsonOut = False,
+) -> None:
+    """Carry a card (a finding, or any card) up into the team's knowledge base, in one commit there, its
+    provenance naming this project. Promoted before and edited there since: both sides' edits are kept,
+    field by field; a field both changed differently stops it (exit 1, nothing written) unless --take
+    (ours: the team's value, theirs: this one's). The card here then records where it went and at which
+    commit, so `kb import --from-kb` refreshes it. A git source: promote into your clone, and kb sync there."""
+    done = open_kb(kb).promote(card, to, take)
+    if as_json:
+        print_json(done.to_dict())
+    else:
+        typer.echo(done.line())
 
 
 @app.command()
