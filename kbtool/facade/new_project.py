@@ -212,7 +212,8 @@ def _reimported(
     if then is not None and was is not None:  # always a copy's origin here; the check is for mypy
         try:
             card, body = markdown.parse(was, f"{recorded}@{then.commit}: {stored.path}")
-            base = _copy_text(target, StoredCard(card, body, stored.path), (recorded, kb_id, then.commit), known)
+            # the base as the copy recorded it then: a new location or identity for the origin comes in as theirs
+            base = _copy_text(target, StoredCard(card, body, stored.path), (then.kb, then.kb_id, then.commit), known)
         except KbError:  # no longer a valid card: merged as if there were no base (every difference a clash)
             base = None
     theirs_later = changed_at(origin.store.repo, stored.path) > changed_at(target.store.repo, old.path)
