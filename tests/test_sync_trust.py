@@ -66,14 +66,15 @@ def test_settling_by_edit_loops_but_take_settles_it(team):
     assert run_kb(envs["bob"], bob.root, "sync").returncode == 1
     before = tree_state(bob.root)
     for bad, words in (
-        (["--take", "mine", "claim"], "--take mine: ours or theirs"),
-        (["--take", "theirs", "title"], "--take theirs title settles no conflict"),
-        (["--take", "theirs", "nope:claim"], "--take theirs nope:claim settles no conflict"),
+        (["--take", "mine:claim"], "--take mine:claim: ours: or theirs: first"),
+        (["--take", "theirs:"], "--take theirs:: a field after the side"),
+        (["--take", "theirs:title"], "--take theirs:title settles no conflict"),
+        (["--take", "theirs:nope:claim"], "--take theirs:nope:claim settles no conflict"),
     ):
         out = run_kb(envs["bob"], bob.root, "sync", *bad)
         assert out.returncode == 2 and words in out.stderr and out.stderr.count("\n") == 1, (bad, out.stderr)
         assert tree_state(bob.root) == before
-    took = run_kb(envs["bob"], bob.root, "sync", "--take", "ours", f"{fid}:claim")
+    took = run_kb(envs["bob"], bob.root, "sync", "--take", f"ours:{fid}:claim")
     assert took.returncode == 0, took.stderr
     assert kbtool.open(bob.root).get(fid).card.claim == "FP8 KV cache gives +9-12% decode tok/s on H100"
     assert run_kb(envs["alice"], alice.root, "sync").returncode == 0
@@ -84,11 +85,11 @@ def test_take_theirs_for_a_field_of_every_card(team):
     _, alice, bob, _ = team
     fid, envs = claims_clash(team)
     bob.edit(fid, fields=["tags=bob"])  # a field only bob changed still merges as usual
-    out = run_kb(envs["bob"], bob.root, "sync", "--take", "theirs", "claim", "--json")
+    out = run_kb(envs["bob"], bob.root, "sync", "--take", "theirs:claim", "--json")
     assert out.returncode == 0, out.stderr
     card = kbtool.open(bob.root).get(fid).card
     assert card.claim == "FP8 KV cache gives +12% decode tok/s on H100" and card.tags == ["bob"]
-    assert json.loads(out.stdout)["taken"] == [{"side": "theirs", "field": "claim", "file": f"kb/finding/{fid}.md"}]
+    assert json.loads(out.stdout)["taken"] == [{"take": "theirs:claim", "file": f"kb/finding/{fid}.md"}]
 
 
 def test_json_names_each_conflict(team):
@@ -171,7 +172,9 @@ def test_one_gate_locked_differently_on_each_side_is_a_conflict(team):
     fields = {(c["file"], c["card"], c["field"]) for c in json.loads(out.stdout)["conflicts"]}
     assert ("kb.lock", gate, "lock") in fields and (f"kb/gate/{gate}.md", gate, "check.threshold") in fields
     assert tree_state(bob.root) == before
-    took = run_kb(envs["bob"], bob.root, "sync", "--take", "theirs", f"{gate}:check", "--take", "theirs", f"{gate}:lock")
+    took = run_kb(
+        envs["bob"], bob.root, "sync", "--take", f"theirs:{gate}:check", "--take", f"theirs:{gate}:lock"
+    )
     assert took.returncode == 0, took.stderr
     verify = run_kb(envs["bob"], bob.root, "gate", "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from kbtool.model.errors import BadInput
+from kbtool.store.sync import RemoteRewritten, SyncConflict
 from kbtool.surfaces.cli.base import (
     For,
     JsonOut,
@@ -29,13 +30,42 @@ app.add_typer(sources_app, name="sources")
 @app.command()
 def sync(
     remote: Annotated[str, typer.Argument(help="The git remote to sync with.")] = "origin",
+    take: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--take",
+            metavar="SIDE:[CARD_ID:]FIELD",
+            help="Settle a conflict with one side's value: theirs:claim (every card's claim), "
+            "ours:CARD_ID:applies_to (one card's, and all under it), theirs:GATE_ID:lock (a gate's kb.lock "
+            "entry); body for the body. Repeat for more.",
+        ),
+    ] = None,
+    accept_rewrite: Annotated[
+        bool,
+        typer.Option(
+            "--accept-rewrite",
+            help="The remote was force-pushed: take its history, keep this clone's own changes since the last "
+            "sync, and leave the commits it lost out.",
+        ),
+    ] = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Fetch, integrate and push: cards added on both sides both stay, a card both sides edited merges
-    field by field (tags, evidence and links unioned, status by the later change); a conflict stops
-    the sync (exit 1), names each one, and leaves this knowledge base as it was."""
-    result = open_kb(kb).sync(remote)
+    field by field (tags, evidence and links unioned, status by the later change), kb.lock gate by gate. A
+    conflict (two values of a field, one gate locked twice, two different cards with one id) stops the sync
+    (exit 1), names each one (--json: conflicts), and leaves this knowledge base as it was; so does a remote
+    that lost commits this clone has (force-pushed). Two cards with one id: rename yours (git mv
+    kb/KIND/ID.md kb/KIND/NEW-ID.md, set id: NEW-ID in it, commit) and sync again."""
+    try:
+        result = open_kb(kb).sync(remote, take or [], accept_rewrite)
+    except (SyncConflict, RemoteRewritten) as exc:
+        if as_json:
+            found = {"conflicts": [c.as_json() for c in exc.clashes]} if isinstance(exc, SyncConflict) else {}
+            print_json(
+                {**found, **({"lost": exc.lost} if isinstance(exc, RemoteRewritten) else {}), "settle": exc.settle}
+            )
+        raise
     if as_json:
         print_json(
             {
@@ -45,6 +75,8 @@ def sync(
                 "sent": result.sent,
                 "merged": result.merged,
                 "changed": result.changed,
+                "taken": [{"take": t.spec, "file": f} for t in result.taken for f in t.settled],
+                "rewritten": result.rewritten,
             }
         )
     else:
