@@ -172,9 +172,7 @@ def test_one_gate_locked_differently_on_each_side_is_a_conflict(team):
     fields = {(c["file"], c["card"], c["field"]) for c in json.loads(out.stdout)["conflicts"]}
     assert ("kb.lock", gate, "lock") in fields and (f"kb/gate/{gate}.md", gate, "check.threshold") in fields
     assert tree_state(bob.root) == before
-    took = run_kb(
-        envs["bob"], bob.root, "sync", "--take", f"theirs:{gate}:check", "--take", f"theirs:{gate}:lock"
-    )
+    took = run_kb(envs["bob"], bob.root, "sync", "--take", f"theirs:{gate}:check", "--take", f"theirs:{gate}:lock")
     assert took.returncode == 0, took.stderr
     verify = run_kb(envs["bob"], bob.root, "gate", "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr

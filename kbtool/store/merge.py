@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,8 @@ class Clash:
     ours: str
     theirs: str
     card: str = ""
-    ours_value: Any = field(default=None, compare=False)
-    theirs_value: Any = field(default=None, compare=False)
+    ours_value: Any = dataclass_field(default=None, compare=False)
+    theirs_value: Any = dataclass_field(default=None, compare=False)
 
     @property
     def card_id(self) -> str:
@@ -74,7 +75,7 @@ class Take:
     side: str
     field: str
     card: str | None = None
-    settled: list[str] = field(default_factory=list)
+    settled: list[str] = dataclass_field(default_factory=list)
 
     @classmethod
     def parse(cls, value: str) -> Take:
@@ -137,7 +138,7 @@ class _Merging:
     rel: str
     later: str
     takes: list[Take]
-    clashes: list[Clash] = field(default_factory=list)
+    clashes: list[Clash] = dataclass_field(default_factory=list)
 
     @property
     def card_id(self) -> str:
@@ -233,9 +234,10 @@ def merge_card(rel: str, base: str | None, ours: str, theirs: str, later: str, t
 
 
 def _pick(data: dict[str, Any], at: tuple[str, ...]) -> Any:
+    value: Any = data
     for key in at:
-        data = data.get(key) if isinstance(data, dict) else None
-    return data
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 def card_line(data: dict[str, Any]) -> str:
@@ -273,8 +275,8 @@ def merge_lock(base: str | None, ours: str, theirs: str, takes: list[Take]) -> s
         else:
             side = _taken(takes, "kb.lock", gate, (LOCK_FIELD,))
             if side is None:
-                shown = [str(entry.get("sha256", ""))[:12] for entry in (mine, other)]
-                clashes.append(Clash("kb.lock", LOCK_FIELD, *shown, gate, mine, other))
+                ours_sha, theirs_sha = (str(entry.get("sha256", ""))[:12] for entry in (mine, other))
+                clashes.append(Clash("kb.lock", LOCK_FIELD, ours_sha, theirs_sha, gate, mine, other))
             gates[gate] = mine if side != "theirs" else other
     if clashes:
         raise Unmergeable(clashes)

@@ -49,8 +49,8 @@ ATTEMPTS = 3  # fetch-merge-push rounds before giving up on a remote others keep
 
 SETTLE = (
     "settle each: kb sync --take theirs:FIELD (or ours:; every card) or --take theirs:CARD_ID:FIELD (one "
-    "card; GATE_ID:lock for kb.lock), or edit it here to their value exactly; two cards with one id: rename yours (git mv "
-    "kb/KIND/ID.md kb/KIND/NEW-ID.md, set id: NEW-ID in it, commit) and sync again"
+    "card; GATE_ID:lock for kb.lock), or edit it here to their value exactly; two cards with one id: rename "
+    "yours (git mv kb/KIND/ID.md kb/KIND/NEW-ID.md, set id: NEW-ID in it, commit) and sync again"
 )
 REWRITE = (
     "if the purge was meant, kb sync --accept-rewrite takes the remote's history (your own changes since the "
@@ -122,11 +122,13 @@ def sync(
         result = SyncResult(remote, branch, taken=list(takes or []))
         upstream, synced = f"refs/remotes/{remote}/{branch}", f"refs/kb/synced/{remote}/{branch}"
         for _attempt in range(ATTEMPTS):
-            known = [_resolved(repo, ref) for ref in (synced, upstream)]
+            seen = [_resolved(repo, ref) for ref in (synced, upstream)]
             _fetch(repo, remote, branch)
             before = repo.head.commit.hexsha
             if _exists(repo, upstream):
-                rewound = _rewound_from(repo, [k for k in known if k], upstream, remote, branch, accept_rewrite)
+                rewound = _rewound_from(
+                    repo, [s for s in seen if s is not None], upstream, remote, branch, accept_rewrite
+                )
                 _integrate(store, repo, upstream, remote, result, rewound)
             _unsettled(result.taken)
             if _push(repo, remote, branch, upstream, result):
@@ -210,7 +212,11 @@ def _integrate(
     _unsettled(result.taken)
     changed = [c.path for c in incoming.changes(repo, head, target)]
     move = ("reset", "--keep", "--quiet") if rewound else ("merge", "--ff-only", "--quiet")
-    store.journaled(changed, lambda: None, lambda: repo.git.execute(["git", *move, target]))
+    store.journaled(changed, lambda: None, lambda: _git(repo, *move, target))
+
+
+def _git(repo: git.Repo, *args: str) -> None:
+    repo.git.execute(["git", *args])
 
 
 def _refuse_ids_twice(repo: git.Repo, head: str, target: str, remote: str) -> None:
