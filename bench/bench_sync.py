@@ -61,7 +61,9 @@ def team(tmp: Path, n: int) -> tuple[dict[str, Path], dict[str, dict[str, str]]]
     return roots, envs
 
 
-def one_round(roots: dict[str, Path], envs: dict[str, dict[str, str]], n: int, r: int) -> dict[str, float]:
+def one_round(
+    roots: dict[str, Path], envs: dict[str, dict[str, str]], n: int, r: int, conflicts: bool = True
+) -> dict[str, float]:
     alice, bob = kbtool.open(roots["alice"]), kbtool.open(roots["bob"])
     step = n // 10
     for i in range(3):
@@ -73,6 +75,8 @@ def one_round(roots: dict[str, Path], envs: dict[str, dict[str, str]], n: int, r
     times = {"alice sends": timed_kb(envs["alice"], roots["alice"], "sync")}
     times["bob merges"] = timed_kb(envs["bob"], roots["bob"], "sync")
     times["alice receives"] = timed_kb(envs["alice"], roots["alice"], "sync")
+    if not conflicts:
+        return times
     card = f"synthetic-{(r * 7 + 5) % n}"
     kbtool.open(roots["alice"]).edit(card, fields=[f"claim=alice says {r}"])
     timed_kb(envs["alice"], roots["alice"], "sync")
@@ -87,11 +91,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--no-conflicts", action="store_true", help="only the first three syncs (kb versions before --take)"
+    )
     args = parser.parse_args()
     for n in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             roots, envs = team(Path(tmp), n)
-            rounds = [one_round(roots, envs, n, r) for r in range(args.repeat)]
+            rounds = [one_round(roots, envs, n, r, not args.no_conflicts) for r in range(args.repeat)]
         medians = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
         print(f"{n} cards: " + ", ".join(f"{k} {v:.2f} s" for k, v in medians.items()), flush=True)
 

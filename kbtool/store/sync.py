@@ -100,7 +100,13 @@ class SyncResult:
         if not self.received and not self.sent:
             return f"up to date with {self.remote}/{self.branch}"
         merged = f", {len(self.merged)} file(s) merged field by field" if self.merged else ""
-        return f"received {self.received} commit(s), sent {self.sent}{merged} ({self.remote}/{self.branch})"
+        taken = sum(len(t.settled) for t in self.taken)
+        settled = f", {taken} conflict(s) settled by --take" if taken else ""
+        rewritten = "; took the remote's rewritten history" if self.rewritten else ""
+        return (
+            f"received {self.received} commit(s), sent {self.sent}{merged}{settled} ({self.remote}/{self.branch})"
+            f"{rewritten}"
+        )
 
 
 def sync(
