@@ -122,23 +122,6 @@ def test_a_conflicting_edit_stops_the_sync_and_changes_nothing(remote_and_clones
     assert kb_run(env, bob.root, "sync").returncode == 0
 
 
-def test_gate_locks_are_never_merged(remote_and_clones, env):
-    _, alice, bob = remote_and_clones
-    for side, metric in ((alice, "ttft"), (bob, "tpot")):
-        gate = side.add(
-            "gate",
-            f"{metric} under target",
-            status="confirmed",
-            values={"check": {"command": "python3 check.py", "metric": metric, "op": "<", "threshold": 12}},
-        )
-        side.lock_gates([gate.id])
-    assert kb_run(env, alice.root, "sync").returncode == 0
-    before = tree_state(bob.root)
-    out = kb_run(env, bob.root, "sync")
-    assert out.returncode == 1 and "kb.lock: gate locks" in out.stderr, out.stderr
-    assert tree_state(bob.root) == before
-
-
 def test_bad_syncs_are_refused_in_one_line(remote_and_clones, env):
     _, alice, _ = remote_and_clones
     out = kb_run(env, alice.root, "sync", "upstream")

@@ -4,6 +4,7 @@ team's remote synced (fetch, merge card by card, push)."""
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Self
 
 from kbtool.facade.core import KnowledgeBaseCore
@@ -47,12 +48,16 @@ class Sources(KnowledgeBaseCore):
         self._sources = None
         return done
 
-    def sync(self, remote: str = "origin") -> SyncResult:
+    def sync(self, remote: str = "origin", take: Sequence[str] = (), accept_rewrite: bool = False) -> SyncResult:
         """Fetch from remote, integrate (cards both sides changed merge field by field), push; a
-        conflict raises SyncConflict and leaves this knowledge base as it was (kbtool.store.sync)."""
+        conflict raises SyncConflict and leaves this knowledge base as it was (kbtool.store.sync), unless
+        take names a side for it: ours|theirs:[CARD_ID:]FIELD. A force-pushed remote raises
+        RemoteRewritten, unless accept_rewrite."""
+        from kbtool.store.merge import Take
         from kbtool.store.sync import sync
 
-        result = sync(self.store, remote)
+        takes = [Take.parse(value) for value in take]
+        result = sync(self.store, remote, takes, accept_rewrite)
         if result.changed:
             self._refresh_lexical()
         return result

@@ -4,9 +4,16 @@ A card merges field by field, not line by line: a field one side changed takes t
 a field both changed the same way is kept; tags, evidence and links both changed are unioned;
 status (with who reviewed it and when) follows the side that changed the card later. Any other
 field both sides changed differently is a conflict, named with both values, and nothing is
-guessed. The body merges as text (git merge-file); overlapping edits there are a conflict too. The
-merged card must still validate. A gate run log (runs/gates/ID.jsonl, append-only) keeps every
-line either side added.
+guessed, unless the user took a side for it (`kb sync --take ours|theirs:[CARD_ID:]FIELD`, a Take). The
+body merges as text (git merge-file); overlapping edits there are a conflict too. The merged card must
+still validate. A gate run log (runs/gates/ID.jsonl, append-only) keeps every line either side added.
+kb.lock merges gate by gate: a gate locked on either side stays locked (kb never unlocks one: a lock
+outlives its line, curation/gate_lock.lock_history), and one gate locked with two hashes is a conflict.
+
+Two cards with one id that were added on both sides (no version of the file in the merge base) and
+differ in what makes a card itself (kind, title, author, created day or origin) are two different
+cards, not one card edited twice: merging them would put one person's measurements under the other's
+name, so they are a conflict that only a rename settles.
 """
 
 from __future__ import annotations
@@ -15,29 +22,89 @@ import json
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
 from kbtool.model import evidence_layout, markdown
-from kbtool.model.errors import InvalidCard, KbError
+from kbtool.model.errors import BadInput, InvalidCard, KbError
 from kbtool.model.validation import validate_card
 
 UNIONED = ("tags", "evidence", "links")  # fields (and all under them) whose lists both sides' items join
 FOLLOW_STATUS = (("status",), ("provenance", "reviewed_by"), ("provenance", "reviewed"))
+IDENTITY = (("kind",), ("title",), ("provenance", "author"), ("provenance", "created"), ("provenance", "origin"))
+LOCK_VERSION = 1  # curation/gate_lock.LOCK_VERSION (which store/ may not import)
+LOCK_FIELD = "lock"  # the field a gate's kb.lock entry is named by in a Clash and a Take
+SIDES = ("ours", "theirs")
 MISSING: Any = object()
 
 
 @dataclass(frozen=True)
 class Clash:
-    """One thing two clones changed differently that kb will not choose between."""
+    """One thing two clones changed differently that kb will not choose between: ours and theirs as shown
+    (short), ours_value and theirs_value whole (for --json); card is the card (or locked gate) it is of."""
 
     path: str
     field: str
     ours: str
     theirs: str
+    card: str = ""
+    ours_value: Any = dataclass_field(default=None, compare=False)
+    theirs_value: Any = dataclass_field(default=None, compare=False)
+
+    @property
+    def card_id(self) -> str:
+        return self.card or Path(self.path).stem
 
     def line(self) -> str:
-        return f"{self.path}: {self.field}: here {self.ours}, there {self.theirs}"
+        where = f"{self.path}: gate {self.card}" if self.path == "kb.lock" else self.path
+        return f"{where}: {self.field}: here {self.ours}, there {self.theirs}"
+
+    def as_json(self) -> dict[str, Any]:
+        ours = self.ours if self.ours_value is None else self.ours_value
+        theirs = self.theirs if self.theirs_value is None else self.theirs_value
+        return {"file": self.path, "card": self.card_id, "field": self.field, "ours": ours, "theirs": theirs}
+
+
+@dataclass
+class Take:
+    """`--take SIDE:[CARD_ID:]FIELD`: a conflict on FIELD (or anything under it: `applies_to` covers
+    `applies_to.model`), of one card or of every card, settled by SIDE's value; settled lists the files it
+    settled, so a take that settles nothing is named rather than silently ignored."""
+
+    side: str
+    field: str
+    card: str | None = None
+    settled: list[str] = dataclass_field(default_factory=list)
+
+    @classmethod
+    def parse(cls, value: str) -> Take:
+        """ours:FIELD, theirs:CARD_ID:FIELD (as `kb sync --take` reads it)."""
+        side, _, spec = value.partition(":")
+        if side not in SIDES:
+            raise BadInput(f"--take {value}: ours: or theirs: first, then [CARD_ID:]FIELD (--take theirs:claim)")
+        card, _, name = spec.rpartition(":")
+        if not name or not all(name.split(".")):
+            raise BadInput(f"--take {value}: a field after the side, as theirs:claim or theirs:CARD_ID:applies_to")
+        return cls(side, name, card or None)
+
+    @property
+    def spec(self) -> str:
+        return f"{self.side}:{self.card}:{self.field}" if self.card else f"{self.side}:{self.field}"
+
+    def matches(self, card_id: str, at: tuple[str, ...]) -> bool:
+        want = tuple(self.field.split("."))
+        return self.card in (None, card_id) and at[: len(want)] == want
+
+
+def _taken(takes: list[Take], rel: str, card_id: str, at: tuple[str, ...]) -> str | None:
+    """The side a take chose for this clash (the one naming the card wins over one for every card)."""
+    for take in sorted(takes, key=lambda t: t.card is None):
+        if take.matches(card_id, at):
+            if rel not in take.settled:
+                take.settled.append(rel)
+            return take.side
+    return None
 
 
 class Unmergeable(Exception):
@@ -64,7 +131,21 @@ def _union(ours: list[Any], theirs: list[Any]) -> list[Any]:
     return out
 
 
-def _merge(base: Any, ours: Any, theirs: Any, at: tuple[str, ...], later: str, rel: str, clashes: list[Clash]) -> Any:
+@dataclass
+class _Merging:
+    """What one card's merge carries down its fields."""
+
+    rel: str
+    later: str
+    takes: list[Take]
+    clashes: list[Clash] = dataclass_field(default_factory=list)
+
+    @property
+    def card_id(self) -> str:
+        return Path(self.rel).stem
+
+
+def _merge(base: Any, ours: Any, theirs: Any, at: tuple[str, ...], job: _Merging) -> Any:
     if ours == theirs:
         return ours
     if base == ours:
@@ -72,20 +153,30 @@ def _merge(base: Any, ours: Any, theirs: Any, at: tuple[str, ...], later: str, r
     if base == theirs:
         return ours
     if at in FOLLOW_STATUS:
-        return ours if later == "ours" else theirs
+        return ours if job.later == "ours" else theirs
     if isinstance(ours, dict) and isinstance(theirs, dict):
         start = base if isinstance(base, dict) else {}
         out = {}
         for key in [*ours, *(k for k in theirs if k not in ours)]:
             sides = (start.get(key, MISSING), ours.get(key, MISSING), theirs.get(key, MISSING))
-            value = _merge(*sides, (*at, key), later, rel, clashes)
+            value = _merge(*sides, (*at, key), job)
             if value is not MISSING:
                 out[key] = value
         return out
     if at and at[0] in UNIONED and isinstance(ours, list) and isinstance(theirs, list):
         return _union(ours, theirs)
-    clashes.append(Clash(rel, ".".join(at) or "(the card)", _shown(ours), _shown(theirs)))
+    side = _taken(job.takes, job.rel, job.card_id, at)
+    if side is not None:
+        return ours if side == "ours" else theirs
+    job.clashes.append(
+        Clash(job.rel, ".".join(at) or "(the card)", _shown(ours), _shown(theirs), "", _plain(ours), _plain(theirs))
+    )
     return ours
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON carries it (None for absent)."""
+    return None if value is MISSING else json.loads(json.dumps(value, default=str))
 
 
 def merge_text(base: str, ours: str, theirs: str) -> str | None:
@@ -114,31 +205,103 @@ def _whole(text: str, rel: str) -> tuple[dict[str, Any], str]:
         raise InvalidCard(f"{rel}: {exc}") from None
 
 
-def merge_card(rel: str, base: str | None, ours: str, theirs: str, later: str, settle: str | None = None) -> str:
-    """The card both sides changed, merged (see the module); Unmergeable names every clash. settle ("ours" or
-    "theirs", for kb import --from-kb and kb promote --take): each clash goes to that side instead."""
+def merge_card(
+    rel: str,
+    base: str | None,
+    ours: str,
+    theirs: str,
+    later: str,
+    takes: list[Take] | None = None,
+    settle: str | None = None,
+) -> str:
+    """The card both sides changed, merged (see the module); Unmergeable names every clash not settled by
+    one of takes. settle ("ours" or "theirs", for kb import --from-kb and kb promote --take): every clash goes
+    to that side instead."""
     if settle == "theirs":  # a clash keeps the first side's value: swap the sides
-        return merge_card(rel, base, theirs, ours, "ours" if later == "theirs" else "theirs", "ours")
+        return merge_card(rel, base, theirs, ours, "ours" if later == "theirs" else "theirs", takes, "ours")
     try:
         ours_data, ours_body = _whole(ours, rel)
         theirs_data, theirs_body = _whole(theirs, rel)
         base_data, base_body = _whole(base, rel) if base is not None else ({}, "")
     except KbError as exc:
         raise Unmergeable([Clash(rel, "(the file)", "unreadable", str(exc))]) from None
-    clashes: list[Clash] = []
-    data = _merge(base_data if base is not None else MISSING, ours_data, theirs_data, (), later, rel, clashes)
+    if base is None:
+        _refuse_two_cards(rel, ours_data, theirs_data)
+    job = _Merging(rel, later, takes or [])
+    data = _merge(base_data if base is not None else MISSING, ours_data, theirs_data, (), job)
     body = merge_text(base_body, ours_body, theirs_body)
-    if body is None and settle:
-        body = ours_body
     if body is None:
-        clashes.append(Clash(rel, "body", "edited here", "edited there, in the same lines"))
-    if clashes and not settle:
-        raise Unmergeable(clashes)
+        side = _taken(job.takes, rel, job.card_id, ("body",)) or ("ours" if settle else None)
+        if side is None:
+            job.clashes.append(Clash(rel, "body", "edited here", "edited there, in the same lines"))
+        body = ours_body if side == "ours" else theirs_body
+    if job.clashes and not settle:
+        raise Unmergeable(job.clashes)
     try:
         card = validate_card(data, rel)
     except KbError as exc:
         raise Unmergeable([Clash(rel, "(the merged card)", "both changes together", f"invalid: {exc}")]) from None
     return markdown.render(card, body or "")
+
+
+def _pick(data: dict[str, Any], at: tuple[str, ...]) -> Any:
+    value: Any = data
+    for key in at:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def card_line(data: dict[str, Any]) -> str:
+    """Who added a card and what it is, to tell two cards with one id apart."""
+    author = _pick(data, ("provenance", "author")) or "someone"
+    created = _pick(data, ("provenance", "created"))
+    return f"a {data.get('kind')} by {author}{f' ({created})' if created else ''}: {_shown(data.get('title'))}"
+
+
+def _refuse_two_cards(rel: str, ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+    """Added on both sides: the same card (the same kind, title, author, day and origin) merges as one;
+    otherwise these are two cards that happen to share an id, and only a rename settles that."""
+    if all(_pick(ours, at) == _pick(theirs, at) for at in IDENTITY):
+        return
+    raise Unmergeable([two_cards(rel, card_line(ours), card_line(theirs))])
+
+
+def two_cards(rel: str, ours: str, theirs: str) -> Clash:
+    return Clash(rel, "id", f"{ours}; two different cards", f"{theirs}; rename yours (see kb sync --help)")
+
+
+def merge_lock(base: str | None, ours: str, theirs: str, takes: list[Take]) -> str:
+    """kb.lock gate by gate (see the module), in curation/gate_lock.render_lock's layout; Unmergeable names
+    each gate locked with two hashes (settled by --take SIDE:GATE_ID:lock)."""
+    sides = [_lock_entries(text) for text in (base, ours, theirs)]
+    start, here, there = sides
+    clashes: list[Clash] = []
+    gates: dict[str, Any] = {}
+    for gate in sorted(set(here) | set(there)):
+        mine, other = here.get(gate), there.get(gate)
+        if mine is None or other is None or mine == other or other == start.get(gate):
+            gates[gate] = mine if mine is not None else other
+        elif mine == start.get(gate):
+            gates[gate] = other
+        else:
+            side = _taken(takes, "kb.lock", gate, (LOCK_FIELD,))
+            if side is None:
+                ours_sha, theirs_sha = (str(entry.get("sha256", ""))[:12] for entry in (mine, other))
+                clashes.append(Clash("kb.lock", LOCK_FIELD, ours_sha, theirs_sha, gate, mine, other))
+            gates[gate] = mine if side != "theirs" else other
+    if clashes:
+        raise Unmergeable(clashes)
+    return json.dumps({"version": LOCK_VERSION, "gates": gates}, indent=2) + "\n"
+
+
+def _lock_entries(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        gates = json.loads(text)["gates"]
+    except (ValueError, KeyError, TypeError):
+        raise Unmergeable([Clash("kb.lock", "(the file)", "unreadable", "not a lock file")]) from None
+    return dict(gates) if isinstance(gates, dict) else {}
 
 
 def merge_log(base: str | None, ours: str, theirs: str) -> str:

@@ -2,10 +2,17 @@
 
 The local knowledge base is only ever moved forward to a commit that is complete: when both sides
 have new commits, the merge is made in a temporary worktree (kbtool/store/merge.py merges a card
-both changed field by field), committed there, and the local branch then fast-forwards to it. A
-conflict, or kb.lock changed on both sides (gate locks are never merged), stops the sync with a
-report and leaves the local knowledge base exactly as it was. A push the remote rejects because
-someone pushed meanwhile is retried from the fetch.
+both changed field by field, and kb.lock gate by gate), committed there, and the local branch then
+fast-forwards to it. A conflict stops the sync with a report and leaves the local knowledge base exactly
+as it was, unless a side was taken for it (--take). A push the remote rejects because someone pushed
+meanwhile is retried from the fetch.
+
+A remote whose history was rewritten (a force-push that purged a card) no longer holds commits this clone
+got from it; pushing them back would silently undo the purge, so the sync stops and names them. With
+accept_rewrite the clone takes the rewritten history: its own changes since it last synced are merged onto
+the remote's new head (a commit whose only parent is that head) and the lost commits stay lost. The commit
+a clone last synced with is kept in refs/kb/synced/REMOTE/BRANCH (a plain `git fetch` moves the
+remote-tracking branch past a rewrite; this ref is only moved by kb sync).
 """
 
 from __future__ import annotations
@@ -17,16 +24,38 @@ from pathlib import Path
 
 import git
 
+from kbtool.model import markdown
 from kbtool.model.errors import BadInput, CheckFailed
 from kbtool.store import incoming
 from kbtool.store.commits import commit_message
 from kbtool.store.config import load_config
 from kbtool.store.git_runner import git_reason
-from kbtool.store.merge import Clash, Unmergeable, merge_card, merge_log, merge_text
+from kbtool.store.merge import (
+    Clash,
+    Take,
+    Unmergeable,
+    card_line,
+    merge_card,
+    merge_lock,
+    merge_log,
+    merge_text,
+    two_cards,
+)
 from kbtool.store.repository import LOCK_FILE, Store
 
 CARD_FILE = re.compile(r"^kb/[a-z-]+/[^/]+\.md$")
 ATTEMPTS = 3  # fetch-merge-push rounds before giving up on a remote others keep pushing to
+
+
+SETTLE = (
+    "settle each: kb sync --take theirs:FIELD (or ours:; every card) or --take theirs:CARD_ID:FIELD (one "
+    "card; GATE_ID:lock for kb.lock), or edit it here to their value exactly; two cards with one id: rename "
+    "yours (git mv kb/KIND/ID.md kb/KIND/NEW-ID.md, set id: NEW-ID in it, commit) and sync again"
+)
+REWRITE = (
+    "if the purge was meant, kb sync --accept-rewrite takes the remote's history (your own changes since the "
+    "last sync are kept, the lost commits stay lost); if not, ask who force-pushed"
+)
 
 
 class SyncConflict(CheckFailed):
@@ -36,9 +65,24 @@ class SyncConflict(CheckFailed):
         lines = "\n".join(f"  {c.line()}" for c in clashes)
         super().__init__(
             f"sync with {remote} stopped: {len(clashes)} conflict(s); this knowledge base is as it was\n{lines}\n"
-            "settle each here (kb edit, or supersede one card with another), commit, and sync again"
+            + SETTLE
         )
         self.clashes = clashes
+        self.settle = SETTLE
+
+
+class RemoteRewritten(CheckFailed):
+    """The remote lost commits this clone has from it (a force-push); nothing was changed here or there."""
+
+    def __init__(self, lost: list[str], remote: str, branch: str):
+        shown = "; ".join(lost[:5]) + (f" (and {len(lost) - 5} more)" if len(lost) > 5 else "")
+        super().__init__(
+            f"sync with {remote} stopped: {remote}/{branch} was rewritten (force-pushed) and lost {len(lost)} "
+            f"commit(s) this clone has: {shown}; pushing them back would undo that; this knowledge base is as it "
+            f"was; {REWRITE}"
+        )
+        self.lost = lost
+        self.settle = REWRITE
 
 
 @dataclass
@@ -49,15 +93,26 @@ class SyncResult:
     sent: int = 0  # commits pushed to it
     merged: list[str] = field(default_factory=list)  # files both sides changed, merged by kb
     changed: list[str] = field(default_factory=list)  # files the sync changed here
+    taken: list[Take] = field(default_factory=list)  # the sides taken for conflicts (--take)
+    rewritten: bool = False  # the remote's rewritten history was accepted
 
     def line(self) -> str:
         if not self.received and not self.sent:
             return f"up to date with {self.remote}/{self.branch}"
         merged = f", {len(self.merged)} file(s) merged field by field" if self.merged else ""
-        return f"received {self.received} commit(s), sent {self.sent}{merged} ({self.remote}/{self.branch})"
+        taken = sum(len(t.settled) for t in self.taken)
+        settled = f", {taken} conflict(s) settled by --take" if taken else ""
+        rewritten = "; took the remote's rewritten history" if self.rewritten else ""
+        return (
+            f"received {self.received} commit(s), sent {self.sent}{merged}{settled} ({self.remote}/{self.branch})"
+            f"{rewritten}"
+        )
 
 
-def sync(store: Store, remote: str = "origin") -> SyncResult:
+def sync(
+    store: Store, remote: str = "origin", takes: list[Take] | None = None, accept_rewrite: bool = False
+) -> SyncResult:
+    """Fetch, integrate, push (see the module); takes settle conflicts, and each must settle one."""
     with store.lock():
         repo = store.repo
         if remote not in [r.name for r in repo.remotes]:
@@ -70,15 +125,21 @@ def sync(store: Store, remote: str = "origin") -> SyncResult:
         if dirty:
             shown = ", ".join(line[3:] for line in dirty[:3]) + (" ..." if len(dirty) > 3 else "")
             raise BadInput(f"uncommitted changes ({shown}); commit them first: a sync moves only whole commits")
-        result = SyncResult(remote, branch)
+        result = SyncResult(remote, branch, taken=list(takes or []))
+        upstream, synced = f"refs/remotes/{remote}/{branch}", f"refs/kb/synced/{remote}/{branch}"
         for _attempt in range(ATTEMPTS):
+            seen = [_resolved(repo, ref) for ref in (synced, upstream)]
             _fetch(repo, remote, branch)
-            upstream = f"refs/remotes/{remote}/{branch}"
             before = repo.head.commit.hexsha
             if _exists(repo, upstream):
-                _integrate(store, repo, upstream, remote, result)
+                rewound = _rewound_from(
+                    repo, [s for s in seen if s is not None], upstream, remote, branch, accept_rewrite
+                )
+                _integrate(store, repo, upstream, remote, result, rewound)
+            _unsettled(result.taken)
             if _push(repo, remote, branch, upstream, result):
                 result.changed = _changed(repo, before)
+                repo.git.update_ref(synced, repo.commit(upstream).hexsha if _exists(repo, upstream) else before)
                 return result
         raise CheckFailed(f"{remote} kept moving: {ATTEMPTS} pushes were overtaken by others; sync again")
 
@@ -92,6 +153,43 @@ def _fetch(repo: git.Repo, remote: str, branch: str) -> None:
         raise BadInput(f"git fetch {remote}: {git_reason(exc)}") from None
 
 
+def _resolved(repo: git.Repo, ref: str) -> str | None:
+    try:
+        return str(repo.git.rev_parse("--verify", "--quiet", f"{ref}^{{commit}}"))
+    except git.GitCommandError:
+        return None
+
+
+def _rewound_from(
+    repo: git.Repo, known: list[str], upstream: str, remote: str, branch: str, accept: bool
+) -> str | None:
+    """The commit this clone last synced with, when the remote has since lost commits of it that this clone
+    still holds (a force-push): raises RemoteRewritten naming them, or, with accept, returns that commit (the
+    base this clone's own changes are taken from)."""
+    head, theirs = repo.head.commit.hexsha, repo.commit(upstream).hexsha
+    for old in known:
+        gone = repo.git.rev_list(old, f"^{theirs}").split()
+        if not gone:
+            continue
+        here = set(repo.git.rev_list(head, f"^{theirs}").split())
+        lost = [sha for sha in gone if sha in here]
+        if not lost:
+            continue  # this clone dropped them too (it made the rewrite): nothing would come back
+        if not accept:
+            shown = repo.git.log("--no-walk=unsorted", "--format=%h %s", *lost).splitlines()
+            raise RemoteRewritten(shown, remote, branch)
+        return old
+    return None
+
+
+def _unsettled(takes: list[Take]) -> None:
+    idle = next((t for t in takes if not t.settled), None)
+    if idle is not None:
+        raise BadInput(
+            f"--take {idle.spec} settles no conflict of this sync; nothing was changed (kb sync --json lists them)"
+        )
+
+
 def _exists(repo: git.Repo, ref: str) -> bool:
     try:
         repo.git.rev_parse("--verify", "--quiet", ref)
@@ -100,53 +198,93 @@ def _exists(repo: git.Repo, ref: str) -> bool:
         return False
 
 
-def _integrate(store: Store, repo: git.Repo, upstream: str, remote: str, result: SyncResult) -> None:
+def _integrate(
+    store: Store, repo: git.Repo, upstream: str, remote: str, result: SyncResult, rewound: str | None
+) -> None:
     head, theirs = repo.head.commit.hexsha, repo.commit(upstream).hexsha
-    base = repo.git.merge_base(head, theirs)
-    if theirs in (head, base):
+    base = rewound or repo.git.merge_base(head, theirs)
+    if theirs in (head, base) and not rewound:
         return  # nothing there that is not here
     result.received += len(repo.git.rev_list(f"{head}..{theirs}").split())
-    target = theirs if base == head else _merged_commit(store, repo, head, theirs, base, upstream, remote, result)
+    if rewound:
+        target, result.rewritten = _merged_commit(store, repo, head, theirs, base, upstream, remote, result), True
+    else:
+        target = theirs if base == head else _merged_commit(store, repo, head, theirs, base, upstream, remote, result)
     refused = incoming.problems(repo, store.root, head, target, load_config(store.root).limits)
     if refused:
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
         raise BadInput(f"sync with {remote} refused: {refused[0]}{more}; this knowledge base is as it was")
-    changed = [c.path for c in incoming.changes(repo, head, target)]
-    store.journaled(changed, lambda: None, lambda: repo.git.merge("--ff-only", "--quiet", target))
+    moves = incoming.changes(repo, head, target)
+    _refuse_ids_twice(repo, target, [c.path for c in moves if c.status == "A"], remote)
+    _unsettled(result.taken)
+    changed = [c.path for c in moves]
+    move = ("reset", "--keep", "--quiet") if rewound else ("merge", "--ff-only", "--quiet")
+    store.journaled(changed, lambda: None, lambda: _git(repo, *move, target))
+
+
+def _git(repo: git.Repo, *args: str) -> None:
+    repo.git.execute(["git", *args])
+
+
+def _refuse_ids_twice(repo: git.Repo, target: str, added: list[str], remote: str) -> None:
+    """One id in two kinds' folders (kb/gap/x.md and kb/finding/x.md, added on each side): git sees two files,
+    kb two different cards with one id. Only ids the move adds are looked for (one ls-tree, 0.1 s at 10k)."""
+    new = {Path(rel).stem: rel for rel in added if CARD_FILE.match(rel)}
+    if not new:
+        return
+    clashes = []
+    for rel in repo.git.ls_tree("-r", "--name-only", target, "kb/").splitlines():
+        arrived = new.get(Path(rel).stem)
+        if arrived is not None and rel != arrived and CARD_FILE.match(rel):
+            lines = [card_line(markdown.load_frontmatter(repo.git.show(f"{target}:{r}"), r)[0]) for r in (rel, arrived)]
+            clashes.append(two_cards(arrived, f"{rel}: {lines[0]}", f"{arrived}: {lines[1]}"))
+    if clashes:
+        raise SyncConflict(clashes, remote)
 
 
 def _merged_commit(
     store: Store, repo: git.Repo, head: str, theirs: str, base: str, upstream: str, remote: str, result: SyncResult
 ) -> str:
-    """Both sides moved: merge in a worktree of its own, commit there, and return the commit."""
-    with store.worktree(head) as work:
+    """Both sides moved: merge in a worktree of its own, commit there, and return the commit. After an accepted
+    rewrite (result.rewritten pending: base is not an ancestor of theirs) the worktree starts at theirs and
+    takes only this clone's own changes since base, so the commit's one parent is the remote's head."""
+    rewrite = bool(repo.git.rev_list(base, f"^{theirs}").strip())
+    with store.worktree(theirs if rewrite else head) as work:
         place = Path(work.working_dir)
-        with contextlib.suppress(git.GitCommandError):  # conflicts: resolved (or reported) below
-            work.git.merge("--no-ff", "--no-commit", "--quiet", theirs)
+        if not rewrite:
+            with contextlib.suppress(git.GitCommandError):  # conflicts: resolved (or reported) below
+                work.git.merge("--no-ff", "--no-commit", "--quiet", theirs)
         ours_changed = set(repo.git.diff("--name-only", base, head).splitlines())
         theirs_changed = set(repo.git.diff("--name-only", base, theirs).splitlines())
-        unmerged = set(work.git.diff("--name-only", "--diff-filter=U").splitlines())
-        both = sorted((ours_changed & theirs_changed) | unmerged)
+        unmerged = set() if rewrite else set(work.git.diff("--name-only", "--diff-filter=U").splitlines())
+        both = sorted(ours_changed if rewrite else (ours_changed & theirs_changed) | unmerged)
         clashes: list[Clash] = []
         for rel in both:
             try:
-                resolved = _resolve(repo, rel, base, head, theirs)
+                resolved = _resolve(repo, rel, base, head, theirs, result.taken)
             except Unmergeable as exc:
                 clashes += exc.clashes
                 continue
-            target = place / rel
-            if resolved is None:
-                work.git.rm("--quiet", "--force", "--ignore-unmatch", "--", rel)
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(resolved, encoding="utf-8")
-                work.git.add("--", rel)
-            result.merged.append(rel)
+            _place(work, place, rel, resolved)
+            if rel in theirs_changed:
+                result.merged.append(rel)
         if clashes:
+            _unsettled(result.taken)  # a mistyped --take is named before the conflicts it left
             raise SyncConflict(clashes, remote)
-        message = commit_message(f"kb sync: merge {upstream.removeprefix('refs/remotes/')}", "sync")
-        work.git.commit("--quiet", "--no-verify", "-m", message)
+        what = "own changes onto the rewritten" if rewrite else "merge"
+        message = commit_message(f"kb sync: {what} {upstream.removeprefix('refs/remotes/')}", "sync")
+        work.git.commit("--quiet", "--no-verify", "--allow-empty", "-m", message)
         return work.head.commit.hexsha
+
+
+def _place(work: git.Repo, place: Path, rel: str, resolved: str | None) -> None:
+    target = place / rel
+    if resolved is None:
+        work.git.rm("--quiet", "--force", "--ignore-unmatch", "--", rel)
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(resolved, encoding="utf-8")
+        work.git.add("--", rel)
 
 
 def _show(repo: git.Repo, rev: str, rel: str) -> str | None:
@@ -156,18 +294,20 @@ def _show(repo: git.Repo, rev: str, rel: str) -> str | None:
         return None  # not there on that side
 
 
-def _resolve(repo: git.Repo, rel: str, base: str, head: str, theirs: str) -> str | None:
+def _resolve(repo: git.Repo, rel: str, base: str, head: str, theirs: str, takes: list[Take]) -> str | None:
     """The file both sides changed, merged; None when both deleted it; Unmergeable otherwise."""
     old, ours, other = _show(repo, base, rel), _show(repo, head, rel), _show(repo, theirs, rel)
-    if ours == other:
+    if ours == other or other == old:
         return ours
+    if ours == old:
+        return other
     if rel == LOCK_FILE:
-        raise Unmergeable([Clash(rel, "gate locks", "changed here", "changed there: kb never merges locks")])
+        return merge_lock(old, ours or "", other or "", takes)
     if ours is None or other is None:
         side = "deleted here, changed there" if ours is None else "changed here, deleted there"
         raise Unmergeable([Clash(rel, "(the file)", *side.split(", "))])
     if CARD_FILE.match(rel):
-        return merge_card(rel, old, ours, other, _later(repo, rel, head, theirs))
+        return merge_card(rel, old, ours, other, _later(repo, rel, head, theirs), takes)
     if rel.startswith("runs/") and rel.endswith(".jsonl"):
         return merge_log(old, ours, other)
     text = merge_text(old or "", ours, other)

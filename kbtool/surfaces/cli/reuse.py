@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from kbtool.model.errors import BadInput
+from kbtool.store.sync import RemoteRewritten, SyncConflict
 from kbtool.surfaces.cli.base import (
     For,
     JsonOut,
@@ -42,15 +43,44 @@ app.add_typer(sources_app, name="sources")
 @app.command()
 def sync(
     remote: Annotated[str, typer.Argument(help="The git remote to sync with.")] = "origin",
+    take: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--take",
+            metavar="SIDE:[CARD_ID:]FIELD",
+            help="Settle a conflict with one side's value: theirs:claim (every card's claim), "
+            "ours:CARD_ID:applies_to (one card's, and all under it), theirs:GATE_ID:lock (a gate's kb.lock "
+            "entry); body for the body. Repeat for more.",
+        ),
+    ] = None,
+    accept_rewrite: Annotated[
+        bool,
+        typer.Option(
+            "--accept-rewrite",
+            help="The remote was force-pushed: take its history, keep this clone's own changes since the last "
+            "sync, and leave the commits it lost out.",
+        ),
+    ] = False,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Fetch, integrate and push: cards added on both sides both stay, a card both sides edited merges
-    field by field (tags, evidence and links unioned, status by the later change); a conflict stops
-    the sync (exit 1), names each one, and leaves this knowledge base as it was. Then each git source
-    is fetched and moved to its ref, as `kb sources update` does."""
+    field by field (tags, evidence and links unioned, status by the later change), kb.lock gate by gate. A
+    conflict (two values of a field, one gate locked twice, two different cards with one id) stops the sync
+    (exit 1), names each one (--json: conflicts), and leaves this knowledge base as it was; so does a remote
+    that lost commits this clone has (force-pushed). Two cards with one id: rename yours (git mv
+    kb/KIND/ID.md kb/KIND/NEW-ID.md, set id: NEW-ID in it, commit) and sync again. Then each git source is
+    fetched and moved to its ref, as `kb sources update` does."""
     base = open_kb(kb)
-    result = base.sync(remote)
+    try:
+        result = base.sync(remote, take or [], accept_rewrite)
+    except (SyncConflict, RemoteRewritten) as exc:
+        if as_json:
+            found = {"conflicts": [c.as_json() for c in exc.clashes]} if isinstance(exc, SyncConflict) else {}
+            print_json(
+                {**found, **({"lost": exc.lost} if isinstance(exc, RemoteRewritten) else {}), "settle": exc.settle}
+            )
+        raise
     refreshed = base.refresh_sources()  # the team's sources move with the team's knowledge base
     if as_json:
         print_json(
@@ -62,6 +92,8 @@ def sync(
                 "merged": result.merged,
                 "changed": result.changed,
                 "sources": [{"name": n, "commit": c, "error": e} for n, c, e in refreshed],
+                "taken": [{"take": t.spec, "file": f} for t in result.taken for f in t.settled],
+                "rewritten": result.rewritten,
             }
         )
     else:
