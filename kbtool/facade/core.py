@@ -159,10 +159,31 @@ class KnowledgeBaseCore:
         judged against the environment (applying()) when there is one."""
         where = filters_of(where)  # parsed once, for this knowledge base and every source
         found = self.summaries(kind, status, tags, where)
+        copied = self.copied_originals()  # a source card copied here shows once: the copy (kbtool.facade.shadows)
         for name, base in self.source_bases():
-            found += [s.from_source(name) for s in base.summaries(kind, status, tags, where)]
+            theirs = (s.from_source(name) for s in base.summaries(kind, status, tags, where))
+            found += [s for s in theirs if s.id not in copied]
             self.relay_notices(f"source {name}", base)
         return self.applying(found, applies_for, only_applying)
+
+    def copied_originals(self) -> dict[str, str]:
+        """SOURCE:ID of each source card this knowledge base holds a copy of -> the copy's id: the original
+        is shadowed by its copy (kbtool.facade.shadows). Empty without sources."""
+        from kbtool.facade.shadows import KnownSource, copied_originals, remote_urls
+        from kbtool.store.sources import source_root
+
+        bases = dict(self.source_bases())
+        if not bases:
+            return {}
+        known = []
+        for source in self.config.sources:
+            base = bases.get(source.name)
+            if base is not None:
+                base.index.refresh_if_stale(None)  # its cards by id, as they are now
+                places = {source.url or "", source.path or "", str(source_root(self.root, self.store.state_dir, source))}
+                places |= {str(base.root), base.config.kb.name, *remote_urls(base.store)}
+                known.append(KnownSource(source.name, frozenset(places), lambda i, b=base: bool(b.index.cards_with(("id",), i))))
+        return copied_originals(self.summaries(), known)
 
     def relay_notices(self, label: str, base: KnowledgeBaseCore) -> None:
         """What another knowledge base said while it was read for this one (a card it left out), said here

@@ -1,0 +1,69 @@
+"""A copy and its original are one card. A card copied from a source (`kb import --from-kb`, `kb new-project`,
+or made on write by a local verdict on SOURCE:ID) records provenance.origin: the knowledge base it came from
+and its id there. Where this knowledge base reads that source too, the original is the copy's shadow: search,
+list and gaps show the copy alone, with its status and scope, so what the project says of a team card wins.
+
+Pure: the facade hands in its own cards' summaries and, for each source, the places it is known by."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kbtool.model.records import CardSummary
+
+if TYPE_CHECKING:
+    from kbtool.store.repository import Store
+
+
+@dataclass(frozen=True)
+class KnownSource:
+    """A source as copies may name it: its kb.toml name, the places its origin may be recorded as (its folder,
+    its URL or path in kb.toml, its git remote, its knowledge base name), and whether it holds an id."""
+
+    name: str
+    places: frozenset[str]
+    holds: Callable[[str], bool]
+
+
+def same_place(recorded: str) -> str:
+    """An origin's location in the form sources are compared by: a folder on this machine resolved, a URL as
+    written without a trailing slash or `.git`."""
+    text = recorded.rstrip("/")
+    if "://" not in text and not text.partition(":")[0].count("@"):
+        path = Path(text).expanduser()
+        if path.is_absolute() and path.exists():
+            return str(path.resolve())
+    return text.removesuffix(".git")
+
+
+def copied_originals(own: Iterable[CardSummary], sources: list[KnownSource]) -> dict[str, str]:
+    """SOURCE:ID of each source card this knowledge base holds a copy of -> the copy's id. The copy's origin
+    names the source by one of its places; an origin recorded on another machine (a teammate's folder) that
+    names no source here is matched by its id alone when exactly one source holds that id."""
+    found: dict[str, str] = {}
+    by_place = {same_place(place): source for source in sources for place in source.places if place}
+    for summary in own:
+        origin = summary.get("provenance", "origin")
+        if not isinstance(origin, dict) or not origin.get("id"):
+            continue
+        original = str(origin["id"])
+        source = by_place.get(same_place(str(origin.get("kb", ""))))
+        if source is None:
+            holding = [s for s in sources if s.holds(original)]
+            source = holding[0] if len(holding) == 1 else None
+        if source is not None and source.holds(original):
+            found.setdefault(f"{source.name}:{original}", summary.id)
+    return found
+
+
+def remote_urls(store: Store) -> list[str]:
+    """The URLs a knowledge base's git remotes name: a copy's origin may be recorded as one of them."""
+    import git
+
+    try:
+        return [url for remote in store.repo.remotes for url in remote.urls]
+    except (git.GitError, ValueError):
+        return []
