@@ -196,8 +196,9 @@ class Curation(KnowledgeBaseCore):
         environment after all that apply)."""
         order = {"high": 0, "medium": 1, "low": 2}
         found = self.gaps()
+        copied = self.copied_originals()  # a gap copied here is open or closed as its copy says
         for name, base in self.source_bases():
-            found += [g.from_source(name) for g in base.gaps()]
+            found += [g for g in (g.from_source(name) for g in base.gaps()) if g.id not in copied]
             self.relay_notices(f"source {name}", base)
         found.sort(key=lambda g: order[g.get("priority", default="medium")])
         return self.applying(found, applies_for, only_applying)

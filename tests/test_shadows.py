@@ -1,0 +1,118 @@
+"""A copy and its original are one card: a project reading the team's knowledge base as a source, and holding
+copies of some of its cards, shows each such card once (the copy, with the project's status and scope) in
+search, list and gaps; and hits from the project and its sources are ranked on one scale."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import kbtool
+from conftest import git, run_kb
+
+KB = [sys.executable, "-m", "kbtool"]
+
+
+@pytest.fixture
+def env(fast_env) -> dict[str, str]:
+    return fast_env
+
+
+@pytest.fixture
+def team(tmp_path) -> kbtool.KnowledgeBase:
+    team = kbtool.init(tmp_path / "team", name="team")
+    team.add(
+        "constraint",
+        "No accuracy loss against the BF16 oracle",
+        status="confirmed",
+        values={"rule": "GSM8K accuracy within 0.5 points of BF16 for any optimisation"},
+    )
+    team.add("gap", "Does an FP8 KV cache hold long-context accuracy?", values={"priority": "high"})
+    return team
+
+
+@pytest.fixture
+def project(tmp_path, team) -> kbtool.KnowledgeBase:
+    project = kbtool.init(tmp_path / "sammie", name="sammie")
+    project.add("gap", "Is SAM 3.1 mask decoding bound by memory bandwidth on H100?", values={"priority": "medium"})
+    config = project.root / "kb.toml"
+    config.write_text(config.read_text() + '\n[[sources]]\nname = "team"\npath = "../team"\n')
+    git(project.root, "commit", "-qam", "read the team's knowledge base")
+    return project
+
+
+def test_a_copy_and_its_original_are_one_card_the_copy_winning(project, team, env):
+    rule, gap = (next(c.id for c in team.cards() if c.card.kind == kind) for kind in ("constraint", "gap"))
+    out = run_kb(env, project.root, "import", "--from-kb", str(team.root))
+    assert out.returncode == 0, out.stderr
+
+    hits = json.loads(run_kb(env, project.root, "search", "BF16 oracle accuracy", "--json").stdout)["hits"]
+    assert [h["id"] for h in hits].count(rule) == 1 and f"team:{rule}" not in [h["id"] for h in hits]
+    assert hits[0]["id"] == rule and hits[0]["kb"] == "sammie"
+    listed = {c["id"] for c in json.loads(run_kb(env, project.root, "list", "--json").stdout)["cards"]}
+    assert {rule, gap} <= listed and not {f"team:{rule}", f"team:{gap}"} & listed
+    gaps = run_kb(env, project.root, "gaps").stdout
+    assert gap in gaps and f"team:{gap}" not in gaps
+
+    # the project's verdict on its copy is what shows: the team's card stays confirmed there
+    assert run_kb(env, project.root, "retire", rule, "--reason", "no BF16 oracle here").returncode == 0
+    hits = json.loads(run_kb(env, project.root, "search", "BF16 oracle accuracy", "--json").stdout)["hits"]
+    assert [(h["id"], h["status"]) for h in hits if rule in h["id"]] == [(rule, "retired")]
+    assert team.get(rule).card.status == "confirmed"
+    confirmed = json.loads(
+        run_kb(env, project.root, "search", "BF16 oracle accuracy", "--status", "confirmed", "--json").stdout
+    )["hits"]
+    assert not [h for h in confirmed if rule in h["id"]]  # not the team's original in the retired copy's place
+
+
+def test_a_copy_made_on_another_machine_still_stands_for_its_original(project, team, env):
+    """An origin recorded as a teammate's folder names no source here; the id alone, held by one source, does."""
+    rule = next(c.id for c in team.cards() if c.card.kind == "constraint")
+    assert run_kb(env, project.root, "import", "--from-kb", str(team.root), "--kind", "constraint").returncode == 0
+    copy = project.root / "kb" / "constraint" / f"{rule}.md"
+    copy.write_text(copy.read_text().replace(f"kb: {team.root}", "kb: /home/someone-else/team-clone"))
+    git(project.root, "commit", "-qam", "a copy made on a teammate's machine")
+    ids = [h["id"] for h in json.loads(run_kb(env, project.root, "search", "BF16 oracle", "--json").stdout)["hits"]]
+    assert rule in ids and f"team:{rule}" not in ids
+
+
+def test_the_one_relevant_team_card_ranks_above_an_irrelevant_local_one(project, team, env):
+    """Each knowledge base's best hit was scaled to 1.0: the project's best match of a query it knows nothing
+    of sat right under the team's one relevant card, and above the team's others."""
+    relevant = team.add(
+        "constraint",
+        "NVFP4 MoE decode must beat FP8 throughput on B200",
+        status="confirmed",
+        values={"rule": "NVFP4 grouped GEMMs lift MoE decode throughput over FP8 on B200, or stay unused"},
+    )
+    for i, topic in enumerate(["prefill chunk size", "radix cache hit rate", "scheduler fairness", "LoRA swaps"]):
+        team.add("gap", f"How does {topic} change TTFT ({i})?", values={"priority": "low"})
+    project.add("gap", "Which decode logs should the web server keep?", values={"priority": "low"})
+    hits = json.loads(run_kb(env, project.root, "search", "NVFP4 MoE decode throughput", "--json").stdout)["hits"]
+    assert hits[0]["id"] == f"team:{relevant.id}", hits
+    local = next(h for h in hits if h["kb"] == "sammie")
+    assert local["score"] < 0.6 * hits[0]["score"], hits  # not 0.975 against 1.0
+
+
+def test_a_fresh_project_shows_each_card_once_and_no_pack(starter_clone, env, tmp_path):
+    """new-project copies the team's cards that apply and makes a pack of them: neither doubles a hit."""
+    made = subprocess.run(
+        [*KB, "new-project", "sammie", "--from", str(starter_clone.root), "--for", "hardware=H100"]
+        + ["--for", "modality=vision"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stderr
+    project = kbtool.open(tmp_path / "sammie")
+    origins = {s.id: s.get("provenance", "origin", "id") for s in project.summaries()}
+    for query in ("CUDA graph capture", "Dynamo RNG recompile", "debug evidence before guessing"):
+        hits = json.loads(run_kb(env, project.root, "search", query, "--json").stdout)["hits"]
+        cards = [h["id"].partition(":")[2] if ":" in h["id"] else origins.get(h["id"]) or h["id"] for h in hits]
+        assert len(cards) == len(set(cards)), (query, cards)
+        assert "sammie-pack" not in cards
