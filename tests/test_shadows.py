@@ -5,6 +5,7 @@ search, list and gaps; and hits from the project and its sources are ranked on o
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -116,3 +117,55 @@ def test_a_fresh_project_shows_each_card_once_and_no_pack(starter_clone, env, tm
         cards = [h["id"].partition(":")[2] if ":" in h["id"] else origins.get(h["id"]) or h["id"] for h in hits]
         assert len(cards) == len(set(cards)), (query, cards)
         assert "sammie-pack" not in cards
+
+
+# --- links and --closes naming SOURCE:ID ----------------------------------------------------------------------
+
+
+def test_links_may_name_a_source_card_and_lint_checks_them(project, team, env):
+    rule = next(c.id for c in team.cards() if c.card.kind == "constraint")
+    own = next(c.id for c in project.cards())
+    linked = run_kb(env, project.root, "link", own, f"team:{rule}")
+    assert linked.returncode == 0, linked.stderr
+    assert kbtool.open(project.root).get(own).card.links.related == [f"team:{rule}"]
+    edited = run_kb(env, project.root, "edit", own, "-f", f"links.contradicts=team:{rule}")
+    assert edited.returncode == 0, edited.stderr
+    assert "ok" in run_kb(env, project.root, "lint", "--skip", "duplicates").stdout
+
+    before = git(project.root, "rev-parse", "HEAD")
+    for target in ("team:no-such-card", "nowhere:x"):
+        out = run_kb(env, project.root, "link", own, target)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert git(project.root, "rev-parse", "HEAD") == before  # nothing written
+
+    run_kb(env, project.root, "edit", own, "-f", "links.related=team:no-such-card")
+    linted = run_kb(env, project.root, "lint", "--skip", "duplicates")
+    assert linted.returncode == 1 and "source team has no card with id 'no-such-card'" in linted.stdout
+    shutil.move(team.root, team.root.with_name("elsewhere"))  # the source is not on this machine now
+    linted = run_kb(env, project.root, "lint", "--skip", "duplicates")
+    assert "warning: [broken-link]" in linted.stdout and "source team is not here" in linted.stdout
+
+
+def test_a_finding_closes_a_team_gap_for_the_project_alone(project, team, env):
+    gap = next(c.id for c in team.cards() if c.card.kind == "gap")
+    assert f"team:{gap}" in run_kb(env, project.root, "gaps").stdout
+    team_head = git(team.root, "rev-parse", "HEAD")
+    out = run_kb(
+        env, project.root, "add-finding", "--title", "FP8 KV holds at 128k", "-m", "accuracy=0.91",
+        "--closes", f"team:{gap}", "--json",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    finding = json.loads(out.stdout)["id"]
+    assert kbtool.open(project.root).get(finding).card.links.closes == [f"team:{gap}"]
+    assert f"team:{gap}" not in run_kb(env, project.root, "gaps").stdout  # closed here
+    assert gap in run_kb(env, team.root, "gaps").stdout and git(team.root, "rev-parse", "HEAD") == team_head
+    assert "ok" in run_kb(env, project.root, "lint", "--skip", "duplicates").stdout
+
+    # the finding refuted here: the team's gap is open here again, saying why
+    run_kb(env, project.root, "refute", finding, "--reason", "measured the wrong context length")
+    gaps = json.loads(run_kb(env, project.root, "gaps", "--json").stdout)
+    reopened = next(g for g in gaps["gaps"] if g["id"] == f"team:{gap}")
+    assert "refuted finding" in reopened["reopened"]
+
+    bad = run_kb(env, project.root, "add-finding", "--title", "x", "-m", "a=1", "--closes", "team:nope")
+    assert bad.returncode == 2 and "source team has no gap" in bad.stderr

@@ -180,9 +180,15 @@ class KnowledgeBaseCore:
             base = bases.get(source.name)
             if base is not None:
                 base.index.refresh_if_stale(None)  # its cards by id, as they are now
-                places = {source.url or "", source.path or "", str(source_root(self.root, self.store.state_dir, source))}
+                places = {
+                    source.url or "",
+                    source.path or "",
+                    str(source_root(self.root, self.store.state_dir, source)),
+                }
                 places |= {str(base.root), base.config.kb.name, *remote_urls(base.store)}
-                known.append(KnownSource(source.name, frozenset(places), lambda i, b=base: bool(b.index.cards_with(("id",), i))))
+                known.append(
+                    KnownSource(source.name, frozenset(places), lambda i, b=base: bool(b.index.cards_with(("id",), i)))
+                )
         return copied_originals(self.summaries(), known)
 
     def relay_notices(self, label: str, base: KnowledgeBaseCore) -> None:

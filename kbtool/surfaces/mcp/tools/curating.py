@@ -114,7 +114,7 @@ async def edit(
 async def link(
     ctx: Context,
     id: CardId,
-    to: Annotated[list[str], Field(description="card ids")],
+    to: Annotated[list[str], Field(description="card ids (SOURCE:ID for a source's card)")],
     relation: Literal["related", "contradicts"] = "related",
     remove: bool = False,
     kb: KbChoice = None,
