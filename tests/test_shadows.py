@@ -169,3 +169,15 @@ def test_a_finding_closes_a_team_gap_for_the_project_alone(project, team, env):
 
     bad = run_kb(env, project.root, "add-finding", "--title", "x", "-m", "a=1", "--closes", "team:nope")
     assert bad.returncode == 2 and "source team has no gap" in bad.stderr
+
+
+def test_the_web_view_links_a_source_card_to_its_page(project, team, env):
+    from web_server import request, running_ui
+
+    rule = next(c.id for c in team.cards() if c.card.kind == "constraint")
+    own = next(c.id for c in project.cards())
+    kbtool.open(project.root).link(own, [f"team:{rule}"])
+    with running_ui(project.root, env) as url:
+        status, _, page = request(url + f"cards/{own}")
+        assert status == 200 and f'href="/cards/team:{rule}">No accuracy loss against the BF16 oracle</a>' in page
+        assert "(missing)" not in page

@@ -25,7 +25,7 @@ from kbtool.model.contracts import (
     Similar,
 )
 from kbtool.model.errors import BadInput, KbError
-from kbtool.model.records import StoredCard
+from kbtool.model.records import CardSummary, StoredCard
 
 if TYPE_CHECKING:
     import numpy as np
@@ -263,6 +263,9 @@ class Search(KnowledgeBaseCore):
         2 or 3, the cards that many links away (`beyond`, at most MAX_BEYOND)."""
         from kbtool.model.records import brief
 
+        def missing(target: str) -> dict[str, Any]:
+            return {"id": target, "missing": True}
+
         if not 1 <= depth <= 3:
             raise BadInput(f"depth {depth}: 1 (the links themselves), 2 or 3")
         found = self.card_or_skill(ref)
@@ -272,7 +275,7 @@ class Search(KnowledgeBaseCore):
                 found.name, found.name, f"{found.name} {found.description} {found.body[:600]}", [], [], k, skill=True
             )
         links_out = [
-            Link(rel=rel, **(brief(known) if (known := self.index.by_id(target)) else {"id": target, "missing": True}))
+            Link(rel=rel, **({**brief(known), "id": target} if (known := self._linked(target)) else missing(target)))
             for rel, targets in found.card.links.model_dump().items()
             for target in targets
         ]
@@ -285,6 +288,16 @@ class Search(KnowledgeBaseCore):
             near = [link.id for link in [*links_out, *links_in] if not link.missing]
             related = related.model_copy(update={"beyond": self._beyond(found.id, near, depth)})
         return related
+
+    def _linked(self, target: str) -> CardSummary | None:
+        """The card a link names, here or in a source (SOURCE:ID); None when there is none (or no such source)."""
+        try:
+            base, rest = self.owner_of(target)
+        except KbError:
+            return None
+        if base is not self:
+            base.index.refresh_if_stale(None)
+        return base.index.by_id(rest)
 
     def _beyond(self, start: str, near: builtins.list[str], depth: int) -> builtins.list[Neighbour]:
         """Breadth first over links both ways, from the cards one link away out to depth."""
