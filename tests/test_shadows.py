@@ -181,3 +181,86 @@ def test_the_web_view_links_a_source_card_to_its_page(project, team, env):
         status, _, page = request(url + f"cards/{own}")
         assert status == 200 and f'href="/cards/team:{rule}">No accuracy loss against the BF16 oracle</a>' in page
         assert "(missing)" not in page
+
+
+# --- a project's verdict on a team card ---------------------------------------------------------------------
+
+
+def test_a_local_verdict_on_a_team_card_wins_here_and_never_writes_the_team(project, team, env):
+    rule = next(c.id for c in team.cards() if c.card.kind == "constraint")
+    newer = team.add(
+        "constraint",
+        "No accuracy loss against the BF16 oracle, measured at 128k context",
+        status="confirmed",
+        values={"rule": "GSM8K and RULER 128k within 0.5 points of BF16"},
+    )
+    team_head = git(team.root, "rev-parse", "HEAD")
+    local = run_kb(
+        env, project.root, "add", "constraint", "--title", "BF16 oracle accuracy for SAM masks",
+        "-f", "rule=mIoU within 0.5 points of the BF16 oracle", "--status", "confirmed", "--json",
+    )  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    mine = json.loads(local.stdout)["id"]
+
+    out = run_kb(env, project.root, "supersede", f"team:{rule}", mine, "--reason", "masks, not GSM8K, here")
+    assert out.returncode == 0, out.stderr
+    here = kbtool.open(project.root)
+    shadow = here.get(rule).card
+    assert shadow.status == "superseded" and shadow.links.superseded_by == [mine]
+    assert shadow.provenance.origin.id == rule and here.get(mine).card.links.supersedes == [rule]
+    hits = json.loads(run_kb(env, project.root, "search", "BF16 oracle accuracy", "--json").stdout)["hits"]
+    ranked = [(h["id"], h["status"]) for h in hits]
+    assert ranked[0] == (mine, "confirmed") and (rule, "superseded") in ranked and f"team:{rule}" not in [h["id"] for h in hits]
+
+    # does not apply here: retired for the project; a source card superseded by another source card
+    out = run_kb(env, project.root, "retire", f"team:{newer.id}", "--reason", "no 128k contexts for SAM")
+    assert out.returncode == 0, out.stderr
+    assert kbtool.open(project.root).get(newer.id).card.status == "retired"
+    gap = next(c.id for c in team.cards() if c.card.kind == "gap")
+    assert run_kb(env, project.root, "refute", f"team:{gap}", "--reason", "not a question here").returncode == 0
+    assert f"team:{gap}" not in run_kb(env, project.root, "gaps").stdout and gap not in run_kb(
+        env, project.root, "gaps"
+    ).stdout
+    assert git(team.root, "rev-parse", "HEAD") == team_head and git(team.root, "status", "--porcelain") == ""
+    assert "ok" in run_kb(env, project.root, "lint", "--skip", "duplicates").stdout
+
+    before = git(project.root, "rev-parse", "HEAD")
+    for args in (("retire", "team:no-such-card", "--reason", "x"), ("supersede", "team:nope", mine)):
+        bad = run_kb(env, project.root, *args)
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    assert git(project.root, "rev-parse", "HEAD") == before
+
+
+def test_over_mcp_an_agent_links_closes_and_supersedes_team_cards(project, team, env):
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    rule, gap = (next(c.id for c in team.cards() if c.card.kind == kind) for kind in ("constraint", "gap"))
+    mine = kbtool.open(project.root).add(
+        "constraint", "Mask mIoU against the BF16 oracle", status="confirmed", values={"rule": "mIoU within 0.5"}
+    )
+    team_head = git(team.root, "rev-parse", "HEAD")
+
+    async def go():
+        params = StdioServerParameters(command=KB[0], args=[*KB[1:], "--kb", str(project.root), "serve"], env=env)
+        async with Client(params, read_timeout_seconds=60) as client:
+            found = await client.call_tool(
+                "add_finding",
+                {"title": "FP8 KV holds at 128k", "metrics": {"accuracy": "0.91"}, "closes": f"team:{gap}"},
+            )
+            assert not found.is_error, found.content[0].text
+            finding = found.structured_content["id"]
+            linked = await client.call_tool("link", {"id": finding, "to": [f"team:{rule}"]})
+            assert not linked.is_error, linked.content[0].text
+            superseded = await client.call_tool("supersede", {"old": f"team:{rule}", "new": mine.id})
+            assert not superseded.is_error, superseded.content[0].text
+            hits = (await client.call_tool("search", {"query": "BF16 oracle"})).structured_content["hits"]
+            assert [h["status"] for h in hits if h["id"] == rule] == ["superseded"]
+            assert not [h for h in hits if h["id"] == f"team:{rule}"]
+            gaps = (await client.call_tool("gaps", {})).structured_content["gaps"]
+            assert f"team:{gap}" not in [g["id"] for g in gaps]
+
+    asyncio.run(go())
+    assert git(team.root, "rev-parse", "HEAD") == team_head

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbtool.model.records import CardSummary
 
@@ -67,3 +67,19 @@ def remote_urls(store: Store) -> list[str]:
         return [url for remote in store.repo.remotes for url in remote.urls]
     except (git.GitError, ValueError):
         return []
+
+
+def shadow_data(data: dict[str, Any], source: str, place: str, commit: str) -> dict[str, Any]:
+    """A source card's frontmatter as this knowledge base's copy of it, made when the project gives its own
+    verdict on it (supersedes, refutes, retires it, or closes it): the same card, its origin recorded (so it
+    stands for the original in search, list and gaps, and lint's drift check follows the original), its links
+    naming the source's cards as SOURCE:ID. What closed a gap there is the source's affair: not carried."""
+    links = {
+        field: [target if ":" in target else f"{source}:{target}" for target in targets]
+        for field, targets in (data.get("links") or {}).items()
+    }
+    provenance = {**(data.get("provenance") or {}), "origin": {"kb": place, "id": data["id"], "commit": commit}}
+    out = {**data, "links": links, "provenance": provenance}
+    if "closed_by" in out:
+        out["closed_by"] = []
+    return out
