@@ -81,8 +81,10 @@ def main() -> None:
                 packs += hit["id"] == "sammie-pack"
                 seen.add(card)
             shown += len(hits)
-        print(f"{args.queries} queries, {shown} top-10 hits: {duplicates} duplicates ({duplicates / shown:.0%}), "
-              f"{packs} pack hits ({packs / shown:.0%}); embedder {os.environ.get('KB_EMBEDDER', 'model')}")
+        print(
+            f"{args.queries} queries, {shown} top-10 hits: {duplicates} duplicates ({duplicates / shown:.0%}), "
+            f"{packs} pack hits ({packs / shown:.0%}); embedder {os.environ.get('KB_EMBEDDER', 'model')}"
+        )
 
 
 if __name__ == "__main__":

@@ -210,7 +210,11 @@ def test_a_local_verdict_on_a_team_card_wins_here_and_never_writes_the_team(proj
     assert shadow.provenance.origin.id == rule and here.get(mine).card.links.supersedes == [rule]
     hits = json.loads(run_kb(env, project.root, "search", "BF16 oracle accuracy", "--json").stdout)["hits"]
     ranked = [(h["id"], h["status"]) for h in hits]
-    assert ranked[0] == (mine, "confirmed") and (rule, "superseded") in ranked and f"team:{rule}" not in [h["id"] for h in hits]
+    assert (
+        ranked[0] == (mine, "confirmed")
+        and (rule, "superseded") in ranked
+        and f"team:{rule}" not in [h["id"] for h in hits]
+    )
 
     # does not apply here: retired for the project; a source card superseded by another source card
     out = run_kb(env, project.root, "retire", f"team:{newer.id}", "--reason", "no 128k contexts for SAM")
@@ -218,9 +222,10 @@ def test_a_local_verdict_on_a_team_card_wins_here_and_never_writes_the_team(proj
     assert kbtool.open(project.root).get(newer.id).card.status == "retired"
     gap = next(c.id for c in team.cards() if c.card.kind == "gap")
     assert run_kb(env, project.root, "refute", f"team:{gap}", "--reason", "not a question here").returncode == 0
-    assert f"team:{gap}" not in run_kb(env, project.root, "gaps").stdout and gap not in run_kb(
-        env, project.root, "gaps"
-    ).stdout
+    assert (
+        f"team:{gap}" not in run_kb(env, project.root, "gaps").stdout
+        and gap not in run_kb(env, project.root, "gaps").stdout
+    )
     assert git(team.root, "rev-parse", "HEAD") == team_head and git(team.root, "status", "--porcelain") == ""
     assert "ok" in run_kb(env, project.root, "lint", "--skip", "duplicates").stdout
 

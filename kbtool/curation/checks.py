@@ -29,7 +29,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from kbtool.curation.gate_lock import GateLock, file_problems, gate_hash
 from kbtool.evidence.load import difference
@@ -128,7 +128,7 @@ def broken_links(
 
 def _link_problem(
     field: str, target: str, ids: set[str], sources: Mapping[str, set[str] | None]
-) -> tuple[str, str] | None:
+) -> tuple[str, Literal["error", "warning"]] | None:
     """(what is wrong with one link, its severity), or None when it names a card."""
     name, sep, rest = target.rpartition(":")
     if not sep:

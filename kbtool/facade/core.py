@@ -186,9 +186,7 @@ class KnowledgeBaseCore:
                     str(source_root(self.root, self.store.state_dir, source)),
                 }
                 places |= {str(base.root), base.config.kb.name, *remote_urls(base.store)}
-                known.append(
-                    KnownSource(source.name, frozenset(places), lambda i, b=base: bool(b.index.cards_with(("id",), i)))
-                )
+                known.append(KnownSource(source.name, frozenset(places), base.index))
         return copied_originals(self.summaries(), known)
 
     def relay_notices(self, label: str, base: KnowledgeBaseCore) -> None:

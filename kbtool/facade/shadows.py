@@ -7,10 +7,10 @@ Pure: the facade hands in its own cards' summaries and, for each source, the pla
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kbtool.model.records import CardSummary
 
@@ -18,14 +18,21 @@ if TYPE_CHECKING:
     from kbtool.store.repository import Store
 
 
+class CardsById(Protocol):
+    def cards_with(self, path: tuple[str, ...], value: str) -> set[int]: ...
+
+
 @dataclass(frozen=True)
 class KnownSource:
     """A source as copies may name it: its kb.toml name, the places its origin may be recorded as (its folder,
-    its URL or path in kb.toml, its git remote, its knowledge base name), and whether it holds an id."""
+    its URL or path in kb.toml, its git remote, its knowledge base name), and its index (which ids it holds)."""
 
     name: str
     places: frozenset[str]
-    holds: Callable[[str], bool]
+    index: CardsById
+
+    def holds(self, card_id: str) -> bool:
+        return bool(self.index.cards_with(("id",), card_id))
 
 
 def same_place(recorded: str) -> str:
