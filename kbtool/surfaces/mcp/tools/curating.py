@@ -55,7 +55,7 @@ async def supersede(
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, StatusChange]:
     """Mark OLD superseded by NEW (one commit); search ranks OLD last. Not gates, nor a confirmed card by
-    an unconfirmed one."""
+    an unconfirmed one. A source's OLD (SOURCE:ID): this project's copy of it takes the verdict."""
     agent = agent_name(ctx)
 
     def answer(base: KnowledgeBase) -> CallToolResult:
