@@ -180,14 +180,12 @@ class KnowledgeBaseCore:
             base = bases.get(source.name)
             if base is not None:
                 base.index.refresh_if_stale(None)  # its cards by id, as they are now
-                places = {
-                    source.url or "",
-                    source.path or "",
-                    str(source_root(self.root, self.store.state_dir, source)),
-                }
-                places |= {str(base.root), base.config.kb.name, *remote_urls(base.store)}
-                known.append(KnownSource(source.name, frozenset(places), base.index))
-        return copied_originals(self.summaries(), known)
+                where = source_root(self.root, self.store.state_dir, source)
+                places = {source.url, source.path, str(where), base.config.kb.name, *remote_urls(base.store)}
+                known.append(KnownSource(source.name, frozenset(p for p in places if p), base.index))
+        self.index.refresh_if_stale(None)
+        copies = (self.index.summary(i) for i, c in enumerate(self.index.cards) if '"origin"' in c.data_json)
+        return copied_originals(copies, known)  # only the cards that record an origin are parsed
 
     def relay_notices(self, label: str, base: KnowledgeBaseCore) -> None:
         """What another knowledge base said while it was read for this one (a card it left out), said here
