@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from kbtool.model.contracts import HitSource, SearchHit, SearchRequest, SearchResult
@@ -94,7 +95,8 @@ class Searcher:
             truncated |= {"bm25"} if cut else set()
         # a knowledge pack (kb skill pack) is a digest of cards this search finds themselves: its hit would
         # show them twice; `kb show`, `kb skill list` and the agents that load it still reach it
-        fused = [f for f in fuse(legs, self.index.statuses, truncated) if not _is_pack(cards[f.card])][: request.k]
+        ranked = (f for f in fuse(legs, self.index.statuses, truncated) if not _is_pack(cards[f.card]))
+        fused = list(islice(ranked, request.k))
         rows = self.index.chunk_rows(f.best_chunk for f in fused)
         hits_out = []
         for f in fused:
