@@ -55,7 +55,7 @@ async def supersede(
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, StatusChange]:
     """Mark OLD superseded by NEW (one commit); search ranks OLD last. Not gates, nor a confirmed card by
-    an unconfirmed one. A source's OLD (SOURCE:ID): this project's copy of it takes the verdict."""
+    an unconfirmed one."""
     agent = agent_name(ctx)
 
     def answer(base: KnowledgeBase) -> CallToolResult:
@@ -114,7 +114,7 @@ async def edit(
 async def link(
     ctx: Context,
     id: CardId,
-    to: Annotated[list[str], Field(description="card ids (SOURCE:ID for a source's card)")],
+    to: Annotated[list[str], Field(description="card ids")],
     relation: Literal["related", "contradicts"] = "related",
     remove: bool = False,
     kb: KbChoice = None,

@@ -44,7 +44,7 @@ async def add_finding(
     ] = None,
     status: Annotated[Literal["tentative", "draft"], Field()] = "tentative",
     closes: Annotated[
-        str | None, Field(description="a gap's id this answers (SOURCE:ID: a source's, closed here only)")
+        str | None, Field(description="a gap's id this answers (or SOURCE:ID)")
     ] = None,
     tags: NewTags = None,
     project: Annotated[str | None, Field(description="the project that measured it")] = None,
