@@ -166,6 +166,8 @@ class KnowledgeBaseCore:
             self.relay_notices(f"source {name}", base)
         return self.applying(found, applies_for, only_applying)
 
+    _copies: tuple[object, builtins.list[CardSummary]] | None = None  # (the index's cards, those that are copies)
+
     def copied_originals(self) -> dict[str, str]:
         """SOURCE:ID of each source card this knowledge base holds a copy of -> the copy's id: the original
         is shadowed by its copy (kbtool.facade.shadows). Empty without sources."""
@@ -184,8 +186,10 @@ class KnowledgeBaseCore:
                 places = {source.url, source.path, str(where), base.config.kb.name, *remote_urls(base.store)}
                 known.append(KnownSource(source.name, frozenset(p for p in places if p), base.index))
         self.index.refresh_if_stale(None)
-        copies = (self.index.summary(i) for i, c in enumerate(self.index.cards) if '"origin"' in c.data_json)
-        return copied_originals(copies, known)  # only the cards that record an origin are parsed
+        cards = self.index.cards  # a new list whenever the index changes: the copies found are kept until then
+        if self._copies is None or self._copies[0] is not cards:
+            self._copies = (cards, [self.index.summary(i) for i, c in enumerate(cards) if '"origin"' in c.data_json])
+        return copied_originals(self._copies[1], known)
 
     def relay_notices(self, label: str, base: KnowledgeBaseCore) -> None:
         """What another knowledge base said while it was read for this one (a card it left out), said here
