@@ -70,7 +70,8 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     ],
     # a star: each part needs only the core; KnowledgeBase composes them all
     "facade": [
-        {"core", "finding_plan"},  # finding_plan: pure, the findings part plans with it
+        {"shadows", "finding_plan"},  # pure: findings plans with finding_plan, core reads copies with shadows
+        {"core"},
         {"curation", "exchange", "findings", "gates", "imports", "review", "search", "skills", "sources", "status"},
         {"knowledge_base"},
         {"new_project"},

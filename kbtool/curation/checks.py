@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from kbtool.curation.gate_lock import GateLock, file_problems, gate_hash
 from kbtool.evidence.load import difference
@@ -106,15 +106,38 @@ def link_problem(store: Store, link: LinkOut) -> Problem:
     )
 
 
-def broken_links(cards: list[StoredCard], ids: set[str]) -> list[Problem]:
+def broken_links(
+    cards: list[StoredCard], ids: set[str], sources: Mapping[str, set[str] | None] | None = None
+) -> list[Problem]:
+    """Links to no card: an ID not here, a SOURCE:ID that source does not hold or no source of that name;
+    a SOURCE:ID of a source that is not on this machine (never updated, its folder gone) is a warning, since
+    it cannot be checked here. sources: each kb.toml source's ids, None for one not here."""
     out = []
     for stored in cards:
         targets = [(f"links.{name}", t) for name in LINK_FIELDS for t in getattr(stored.card.links, name)]
         targets += [("closed_by", t) for t in getattr(stored.card, "closed_by", [])]
         for field, target in targets:
-            if target not in ids:
-                out.append(Problem(stored.path, "broken-link", f"{field}: no card with id {target!r}", stored.id))
+            found = _link_problem(field, target, ids, sources or {})
+            if found is not None:
+                message, severity = found
+                out.append(Problem(stored.path, "broken-link", message, stored.id, severity=severity))
     return out
+
+
+def _link_problem(
+    field: str, target: str, ids: set[str], sources: Mapping[str, set[str] | None]
+) -> tuple[str, Literal["error", "warning"]] | None:
+    """(what is wrong with one link, its severity), or None when it names a card."""
+    name, sep, rest = target.rpartition(":")
+    if not sep:
+        return None if target in ids else (f"{field}: no card with id {target!r}", "error")
+    if name not in sources:
+        named = ", ".join(sources) or "none"
+        return f"{field}: {target!r} names no source of this knowledge base (kb.toml [[sources]]: {named})", "error"
+    held = sources[name]
+    if held is None:
+        return f"{field}: {target!r} cannot be checked: source {name} is not here (kb sources update)", "warning"
+    return None if rest in held else (f"{field}: source {name} has no card with id {rest!r}", "error")
 
 
 def superseded_links(cards: list[StoredCard]) -> list[Problem]:

@@ -58,6 +58,8 @@ class Linted(Protocol):
 
     def note(self, notice: str) -> None: ...
 
+    def source_card_ids(self) -> dict[str, set[str] | None]: ...
+
     def stored_vectors(self, skills: bool = False) -> dict[str, np.ndarray]:
         """The index's stored vectors of each card's lead (or each skill's description), the index
         refreshed first: lint never loads the model itself."""
@@ -130,7 +132,7 @@ def _skills(run: LintRun) -> list[Problem]:
 
 LINT_RUNS: tuple[LintCheck, ...] = (
     LintCheck("schema", _schema),
-    LintCheck("links", lambda run: checks.broken_links(run.loaded, run.ids)),
+    LintCheck("links", lambda run: checks.broken_links(run.loaded, run.ids, run.kb.source_card_ids())),
     LintCheck("superseded", lambda run: checks.superseded_links(run.cards)),
     # the gaps `kb gaps` lists again, as it says why
     LintCheck("gaps", lambda run: checks.reopened_gaps(run.kb.gaps())),

@@ -169,10 +169,28 @@ class KnowledgeBaseCore:
         judged against the environment (applying()) when there is one."""
         where = filters_of(where)  # parsed once, for this knowledge base and every source
         found = self.summaries(kind, status, tags, where)
+        copied = self.copied_originals()  # a source card copied here shows once: the copy (kbtool.facade.shadows)
         for name, base in self.source_bases():
-            found += [s.from_source(name) for s in base.summaries(kind, status, tags, where)]
+            theirs = (s.from_source(name) for s in base.summaries(kind, status, tags, where))
+            found += [s for s in theirs if s.id not in copied]
             self.relay_notices(f"source {name}", base)
         return self.applying(found, applies_for, only_applying)
+
+    _copies: tuple[object, builtins.list[CardSummary]] | None = None  # (the index's cards, those that are copies)
+
+    def copied_originals(self) -> dict[str, str]:
+        """SOURCE:ID of each source card this knowledge base holds a copy of -> the copy's id: the original
+        is shadowed by its copy (kbtool.facade.shadows). Empty without sources."""
+        from kbtool.facade.shadows import copied_originals, known_sources
+
+        known = known_sources(self)
+        if not known:
+            return {}
+        self.index.refresh_if_stale(None)
+        cards = self.index.cards  # a new list whenever the index changes: the copies found are kept until then
+        if self._copies is None or self._copies[0] is not cards:
+            self._copies = (cards, [self.index.summary(i) for i, c in enumerate(cards) if '"origin"' in c.data_json])
+        return copied_originals(self._copies[1], known)
 
     def relay_notices(self, label: str, base: KnowledgeBaseCore) -> None:
         """What another knowledge base said while it was read for this one (a card it left out), said here
@@ -575,8 +593,4 @@ class KnowledgeBaseCore:
     def project_environment(self) -> dict[str, str]:
         """Where this project runs: kb.toml [environment] over what this machine reports (package
         versions, GPU, driver)."""
-        from kbtool.evidence.provenance import environment
-
-        if self._environment is None:
-            self._environment = environment()
-        return {**self._environment, **self.config.environment}
+        return {**self.machine_environment(), **self.config.environment}

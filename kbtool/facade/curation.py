@@ -189,6 +189,27 @@ class Curation(KnowledgeBaseCore):
             key=lambda g: (order[g.get("priority", default="medium")], g.get("provenance", "created") or "", g.id),
         )
 
+    def _closed_here(self, gap: CardSummary, closing: dict[str, builtins.list[str]]) -> CardSummary | None:
+        """A source's open gap (SOURCE:ID) as this project sees it: None when a card here closes it
+        (links.closes names it) and still stands; with why in `reopened` when all that closed it here fell."""
+        from kbtool.curation.checks import why_reopened
+
+        closers = closing.get(gap.id, [])
+        if not closers:
+            return gap
+        why = why_reopened(closers, self.index.by_ids(closers))
+        if why is None:
+            return None
+        return CardSummary(gap.id, gap.kind, gap.title, gap.status, gap.path, {**gap.data, "reopened": why})
+
+    def source_card_ids(self) -> dict[str, set[str] | None]:
+        """Each kb.toml source's card ids, None for a source that is not on this machine: what a SOURCE:ID
+        link is checked against."""
+        held: dict[str, set[str] | None] = {source.name: None for source in self.config.sources}
+        for name, base in self.source_bases():
+            held[name] = {s.id for s in base.summaries()}
+        return held
+
     def gaps_everywhere(
         self, applies_for: Environment = None, only_applying: bool = False
     ) -> builtins.list[CardSummary]:
@@ -196,8 +217,14 @@ class Curation(KnowledgeBaseCore):
         environment after all that apply)."""
         order = {"high": 0, "medium": 1, "low": 2}
         found = self.gaps()
+        copied = self.copied_originals()  # a gap copied here is open or closed as its copy says
+        closing: dict[str, builtins.list[str]] = {}  # SOURCE:ID -> the cards here whose links.closes name it
+        for card in self.summaries() if self.config.sources else []:
+            for target in card.get("links", "closes") or []:
+                closing.setdefault(target, []).append(card.id)
         for name, base in self.source_bases():
-            found += [g.from_source(name) for g in base.gaps()]
+            theirs = (g.from_source(name) for g in base.gaps() if f"{name}:{g.id}" not in copied)
+            found += [g for g in (self._closed_here(g, closing) for g in theirs) if g is not None]
             self.relay_notices(f"source {name}", base)
         found.sort(key=lambda g: order[g.get("priority", default="medium")])
         return self.applying(found, applies_for, only_applying)

@@ -41,10 +41,10 @@ class Findings(KnowledgeBaseCore):
         for note in found.notes:
             self.note(note)
         repo = _repository(finding.repo)
-        gap = self._open_gap(finding.closes) if finding.closes else None
+        closes, gap = self._open_gap(finding.closes) if finding.closes else (None, None)
         existing = [c.data for c in self.summaries(kind="finding")]
         environment = self.machine_environment()
-        plan = card_plan(finding, found, environment, repo, gap.id if gap else None, agent, existing, strict)
+        plan = card_plan(finding, found, environment, repo, closes, agent, existing, strict)
         stored = self._create(plan.data, plan.body, origin="new finding", extra_writes=self._closing(gap))
         self._refresh_lexical()
         evidence = stored.card.evidence if isinstance(stored.card, Finding) else []
@@ -84,14 +84,28 @@ class Findings(KnowledgeBaseCore):
 
         return closed
 
-    def _open_gap(self, ref: str) -> StoredCard:
+    def _open_gap(self, ref: str) -> tuple[str, StoredCard | None]:
+        """(the id the finding's links.closes names, the gap here to name the finding in closed_by). A source's
+        gap (SOURCE:ID) is closed for this project alone: the link names it and the source is never written
+        (gaps leaves it out here); when this project holds a copy of it, the copy is the gap closed."""
+        if ":" in ref:
+            name = ref.partition(":")[0]
+            base, rest = self.owner_of(ref)
+            try:
+                theirs = base.get(rest)
+            except CardNotFound:
+                raise CardNotFound(f"--closes {ref}: source {name} has no gap with that id") from None
+            _check_gap(ref, theirs)
+            copy = self.copied_originals().get(f"{name}:{theirs.id}")
+            if copy is None:
+                return f"{name}:{theirs.id}", None
+            ref = copy
         try:
             gap = self.get(ref)
         except CardNotFound:
             raise CardNotFound(f"--closes {ref}: no gap with that id") from None
-        if gap.card.kind != "gap":
-            raise InvalidCard(f"--closes {ref}: {gap.id} is a {gap.card.kind}, not a gap")
-        return gap
+        _check_gap(ref, gap)
+        return gap.id, gap
 
     def compare(
         self, candidate: str, baseline: str, metric_name: str = "metric", ignore: Iterable[str] = ()
@@ -202,3 +216,8 @@ def _repository(path: str | None) -> dict[str, Any] | None:
     if state is None:
         require_repository(Path(path))
     return state or None
+
+
+def _check_gap(ref: str, gap: StoredCard) -> None:
+    if gap.card.kind != "gap":
+        raise InvalidCard(f"--closes {ref}: {gap.id} is a {gap.card.kind}, not a gap")

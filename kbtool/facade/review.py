@@ -19,7 +19,7 @@ from kbtool.curation.review import (
 )
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model import markdown
-from kbtool.model.errors import BadInput, Changed, InvalidCard
+from kbtool.model.errors import BadInput, Changed, Conflict, InvalidCard
 from kbtool.model.fields import drop_none
 from kbtool.model.records import StoredCard
 from kbtool.model.validation import validate_card
@@ -77,7 +77,7 @@ class Review(KnowledgeBaseCore):
         checked_reason(reason)
         verb = "confirm" if status == "confirmed" else "refute"
         with self.store.lock():
-            current = self.get(ref)
+            current = self.get(ref) if status == "confirmed" else self.own_or_shadow(ref)
             card = reviewed_card(current, status, reviewer or author_name(self.store.repo) or "unknown")
             message = card_message(verb, card, reason, reviewed_by=card.provenance.reviewed_by)
             self.store.write({current.path: self._render(card, current.body, current.path)}, message)
@@ -91,8 +91,9 @@ class Review(KnowledgeBaseCore):
         message). An agent may not supersede a gate, nor a confirmed card by an unconfirmed one."""
         checked_reason(reason)
         with self.store.lock():
-            old, new = self.get(old_ref), self.get(new_ref)
-            if old.id == new.id:
+            old, new = self.own_or_shadow(old_ref), self._by_link(new_ref)
+            new_id = self._link_target(old.id, new_ref, False) if ":" in new_ref else new.id
+            if old.id == new_id:
                 raise InvalidCard("a card cannot supersede itself")
             if old.card.kind != new.card.kind:
                 raise InvalidCard(
@@ -101,7 +102,7 @@ class Review(KnowledgeBaseCore):
             if agent is not None:
                 check_agent_supersede(old.card, new.card, agent)
             old_links = old.card.links.model_copy(
-                update={"superseded_by": [*dict.fromkeys([*old.card.links.superseded_by, new.id])]}
+                update={"superseded_by": [*dict.fromkeys([*old.card.links.superseded_by, new_id])]}
             )
             new_links = new.card.links.model_copy(
                 update={"supersedes": [*dict.fromkeys([*new.card.links.supersedes, old.id])]}
@@ -110,19 +111,51 @@ class Review(KnowledgeBaseCore):
             new_card = new.card.model_copy(update={"links": new_links})
             # the reason goes in the commit, not the body: a locked gate's body is part of its hash
             old_body = old.body
-            subject = f"kb supersede {old.card.kind}: {old.id} -> {new.id}"
-            message = commit_message(subject, "supersede", reason, id=old.id, superseded_by=new.id, agent=agent)
-            self.store.write(
-                {
-                    old.path: self._render(old_card, old_body, old.path),
-                    new.path: self._render(new_card, new.body, new.path),
-                },
-                message,
-            )
+            subject = f"kb supersede {old.card.kind}: {old.id} -> {new_id}"
+            message = commit_message(subject, "supersede", reason, id=old.id, superseded_by=new_id, agent=agent)
+            writes = {old.path: self._render(old_card, old_body, old.path)}
+            if new_id == new.id:  # a source's card (SOURCE:ID) is never written: only the link names it
+                writes[new.path] = self._render(new_card, new.body, new.path)
+            self.store.write(writes, message)
         self._refresh_lexical()
         return StoredCard(old_card, markdown.normalize_body(old_body), old.path), StoredCard(
             new_card, new.body, new.path
         )
+
+    def own_or_shadow(self, ref: str) -> StoredCard:
+        """The card a verdict is given on: this knowledge base's (ID); for a source's card (SOURCE:ID), this
+        knowledge base's copy of it, or, when it has none, one made now and written with the verdict, in its
+        commit (kbtool.facade.shadows): the project's word on a team card, the team's card never written."""
+        if ":" not in ref:
+            return self.get(ref)
+        from kbtool.facade.shadows import shadow_data
+        from kbtool.store.sources import source_root
+
+        name = ref.partition(":")[0]
+        base, rest = self.owner_of(ref)
+        theirs = base.get(rest)
+        copy = self.copied_originals().get(f"{name}:{theirs.id}")
+        if copy is not None:
+            return self.get(copy)
+        if self.store.card_file(theirs.id) is not None:
+            raise Conflict(
+                f"{ref}: a card {theirs.id!r} of this knowledge base's own is here, not a copy of {name}'s; "
+                "nothing written (rename one of them)"
+            )
+        if theirs.card.kind == "gate":
+            raise BadInput(f"{ref}: a source's gate; copy it (kb import --from-kb) and lock it here to judge it")
+        section = next(s for s in self.config.sources if s.name == name)
+        place = section.url or str(source_root(self.root, self.store.state_dir, section))
+        data = shadow_data(theirs.card.model_dump(mode="python"), name, place, base.store.head() or "")
+        path = self.store.relative(self.store.card_path(theirs.card.kind, theirs.id))
+        return StoredCard(validate_card(drop_none(data), path), theirs.body, path)
+
+    def _by_link(self, ref: str) -> StoredCard:
+        """A card here, or a source's (SOURCE:ID, read there: to judge it, never to write it)."""
+        if ":" not in ref:
+            return self.get(ref)
+        base, rest = self.owner_of(ref)
+        return base.get(rest)
 
     def link(
         self,
@@ -160,9 +193,13 @@ class Review(KnowledgeBaseCore):
         return StoredCard(card, current.body, current.path)
 
     def _link_target(self, own: str, target: str, remove: bool) -> str:
-        """The id a link names: an existing card's (a unique prefix resolved); to remove, any id as written."""
+        """The id a link names: an existing card's (a unique prefix resolved), here or in a source (SOURCE:ID);
+        to remove, any id as written."""
         if remove:
             return target
+        if ":" in target:  # a source's card: it must be there, named as the source's hits name it
+            base, rest = self.owner_of(target)
+            return f"{target.partition(':')[0]}:{base.get(rest).id}"
         found = self.get(target).id
         if found == own:
             raise BadInput(f"link: {own} cannot link to itself")
@@ -181,7 +218,7 @@ class Review(KnowledgeBaseCore):
         if agent is None and status in ("confirmed", "refuted"):
             return self.confirm(ref, reason) if status == "confirmed" else self.refute(ref, reason or "")
         with self.store.lock():
-            current = self.get(ref)
+            current = self.own_or_shadow(ref)
             self._check_editable(current)
             if agent is not None:
                 check_agent_status(current.card, status, agent)

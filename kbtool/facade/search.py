@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import nothing_to_judge
-from kbtool.model.cards import lead_fields
+from kbtool.model.cards import INACTIVE_STATUSES, lead_fields
 from kbtool.model.contracts import (
     MAX_K,
     Document,
@@ -25,7 +25,7 @@ from kbtool.model.contracts import (
     Similar,
 )
 from kbtool.model.errors import BadInput, KbError
-from kbtool.model.records import StoredCard
+from kbtool.model.records import CardSummary, StoredCard
 
 if TYPE_CHECKING:
     import numpy as np
@@ -128,8 +128,9 @@ class Search(KnowledgeBaseCore):
         wanted, environment = request, self._judged_by(request)
         if environment:  # more candidates than asked for, so those that apply are not cut off below others
             request = request.model_copy(update={"k": min(MAX_K, max(request.k * 5, 50))})
-        result = self._searcher.search(request, vector)
-        if request.sources and self.config.sources:
+        merging = request.sources and bool(self.config.sources)  # then each leg's raw scores are needed
+        result = self._searcher.search(request.model_copy(update={"explain": True}) if merging else request, vector)
+        if merging:
             result = self._with_sources(request, result, vector, loading)
         if environment:
             result = self._applying(result, environment, wanted.only_applying, wanted.k)
@@ -233,23 +234,26 @@ class Search(KnowledgeBaseCore):
     def _with_sources(
         self, request: SearchRequest, own: SearchResult, vector: np.ndarray | None, loading: bool
     ) -> SearchResult:
-        """The same search in every source, each hit labelled (kb, SOURCE:ID), all ranked by score. A vector
-        made by this knowledge base's model goes only to the sources that use the same model; the others
-        embed the query with theirs, unless a model is loading (a source's would wait for it)."""
-        hits = [h.model_copy(update={"kb": self.config.kb.name}) for h in own.hits]
+        """The same search in every source, each hit labelled (kb, SOURCE:ID), all ranked by score on one
+        scale (_on_one_scale); a source card this knowledge base holds a copy of is left out, the copy
+        standing for it (kbtool.facade.shadows). A vector made by this knowledge base's model goes only to
+        the sources that use the same model; the others embed the query with theirs, unless a model is
+        loading (a source's would wait for it)."""
+        asked = request.model_copy(update={"sources": False, "explain": True})  # explain: the raw leg scores
+        results = [[h.model_copy(update={"kb": self.config.kb.name}) for h in own.hits]]
+        copied = self.copied_originals()
         for name, base in self.source_bases():
             same_model = base.config.index.embedding_model == self.config.index.embedding_model
             if vector is not None and not same_model and loading:
                 continue
             if base._embedder is None and same_model and self._searcher is not None:
                 base._embedder = self._searcher.embedder  # one model for all (None when this search used none)
-            found = base.run_search(
-                request.model_copy(update={"sources": False}), vector if same_model else None, loading
-            )
-            hits += [h.model_copy(update={"id": f"{name}:{h.id}", "kb": name}) for h in found.hits]
+            found = base.run_search(asked, vector if same_model else None, loading)
+            results.append([h.model_copy(update={"id": f"{name}:{h.id}", "kb": name}) for h in found.hits])
             self.relay_notices(
                 f"source {name}", base
             )  # said once, with this search; the next one says only what is new
+        hits = _copies_for_originals(_on_one_scale(results, request.explain), copied)
         hits.sort(key=lambda h: -h.score)
         return SearchResult(query=own.query, hits=hits[: request.k])
 
@@ -258,6 +262,9 @@ class Search(KnowledgeBaseCore):
         most similar others by meaning (a vector search on its title and lead text), and, with depth
         2 or 3, the cards that many links away (`beyond`, at most MAX_BEYOND)."""
         from kbtool.model.records import brief
+
+        def missing(target: str) -> dict[str, Any]:
+            return {"id": target, "missing": True}
 
         if not 1 <= depth <= 3:
             raise BadInput(f"depth {depth}: 1 (the links themselves), 2 or 3")
@@ -268,7 +275,7 @@ class Search(KnowledgeBaseCore):
                 found.name, found.name, f"{found.name} {found.description} {found.body[:600]}", [], [], k, skill=True
             )
         links_out = [
-            Link(rel=rel, **(brief(known) if (known := self.index.by_id(target)) else {"id": target, "missing": True}))
+            Link(rel=rel, **({**brief(known), "id": target} if (known := self._linked(target)) else missing(target)))
             for rel, targets in found.card.links.model_dump().items()
             for target in targets
         ]
@@ -281,6 +288,16 @@ class Search(KnowledgeBaseCore):
             near = [link.id for link in [*links_out, *links_in] if not link.missing]
             related = related.model_copy(update={"beyond": self._beyond(found.id, near, depth)})
         return related
+
+    def _linked(self, target: str) -> CardSummary | None:
+        """The card a link names, here or in a source (SOURCE:ID); None when there is none (or no such source)."""
+        try:
+            base, rest = self.owner_of(target)
+        except KbError:
+            return None
+        if base is not self:
+            base.index.refresh_if_stale(None)
+        return base.index.by_id(rest)
 
     def _beyond(self, start: str, near: builtins.list[str], depth: int) -> builtins.list[Neighbour]:
         """Breadth first over links both ways, from the cards one link away out to depth."""
@@ -394,3 +411,44 @@ class Search(KnowledgeBaseCore):
 
         self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
         self._vectors_building.start()
+
+
+def _on_one_scale(results: builtins.list[builtins.list[SearchHit]], explain: bool) -> builtins.list[SearchHit]:
+    """The hits of several knowledge bases' searches (each with its explain), their scores made comparable:
+    each leg divided by its best across all of them rather than by each knowledge base's own best, so an
+    irrelevant card does not score near 1.0 only for being the best its knowledge base has. A search of
+    one knowledge base alone ranks as before. The explain stays only when it was asked for."""
+    from kbtool.search.ranking import leg_tops, on_common_scale
+
+    tops = [leg_tops(h.explain or {} for h in hits) for hits in results]
+    best = {leg: max(t.get(leg, 0.0) for t in tops) for leg in {leg for t in tops for leg in t}}
+    out = []
+    for hits, own_tops in zip(results, tops, strict=True):
+        factors = {leg: own_tops[leg] / best[leg] for leg in own_tops if best[leg] > 0}
+        for hit in hits:
+            score, explained = on_common_scale(hit.score, hit.explain, factors) if hit.explain else (hit.score, None)
+            out.append(hit.model_copy(update={"score": round(score, 6), "explain": explained if explain else None}))
+    return out
+
+
+def _copies_for_originals(hits: builtins.list[SearchHit], copied: dict[str, str]) -> builtins.list[SearchHit]:
+    """Each source card this knowledge base holds a copy of left out, its copy standing for it: one card, with
+    the copy's status (a copy superseded here stays demoted) and the better of the two matches (the same text,
+    scored in two indexes of different sizes)."""
+    from kbtool.search.ranking import INACTIVE_FACTOR
+
+    best: dict[str, float] = {}
+    for hit in hits:
+        copy = copied.get(hit.id)
+        if copy is not None:
+            demoted = hit.status in INACTIVE_STATUSES
+            best[copy] = max(best.get(copy, 0.0), hit.score / INACTIVE_FACTOR if demoted else hit.score)
+    out = []
+    for hit in hits:
+        if hit.id in copied:
+            continue
+        if hit.kb is not None and ":" not in hit.id and hit.id in best:
+            factor = INACTIVE_FACTOR if hit.status in INACTIVE_STATUSES else 1.0
+            hit = hit.model_copy(update={"score": round(max(hit.score, best[hit.id] * factor), 6)})
+        out.append(hit)
+    return out

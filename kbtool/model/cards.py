@@ -42,6 +42,17 @@ def _portable_id(value: str) -> str:
 
 
 CardId = Annotated[str, Field(pattern=ID_PATTERN), AfterValidator(_portable_id)]
+# what a link names: a card of this knowledge base (ID), or of a source it reads (SOURCE:ID, the source's kb.toml
+# [[sources]] name): a project links to, closes or supersedes the team's cards without copying them
+LINK_PATTERN = r"^(?:[a-z0-9][a-z0-9_-]{0,39}:)?[a-z0-9][a-z0-9._-]{0,119}$"
+
+
+def _portable_link(value: str) -> str:
+    _portable_id(value.rpartition(":")[2])
+    return value
+
+
+LinkId = Annotated[str, Field(pattern=LINK_PATTERN), AfterValidator(_portable_link)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 # C0 and C1 control characters and DEL: ESC starts a terminal escape (a title printed by kb list or git log could
@@ -164,11 +175,13 @@ class Provenance(Model):
 
 
 class Links(Model):
-    supersedes: list[CardId] = []
-    superseded_by: list[CardId] = []
-    related: list[CardId] = []
-    contradicts: list[CardId] = []
-    closes: list[CardId] = Field(default=[], description="gaps this card answers")
+    """Each a card here (ID) or in a source (SOURCE:ID)."""
+
+    supersedes: list[LinkId] = []
+    superseded_by: list[LinkId] = []
+    related: list[LinkId] = []
+    contradicts: list[LinkId] = []
+    closes: list[LinkId] = Field(default=[], description="gaps this card answers")
 
 
 class Source(Model):

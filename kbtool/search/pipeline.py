@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from kbtool.model.contracts import HitSource, SearchHit, SearchRequest, SearchResult
@@ -18,6 +19,7 @@ from kbtool.model.errors import BadInput
 from kbtool.model.fields import card_conditions
 from kbtool.search.embeddings import Embedder
 from kbtool.search.index import Index
+from kbtool.search.indexed import CardMeta
 from kbtool.search.ranking import (
     LEG_WEIGHTS,
     LegHit,
@@ -91,7 +93,10 @@ class Searcher:
             ranking, cut = lexical.result()
             legs = {"bm25": ranking, **legs}
             truncated |= {"bm25"} if cut else set()
-        fused = fuse(legs, self.index.statuses, truncated)[: request.k]
+        # a knowledge pack (kb skill pack) is a digest of cards this search finds themselves: its hit would
+        # show them twice; `kb show`, `kb skill list` and the agents that load it still reach it
+        ranked = (f for f in fuse(legs, self.index.statuses, truncated) if not _is_pack(cards[f.card]))
+        fused = list(islice(ranked, request.k))
         rows = self.index.chunk_rows(f.best_chunk for f in fused)
         hits_out = []
         for f in fused:
@@ -146,3 +151,8 @@ class Searcher:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-bm25")
         return self._executor
+
+
+def _is_pack(card: CardMeta) -> bool:
+    """Whether an indexed card is a knowledge pack: a skill whose metadata says what scope it packs."""
+    return bool(card.kind == "skill" and (card.data.get("metadata") or {}).get("kb-pack"))

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kbtool.model.cards import INACTIVE_STATUSES
 from kbtool.model.parsing import has_cjk
@@ -149,3 +150,36 @@ def snippet(text: str, terms: Iterable[str], width: int = 240) -> str:
     start = max(0, min(positions) - width // 4) if positions else 0
     piece = flat[start : start + width]
     return ("…" if start else "") + piece.strip() + ("…" if start + width < len(flat) else "")
+
+
+# --- one scale across knowledge bases ------------------------------------------------------------------------
+
+
+def leg_tops(explains: Iterable[dict[str, Any]]) -> dict[str, float]:
+    """Each leg's best raw score in one knowledge base's search, as its hits' explain gives it back: a hit's
+    raw score over its normalised one (normalised = raw / the leg's best)."""
+    surest: dict[str, dict[str, float]] = {}  # the hit normalised highest: its ratio has the least rounding in it
+    for explain in explains:
+        for name in LEG_WEIGHTS:
+            leg = explain.get(name)
+            if leg and leg["normalized"] > surest.get(name, {"normalized": 0.0})["normalized"]:
+                surest[name] = leg
+    return {name: leg["score"] / leg["normalized"] for name, leg in surest.items()}
+
+
+def on_common_scale(score: float, explain: dict[str, Any], factors: dict[str, float]) -> tuple[float, dict[str, Any]]:
+    """A hit's fused score (and its explain) with each leg's scores divided by the best of that leg across all
+    the knowledge bases searched together, not by its own knowledge base's best: factors[leg] = this knowledge
+    base's best / the best of all. A leg the hit is missing from counts as fusion counted it (its floor, or
+    0), scaled alike: with two legs it is the rest of the score."""
+    demoted = explain.get("demoted", False)
+    undemoted = score / INACTIVE_FACTOR if demoted else score
+    present = {n: explain[n] for n in LEG_WEIGHTS if explain.get(n)}
+    rest = undemoted - sum(LEG_WEIGHTS[n] * leg["normalized"] for n, leg in present.items())
+    missing = [n for n in LEG_WEIGHTS if n in explain and not explain.get(n)]
+    new = sum(LEG_WEIGHTS[n] * leg["normalized"] * factors.get(n, 1.0) for n, leg in present.items())
+    new += max(rest, 0.0) * (factors.get(missing[0], 1.0) if len(missing) == 1 else 1.0)
+    out = dict(explain)
+    for n, leg in present.items():
+        out[n] = {**leg, "normalized": round(leg["normalized"] * factors.get(n, 1.0), 4)}
+    return (new * INACTIVE_FACTOR if demoted else new), out

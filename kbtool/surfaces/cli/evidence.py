@@ -142,7 +142,12 @@ def add_finding(
     ] = None,
     status: Status = None,
     project: Annotated[str | None, typer.Option(help="The project that measured it.")] = None,
-    closes: Annotated[str | None, typer.Option(help="The id of a gap this finding answers; links both.")] = None,
+    closes: Annotated[
+        str | None,
+        typer.Option(
+            help="The id of a gap this finding answers; links both. A source's gap (SOURCE:ID) closes here only."
+        ),
+    ] = None,
     tag: Tags = None,
     from_file: Annotated[
         list[Path] | None,
