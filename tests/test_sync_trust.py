@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
+from test_sync import clone
 
 import kbtool
 from conftest import git, run_kb, tree_state
-
-
-def clone(remote: Path, where: Path, who: str) -> kbtool.KnowledgeBase:
-    subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True)
-    git(where, "config", "user.name", who)
-    git(where, "config", "user.email", f"{who}@example.invalid")
-    return kbtool.open(where)
 
 
 @pytest.fixture
