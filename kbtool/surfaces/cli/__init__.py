@@ -30,6 +30,7 @@ from kbtool.surfaces.cli.base import (
     OnlyApplying,
     Status,
     Tags,
+    TakeSide,
     Where,
     app,
     body_from,
@@ -45,7 +46,6 @@ from kbtool.surfaces.cli.base import (
     schema_app,
     show_notices,
 )
-from kbtool.surfaces.cli.reuse import Take
 
 # --- commands ------------------------------------------------------------------------
 
@@ -382,7 +382,7 @@ def import_cmd(
     ] = None,
     kind: Annotated[str | None, typer.Option(help="With --from-kb: only this kind.")] = None,
     where: Where = None,
-    take: Take = None,
+    take: TakeSide = None,
     kb: KbPath = None,
     allow_secret: AllowSecret = False,
     as_json: JsonOut = False,

@@ -313,3 +313,16 @@ def git_top(here: Path) -> Path | None:
     """The top of the git repository holding here, if any (no git process: this runs on every add-finding)."""
     here = here.resolve()
     return next((folder for folder in (here, *here.parents) if (folder / ".git").exists()), None)
+
+
+# kb import --from-kb and kb promote: which side a field both knowledge bases changed differently takes
+TakeSide = Annotated[
+    str | None,
+    typer.Option(
+        "--take",
+        metavar="ours|theirs",
+        help="Where both knowledge bases changed a field differently: take this one's value (ours) or the "
+        "other's (theirs) instead of stopping.",
+        show_default=False,
+    ),
+]

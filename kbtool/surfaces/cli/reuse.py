@@ -11,12 +11,12 @@ from typing import Annotated, Any
 import typer
 
 from kbtool.model.errors import BadInput
-from kbtool.store.sync import RemoteRewritten, SyncConflict
 from kbtool.surfaces.cli.base import (
     For,
     JsonOut,
     KbPath,
     OnlyApplying,
+    TakeSide,
     Where,
     app,
     make_app,
@@ -24,17 +24,6 @@ from kbtool.surfaces.cli.base import (
     print_json,
     show_notices,
 )
-
-Take = Annotated[
-    str | None,
-    typer.Option(
-        "--take",
-        metavar="ours|theirs",
-        help="Where both knowledge bases changed a field differently: take this one's value (ours) or the "
-        "other's (theirs) instead of stopping.",
-        show_default=False,
-    ),
-]
 
 sources_app = make_app("The knowledge bases this one reads from (kb.toml [[sources]]), which search and list cover.")
 app.add_typer(sources_app, name="sources")
@@ -71,6 +60,8 @@ def sync(
     that lost commits this clone has (force-pushed). Two cards with one id: rename yours (git mv
     kb/KIND/ID.md kb/KIND/NEW-ID.md, set id: NEW-ID in it, commit) and sync again. Then each git source is
     fetched and moved to its ref, as `kb sources update` does."""
+    from kbtool.store.sync import RemoteRewritten, SyncConflict  # git and the merger: only when syncing
+
     base = open_kb(kb)
     try:
         result = base.sync(remote, take or [], accept_rewrite)
@@ -114,7 +105,7 @@ def promote(
             "of the team's).",
         ),
     ],
-    take: Take = None,
+    take: TakeSide = None,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
