@@ -32,6 +32,9 @@ from conftest import REPO_ROOT
 AIPERF_EXPORT = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"
 # blocks by their first line: what the test sets up before running one, or why it does not run it
 NOT_RUN = {
+    "kb sync --take theirs:claim                       # their claim, wherever both claims differ": (
+        "three ways to settle conflicts a reader's own sync met; tests/test_sync_trust.py settles each for real"
+    ),
     'kb add-finding --title "FP8 KV cache: decode throughput" \\': (
         "a user's own six run exports; tests/test_repeats.py runs it on copies of a real vLLM result"
     ),
