@@ -109,8 +109,9 @@ def test_the_same_seed_gives_the_same_intervals():
 def test_report_per_class_with_intervals_and_the_ratio():
     gold = [GoldQuery("a", ("x",), kind="keyword"), GoldQuery("b", ("x",), kind="keyword")]
     gold += [GoldQuery("c", ("x",), kind="paraphrase"), GoldQuery("d", ("x",))]
-    one, none = {"recall@10": 1.0, "hit@10": 1.0, "mrr@10": 1.0, "ndcg@10": 1.0}, dict.fromkeys(
-        ("recall@10", "hit@10", "mrr@10", "ndcg@10"), 0.0
+    one, none = (
+        {"recall@10": 1.0, "hit@10": 1.0, "mrr@10": 1.0, "ndcg@10": 1.0},
+        dict.fromkeys(("recall@10", "hit@10", "mrr@10", "ndcg@10"), 0.0),
     )
     scores = {"hybrid": [one, one, one, none], PLAIN: [one, none, none, one]}
     result = report(gold, scores, resamples=200, seed=1)
