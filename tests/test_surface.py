@@ -28,7 +28,14 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"contracts"},
     ],
     # the contracts a package of their own, placed as model's top layer: the base, then one module an area
-    "model.contracts": [{"base"}, {"search"}, {"reading", "status"}, {"checking"}, {"findings"}, {"briefing"}],
+    "model.contracts": [
+        {"base"},
+        {"evaluation", "search"},
+        {"reading", "status"},
+        {"checking"},
+        {"findings"},
+        {"briefing"},
+    ],
     "store": [
         {"atomic_files", "commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch"},
         {"git_identity", "git_runner", "secrets"},
@@ -39,7 +46,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "agents": [{"targets", "config_files"}, {"hooks"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
-        {"chunking", "onnx_encoder", "vectors"},
+        {"bootstrap", "chunking", "onnx_encoder", "vectors"},
         {"embeddings", "onnx_export"},
         {"ranking", "evaluation"},
         {"indexed", "lexical"},

@@ -1,10 +1,12 @@
 """`kb eval GOLD.jsonl`: retrieval quality per mode (bm25, vector, hybrid).
 
-A gold line is {"q": "...", "relevant": [...]}. A relevant entry names a card id, a source
-path ("inference/README.md": any section of that file) or a section
-("inference/README.md#Glossary"). Metrics, binary relevance, averaged over queries:
+A gold line is {"q": "...", "relevant": [...]}, optionally with "split" (dev or test) and
+"class" (CLASSES: what kind of query it is, so a report can say where a mode wins). A relevant
+entry names a card id, a source path ("inference/README.md": any section of that file) or a
+section ("inference/README.md#Glossary"). Metrics, binary relevance, averaged over queries:
 recall@k (the share of a query's relevant entries found in the top k), hit@k (whether
-any was), MRR@10 and nDCG@10.
+any was), MRR@10 and nDCG@10; `report` adds bootstrap intervals (kbtool.search.bootstrap),
+overall and per class, and hybrid's ratio to a plain BM25.
 """
 
 from __future__ import annotations
@@ -16,11 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbtool.model.contracts.evaluation import EvalReport, GroupScores, Interval, ModeScores
 from kbtool.model.errors import BadInput
 from kbtool.model.parsing import Unparsable, json_document
 from kbtool.model.vocabulary import MODES
+from kbtool.search.bootstrap import CONFIDENCE, RESAMPLES, SEED, mean_interval, ratio_interval, resample_indices
 
 SPLITS = ("dev", "test")
+# keyword: the document's own terms or identifiers; paraphrase: the same need in other words; symptom: what
+# went wrong, as a user sees it, asking for the cause or fix; cross-lingual: in another language than the
+# sections that answer it (English asking for Chinese-only text, or the reverse)
+CLASSES = ("keyword", "paraphrase", "symptom", "cross-lingual")
+PLAIN = "plain bm25"  # the baseline's name in a report
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,7 @@ class GoldQuery:
     q: str
     relevant: tuple[str, ...]
     split: str | None = None  # dev (tune on it) or test (report it); None for a set without splits
+    kind: str | None = None  # the gold line's "class", one of CLASSES; None when unclassed
 
 
 def load_gold(path: Path, split: str | None = None) -> list[GoldQuery]:
@@ -51,7 +61,9 @@ def load_gold(path: Path, split: str | None = None) -> list[GoldQuery]:
             raise BadInput(f"{path}:{n}: relevant must be a non-empty list of card ids or source paths")
         if row.get("split") not in (None, *SPLITS):
             raise BadInput(f"{path}:{n}: split must be one of {', '.join(SPLITS)}")
-        gold.append(GoldQuery(row["q"], tuple(relevant), row.get("split")))
+        if row.get("class") not in (None, *CLASSES):
+            raise BadInput(f"{path}:{n}: class must be one of {', '.join(CLASSES)}, not {row['class']!r}")
+        gold.append(GoldQuery(row["q"], tuple(relevant), row.get("split"), row.get("class")))
     if split is not None:
         if split not in SPLITS:
             raise BadInput(f"split {split!r} is not one of {', '.join(SPLITS)}")
@@ -97,26 +109,72 @@ def score_query(hits: list[dict[str, Any]], relevant: tuple[str, ...], k: int) -
     }
 
 
-def evaluate(
-    gold: list[GoldQuery],
-    search: Callable[[str, int, str], list[dict[str, Any]]],
-    k: int = 10,
-    modes: tuple[str, ...] = MODES,
-) -> dict[str, Any]:
+Searcher = Callable[[str, int, str], list[dict[str, Any]]]  # (query, how many hits, mode) -> hits
+
+
+def query_scores(
+    gold: list[GoldQuery], search: Searcher, k: int = 10, modes: tuple[str, ...] = MODES
+) -> dict[str, list[dict[str, float]]]:
+    """Per mode, each query's metrics, in the order of gold."""
+    depth = max(k, 10)
+    return {mode: [score_query(search(item.q, depth, mode), item.relevant, k) for item in gold] for mode in modes}
+
+
+def evaluate(gold: list[GoldQuery], search: Searcher, k: int = 10, modes: tuple[str, ...] = MODES) -> dict[str, Any]:
     """Per mode, the mean of each metric; plus the queries each mode missed entirely."""
     report: dict[str, Any] = {"queries": len(gold), "k": k, "modes": {}}
-    depth = max(k, 10)
-    for mode in modes:
-        totals: dict[str, float] = {}
-        missed = []
-        for item in gold:
-            scores = score_query(search(item.q, depth, mode), item.relevant, k)
-            for name, value in scores.items():
-                totals[name] = totals.get(name, 0.0) + value
-            if scores[f"recall@{k}"] == 0:
-                missed.append(item.q)
-        report["modes"][mode] = {name: round(v / len(gold), 4) for name, v in totals.items()} | {"missed": missed}
+    for mode, per_query in query_scores(gold, search, k, modes).items():
+        means = {name: round(sum(s[name] for s in per_query) / len(gold), 4) for name in per_query[0]}
+        missed = [item.q for item, s in zip(gold, per_query, strict=True) if s[f"recall@{k}"] == 0]
+        report["modes"][mode] = means | {"missed": missed}
     return report
+
+
+def report(
+    gold: list[GoldQuery],
+    scores: dict[str, list[dict[str, float]]],
+    k: int = 10,
+    split: str | None = None,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> EvalReport:
+    """scores (query_scores' answer, with PLAIN among the modes for a ratio) with intervals, overall and for
+    each class the gold queries carry. Every mode and metric of a group is resampled with the same queries."""
+    if resamples < 1:
+        raise BadInput(f"resamples must be at least 1, not {resamples}")
+
+    def group(members: list[int]) -> GroupScores:
+        indices = resample_indices(len(members), resamples, seed)
+        modes = {}
+        for mode, per_query in scores.items():
+            rows = [per_query[i] for i in members]
+            metrics = {name: Interval(**_rounded(mean_interval([r[name] for r in rows], indices))) for name in rows[0]}
+            missed = [gold[i].q for i, r in zip(members, rows, strict=True) if r[f"recall@{k}"] == 0]
+            modes[mode] = ModeScores(metrics=metrics, missed=missed)
+        ratio: dict[str, Interval | None] = {}
+        if MODES[0] in scores and PLAIN in scores:
+            for name in scores[PLAIN][0]:
+                hybrid = [scores[MODES[0]][i][name] for i in members]
+                found = ratio_interval(hybrid, [scores[PLAIN][i][name] for i in members], indices)
+                ratio[name] = Interval(**_rounded(found)) if found else None
+        return GroupScores(queries=len(members), modes=modes, ratio=ratio)
+
+    classes = {c: [i for i, g in enumerate(gold) if g.kind == c] for c in CLASSES}
+    return EvalReport(
+        queries=len(gold),
+        k=k,
+        split=split,
+        confidence=CONFIDENCE,
+        resamples=resamples,
+        seed=seed,
+        overall=group(list(range(len(gold)))),
+        classes={c: group(members) for c, members in classes.items() if members},
+    )
+
+
+def _rounded(estimate: tuple[float, float, float]) -> dict[str, float]:
+    value, low, high = estimate
+    return {"value": round(value, 4), "low": round(low, 4), "high": round(high, 4)}
 
 
 class PlainBM25:

@@ -3,7 +3,7 @@ the CLI's --json and `kb serve` send as JSON, and what the MCP tools' outputSche
 
 Requests (SearchRequest, FindingInput) are parsed from JSON with `parse`: an unknown key, a wrong
 type or a value out of range is a BadInput (one line, exit code 2) naming every field at fault.
-Answers (SearchResult, Related, LintReport, GateRunResult, ...) are built by the library, so the
+Answers (SearchResult, Related, LintReport, GateRunResult, EvalReport, ...) are built by the library, so the
 shapes the surfaces print are these models dumped, never dicts assembled in each surface.
 """
 
@@ -32,6 +32,7 @@ from kbtool.model.contracts.checking import (
     SkillImport,
     StatusChange,
 )
+from kbtool.model.contracts.evaluation import EvalReport, GroupScores, Interval, ModeScores
 from kbtool.model.contracts.findings import (
     CardAdded,
     CardEdited,
@@ -113,6 +114,10 @@ __all__ = [
     "Direction",
     "Document",
     "Documents",
+    "EvalReport",
+    "GroupScores",
+    "Interval",
+    "ModeScores",
     "Filters",
     "FindingAdded",
     "FindingInput",

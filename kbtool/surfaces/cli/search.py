@@ -9,9 +9,11 @@ from typing import Annotated, Any
 
 import typer
 
+from kbtool.model.contracts import EvalReport
 from kbtool.model.errors import BadInput
 from kbtool.model.parsing import Unparsable, json_document
 from kbtool.model.vocabulary import MODES, words
+from kbtool.search.bootstrap import RESAMPLES, SEED
 from kbtool.surfaces.cli.base import (
     For,
     JsonOut,
@@ -172,36 +174,56 @@ def eval_cmd(
     gold: Annotated[
         Path,
         typer.Argument(
-            help='JSONL of {"q": ..., "relevant": [card ids, source paths or path#heading], "split": dev|test}.'
+            help='JSONL of {"q": ..., "relevant": [card ids, source paths or path#heading], "split": dev|test, '
+            '"class": keyword|paraphrase|symptom|cross-lingual}.'
         ),
     ],
     k: Annotated[int, typer.Option("-k", help="The k of recall@k.")] = 10,
     split: Annotated[
         str | None, typer.Option(help="Only the queries of this split: dev (tune on it) or test (report it).")
     ] = None,
+    resamples: Annotated[int, typer.Option(min=1, help="Bootstrap resamples of the queries.")] = RESAMPLES,
+    seed: Annotated[int, typer.Option(help="The resamples' random seed.")] = SEED,
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
     """Score search on gold queries: recall@k, hit@k, MRR@10, nDCG@10 for bm25, vector and hybrid, beside a
-    plain BM25 baseline."""
-    from kbtool.search.evaluation import PlainBM25, evaluate, load_gold
+    plain BM25 baseline, overall and per query class, each with a 95% bootstrap interval over the queries, and
+    hybrid's ratio to the plain BM25 (the same resamples for both)."""
+    from kbtool.search.evaluation import PLAIN, PlainBM25, load_gold, query_scores, report
 
     base = open_kb(kb)
     queries = load_gold(gold, split=split)
     base.refresh_index()
-    report = evaluate(queries, lambda q, depth, mode: base.search(q, k=depth, mode=mode).to_json()["hits"], k=k)
+    scores = query_scores(queries, lambda q, depth, mode: base.search(q, k=depth, mode=mode).to_json()["hits"], k=k)
     plain = PlainBM25.of_cards(base.cards())
-    report["modes"]["plain bm25"] = evaluate(
-        queries, lambda q, depth, mode: plain.search(q, depth), k=k, modes=("plain",)
-    )["modes"]["plain"]
+    scores[PLAIN] = query_scores(queries, lambda q, depth, mode: plain.search(q, depth), k=k, modes=("plain",))["plain"]
+    result = report(queries, scores, k=k, split=split, resamples=resamples, seed=seed)
     show_notices(base)
     if as_json:
-        print_json(report)
+        print_json(result.to_json())
         return
-    typer.echo(f"{report['queries']} queries, k={k}" + (f", {split} split" if split else ""))
-    for mode, scores in report["modes"].items():
-        typer.echo(
-            f"  {mode:<10} recall@{k} {scores[f'recall@{k}']:.3f}  hit@{k} {scores[f'hit@{k}']:.3f}  "
-            f"MRR@10 {scores['mrr@10']:.3f}  "
-            f"nDCG@10 {scores['ndcg@10']:.3f}  missed {len(scores['missed'])}"
-        )
+    for line in report_lines(result):
+        typer.echo(line)
+
+
+def report_lines(result: EvalReport) -> list[str]:
+    """One line per mode per group (all queries, then each class), each metric with its interval."""
+    k = result.k
+    lines = [
+        f"{result.queries} queries, k={k}" + (f", {result.split} split" if result.split else "") + f"; "
+        f"[{result.confidence:.0%} interval: {result.resamples} bootstrap resamples of the queries, seed {result.seed}]"
+    ]
+    names = {f"recall@{k}": f"recall@{k}", f"hit@{k}": f"hit@{k}", "mrr@10": "MRR@10", "ndcg@10": "nDCG@10"}
+    for label, group in [("all", result.overall), *result.classes.items()]:
+        lines.append(f"{label} ({group.queries} queries)")
+        for mode, scores in group.modes.items():
+            cells = [f"{names[n]} {i.value:.3f} [{i.low:.3f}, {i.high:.3f}]" for n, i in scores.metrics.items()]
+            lines.append(f"  {mode:<10} " + "  ".join(cells) + f"  missed {len(scores.missed)}")
+        if group.ratio:
+            cells = [
+                f"{names[n]} {i.value:.2f}x [{i.low:.2f}, {i.high:.2f}]" if i else f"{names[n]} -"
+                for n, i in group.ratio.items()
+            ]
+            lines.append("  hybrid/plain " + "  ".join(cells))
+    return lines
