@@ -11,7 +11,8 @@ from kbtool.search.ranking import LegHit, Scale, fts_match, fuse, phrases, query
 
 
 def test_an_identifier_gives_its_words_and_itself_as_a_phrase():
-    assert query_terms("slot_mapping from block_table") == ["slot", "mapping", "slot_mapping", "block", "table", "block_table"]
+    terms = query_terms("slot_mapping from block_table")
+    assert terms == ["slot", "mapping", "slot_mapping", "block", "table", "block_table"]
     assert query_terms("torch.compile recompiles") == ["torch", "compile", "torch.compile", "recompiles"]
     assert fts_match(phrases(["slot", "slot_mapping"])) == '"slot" OR "slot_mapping"'
 

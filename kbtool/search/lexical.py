@@ -225,12 +225,9 @@ class Postings:
         which the postings do not hold: phrase_scores gives its BM25 term per chunk (FTS5 asked for that
         phrase alone), added in query order so the sum is FTS5's to the last bit; without it, None (the
         caller asks FTS5 for the whole query)."""
-        terms: list[tuple[str | None, str | None, str]] = []  # (column, the one token or None, phrase text)
-        for column, text in phrases:
-            tokens = self.tokens(text)
-            if not tokens or (len(tokens) > 1 and phrase_scores is None):
-                return None
-            terms.append((column, tokens[0] if len(tokens) == 1 else None, text))
+        terms = self._terms(phrases, phrase_scores is not None)
+        if terms is None:
+            return None
         if self._stats is None:
             rows = int(self.alive.sum())
             self._stats = (rows, float(self.length[self.alive].sum()) / rows if rows else 0.0)
@@ -241,9 +238,10 @@ class Postings:
         for column, term, text in terms:
             if term is None:
                 assert phrase_scores is not None
-                for chunk_id, score in phrase_scores((column, text)):
-                    if chunk_id < len(self.alive) and self.alive[chunk_id]:
-                        scores[chunk_id] += score
+                found = [(i, score) for i, score in phrase_scores((column, text)) if i < len(self.alive)]
+                ids = np.array([i for i, _ in found], dtype=np.int64)
+                live = self.alive[ids]
+                scores[ids[live]] += np.array([score for _, score in found])[live]
                 continue
             ids, freq = self._postings(term, cjk_only=column == "cjk")
             hit = len(ids)
@@ -262,6 +260,17 @@ class Postings:
             matched = matched[scores[matched] >= kth]
         best = matched[np.lexsort((matched, -scores[matched]))][:limit]  # score, then chunk id, as FTS5 sorts ties
         return [(int(i), float(scores[i])) for i in best]
+
+    def _terms(self, phrases: Iterable[Phrase], with_phrases: bool) -> list[tuple[str | None, str | None, str]] | None:
+        """(column, its one token or None for a phrase of several, the phrase's text) per phrase; None when one
+        has no token, or several and the caller cannot score phrases."""
+        terms: list[tuple[str | None, str | None, str]] = []
+        for column, text in phrases:
+            tokens = self.tokens(text)
+            if not tokens or (len(tokens) > 1 and not with_phrases):
+                return None
+            terms.append((column, tokens[0] if len(tokens) == 1 else None, text))
+        return terms
 
     def _postings(self, term: str, cjk_only: bool) -> tuple[np.ndarray, np.ndarray]:
         """The live chunks holding this term (in the cjk column only, for a `cjk:` phrase), and its frequency."""
