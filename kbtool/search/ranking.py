@@ -5,8 +5,10 @@ decides the order.
 Fusion is a convex combination of the legs' scores, each divided by its best candidate's so
 both run up to 1 (Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval", 2023,
 found it better than reciprocal rank fusion and cheaper to tune). Measured on the dev splits of
-the shared corpora's gold sets (bench/bench_quality.py, bench/RESULTS.md), it beat RRF (k 5-60,
-weighted or not), min-max and z-score normalisation, and language-dependent weights.
+the shared corpora's gold sets (bench/bench_quality.py, bench/bench_fusion.py, bench/RESULTS.md), it beat
+RRF (k 5-60, weighted or not), min-max, z-score and distribution-based normalisation, language-dependent
+weights, rank bonuses, and fixed scales of MiniLM's cosine (a `Scale`, which fuse() takes for a model whose
+cosines bunch too much to divide by their best; MiniLM has none).
 """
 
 from __future__ import annotations
