@@ -56,7 +56,7 @@ def from_postings(kb: kbtool.KnowledgeBase, query: str, where=None, limit: int =
     postings = index._current_postings()
     assert postings is not None and postings.generation == index.generation()
     allowed = index.chunks_of(index.matching(_conditions(where))) if where else None
-    hits = postings.search(phrases(query_terms(query)), allowed, limit)
+    hits = postings.search(phrases(query_terms(query)), allowed, limit, index.phrase_scores)
     assert hits is not None
     return hits
 
@@ -112,6 +112,17 @@ def test_a_phrase_of_several_tokens_is_left_to_fts5(starter):
     postings = warm(starter).index._postings
     assert postings.tokens("decoding") == ["decod"]  # FTS5's porter stemmer
     assert postings.search([(None, "paged attention")], None, 10) is None
+
+
+def test_an_identifier_is_scored_from_memory_with_fts5_giving_its_phrase(starter):
+    """`num_kv_heads` is a phrase of three tokens: FTS5 scores the phrase alone, the postings the rest."""
+    index = warm(starter).index
+    asked = []
+    query = phrases(query_terms("num_kv_heads of the paged cache"))
+    hits = index._postings.search(query, None, 50, lambda p: asked.append(p) or index.phrase_scores(p))
+    assert asked == [(None, "num_kv_heads")]
+    assert len(index.phrase_scores(asked[0])) > 5
+    assert hits == fts5_only(starter, "num_kv_heads of the paged cache", limit=50)
 
 
 def test_chunk_ids_are_never_reused(kb):

@@ -25,7 +25,7 @@ FLOORS = {
     ("ml-engineering", "dev"): (0.95, 0.98, 0.86),
     ("ml-engineering", "test"): (0.91, 0.98, 0.92),
     ("metainfer", "dev"): (0.66, 0.96, 0.80),
-    ("metainfer", "test"): (0.61, 0.89, 0.70),
+    ("metainfer", "test"): (0.61, 0.89, 0.72),
 }
 
 
@@ -88,10 +88,10 @@ def test_quality_floors(reports, corpus, split):
     ],
 )
 def test_hybrid_is_at_least_as_good_as_the_better_single_mode(reports, corpus, split):
-    """On MRR where the fusion was tuned (dev, and the starter set); on hit@10 everywhere. On the held-out
-    test split of metainfer hybrid's MRR@10 is 0.004 under BM25's (measured; bench/RESULTS.md)."""
+    """On MRR and hit@10, on every split (metainfer's test MRR was 0.004 under BM25's until identifiers were
+    looked up as phrases; bench/RESULTS.md)."""
     modes = _report(reports, corpus, split)[0]["modes"]
-    for metric in ("mrr@10", "hit@10") if split != "test" else ("hit@10",):
+    for metric in ("mrr@10", "hit@10"):
         best_single = max(modes["bm25"][metric], modes["vector"][metric])
         assert modes["hybrid"][metric] >= best_single, (metric, modes)
 

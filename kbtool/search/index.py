@@ -55,6 +55,11 @@ Progress = Callable[[int, int], None]
 Upsert = tuple[IndexedFile, str, os.stat_result]  # a file to (re)index: what it holds, its hash, its stat
 Touched = tuple[str, os.stat_result]  # a file whose stat moved but whose text did not
 
+_BM25_SQL = (  # the keyword leg in FTS5: title x4, heading x2, body and CJK bigrams x1
+    f"SELECT rowid, bm25(chunks_fts, {', '.join(str(w) for w in COLUMN_WEIGHTS)}) AS rank "
+    "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
+)
+
 
 def indexed_files(store: Store) -> dict[str, str]:
     """Every file the index covers, relative path -> path: the cards, then each SKILL.md."""
@@ -437,16 +442,13 @@ class Index:
         """
         postings = self._current_postings()
         if postings is not None:
-            hits = postings.search(query, allowed_chunks, limit)
+            hits = postings.search(query, allowed_chunks, limit, self.phrase_scores)
             if hits is not None:
                 return hits
         match = fts_match(query)
         if match is None:
             return []
-        weights = ", ".join(str(w) for w in COLUMN_WEIGHTS)
-        sql = (
-            f"SELECT rowid, bm25(chunks_fts, {weights}) AS rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
-        )
+        sql = _BM25_SQL
         if allowed_chunks is None:
             rows = self.db.execute(sql + " LIMIT ?", (match, limit)).fetchall()
         else:
@@ -457,6 +459,11 @@ class Index:
                 ranked = self.db.execute(sql, (match,)).fetchall()
             rows = [r for r in ranked if r[0] in allowed_chunks][:limit]
         return [(rowid, -score) for rowid, score in rows]
+
+    def phrase_scores(self, phrase: Phrase) -> list[tuple[int, float]]:
+        """One phrase's BM25 term in every chunk holding it, from FTS5 (bm25() answers minus the score): what
+        the postings in memory cannot give for a phrase of several tokens, an identifier's, which matches few."""
+        return [(rowid, -rank) for rowid, rank in self.db.execute(_BM25_SQL, (fts_match([phrase]),))]
 
     def vector(
         self, embedder: Embedder, query_vector: np.ndarray, allowed: np.ndarray | None, limit: int

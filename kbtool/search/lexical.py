@@ -22,7 +22,7 @@ import json
 import math
 import re
 import sqlite3
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +35,7 @@ CJK = COLUMNS.index("cjk")
 IDF_FLOOR = 1e-6  # bm25() floors a term in more than half the rows here, not at zero
 REBUILD_AFTER = 2000  # chunks added since the postings were read, beyond which they are read again
 
+PhraseScores = Callable[[Phrase], Sequence[tuple[int, float]]]  # a phrase -> (chunk id, its BM25 term) per chunk
 _WEIGHTS = np.array(COLUMN_WEIGHTS, dtype=np.float32)
 # every instance of every term, grouped by term; the vocabulary table lists them by term, then
 # chunk, then column, so the grouping needs no sort; columns come back as one digit each
@@ -212,15 +213,21 @@ class Postings:
 
     # --- scoring ----------------------------------------------------------------------------
 
-    def search(self, phrases: Iterable[Phrase], allowed: set[int] | None, limit: int) -> list[tuple[int, float]] | None:
-        """The `limit` best chunks for an OR of one-word phrases (column or None, text), as (chunk id,
-        BM25 score), best first; None when a phrase is not one FTS5 token (the caller asks FTS5)."""
-        terms = []
-        for column, text in phrases:
-            tokens = self.tokens(text)
-            if len(tokens) != 1:
-                return None
-            terms.append((column, tokens[0]))
+    def search(
+        self,
+        phrases: Iterable[Phrase],
+        allowed: set[int] | None,
+        limit: int,
+        phrase_scores: PhraseScores | None = None,
+    ) -> list[tuple[int, float]] | None:
+        """The `limit` best chunks for an OR of phrases (column or None, text), as (chunk id, BM25
+        score), best first. A phrase of several tokens (an identifier: `slot_mapping`) needs positions,
+        which the postings do not hold: phrase_scores gives its BM25 term per chunk (FTS5 asked for that
+        phrase alone), added in query order so the sum is FTS5's to the last bit; without it, None (the
+        caller asks FTS5 for the whole query)."""
+        terms = self._terms(phrases, phrase_scores is not None)
+        if terms is None:
+            return None
         if self._stats is None:
             rows = int(self.alive.sum())
             self._stats = (rows, float(self.length[self.alive].sum()) / rows if rows else 0.0)
@@ -228,7 +235,14 @@ class Postings:
         if not rows or not terms or not avgdl:
             return []
         scores = np.zeros(len(self.alive), dtype=np.float64)
-        for column, term in terms:
+        for column, term, text in terms:
+            if term is None:
+                assert phrase_scores is not None
+                found = [(i, score) for i, score in phrase_scores((column, text)) if i < len(self.alive)]
+                ids = np.array([i for i, _ in found], dtype=np.int64)
+                live = self.alive[ids]
+                scores[ids[live]] += np.array([score for _, score in found])[live]
+                continue
             ids, freq = self._postings(term, cjk_only=column == "cjk")
             hit = len(ids)
             idf = math.log((rows - hit + 0.5) / (hit + 0.5))
@@ -246,6 +260,17 @@ class Postings:
             matched = matched[scores[matched] >= kth]
         best = matched[np.lexsort((matched, -scores[matched]))][:limit]  # score, then chunk id, as FTS5 sorts ties
         return [(int(i), float(scores[i])) for i in best]
+
+    def _terms(self, phrases: Iterable[Phrase], with_phrases: bool) -> list[tuple[str | None, str | None, str]] | None:
+        """(column, its one token or None for a phrase of several, the phrase's text) per phrase; None when one
+        has no token, or several and the caller cannot score phrases."""
+        terms: list[tuple[str | None, str | None, str]] = []
+        for column, text in phrases:
+            tokens = self.tokens(text)
+            if not tokens or (len(tokens) > 1 and not with_phrases):
+                return None
+            terms.append((column, tokens[0] if len(tokens) == 1 else None, text))
+        return terms
 
     def _postings(self, term: str, cjk_only: bool) -> tuple[np.ndarray, np.ndarray]:
         """The live chunks holding this term (in the cjk column only, for a `cjk:` phrase), and its frequency."""

@@ -5,8 +5,10 @@ decides the order.
 Fusion is a convex combination of the legs' scores, each divided by its best candidate's so
 both run up to 1 (Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval", 2023,
 found it better than reciprocal rank fusion and cheaper to tune). Measured on the dev splits of
-the shared corpora's gold sets (bench/bench_quality.py, bench/RESULTS.md), it beat RRF (k 5-60,
-weighted or not), min-max and z-score normalisation, and language-dependent weights.
+the shared corpora's gold sets (bench/bench_quality.py, bench/bench_fusion.py, bench/RESULTS.md), it beat
+RRF (k 5-60, weighted or not), min-max, z-score and distribution-based normalisation, language-dependent
+weights, rank bonuses, and fixed scales of MiniLM's cosine (a `Scale`, which fuse() takes for a model whose
+cosines bunch too much to divide by their best; MiniLM has none).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ you your should would could than them they been being not no yes vs via about
 """.split()
 )
 
+IDENTIFIER = re.compile(r"[._]")  # what makes a word an identifier worth a phrase of its own
+_NUMBER = re.compile(r"[\d._-]+")  # a version (3.4, 22.05) is no identifier: its parts are not words
 _WORD = re.compile(r"[^\W_]+(?:[._-][^\W_]+)*", re.UNICODE)
 
 
@@ -49,12 +53,15 @@ def clean_query(text: str) -> str:
 
 
 def query_terms(text: str) -> list[str]:
-    """Latin words (stopwords dropped, deduplicated) then CJK bigrams, capped."""
+    """Latin words (stopwords dropped, deduplicated) then CJK bigrams, capped. An identifier
+    (`slot_mapping`, `torch.compile`) gives its words and itself, which FTS5 looks up as a phrase: the
+    words in that order, side by side."""
     words = []
     for match in _WORD.findall(without_cjk(text)):
-        for word in re.split(r"[._-]", match):
-            if word and word.lower() not in STOPWORDS:
-                words.append(word.lower())
+        parts = [w for w in re.split(r"[._-]", match) if w and w.lower() not in STOPWORDS]
+        words += [w.lower() for w in parts]
+        if len(parts) > 1 and IDENTIFIER.search(match) and not _NUMBER.fullmatch(match):
+            words.append(match.lower())
     grams = cjk_bigrams(text)
     return list(dict.fromkeys(words + grams))[:MAX_QUERY_TERMS]
 
@@ -74,6 +81,17 @@ def fts_match(query: Iterable[Phrase]) -> str | None:
         phrase = '"' + text.replace('"', '""') + '"'
         quoted.append(f"{column}:{phrase}" if column else phrase)
     return " OR ".join(quoted) or None
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A fixed map of a leg's raw score onto 0-1: `low` and below is 0, `high` and above is 1, linear between."""
+
+    low: float
+    high: float
+
+    def of(self, score: float) -> float:
+        return min(1.0, max(0.0, (score - self.low) / (self.high - self.low)))
 
 
 @dataclass
@@ -106,26 +124,38 @@ def card_ranking(chunk_hits: Iterable[tuple[int, float]], card_of: dict[int, int
     return ranking
 
 
+def normalize(ranking: dict[int, LegHit], scale: Scale | None) -> None:
+    """Each hit's normalised score: through the leg's fixed scale when it has one, else over its best."""
+    if scale is not None:
+        for hit in ranking.values():
+            hit.normalized = scale.of(hit.score)
+        return
+    top = max(hit.score for hit in ranking.values())
+    for hit in ranking.values():
+        hit.normalized = hit.score / top if top > 0 else 0.0
+
+
 def fuse(
     legs: dict[str, dict[int, LegHit]],
     statuses: list[str],
     truncated: Iterable[str] = (),
     weights: dict[str, float] = LEG_WEIGHTS,
+    scales: dict[str, Scale] | None = None,
 ) -> list[Fused]:
     """The convex combination of each leg's normalised scores, inactive cards demoted, best first.
 
-    A card one leg did not return scores 0 there when the leg returned everything it matched, and
-    counts as the leg's weakest candidate when the leg was cut at its candidate limit (`truncated`):
-    absent from the top few hundred says no better than them, and no worse is known."""
+    A leg with a fixed scale (`scales`: the vector leg of a calibrated model) is normalised through
+    it, any other over its best candidate. A card one leg did not return scores 0 there when the leg
+    returned everything it matched, and counts as the leg's weakest candidate when the leg was cut at
+    its candidate limit (`truncated`): absent from the top few hundred says no better than them, and no
+    worse is known."""
     cut = set(truncated)
     fused: dict[int, Fused] = {}
     floors: dict[str, float] = {}
     for name, ranking in legs.items():
         if not ranking:
             continue
-        top = max(hit.score for hit in ranking.values())
-        for hit in ranking.values():
-            hit.normalized = hit.score / top if top > 0 else 0.0
+        normalize(ranking, (scales or {}).get(name))
         floors[name] = min(hit.normalized for hit in ranking.values()) if name in cut else 0.0
         for card, hit in ranking.items():
             fused.setdefault(card, Fused(card, 0.0)).legs[name] = hit
