@@ -39,7 +39,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "agents": [{"targets", "config_files"}, {"hooks"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
-        {"chunking", "onnx_encoder", "vectors"},
+        {"chunking", "multilingual", "onnx_encoder", "vectors"},
         {"embeddings", "onnx_export"},
         {"ranking", "evaluation"},
         {"indexed", "lexical"},
