@@ -88,6 +88,21 @@ def test_import_one_file(kb, docs):
     assert {c.card.source.path for c in kb.list(kind="reference")} == {"graphs.md"}
 
 
+
+def test_mdx_documents_are_imported_like_markdown(kb, tmp_path):
+    """Documentation sites (Hugging Face's, Docusaurus) write MDX: markdown headings and prose with JSX
+    components; a folder of them, or one file, imports its sections."""
+    root = tmp_path / "site"
+    (root / "backends").mkdir(parents=True)
+    (root / "index.md").write_text("# Index\n\nWhere to start.\n")
+    (root / "backends" / "gaudi.mdx").write_text(
+        "# Gaudi backend\n\n<Tip>\nRuns on Intel Gaudi.\n</Tip>\n\n## Supported models\n\nLlama and Mixtral.\n"
+    )
+    assert kb.import_path(root).added == 3
+    paths = {c.card.source.path for c in kb.list(kind="reference")}
+    assert paths == {"index.md", "backends/gaudi.mdx"}
+    assert kb.import_path(root / "backends" / "gaudi.mdx").added == 2
+
 BLUEPRINT = {
     "metadata": {"name": "test blueprint", "version": "1.0"},
     "framework_layer": {

@@ -27,6 +27,9 @@ from kbtool.model.parsing import Unparsable, has_cjk, json_document, nested
 from kbtool.store.files import links_in, points_outside
 
 BLUEPRINT_NAME = "inference_blueprint.json"
+# MDX (markdown with JSX components) is what documentation sites such as Hugging Face's and Docusaurus
+# write; its prose and headings are markdown, the components stay as text.
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdx")
 MAX_ID = 110
 METAINFER = {
     "url": "https://github.com/MetaInfer/MetaInfer",
@@ -75,8 +78,8 @@ def plan_import(path: Path, max_bytes: int | None = None) -> tuple[str, list[Pla
         collection = path.parent.name
         if path.name == BLUEPRINT_NAME or path.suffix == ".json":
             return collection, _unique(list(plan_blueprint(path, collection)))
-        if path.suffix.lower() not in (".md", ".markdown"):
-            raise BadInput(f"{path}: kb import takes markdown files, folders of them, or a MetaInfer {BLUEPRINT_NAME}")
+        if path.suffix.lower() not in MARKDOWN_SUFFIXES:
+            raise BadInput(f"{path}: kb import takes markdown files (.md, .markdown, .mdx), folders of them, or a MetaInfer {BLUEPRINT_NAME}")
         return collection, _unique(list(plan_markdown(path, path.parent, collection)))
     collection = path.name
     outside = [rel for rel, _ in links_in(path) if points_outside(path, path / rel)]
@@ -89,7 +92,7 @@ def plan_import(path: Path, max_bytes: int | None = None) -> tuple[str, list[Pla
     documents = sorted(
         p
         for p in path.rglob("*")
-        if p.suffix.lower() in (".md", ".markdown")
+        if p.suffix.lower() in MARKDOWN_SUFFIXES
         and p.is_file()
         and not p.is_symlink()  # a link inside the folder: its target is imported under its own path
         and not any(part.startswith(".") for part in p.relative_to(path).parts)
