@@ -172,6 +172,17 @@ def report(
     )
 
 
+
+def evaluate_kb(
+    kb: Any, gold: list[GoldQuery], k: int = 10, split: str | None = None, resamples: int = RESAMPLES, seed: int = SEED
+) -> EvalReport:
+    """A knowledge base's search (every mode) and a plain BM25 over its cards, scored on gold queries, with
+    intervals overall and per class; kb is anything with search(q, k=, mode=) and cards()."""
+    scores = query_scores(gold, lambda q, depth, mode: kb.search(q, k=depth, mode=mode).to_json()["hits"], k=k)
+    plain = PlainBM25.of_cards(kb.cards())
+    scores[PLAIN] = query_scores(gold, lambda q, depth, mode: plain.search(q, depth), k=k, modes=("plain",))["plain"]
+    return report(gold, scores, k=k, split=split, resamples=resamples, seed=seed)
+
 def _rounded(estimate: tuple[float, float, float]) -> dict[str, float]:
     value, low, high = estimate
     return {"value": round(value, 4), "low": round(low, 4), "high": round(high, 4)}

@@ -79,7 +79,10 @@ def plan_import(path: Path, max_bytes: int | None = None) -> tuple[str, list[Pla
         if path.name == BLUEPRINT_NAME or path.suffix == ".json":
             return collection, _unique(list(plan_blueprint(path, collection)))
         if path.suffix.lower() not in MARKDOWN_SUFFIXES:
-            raise BadInput(f"{path}: kb import takes markdown files (.md, .markdown, .mdx), folders of them, or a MetaInfer {BLUEPRINT_NAME}")
+            raise BadInput(
+                f"{path}: kb import takes markdown files (.md, .markdown, .mdx), folders of them, "
+                f"or a MetaInfer {BLUEPRINT_NAME}"
+            )
         return collection, _unique(list(plan_markdown(path, path.parent, collection)))
     collection = path.name
     outside = [rel for rel, _ in links_in(path) if points_outside(path, path / rel)]

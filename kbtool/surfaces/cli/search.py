@@ -190,15 +190,12 @@ def eval_cmd(
     """Score search on gold queries: recall@k, hit@k, MRR@10, nDCG@10 for bm25, vector and hybrid, beside a
     plain BM25 baseline, overall and per query class, each with a 95% bootstrap interval over the queries, and
     hybrid's ratio to the plain BM25 (the same resamples for both)."""
-    from kbtool.search.evaluation import PLAIN, PlainBM25, load_gold, query_scores, report
+    from kbtool.search.evaluation import evaluate_kb, load_gold
 
     base = open_kb(kb)
     queries = load_gold(gold, split=split)
     base.refresh_index()
-    scores = query_scores(queries, lambda q, depth, mode: base.search(q, k=depth, mode=mode).to_json()["hits"], k=k)
-    plain = PlainBM25.of_cards(base.cards())
-    scores[PLAIN] = query_scores(queries, lambda q, depth, mode: plain.search(q, depth), k=k, modes=("plain",))["plain"]
-    result = report(queries, scores, k=k, split=split, resamples=resamples, seed=seed)
+    result = evaluate_kb(base, queries, k=k, split=split, resamples=resamples, seed=seed)
     show_notices(base)
     if as_json:
         print_json(result.to_json())
