@@ -88,7 +88,6 @@ def test_import_one_file(kb, docs):
     assert {c.card.source.path for c in kb.list(kind="reference")} == {"graphs.md"}
 
 
-
 def test_mdx_documents_are_imported_like_markdown(kb, tmp_path):
     """Documentation sites (Hugging Face's, Docusaurus) write MDX: markdown headings and prose with JSX
     components; a folder of them, or one file, imports its sections."""
@@ -102,6 +101,7 @@ def test_mdx_documents_are_imported_like_markdown(kb, tmp_path):
     paths = {c.card.source.path for c in kb.list(kind="reference")}
     assert paths == {"index.md", "backends/gaudi.mdx"}
     assert kb.import_path(root / "backends" / "gaudi.mdx").added == 2
+
 
 BLUEPRINT = {
     "metadata": {"name": "test blueprint", "version": "1.0"},

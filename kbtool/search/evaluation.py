@@ -172,7 +172,6 @@ def report(
     )
 
 
-
 def evaluate_kb(
     kb: Any, gold: list[GoldQuery], k: int = 10, split: str | None = None, resamples: int = RESAMPLES, seed: int = SEED
 ) -> EvalReport:
@@ -182,6 +181,7 @@ def evaluate_kb(
     plain = PlainBM25.of_cards(kb.cards())
     scores[PLAIN] = query_scores(gold, lambda q, depth, mode: plain.search(q, depth), k=k, modes=("plain",))["plain"]
     return report(gold, scores, k=k, split=split, resamples=resamples, seed=seed)
+
 
 def _rounded(estimate: tuple[float, float, float]) -> dict[str, float]:
     value, low, high = estimate
