@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kbtool.model.contracts import EvalReport
 from kbtool.model.errors import BadInput
 from kbtool.model.parsing import Unparsable, json_document
 from kbtool.model.vocabulary import MODES, words
@@ -31,6 +30,9 @@ from kbtool.surfaces.cli.base import (
     root_of,
     show_notices,
 )
+
+if TYPE_CHECKING:  # the contracts import yaml and markdown: kb search's client process stays light
+    from kbtool.model.contracts import EvalReport
 
 
 @app.command()
