@@ -134,7 +134,6 @@ def test_a_warm_process_ranks_as_a_cold_one(cache, monkeypatch):
     warm = kbtool.open(REPO_ROOT, embedder=SentenceTransformerEmbedder())
     warm.warm_in_background()
     warm._vectors_building.join()
-    warm._preparing_queries.join()
     warm.index._postings_reading.join()
     assert warm.embedder.runtime == "onnxruntime" and warm.index._postings is not None  # BM25 from memory too
     assert {q: [h.id for h in warm.search(q).hits] for q in QUERIES} == expected
