@@ -1,7 +1,7 @@
 """The first search a new user runs: a fresh clone of this repository (the starter KB), no index, no
 daemon, the real model.
 
-    .venv/bin/python bench/bench_first_search.py [--runs 3] [--cache user|fresh]
+    .venv/bin/python bench/bench_first_search.py [--runs 3] [--cache user|fresh] [--corpus FOLDER]
 
 Times, as wall clock of fresh `kb` processes (what a user waits for):
 - the first `kb search` (the client starts the daemon, which builds the keyword index and answers
@@ -14,8 +14,9 @@ and, from the daemon's log, how long the model took to load and the vectors to e
 
 --cache fresh: an empty KB_CACHE_DIR for each run, as on a machine where kb never ran and `make install`
 did not make the ONNX export (the first daemon makes it: torch, seconds); user: this user's cache (a
-second clone, or after `make install`). Other processes on the machine skew every number: the load
-average is printed with them.
+second clone, or after `make install`). --corpus: a folder imported (`kb import`) into a new knowledge
+base instead of the starter KB, e.g. ../shared/corpus/ml-engineering: how long its semantic half takes.
+Other processes on the machine skew every number: the load average is printed with them.
 """
 
 from __future__ import annotations
@@ -64,9 +65,22 @@ PARTIAL = "chunks so far"  # the note of a hybrid answer over the vectors made s
 KEYWORD_ONLY = "still being built"  # the note of an answer from the keyword leg alone
 
 
-def one_run(tmp: Path, n: int, cache: str) -> dict[str, float]:
-    clone = tmp / f"starter-{n}"
-    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+def imported(tmp: Path, n: int, corpus: Path) -> tuple[Path, float]:
+    """A new knowledge base with the corpus imported (`kb init`, `kb import`), and how long the import took."""
+    root = tmp / f"corpus-{n}"
+    subprocess.run([*KB, "init", str(root)], check=True, capture_output=True)
+    started = time.perf_counter()
+    subprocess.run([*KB, "--kb", str(root), "import", str(corpus)], check=True, capture_output=True, timeout=1800)
+    return root, time.perf_counter() - started
+
+
+def one_run(tmp: Path, n: int, cache: str, corpus: Path | None = None) -> dict[str, float]:
+    extra: dict[str, float] = {}
+    if corpus is not None:
+        clone, extra["import"] = imported(tmp, n, corpus)
+    else:
+        clone = tmp / f"starter-{n}"
+        subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     if cache == "fresh":
         os.environ["KB_CACHE_DIR"] = str(tmp / f"cache-{n}")
     try:
@@ -93,7 +107,7 @@ def one_run(tmp: Path, n: int, cache: str) -> dict[str, float]:
             "warm": statistics.median(warm),
             "cold_daemon": cold_daemon,
         }
-        return {**run, **from_log(clone)}
+        return {**extra, **run, **from_log(clone)}
     finally:
         stop(clone)
 
@@ -113,15 +127,17 @@ def from_log(clone: Path) -> dict[str, float]:
     return out
 
 
-def main(runs: int, cache: str) -> None:
+def main(runs: int, cache: str, corpus: Path | None) -> None:
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
-        results = [one_run(Path(tmp), n, cache) for n in range(runs)]
+        results = [one_run(Path(tmp), n, cache, corpus) for n in range(runs)]
+    what = f"{corpus.name} imported into a new knowledge base" if corpus else "a fresh clone of the starter KB"
     print(
-        f"first search on a fresh clone of the starter KB, {runs} runs, cache {cache} (median; all runs); "
+        f"first search on {what}, {runs} runs, cache {cache} (median; all runs); "
         f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} CPUs"
     )
     for key, label, unit in (
+        ("import", "`kb import` (no vectors)", "s"),
         ("first", "first `kb search` (target <= 2 s)", "s"),
         ("hybrid", "until hybrid answers (target <= 10 s)", "s"),
         ("all", "until every vector is made", "s"),
@@ -142,5 +158,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--cache", choices=("user", "fresh"), default="user")
+    parser.add_argument("--corpus", type=Path, help="a folder to `kb import` instead of the starter KB")
     args = parser.parse_args()
-    main(args.runs, args.cache)
+    main(args.runs, args.cache, args.corpus)
