@@ -149,6 +149,6 @@ def test_the_export_is_named_by_the_model_files_content_not_their_mtime(tmp_path
         (folder / "1_Pooling" / "config.json").write_text("{}")
     os.utime(second / "model.safetensors", (1, 1))
     assert onnx_encoder.weights_key(str(first)) == onnx_encoder.weights_key(str(second))
-    assert (tmp_path / "cache" / "onnx" / "content.json").is_file()  # hashed once per file and stat
+    assert (tmp_path / "cache" / "model-content.json").is_file()  # hashed once per file and stat
     (second / "model.safetensors").write_bytes(b"other weights" * 1000)
     assert onnx_encoder.weights_key(str(first)) != onnx_encoder.weights_key(str(second))

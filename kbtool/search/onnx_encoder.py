@@ -204,7 +204,7 @@ def weights_key(model_path: str) -> str:
         torch_version = "no torch"
     digest = hashlib.sha256(torch_version.encode())
     digest.update("\n".join(PROBES).encode())
-    memo_path = cache_dir() / "onnx" / "content.json"
+    memo_path = cache_dir() / "model-content.json"  # beside onnx/, which only an export creates
     memo = _read_memo(memo_path)
     fresh: dict[str, str] = {}
     for file in sorted(Path(model_path).rglob("*")):
