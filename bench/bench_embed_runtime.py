@@ -39,6 +39,7 @@ rate = len(texts) / (time.perf_counter() - started)
 np.save(sys.argv[2], vectors)
 status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
 print(json.dumps({"rate": rate, "loaded": loaded, "runtime": embedder.runtime, "torch": "torch" in sys.modules,
+                  "bf16": embedder.documents_in_bf16,
                   "peak_mib": int(status["VmHWM"].split()[0]) / 1024}))
 """
 
@@ -46,6 +47,15 @@ RUNTIMES = {
     "onnxruntime": {},
     "PyTorch, kb's precision": {"KB_EMBED_RUNTIME": "torch"},
     "PyTorch fp32": {"KB_EMBED_RUNTIME": "torch", "KB_EMBED_PRECISION": "fp32"},
+    # a CPU without bf16 (nor AVX-512), as far as software can say so: PyTorch's own kernels, oneDNN and MKL held
+    # to AVX2. onnxruntime's fp32 kernels use no bf16 instruction anyway (they may still use AVX-512 here)
+    "PyTorch fp32, AVX2 only": {
+        "KB_EMBED_RUNTIME": "torch",
+        "KB_EMBED_PRECISION": "fp32",
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+    },
 }
 
 
@@ -67,13 +77,15 @@ def corpus_texts(corpus: Path, folder: Path) -> tuple[int, list[str]]:
     return cards, texts
 
 
-def measure(texts: list[str], folder: Path, runs: int) -> None:
+def measure(texts: list[str], folder: Path, runs: int, only: list[str]) -> None:
     import numpy as np
 
     source = folder / "texts.json"
     source.write_text(json.dumps(texts))
     vectors = {}
     for name, extra in RUNTIMES.items():
+        if only and name not in only:
+            continue
         env = {k: v for k, v in os.environ.items() if not k.startswith(("KB_EMBED", "KB_EMBEDDER"))}
         rows = []
         for _ in range(runs):
@@ -88,27 +100,31 @@ def measure(texts: list[str], folder: Path, runs: int) -> None:
         vectors[name] = np.load(folder / "v.npy")
         rates = [r["rate"] for r in rows]
         print(
-            f"  {name} (runtime {rows[0]['runtime']}, torch imported: {rows[0]['torch']}): "
+            f"  {name} (runtime {rows[0]['runtime']}, torch imported: {rows[0]['torch']}, bf16: {rows[0]['bf16']}): "
             f"{statistics.median(rates):.1f} docs/s ({', '.join(f'{r:.1f}' for r in rates)}); "
             f"loaded in {statistics.median(r['loaded'] for r in rows):.1f} s; "
             f"peak RSS {statistics.median(r['peak_mib'] for r in rows):.0f} MiB"
         )
-    agreement = float((vectors["onnxruntime"] * vectors["PyTorch fp32"]).sum(1).min())
-    print(f"  onnxruntime vs PyTorch fp32: lowest cosine over {len(texts)} chunks {agreement:.6f}")
+    for other in [name for name in vectors if name != "onnxruntime"]:
+        if "onnxruntime" in vectors:
+            agreement = float((vectors["onnxruntime"] * vectors[other]).sum(1).min())
+            print(f"  onnxruntime vs {other}: lowest cosine over {len(texts)} chunks {agreement:.6f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--corpus", type=Path, default=Path("/work/shared/corpus/ml-engineering"))
+    parser.add_argument("--runtime", action="append", default=[], choices=list(RUNTIMES), help="only these")
     args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} at the start")
     with tempfile.TemporaryDirectory() as tmp:
         texts = chunk_texts(REPO)
         print(f"starter KB: {len(texts)} chunks, {os.cpu_count()} cores")
-        measure(texts, Path(tmp), args.runs)
+        measure(texts, Path(tmp), args.runs, args.runtime)
         cards, texts = corpus_texts(args.corpus, Path(tmp))
         print(f"{args.corpus.name}: {cards} cards, {len(texts)} chunks")
-        measure(texts, Path(tmp), args.runs)
+        measure(texts, Path(tmp), args.runs, args.runtime)
 
 
 if __name__ == "__main__":

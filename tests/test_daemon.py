@@ -47,6 +47,23 @@ def test_search_starts_one_daemon_and_reuses_it(kb, env):
     assert log.count("ready for") == 1, log
 
 
+def test_the_daemon_logs_how_long_the_model_and_the_vectors_took(kb, env):
+    """What bench/bench_first_search.py breaks the time until hybrid answers down by."""
+    import re
+    import time
+
+    kb_cmd(kb, env, "add", "gap", "--title", "Chunked prefill at 32k?")
+    kb_cmd(kb, env, "search", "chunked prefill")
+    log = kb.root / ".kb" / "daemon.log"
+    deadline = time.monotonic() + 60
+    while "vectors embedded" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    text = log.read_text()
+    assert re.search(r"kb daemon \d+ embedding model loaded in [\d.]+ s \(hashing-384\)", text), text
+    assert re.search(r"kb daemon \d+ \d+ vectors embedded in [\d.]+ s \([\d.]+ chunks/s\)", text), text
+
+
 def test_a_write_from_another_process_is_found_by_the_next_search(kb, env):
     kb_cmd(kb, env, "add", "gap", "--title", "First question?")
     kb_cmd(kb, env, "search", "first")

@@ -134,7 +134,21 @@ def test_a_warm_process_ranks_as_a_cold_one(cache, monkeypatch):
     warm = kbtool.open(REPO_ROOT, embedder=SentenceTransformerEmbedder())
     warm.warm_in_background()
     warm._vectors_building.join()
-    warm._preparing_queries.join()
     warm.index._postings_reading.join()
     assert warm.embedder.runtime == "onnxruntime" and warm.index._postings is not None  # BM25 from memory too
     assert {q: [h.id for h in warm.search(q).hits] for q in QUERIES} == expected
+
+
+def test_the_export_is_named_by_the_model_files_content_not_their_mtime(tmp_path, monkeypatch):
+    """A fresh clone's `make install` writes the same model files anew: it must find the export made before."""
+    monkeypatch.setenv("KB_CACHE_DIR", str(tmp_path / "cache"))
+    first, second = tmp_path / "venv-a" / "model", tmp_path / "venv-b" / "model"
+    for folder in (first, second):
+        (folder / "1_Pooling").mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(b"weights" * 1000)
+        (folder / "1_Pooling" / "config.json").write_text("{}")
+    os.utime(second / "model.safetensors", (1, 1))
+    assert onnx_encoder.weights_key(str(first)) == onnx_encoder.weights_key(str(second))
+    assert (tmp_path / "cache" / "model-content.json").is_file()  # hashed once per file and stat
+    (second / "model.safetensors").write_bytes(b"other weights" * 1000)
+    assert onnx_encoder.weights_key(str(first)) != onnx_encoder.weights_key(str(second))

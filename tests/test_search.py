@@ -272,7 +272,7 @@ def test_search_cli_bad_input(cli, kb, monkeypatch, args, message):
 
 
 class GatedEmbedder(HashingEmbedder):
-    """The hashing embedder, holding every document batch until the test opens the gate."""
+    """The hashing embedder whose model is loading until the test opens the gate: every text waits for it."""
 
     def __init__(self):
         super().__init__()
@@ -283,6 +283,77 @@ class GatedEmbedder(HashingEmbedder):
     def embed_documents(self, texts):
         assert self.gate.wait(60)
         return super().embed_documents(texts)
+
+    def embed_query(self, text):
+        assert self.gate.wait(60)
+        return super().embed_query(text)
+
+
+class HeldBuild(HashingEmbedder):
+    """A loaded model whose background build (the kb-vectors thread) is held until the test opens the gate;
+    what other threads (a search) embed goes through at once, and is counted."""
+
+    def __init__(self):
+        super().__init__()
+        import threading
+
+        self.gate = threading.Event()
+        self.by_searches: list[str] = []
+
+    def embed_documents(self, texts):
+        import threading
+
+        if threading.current_thread().name == "kb-vectors":
+            assert self.gate.wait(60)
+        else:
+            self.by_searches.extend(texts)
+        return super().embed_documents(texts)
+
+
+def _until(condition, seconds: float = 30.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def test_once_the_model_is_loaded_a_hybrid_search_embeds_its_keyword_hits_first_and_says_how_far(kb):
+    for kind, title, fields in CARDS:
+        kb.add(kind, title, fields=fields)
+    embedder = HeldBuild()
+    warm = kbtool.open(kb.root, embedder=embedder)
+    warm.warm_in_background()
+    _until(lambda: warm._model_ready)  # the model is loaded; no vector is stored yet
+    found = warm.search("NVFP4 MoE decode kernels", explain=True)
+    assert found.hits[0].id == "nvfp4-moe-decode-kernels-on-b200" and found.hits[0].explain["vector"]
+    assert embedder.by_searches and all("NVFP4" in text or "B200" in text for text in embedder.by_searches)
+    stored = warm.index.vector_coverage(embedder.model_id)
+    notes = [n for n in warm.notices if "chunks so far" in n]
+    assert notes and f"vectors for {stored[1]} of {stored[0]} chunks so far" in notes[0]
+    assert not any("still being built" in n for n in warm.notices)
+    # a card the query's keywords did not reach has no vector yet: it is never shown as a vector hit
+    vector = warm.search("RoPE layout mismatch garbage tokens", mode="vector", explain=True)
+    assert "rope-layout-mismatch" not in [h.id for h in vector.hits]
+    embedder.gate.set()
+    assert warm._vectors_building is not None
+    warm._vectors_building.join()
+    warm.notices.clear()
+    vector = warm.search("RoPE layout mismatch garbage tokens", mode="vector")
+    assert vector.hits[0].id == "rope-layout-mismatch" and not warm.notices
+
+
+def test_the_newest_cards_are_embedded_first(kb):
+    for day, title in (("2026-01-05", "Old contract"), ("2026-03-01", "Newest contract"), ("2026-02-01", "Middle")):
+        kb.add("contract", title, fields=["component=x", f"provenance.created={day}"])
+    embedder = CountingEmbedder()
+    fresh = kbtool.open(kb.root, embedder=embedder)
+    fresh.refresh_index(semantic=False)
+    fresh.index.embed_missing(embedder, group_size=1)
+    firsts = [next(t for t in ("Newest", "Middle", "Old") if t in text) for text in embedder.documents]
+    assert firsts[0] == "Newest" and firsts.index("Middle") < firsts.index("Old")
+    assert fresh.index.embed_missing(embedder) == 0  # nothing twice
 
 
 def test_a_warm_process_answers_from_the_keyword_leg_while_the_vectors_build(kb):

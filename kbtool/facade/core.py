@@ -70,7 +70,6 @@ class KnowledgeBaseCore:
         self._searcher: Searcher | None = None
         self._vectors_building: threading.Thread | None = None  # see warm_in_background
         self._policy: Policy | None = None
-        self._preparing_queries: threading.Thread | None = None
         self._sources: builtins.list[tuple[str, Self]] | None = None
         self._environment: dict[str, str] | None = None  # this machine's, read once (nvidia-smi is slow)
         self._lock_history: tuple[str | None, dict[str, tuple[str, GateLock]]] | None = None  # by HEAD

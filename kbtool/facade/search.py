@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kbtool.facade.core import KnowledgeBaseCore
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 
 MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
 SIMILAR_LATER = "similar cards: the embedding model is still loading; ask again in a few seconds"
+URGENT_CHUNKS = 64  # of a query's keyword hits, embedded before it answers while the vectors are partial (~1-2 s)
+BACKGROUND_GROUP = 32  # chunks the background build embeds and stores at a time: each is searchable at once
 
 
 class Search(KnowledgeBaseCore):
@@ -41,6 +44,9 @@ class Search(KnowledgeBaseCore):
 
     # (made, to make) of the vectors the background build embeds (warm_in_background), None until its first group
     _vectors_made: tuple[int, int] | None = None
+    # whether the background build has the model loaded: from then on a hybrid search ranks by both legs over the
+    # vectors there are (its own keyword hits embedded first), saying how many, instead of by keywords alone
+    _model_ready: bool = False
 
     def search(
         self,
@@ -125,6 +131,8 @@ class Search(KnowledgeBaseCore):
             self._searcher.embedder = self.embedder
         loading = loading or self.warming()  # then what has no vector yet waits for the background build
         self.index.refresh_if_stale(self._searcher.embedder if semantic and not loading else None)
+        if semantic and loading and self._model_ready and vector is None:
+            self._partial_vectors(request)
         wanted, environment = request, self._judged_by(request)
         if environment:  # more candidates than asked for, so those that apply are not cut off below others
             request = request.model_copy(update={"k": min(MAX_K, max(request.k * 5, 50))})
@@ -157,6 +165,8 @@ class Search(KnowledgeBaseCore):
             return request.model_copy(update={"mode": "bm25"})
         if request.mode == "bm25" or not self.warming():
             return request
+        if self._model_ready:
+            return request  # on the vectors there are; run_search says how many (_partial_vectors)
         if request.mode == "vector":
             self.note(
                 f"the semantic leg is still loading ({self._vectors_ready()}); a vector search has nothing to "
@@ -168,6 +178,26 @@ class Search(KnowledgeBaseCore):
             "keyword (BM25) results only for now"
         )
         return request.model_copy(update={"mode": "bm25"})
+
+    def _partial_vectors(self, request: SearchRequest) -> None:
+        """While the background build is under way with the model loaded: the chunks of this query's keyword
+        hits are embedded now (at most URGENT_CHUNKS, about a second), so its hybrid ranking has both legs for
+        the cards it most likely shows; then a note says how many chunks the vector leg ranks. A card not
+        embedded yet ranks by its keywords alone, and no keyword hit is ever shown as a vector one."""
+        assert self._searcher is not None and self._searcher.embedder is not None
+        embedder = self._searcher.embedder
+        if request.mode == "hybrid":
+            keyword = self._searcher.search(request.model_copy(update={"mode": "bm25", "explain": False}))
+            chunks = self.index.chunks_of_paths(hit.path for hit in keyword.hits)
+            with contextlib.suppress(Exception):  # the build thread says what fails; the search goes on
+                self.index.embed_chunks(embedder, chunks[:URGENT_CHUNKS])
+        total, have = self.index.vector_coverage(embedder.model_id)
+        if have < total:
+            self.note(
+                f"vectors for {have:,} of {total:,} chunks so far (the newest cards and this query's keyword hits "
+                "first; the rest are embedded in the background): the vector leg ranks those, a card without one "
+                "ranks by its keywords"
+            )
 
     def _vectors_ready(self) -> str:
         """How far the background build is: the missing vectors made of those to make, once the first group
@@ -375,11 +405,14 @@ class Search(KnowledgeBaseCore):
             return None
         return self.embedder.embed_query(text[:2000])
 
-    def warm_in_background(self) -> None:
+    def warm_in_background(self, report: Callable[[str], None] | None = None) -> None:
         """For a long-lived process (the search daemon, kb serve): the keyword index now, the model and
-        the missing vectors on a background thread. Until they are ready a hybrid search answers from
-        the keyword leg, saying so, and a vector search answers no hits, saying why: a fresh clone answers
-        its first query in about a second instead of after the whole knowledge base is embedded."""
+        the missing vectors on a background thread, newest cards first. Until the model is loaded a hybrid
+        search answers from the keyword leg, saying so, and a vector search answers no hits, saying why;
+        once it is, both answer over the vectors there are (a hybrid search embeds its own keyword hits
+        first), saying how many: a fresh clone answers its first query in about a second and by both legs
+        seconds later, instead of after the whole knowledge base is embedded. report: told how long the
+        model and the vectors took (the daemon's log)."""
         import threading
 
         from kbtool.search.index import Index
@@ -390,24 +423,27 @@ class Search(KnowledgeBaseCore):
         if embedder is None:
             return
         store, notices = self.store, self.notices
+        tell = report or (lambda message: None)
 
         def build() -> None:
             try:
-                Index(store).embed_missing(embedder, made)  # its own connection; writes a group at a time
-                embedder.embed_query("warm up")  # the model loads here even when no vector was missing
+                started = time.perf_counter()
+                # decides the runtime (onnxruntime, or PyTorch where its export is missing and cannot be made)
+                # and loads the model; the first query then embeds at once
+                embedder.prepare_for_queries()
+                embedder.embed_query("warm up")
+                self._model_ready = True
+                loaded = time.perf_counter()
+                runtime = getattr(embedder, "runtime", None) or embedder.model_id
+                tell(f"embedding model loaded in {loaded - started:.1f} s ({runtime})")
+                made = Index(store).embed_missing(embedder, progress, group_size=BACKGROUND_GROUP)
+                took = time.perf_counter() - loaded
+                tell(f"{made:,} vectors embedded in {took:.1f} s ({made / took if took else 0:.1f} chunks/s)")
             except Exception as exc:
                 notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")
-                return
-            # hybrid search is ready now; the faster query path (seconds to make, the first time) comes after
-            self._preparing_queries = threading.Thread(target=prepare, name="kb-queries", daemon=True)
-            self._preparing_queries.start()
 
-        def made(done: int, total: int) -> None:
+        def progress(done: int, total: int) -> None:
             self._vectors_made = (done, total)
-
-        def prepare() -> None:
-            with contextlib.suppress(Exception):
-                embedder.prepare_for_queries()
 
         self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
         self._vectors_building.start()

@@ -258,29 +258,59 @@ class Index:
             with self.db.conn:
                 self.db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
 
-    def embed_missing(self, embedder: Embedder, progress: Progress | None = None) -> int:
-        """Embed every chunk that has no vector for this model, a group at a time, each group written
-        in its own short transaction: readers and writers of the index wait for a group's write, never
-        for the model, and an interrupted build keeps what it finished. Returns how many were embedded."""
+    def embed_missing(
+        self,
+        embedder: Embedder,
+        progress: Progress | None = None,
+        group_size: int = EMBED_GROUP,
+    ) -> int:
+        """Embed every chunk that has no vector for this model, newest cards first (what is asked about next,
+        most likely), a group at a time, each group written in its own short transaction: readers and
+        writers of the index wait for a group's write, never for the model, and an interrupted build keeps
+        what it finished. What another process or a query (embed_chunks) embedded meanwhile is skipped.
+        Returns how many were embedded."""
+        pending = self._missing_vectors(embedder.model_id)
+        made = 0
+        for start in range(0, len(pending), group_size):
+            made += self._embed(embedder, self._still_missing(pending[start : start + group_size], embedder))
+            if progress:
+                progress(min(start + group_size, len(pending)), len(pending))
+        self._embedded_models.add(embedder.model_id)
+        return made
+
+    def embed_chunks(self, embedder: Embedder, chunk_ids: Collection[int]) -> int:
+        """Embed those of these chunks that have no vector for this model (a query's keyword hits, while the
+        rest are embedded in the background); how many were."""
+        rows = self.db.execute(
+            "SELECT DISTINCT c.hash, c.text FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? "
+            "WHERE v.hash IS NULL AND c.id IN (SELECT value FROM json_each(?))",
+            (embedder.model_id, json.dumps(list(chunk_ids))),
+        ).fetchall()
+        return self._embed(embedder, [(h, t) for h, t in rows])
+
+    def _still_missing(self, group: list[tuple[str, str]], embedder: Embedder) -> list[tuple[str, str]]:
+        have = {
+            row[0]
+            for row in self.db.execute(
+                "SELECT hash FROM vectors WHERE model = ? AND hash IN (SELECT value FROM json_each(?))",
+                (embedder.model_id, json.dumps([h for h, _ in group])),
+            )
+        }
+        return [item for item in group if item[0] not in have]
+
+    def _embed(self, embedder: Embedder, group: list[tuple[str, str]]) -> int:
         import numpy as np
 
-        pending = self._missing_vectors(embedder.model_id)
-        # longest first, as sentence-transformers orders one call: batches of similar length pad least
-        items = sorted(pending.items(), key=lambda item: -len(item[1]))
-        for start in range(0, len(items), EMBED_GROUP):
-            group = items[start : start + EMBED_GROUP]
-            vectors = embedder.embed_documents([text for _, text in group])
-            rows = [
-                (h, embedder.model_id, vec.astype(np.float32).tobytes())
-                for (h, _), vec in zip(group, vectors, strict=True)
-            ]
-            with self._lock(), self.db.conn:
-                self.db.conn.executemany("INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", rows)
-                self._bump_generation()
-            if progress:
-                progress(start + len(group), len(items))
-        self._embedded_models.add(embedder.model_id)
-        return len(items)
+        if not group:
+            return 0
+        vectors = embedder.embed_documents([text for _, text in group])
+        rows = [
+            (h, embedder.model_id, vec.astype(np.float32).tobytes()) for (h, _), vec in zip(group, vectors, strict=True)
+        ]
+        with self._lock(), self.db.conn:
+            self.db.conn.executemany("INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", rows)
+            self._bump_generation()
+        return len(rows)
 
     def _bump_generation(self) -> None:
         self.db.conn.execute(
@@ -341,14 +371,18 @@ class Index:
         ).fetchone()[0]
         return int(total), int(total - missing)
 
-    def _missing_vectors(self, model_id: str) -> dict[str, str]:
-        """Chunks whose text has no vector for this model (new text, a model change), by text hash."""
+    def _missing_vectors(self, model_id: str) -> list[tuple[str, str]]:
+        """(text hash, text) of the chunks whose text has no vector for this model (new text, a model change),
+        newest card first: by provenance.created (a fresh clone's files all have the clone's mtime), then by
+        the file's mtime, then in the card's order."""
         rows = self.db.execute(
-            "SELECT c.hash, c.text FROM chunks c LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? "
-            "WHERE v.hash IS NULL",
+            "SELECT c.hash, c.text FROM chunks c JOIN cards k ON k.path = c.card_path "
+            "LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE v.hash IS NULL "
+            "ORDER BY coalesce(json_extract(k.data, '$.provenance.created'), '') DESC, k.mtime_ns DESC, "
+            "c.card_path, c.ordinal",
             (model_id,),
         ).fetchall()
-        return dict(rows)
+        return list(dict(rows).items())  # one text in two chunks is embedded once, where it first comes
 
     # --- in-memory views for queries ------------------------------------------------------
 
@@ -596,3 +630,13 @@ class Index:
 
     def chunks_of(self, allowed_cards: set[int]) -> set[int]:
         return {cid for card in allowed_cards for cid in self._card_chunks[card]}
+
+    def chunks_of_paths(self, paths: Iterable[str]) -> list[int]:
+        """The chunk ids of the cards at these paths, in the order given (a path not indexed has none)."""
+        self._load_views()
+        return [
+            cid
+            for path in paths
+            if (card := self._card_by_path.get(path)) is not None
+            for cid in self._card_chunks[card]
+        ]

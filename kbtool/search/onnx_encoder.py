@@ -194,19 +194,56 @@ def _export_in_child(model_path: str) -> bool:
 
 
 def weights_key(model_path: str) -> str:
-    """Names the export after what it was made from: each model file's name, size and mtime, torch's
-    version (read from its metadata: importing torch is what this module avoids) and the probes."""
+    """Names the export after what it was made from: each model file's name and content, torch's version
+    (read from its metadata: importing torch is what this module avoids) and the probes. By content, not
+    mtime: every fresh install (a new clone's .venv) writes the same model files anew, and must find the
+    export another install made rather than pay seconds of torch again."""
     try:
         torch_version = metadata.version("torch")
     except metadata.PackageNotFoundError:
         torch_version = "no torch"
     digest = hashlib.sha256(torch_version.encode())
     digest.update("\n".join(PROBES).encode())
+    memo_path = cache_dir() / "model-content.json"  # beside onnx/, which only an export creates
+    memo = _read_memo(memo_path)
+    fresh: dict[str, str] = {}
     for file in sorted(Path(model_path).rglob("*")):
         if file.is_file():
             st = file.stat()
-            digest.update(f"{file.relative_to(model_path)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+            stamp = f"{file.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+            content = memo.get(stamp)
+            if content is None:  # hashed once per install: ~0.2 s for the 90 MB of weights
+                with open(file, "rb") as handle:
+                    content = fresh[stamp] = hashlib.file_digest(handle, "sha256").hexdigest()
+            digest.update(f"{file.relative_to(model_path)}:{content}\n".encode())
+    if fresh:
+        _write_memo(memo_path, {**memo, **fresh})
     return digest.hexdigest()[:24]
+
+
+MEMO_ENTRIES = 512  # files' content hashes remembered, by path, size and mtime; the oldest go first
+
+
+def _read_memo(path: Path) -> dict[str, str]:
+    try:
+        memo = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return (
+        {k: v for k, v in memo.items() if isinstance(k, str) and isinstance(v, str)} if isinstance(memo, dict) else {}
+    )
+
+
+def _write_memo(path: Path, memo: dict[str, str]) -> None:
+    """Whole or not at all (a rename); a cache that cannot be written only costs the hashing next time."""
+    kept = dict(list(memo.items())[-MEMO_ENTRIES:])
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(kept))
+        os.replace(tmp, path)
+    except OSError:
+        return
 
 
 def _installed(module: str) -> bool:
