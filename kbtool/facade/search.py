@@ -28,6 +28,8 @@ from kbtool.model.errors import BadInput, KbError
 from kbtool.model.records import CardSummary, StoredCard
 
 if TYPE_CHECKING:
+    import threading
+
     import numpy as np
 
     from kbtool.skills.spec import Skill
@@ -41,6 +43,7 @@ class Search(KnowledgeBaseCore):
 
     # (made, to make) of the vectors the background build embeds (warm_in_background), None until its first group
     _vectors_made: tuple[int, int] | None = None
+    _cjk_building: threading.Thread | None = None  # the multilingual leg's vectors, after MiniLM's (warm_in_background)
 
     def search(
         self,
@@ -123,8 +126,12 @@ class Search(KnowledgeBaseCore):
             self._searcher = Searcher(self.index, None)
         if semantic and self._searcher.embedder is None:
             self._searcher.embedder = self.embedder
+            self._searcher.cjk = self.cjk_embedder()
         loading = loading or self.warming()  # then what has no vector yet waits for the background build
-        self.index.refresh_if_stale(self._searcher.embedder if semantic and not loading else None)
+        # the multilingual leg's vectors: built here unless a background build is making them (a search meanwhile
+        # ranks the Chinese chunks embedded so far)
+        cjk = self._searcher.cjk if semantic and not loading and not self._cjk_warming() else None
+        self.index.refresh_if_stale(self._searcher.embedder if semantic and not loading else None, cjk)
         wanted, environment = request, self._judged_by(request)
         if environment:  # more candidates than asked for, so those that apply are not cut off below others
             request = request.model_copy(update={"k": min(MAX_K, max(request.k * 5, 50))})
@@ -137,6 +144,10 @@ class Search(KnowledgeBaseCore):
         if request.env:
             result = self._flag_elsewhere(result)
         return result
+
+    def _cjk_warming(self) -> bool:
+        building = self._cjk_building
+        return building is not None and building.is_alive()
 
     def warming(self) -> bool:
         """Whether the model and the missing vectors are still loading in the background (warm_in_background)."""
@@ -383,13 +394,14 @@ class Search(KnowledgeBaseCore):
         import threading
 
         from kbtool.search.index import Index
+        from kbtool.search.multilingual import in_cjk_leg
 
         self.index.refresh(None)
         self.index.read_postings_in_background()  # the BM25 leg from memory once read; FTS5 until then
         embedder = self.semantic_embedder()
         if embedder is None:
             return
-        store, notices = self.store, self.notices
+        store, notices, cjk = self.store, self.notices, self.cjk_embedder()
 
         def build() -> None:
             try:
@@ -398,9 +410,20 @@ class Search(KnowledgeBaseCore):
             except Exception as exc:
                 notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")
                 return
-            # hybrid search is ready now; the faster query path (seconds to make, the first time) comes after
+            # hybrid search is ready now; the faster query path (seconds to make, the first time) comes after, and
+            # the Chinese chunks' multilingual vectors (a knowledge base without Chinese loads no model for them)
             self._preparing_queries = threading.Thread(target=prepare, name="kb-queries", daemon=True)
             self._preparing_queries.start()
+            if cjk is not None:
+                self._cjk_building = threading.Thread(target=build_cjk, name="kb-cjk-vectors", daemon=True)
+                self._cjk_building.start()
+
+        def build_cjk() -> None:
+            assert cjk is not None
+            try:
+                Index(store).embed_missing(cjk, only=in_cjk_leg)
+            except Exception as exc:
+                notices.append(f"building the multilingual vectors failed ({exc}); the next search builds them")
 
         def made(done: int, total: int) -> None:
             self._vectors_made = (done, total)
