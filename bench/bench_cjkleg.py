@@ -207,12 +207,53 @@ def scores(
     return {n: v / max(1, len(gold)) for n, v in totals.items()}
 
 
+def expand_queries(cedict: Path, per_word: int = 3) -> None:
+    """Query translation for the BM25 leg, measured: kb's query_terms plus the CJK bigrams of the CC-CEDICT
+    headwords whose gloss is a query word (CJK is indexed as character bigrams)."""
+    import re
+
+    import kbtool.search.pipeline as pipeline
+    from kbtool.search.embeddings import cjk_bigrams
+
+    line = re.compile(r"^(\S+) (\S+) \[[^\]]*\] /(.*)/$")
+    reverse: dict[str, list[str]] = {}
+    for text in cedict.read_text(encoding="utf-8").splitlines():
+        m = line.match(text.strip())
+        if text.startswith("#") or not m or not 2 <= len(m.group(2)) <= 4:
+            continue
+        for gloss in m.group(3).split("/"):
+            g = re.sub(r"^(to|a|an|the) ", "", re.sub(r"\([^)]*\)", "", gloss).strip().lower())
+            if re.fullmatch(r"[a-z][a-z-]*( [a-z-]+)?", g) and m.group(2) not in reverse.setdefault(g, []):
+                reverse[g].append(m.group(2))
+    original = pipeline.query_terms
+
+    def expanded(text: str) -> list[str]:
+        terms = original(text)
+        if cjk_share(text) > 0:
+            return terms
+        words = [t for t in terms if t.isalpha()]
+        pairs = [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+        grams = [g for w in words + pairs for head in reverse.get(w, [])[:per_word] for g in cjk_bigrams(head)]
+        return list(dict.fromkeys(terms + grams))[: ranking.MAX_QUERY_TERMS]
+
+    pipeline.query_terms = expanded
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="dev", choices=("dev", "test", "all"))
     parser.add_argument("--share", type=float, action="append", help="cjk_share thresholds of the leg's chunks")
     parser.add_argument("--only", help="only the candidates whose name contains this")
+    parser.add_argument(
+        "--expand",
+        type=Path,
+        help="a CC-CEDICT file: English query words also ask the BM25 leg for the bigrams of the Chinese "
+        "headwords glossed as them (reverse lookup)",
+    )
+    parser.add_argument("--per-word", type=int, default=3, help="headwords a query word brings (--expand)")
     args = parser.parse_args()
+    if args.expand:
+        expand_queries(args.expand, args.per_word)
     kb = corpus_kb("metainfer", SentenceTransformerEmbedder(), False)
     index = kb.index
     cards = index.cards

@@ -10,10 +10,11 @@ import pytest
 import kbtool
 from conftest import run_kb
 from kbtool.model.contracts import SearchRequest
+from kbtool.search import translation
 from kbtool.search.embeddings import HashingEmbedder
 from kbtool.search.multilingual import CJK_LEG_MODEL, cjk_share, in_cjk_leg
 from kbtool.search.pipeline import Searcher
-from kbtool.search.ranking import MULTILINGUAL_FLOOR, LegHit, with_multilingual
+from kbtool.search.ranking import MULTILINGUAL_FLOOR, LegHit, with_chinese_terms, with_multilingual
 
 
 def test_english_is_not_chinese():
@@ -142,3 +143,23 @@ def test_a_lone_chinese_card_far_from_the_query_is_not_lifted_to_the_top():
     minilm = {0: LegHit(1, 0.60, 10)}
     merged = with_multilingual(minilm, {1: LegHit(1, 0.20, 21)})  # the only Chinese chunk, unrelated
     assert merged[1].score == pytest.approx(0.20 / MULTILINGUAL_FLOOR * 0.60) and merged[1].rank == 2
+
+
+def test_english_query_words_bring_the_chinese_bigrams_of_their_dictionary_translations(tmp_path):
+    dictionary = tmp_path / "cedict_ts.txt"  # CC-CEDICT's line format, three real entries
+    dictionary.write_text(
+        "# CC-CEDICT\n"
+        "緩存 缓存 [huan3 cun2] /(computing) cache/buffer memory/\n"
+        "字符串 字符串 [zi4 fu2 chuan4] /character string/\n"
+        "停止 停止 [ting2 zhi3] /to stop/to halt/to cease/\n",
+        encoding="utf-8",
+    )
+    reverse = translation.reverse_index(dictionary)
+    assert reverse["cache"] == ["缓存"] and reverse["stop"] == ["停止"] and reverse["character string"] == ["字符串"]
+    assert "buffer memory" in reverse and "(computing) cache" not in reverse
+
+
+def test_with_chinese_terms_keeps_the_query_terms_first(monkeypatch):
+    monkeypatch.setattr(translation, "_reverse", {"cache": ["缓存"], "stop": ["停止"]})
+    terms = with_chinese_terms(["kv", "cache", "stop"])
+    assert terms == ["kv", "cache", "stop", "缓存", "停止"]

@@ -30,6 +30,7 @@ from kbtool.search.ranking import (
     phrases,
     query_terms,
     snippet,
+    with_chinese_terms,
     with_multilingual,
 )
 
@@ -77,6 +78,12 @@ class Searcher:
             self._multilingual_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-multilingual")
         return self._multilingual_pool.submit(self._query_vector, text[:2000], cjk)
 
+    def _has_chinese(self, text: str) -> bool:
+        """Whether an English query searches Chinese text: the knowledge base has Chinese chunks (embedded by the
+        multilingual leg) and the query has none."""
+        cjk = self.cjk
+        return cjk is not None and not has_cjk(text) and self.index.has_vectors(cjk)
+
     def _multilingual_leg(self, query: Future[Any], allowed: set[int] | None, k: int) -> dict[int, LegHit]:
         """The multilingual leg: the query's cosine with the Chinese chunks' multilingual vectors (only those
         chunks have one)."""
@@ -96,6 +103,8 @@ class Searcher:
         allowed = self.index.matching(card_conditions(request.kind, request.status, request.tags, request.where))
 
         terms = query_terms(text)
+        if request.mode in ("hybrid", "bm25") and self._has_chinese(text):
+            terms = with_chinese_terms(terms)  # an English query asks the Chinese text for its words too
         legs: dict[str, dict[int, Any]] = {}
         truncated: set[str] = set()  # legs cut at their candidate limit: more matched than they returned
         multilingual: dict[int, LegHit] | None = None

@@ -70,6 +70,15 @@ def query_terms(text: str) -> list[str]:
     return list(dict.fromkeys(words + grams))[:MAX_QUERY_TERMS]
 
 
+def with_chinese_terms(terms: list[str]) -> list[str]:
+    """An English query's terms and the CJK bigrams of their Chinese translations (kbtool.search.translation),
+    which only the bigram column holds; capped, the query's own terms first."""
+    from kbtool.search.translation import in_chinese
+
+    grams = [gram for head in in_chinese(terms) for gram in cjk_bigrams(head)]
+    return list(dict.fromkeys(terms + grams))[:MAX_QUERY_TERMS]
+
+
 Phrase = tuple["str | None", str]  # (the one keyword column it is looked up in, or None for all; its text)
 
 
