@@ -395,6 +395,7 @@ class Search(KnowledgeBaseCore):
 
         from kbtool.search.index import Index
         from kbtool.search.multilingual import in_cjk_leg
+        from kbtool.search.translation import in_chinese
 
         self.index.refresh(None)
         self.index.read_postings_in_background()  # the BM25 leg from memory once read; FTS5 until then
@@ -421,7 +422,11 @@ class Search(KnowledgeBaseCore):
         def build_cjk() -> None:
             assert cjk is not None
             try:
-                Index(store).embed_missing(cjk, only=in_cjk_leg)
+                index = Index(store)
+                index.embed_missing(cjk, only=in_cjk_leg)
+                if index.stores_vectors(cjk.model_id):  # Chinese here: the first English query waits for neither
+                    cjk.prepare_for_queries()
+                    in_chinese(["warm"])
             except Exception as exc:
                 notices.append(f"building the multilingual vectors failed ({exc}); the next search builds them")
 

@@ -419,6 +419,11 @@ class Index:
         matrix.sync(self.db.conn, self._generation, self._chunk_card)
         return matrix
 
+    def stores_vectors(self, model_id: str) -> bool:
+        """Whether the index holds any (non-empty) vector of this model, read without loading a matrix."""
+        row = self.db.execute("SELECT 1 FROM vectors WHERE model = ? AND length(vector) > 0 LIMIT 1", (model_id,))
+        return row.fetchone() is not None
+
     def has_vectors(self, embedder: Embedder) -> bool:
         """Whether any chunk has a vector for this model (the multilingual leg: any Chinese chunk embedded)."""
         return self._chunk_matrix(embedder).n > 0
