@@ -30,8 +30,9 @@ FLOORS = {
     ("starter", None): (0.98, 1.0, 0.97),
     ("ml-engineering", "dev"): (0.95, 0.98, 0.86),
     ("ml-engineering", "test"): (0.91, 0.98, 0.92),
-    ("metainfer", "dev"): (0.66, 0.96, 0.80),
-    ("metainfer", "test"): (0.61, 0.89, 0.72),
+    # 20 English queries on Chinese-only notes joined the set with the multilingual leg (bench/RESULTS.md)
+    ("metainfer", "dev"): (0.73, 0.95, 0.78),
+    ("metainfer", "test"): (0.69, 0.92, 0.77),
     ("tgi-docs", "dev"): (0.79, 0.82, 0.75),
     ("tgi-docs", "test"): (0.82, 0.91, 0.76),
 }

@@ -46,7 +46,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "agents": [{"targets", "config_files"}, {"hooks"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [
-        {"bootstrap", "chunking", "multilingual", "onnx_encoder", "vectors"},
+        {"bootstrap", "chunking", "multilingual", "onnx_encoder", "translation", "vectors"},
         {"embeddings", "onnx_export"},
         {"ranking", "evaluation"},
         {"indexed", "lexical"},

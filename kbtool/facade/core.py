@@ -6,6 +6,7 @@ knowledge_base.KnowledgeBase composes them."""
 from __future__ import annotations
 
 import builtins
+import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from pathlib import Path
@@ -512,6 +513,17 @@ class KnowledgeBaseCore:
             self._embedder = make_embedder(self.config.index.embedding_model, self.root)
         return self._embedder
 
+    def cjk_embedder(self) -> Embedder | None:
+        """The multilingual leg's model (kbtool.search.multilingual): beside a real embedding model when its
+        package is installed; None beside the hashing embedder, without the package, or with KB_CJK_LEG=0.
+        Nothing loads here: the model loads at the first Chinese text, so other knowledge bases never pay."""
+        from kbtool.search.multilingual import multilingual_embedder
+
+        main = self._embedder if self._embedder is not None else self.semantic_embedder()
+        if main is None or main.model_id.startswith("hashing") or os.environ.get("KB_CJK_LEG") == "0":
+            return None
+        return multilingual_embedder()
+
     def semantic_embedder(self) -> Embedder | None:
         """The embedder, or None (with a notice) on an install without the model: keyword search,
         lint and everything else still work there."""
@@ -538,9 +550,10 @@ class KnowledgeBaseCore:
     ) -> RefreshStats:
         """Bring .kb/index.db up to date (or rebuild it); semantic=False skips embeddings."""
         embedder = self.semantic_embedder() if semantic else None
+        cjk = self.cjk_embedder() if semantic else None
         if rebuild:
-            return self.index.rebuild(embedder, progress)
-        return self.index.refresh(embedder, progress)
+            return self.index.rebuild(embedder, progress, cjk=cjk)
+        return self.index.refresh(embedder, progress, cjk=cjk)
 
     @property
     def skills_dir(self) -> Path:

@@ -29,6 +29,8 @@ from kbtool.model.errors import BadInput, KbError
 from kbtool.model.records import CardSummary, StoredCard
 
 if TYPE_CHECKING:
+    import threading
+
     import numpy as np
 
     from kbtool.skills.spec import Skill
@@ -47,6 +49,7 @@ class Search(KnowledgeBaseCore):
     # whether the background build has the model loaded: from then on a hybrid search ranks by both legs over the
     # vectors there are (its own keyword hits embedded first), saying how many, instead of by keywords alone
     _model_ready: bool = False
+    _cjk_building: threading.Thread | None = None  # the multilingual leg's vectors, after MiniLM's (warm_in_background)
 
     def search(
         self,
@@ -129,8 +132,12 @@ class Search(KnowledgeBaseCore):
             self._searcher = Searcher(self.index, None)
         if semantic and self._searcher.embedder is None:
             self._searcher.embedder = self.embedder
+            self._searcher.cjk = self.cjk_embedder()
         loading = loading or self.warming()  # then what has no vector yet waits for the background build
-        self.index.refresh_if_stale(self._searcher.embedder if semantic and not loading else None)
+        # the multilingual leg's vectors: built here unless a background build is making them (a search meanwhile
+        # ranks the Chinese chunks embedded so far)
+        cjk = self._searcher.cjk if semantic and not loading and not self._cjk_warming() else None
+        self.index.refresh_if_stale(self._searcher.embedder if semantic and not loading else None, cjk)
         if semantic and loading and self._model_ready and vector is None:
             self._partial_vectors(request)
         wanted, environment = request, self._judged_by(request)
@@ -145,6 +152,10 @@ class Search(KnowledgeBaseCore):
         if request.env:
             result = self._flag_elsewhere(result)
         return result
+
+    def _cjk_warming(self) -> bool:
+        building = self._cjk_building
+        return building is not None and building.is_alive()
 
     def warming(self) -> bool:
         """Whether the model and the missing vectors are still loading in the background (warm_in_background)."""
@@ -416,13 +427,15 @@ class Search(KnowledgeBaseCore):
         import threading
 
         from kbtool.search.index import Index
+        from kbtool.search.multilingual import in_cjk_leg
+        from kbtool.search.translation import in_chinese
 
         self.index.refresh(None)
         self.index.read_postings_in_background()  # the BM25 leg from memory once read; FTS5 until then
         embedder = self.semantic_embedder()
         if embedder is None:
             return
-        store, notices = self.store, self.notices
+        store, notices, cjk = self.store, self.notices, self.cjk_embedder()
         tell = report or (lambda message: None)
 
         def build() -> None:
@@ -441,6 +454,23 @@ class Search(KnowledgeBaseCore):
                 tell(f"{made:,} vectors embedded in {took:.1f} s ({made / took if took else 0:.1f} chunks/s)")
             except Exception as exc:
                 notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")
+                return
+            # hybrid search is ready now; the Chinese chunks' multilingual vectors come after (a knowledge base
+            # without Chinese loads no model for them)
+            if cjk is not None:
+                self._cjk_building = threading.Thread(target=build_cjk, name="kb-cjk-vectors", daemon=True)
+                self._cjk_building.start()
+
+        def build_cjk() -> None:
+            assert cjk is not None
+            try:
+                index = Index(store)
+                index.embed_missing(cjk, only=in_cjk_leg)
+                if index.stores_vectors(cjk.model_id):  # Chinese here: the first English query waits for neither
+                    cjk.prepare_for_queries()
+                    in_chinese(["warm"])
+            except Exception as exc:
+                notices.append(f"building the multilingual vectors failed ({exc}); the next search builds them")
 
         def progress(done: int, total: int) -> None:
             self._vectors_made = (done, total)

@@ -29,6 +29,7 @@ from kbtool.model.fields import Filter, values_at
 from kbtool.model.records import CardSummary
 from kbtool.search.embeddings import Embedder, cjk_bigrams
 from kbtool.search.indexed import CardMeta, IndexedFile, RefreshStats
+from kbtool.search.multilingual import in_cjk_leg
 from kbtool.search.ranking import COLUMN_WEIGHTS, Phrase, fts_match
 
 if TYPE_CHECKING:
@@ -133,7 +134,9 @@ class Index:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
-    def rebuild(self, embedder: Embedder | None, progress: Progress | None = None) -> RefreshStats:
+    def rebuild(
+        self, embedder: Embedder | None, progress: Progress | None = None, cjk: Embedder | None = None
+    ) -> RefreshStats:
         with self._lock():
             self.db.conn.close()
             self._delete_files()
@@ -142,7 +145,7 @@ class Index:
         self._matrices.clear()  # a new file numbers its chunks from 1 again
         reread = self._postings is not None
         self._postings = None  # a new file numbers its chunks from 1 again
-        stats = self.refresh(embedder, progress, force=True)
+        stats = self.refresh(embedder, progress, force=True, cjk=cjk)
         if reread:
             self.read_postings_in_background()
         return stats
@@ -160,20 +163,29 @@ class Index:
                 dirs += [top, *sorted(p for p in top.iterdir() if p.is_dir())]
         return tuple((str(d), d.stat().st_mtime_ns) for d in dirs)
 
-    def refresh_if_stale(self, embedder: Embedder | None) -> RefreshStats | None:
+    def refresh_if_stale(self, embedder: Embedder | None, cjk: Embedder | None = None) -> RefreshStats | None:
         """For a warm process: skip the full stat scan while nothing on disk or in the index moved."""
         recent = time.monotonic() - self._last_scan < FULL_SCAN_INTERVAL_S
-        embedded = embedder is None or embedder.model_id in self._embedded_models
+        embedded = all(e is None or e.model_id in self._embedded_models for e in (embedder, cjk))
         if recent and embedded and self._signature() == self._stat_signature and self.generation() == self._generation:
             return None
-        return self.refresh(embedder)
+        return self.refresh(embedder, cjk=cjk)
 
-    def refresh(self, embedder: Embedder | None, progress: Progress | None = None, force: bool = False) -> RefreshStats:
-        """Bring the index up to date with the card files; embed what lacks a vector (if an embedder is given)."""
+    def refresh(
+        self,
+        embedder: Embedder | None,
+        progress: Progress | None = None,
+        force: bool = False,
+        cjk: Embedder | None = None,
+    ) -> RefreshStats:
+        """Bring the index up to date with the card files; embed what lacks a vector (if an embedder is given),
+        and the Chinese chunks with the multilingual leg's model (cjk, kbtool.search.multilingual)."""
         started = time.perf_counter()
         stats = self._refresh_text(force)
         if embedder is not None:
             stats.embedded = self.embed_missing(embedder, progress)
+        if cjk is not None:
+            stats.embedded += self.embed_missing(cjk, only=in_cjk_leg)
         self._load_views()
         stats.seconds = time.perf_counter() - started
         return stats
@@ -263,13 +275,20 @@ class Index:
         embedder: Embedder,
         progress: Progress | None = None,
         group_size: int = EMBED_GROUP,
+        only: Callable[[str], bool] | None = None,
     ) -> int:
         """Embed every chunk that has no vector for this model, newest cards first (what is asked about next,
         most likely), a group at a time, each group written in its own short transaction: readers and
         writers of the index wait for a group's write, never for the model, and an interrupted build keeps
         what it finished. What another process or a query (embed_chunks) embedded meanwhile is skipped.
-        Returns how many were embedded."""
+        Returns how many were embedded.
+
+        only: which texts this model embeds (the multilingual leg: the Chinese ones); each other text gets
+        an empty vector, which says it was looked at, so it is judged once, not at every refresh, and a
+        knowledge base with no such text never loads the model."""
         pending = self._missing_vectors(embedder.model_id)
+        if only is not None:
+            pending = self._marked_skipped(embedder.model_id, pending, only)
         made = 0
         for start in range(0, len(pending), group_size):
             made += self._embed(embedder, self._still_missing(pending[start : start + group_size], embedder))
@@ -277,6 +296,16 @@ class Index:
                 progress(min(start + group_size, len(pending)), len(pending))
         self._embedded_models.add(embedder.model_id)
         return made
+
+    def _marked_skipped(
+        self, model_id: str, pending: list[tuple[str, str]], only: Callable[[str], bool]
+    ) -> list[tuple[str, str]]:
+        """pending less the texts this model does not embed, each of those stored as an empty vector."""
+        skipped = [(h, model_id, b"") for h, text in pending if not only(text)]
+        if skipped:
+            with self._lock(), self.db.conn:
+                self.db.conn.executemany("INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", skipped)
+        return [(h, text) for h, text in pending if only(text)]
 
     def embed_chunks(self, embedder: Embedder, chunk_ids: Collection[int]) -> int:
         """Embed those of these chunks that have no vector for this model (a query's keyword hits, while the
@@ -426,6 +455,15 @@ class Index:
             matrix = self._matrices[embedder.model_id] = ChunkMatrix(embedder.model_id, embedder.dimension)
         matrix.sync(self.db.conn, self._generation, self._chunk_card)
         return matrix
+
+    def stores_vectors(self, model_id: str) -> bool:
+        """Whether the index holds any (non-empty) vector of this model, read without loading a matrix."""
+        row = self.db.execute("SELECT 1 FROM vectors WHERE model = ? AND length(vector) > 0 LIMIT 1", (model_id,))
+        return row.fetchone() is not None
+
+    def has_vectors(self, embedder: Embedder) -> bool:
+        """Whether any chunk has a vector for this model (the multilingual leg: any Chinese chunk embedded)."""
+        return self._chunk_matrix(embedder).n > 0
 
     def matrix(self, embedder: Embedder) -> tuple[np.ndarray, np.ndarray]:
         """(chunk ids, vectors) of every chunk that has a vector for this model."""

@@ -9,7 +9,7 @@ what other tools read:
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 from kbtool.model.contracts import HitSource, SearchHit, SearchRequest, SearchResult
 from kbtool.model.errors import BadInput
 from kbtool.model.fields import card_conditions
+from kbtool.model.parsing import has_cjk
 from kbtool.search.embeddings import Embedder
 from kbtool.search.index import Index
 from kbtool.search.indexed import CardMeta
@@ -29,6 +30,8 @@ from kbtool.search.ranking import (
     phrases,
     query_terms,
     snippet,
+    with_chinese_terms,
+    with_multilingual,
 )
 
 __all__ = ["CANDIDATES", "SearchRequest", "Searcher"]
@@ -46,18 +49,50 @@ class Searcher:
 
     index: Index
     embedder: Embedder | None
+    cjk: Embedder | None = None  # the multilingual leg's model: English queries against Chinese chunks
     _query_vectors: dict[str, Any] = field(default_factory=dict)
     _executor: ThreadPoolExecutor | None = None
+    _multilingual_pool: ThreadPoolExecutor | None = None
 
-    def _query_vector(self, text: str) -> Any:
-        vec = self._query_vectors.get(text)
+    def _query_vector(self, text: str, embedder: Embedder | None = None) -> Any:
+        embedder = embedder or self.embedder
+        assert embedder is not None
+        key = f"{embedder.model_id}\0{text}"
+        vec = self._query_vectors.get(key)
         if vec is None:
-            assert self.embedder is not None
-            vec = self.embedder.embed_query(text)
+            vec = embedder.embed_query(text)
             if len(self._query_vectors) > 2048:
                 self._query_vectors.clear()
-            self._query_vectors[text] = vec
+            self._query_vectors[key] = vec
         return vec
+
+    def _multilingual_query(self, text: str, given: bool) -> Future[Any] | None:
+        """The query's multilingual vector, being made on a thread of its own (numpy releases the GIL, so it
+        is made while MiniLM embeds the query), or None when the multilingual leg does not run: no model, a
+        query with Chinese in it (the BM25 leg's bigrams read it), a query vector given (related's: MiniLM's),
+        or no Chinese chunk embedded."""
+        cjk = self.cjk
+        if cjk is None or given or has_cjk(text) or not self.index.has_vectors(cjk):
+            return None
+        if self._multilingual_pool is None:
+            self._multilingual_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-multilingual")
+        return self._multilingual_pool.submit(self._query_vector, text[:2000], cjk)
+
+    def _has_chinese(self, text: str) -> bool:
+        """Whether an English query searches Chinese text: the knowledge base has Chinese chunks (embedded by the
+        multilingual leg) and the query has none."""
+        cjk = self.cjk
+        return cjk is not None and not has_cjk(text) and self.index.has_vectors(cjk)
+
+    def _multilingual_leg(self, query: Future[Any], allowed: set[int] | None, k: int) -> dict[int, LegHit]:
+        """The multilingual leg: the query's cosine with the Chinese chunks' multilingual vectors (only those
+        chunks have one)."""
+        cjk = self.cjk
+        assert cjk is not None
+        mask = self.index.allowed_mask(cjk, allowed) if allowed is not None else None
+        vector = query.result()
+        ranking, _ = self._leg(lambda limit: self.index.vector(cjk, vector, mask, limit), k)
+        return ranking
 
     def search(self, request: SearchRequest, vector: Any = None) -> SearchResult:
         """vector: the query's for the vector leg, already made (a card's stored one); else its text embedded."""
@@ -68,8 +103,11 @@ class Searcher:
         allowed = self.index.matching(card_conditions(request.kind, request.status, request.tags, request.where))
 
         terms = query_terms(text)
+        if request.mode in ("hybrid", "bm25") and self._has_chinese(text):
+            terms = with_chinese_terms(terms)  # an English query asks the Chinese text for its words too
         legs: dict[str, dict[int, Any]] = {}
         truncated: set[str] = set()  # legs cut at their candidate limit: more matched than they returned
+        multilingual: dict[int, LegHit] | None = None
         lexical = None
         if request.mode in ("hybrid", "bm25"):
             chunk_filter = self.index.chunks_of(allowed) if allowed is not None else None
@@ -84,11 +122,15 @@ class Searcher:
         if request.mode in ("hybrid", "vector") and self.embedder is not None and allowed != set():
             mask = self.index.allowed_mask(self.embedder, allowed) if allowed is not None else None
             # the model reads at most ~256 word pieces; embedding a 100 KB query would only cost time
+            other = self._multilingual_query(text, vector is not None)
             if vector is None:
                 vector = self._query_vector(text[:2000])
             embedder = self.embedder
             legs["vector"], cut = self._leg(lambda limit: self.index.vector(embedder, vector, mask, limit), request.k)
             truncated |= {"vector"} if cut else set()
+            if other is not None:
+                multilingual = self._multilingual_leg(other, allowed, request.k)
+                legs["vector"] = with_multilingual(legs["vector"], multilingual)
         if lexical is not None:
             ranking, cut = lexical.result()
             legs = {"bm25": ranking, **legs}
@@ -117,6 +159,9 @@ class Searcher:
                 explain.update(
                     {"weights": {n: LEG_WEIGHTS[n] for n in legs}, "demoted": f.demoted, "chunk_heading": heading}
                 )
+                if multilingual is not None:  # its word is in the vector leg's score; its own rank and cosine here
+                    own = multilingual.get(f.card)
+                    explain["multilingual"] = {"rank": own.rank, "score": round(own.score, 6)} if own else None
             hits_out.append(
                 SearchHit(
                     id=card.id,

@@ -27,6 +27,10 @@ MAX_QUERY_TERMS = 64  # a pasted 100 KB log is a query of its first words, not a
 # the keyword leg's share of the fused score, the vector leg's the rest: best on the dev splits,
 # within a plateau of 0.55-0.65 on both corpora
 LEG_WEIGHTS = {"bm25": 0.6, "vector": 0.4}
+# USE multilingual's cosine that counts as its leg's best when no card reaches it (with_multilingual): 0.5 kept
+# metainfer's dev MRR@10 over all queries at 0.790; 0.4 and below found one English->Chinese answer more and lost
+# 0.009 there, 0.6 lost 0.03 of English->Chinese recall@10
+MULTILINGUAL_FLOOR = 0.5
 INACTIVE_FACTOR = 0.5  # superseded, refuted and retired cards still show, below current ones
 # the keyword index's columns and their BM25 weights: a title word counts 4 times, a heading word twice
 KEYWORD_COLUMNS = ("title", "heading", "body", "cjk")
@@ -64,6 +68,15 @@ def query_terms(text: str) -> list[str]:
             words.append(match.lower())
     grams = cjk_bigrams(text)
     return list(dict.fromkeys(words + grams))[:MAX_QUERY_TERMS]
+
+
+def with_chinese_terms(terms: list[str]) -> list[str]:
+    """An English query's terms and the CJK bigrams of their Chinese translations (kbtool.search.translation),
+    which only the bigram column holds; capped, the query's own terms first."""
+    from kbtool.search.translation import in_chinese
+
+    grams = [gram for head in in_chinese(terms) for gram in cjk_bigrams(head)]
+    return list(dict.fromkeys(terms + grams))[:MAX_QUERY_TERMS]
 
 
 Phrase = tuple["str | None", str]  # (the one keyword column it is looked up in, or None for all; its text)
@@ -122,6 +135,28 @@ def card_ranking(chunk_hits: Iterable[tuple[int, float]], card_of: dict[int, int
         if card is not None and card not in ranking:
             ranking[card] = LegHit(len(ranking) + 1, score, chunk_id)
     return ranking
+
+
+def with_multilingual(vector: dict[int, LegHit], multilingual: dict[int, LegHit]) -> dict[int, LegHit]:
+    """The vector leg with the multilingual leg's word on the cards it ranks (the Chinese ones): each card scores
+    the higher of its two cosines, each over its leg's best (MiniLM's best is the unit, so the leg still reads
+    as MiniLM's cosine), its best chunk the one that scored it. The multilingual leg's best counts as at least
+    MULTILINGUAL_FLOOR: in a knowledge base with a few Chinese chunks, none of them about the query, the best
+    of them would otherwise score as high as the best English card. Chosen on metainfer's dev split against
+    adding the multilingual leg as a third term (weights 0.1-0.6, over its best, fixed cosine scales, only its
+    top 5-20 cards), which found more English->Chinese answers but ranked the rest lower, and floors 0.3-0.6
+    (bench/bench_cjkleg.py, bench/RESULTS.md)."""
+    if not multilingual:
+        return vector
+    unit = max((hit.score for hit in vector.values()), default=1.0)
+    top = max(MULTILINGUAL_FLOOR, *(hit.score for hit in multilingual.values()))
+    merged = dict(vector)
+    for card, hit in multilingual.items():
+        score = hit.score / top * unit
+        if card not in merged or score > merged[card].score:
+            merged[card] = LegHit(0, score, hit.chunk_id)
+    ranked = sorted(merged.items(), key=lambda item: -item[1].score)
+    return {card: LegHit(rank, hit.score, hit.chunk_id) for rank, (card, hit) in enumerate(ranked, 1)}
 
 
 def normalize(ranking: dict[int, LegHit], scale: Scale | None) -> None:

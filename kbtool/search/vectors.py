@@ -17,7 +17,10 @@ import numpy as np
 
 RELOAD_AFTER = 5000  # chunks to add beyond which (or beyond a quarter of the index) everything is read again
 
-_SELECT = "SELECT c.id, v.vector FROM chunks c JOIN vectors v ON v.hash = c.hash AND v.model = ?"
+# an empty vector marks a chunk the model does not embed (the multilingual leg's English chunks)
+_SELECT = (
+    "SELECT c.id, v.vector FROM chunks c JOIN vectors v ON v.hash = c.hash AND v.model = ? AND length(v.vector) > 0"
+)
 
 
 class ChunkMatrix:

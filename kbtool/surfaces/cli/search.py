@@ -127,7 +127,9 @@ def print_hits(result: dict[str, Any], explain: bool) -> None:
             typer.echo(f"    may not apply here: {'; '.join(hit['may_not_apply'])}")
         if explain:
             legs = ", ".join(
-                f"{name} {_leg_rank(v)}" for name, v in hit["explain"].items() if name in ("bm25", "vector")
+                f"{name} {_leg_rank(v)}"
+                for name, v in hit["explain"].items()
+                if name in ("bm25", "vector", "multilingual")
             )
             typer.echo(f"    explain: {legs}; demoted: {hit['explain']['demoted']}")
     if not result["hits"]:
