@@ -304,7 +304,9 @@ class Index:
         skipped = [(h, model_id, b"") for h, text in pending if not only(text)]
         if skipped:
             with self._lock(), self.db.conn:
-                self.db.conn.executemany("INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", skipped)
+                self.db.conn.executemany(
+                    "INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", skipped
+                )
         return [(h, text) for h, text in pending if only(text)]
 
     def embed_chunks(self, embedder: Embedder, chunk_ids: Collection[int]) -> int:
