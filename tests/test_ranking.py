@@ -7,7 +7,7 @@ import pytest
 
 import kbtool
 from kbtool.search.embeddings import HashingEmbedder
-from kbtool.search.ranking import LegHit, Scale, fts_match, fuse, phrases, query_terms
+from kbtool.search.ranking import LegHit, Scale, fts_match, fuse, keep_each_legs_first, phrases, query_terms
 
 
 def test_an_identifier_gives_its_words_and_itself_as_a_phrase():
@@ -49,3 +49,35 @@ def test_the_card_holding_the_identifier_ranks_above_one_with_its_words_apart(kb
     )
     found = kbtool.open(kb.root, embedder=HashingEmbedder()).search("slot_mapping", k=2, mode="bm25")
     assert [h.title for h in found.hits] == ["Paged attention inputs", "Decode writes to the wrong cache slot"]
+
+
+def _legs(bm25: list[int], vector: list[int]) -> dict[str, dict[int, LegHit]]:
+    """Two legs from cards in rank order; scores fall from 10 by 1 a place."""
+    return {
+        name: {card: LegHit(rank=r + 1, score=10.0 - r, chunk_id=card) for r, card in enumerate(cards)}
+        for name, cards in (("bm25", bm25), ("vector", vector))
+    }
+
+
+def test_a_card_one_leg_ranks_first_is_kept_within_the_first_places():
+    # card 99 is the vector leg's first and unknown to BM25, which ranks twelve cards the vector leg also holds
+    shared = list(range(12))
+    legs = _legs(bm25=shared, vector=[99, *shared])
+    fused = fuse(legs, ["active"] * 100)
+    assert [f.card for f in fused].index(99) >= 5  # outvoted: 0.4 of the weight against cards both legs know
+    kept = keep_each_legs_first(fused)
+    order = [f.card for f in kept]
+    assert order.index(99) == 4 and kept[4].lifted_by == "vector"
+    assert [f.score for f in kept] == sorted((f.score for f in kept), reverse=True)  # still in score order
+    assert sorted(order) == sorted(f.card for f in fused)  # nothing lost, nothing added
+
+
+def test_a_leg_first_already_high_or_inactive_stays_where_fusion_put_it():
+    legs = _legs(bm25=[1, 2, 3], vector=[1, 3, 2])
+    fused = fuse(legs, ["active"] * 10)
+    assert [f.card for f in keep_each_legs_first(fused)] == [f.card for f in fused]
+    shared = list(range(12))
+    statuses = ["active"] * 100
+    statuses[99] = "superseded"
+    demoted = fuse(_legs(bm25=shared, vector=[99, *shared]), statuses)
+    assert [f.card for f in keep_each_legs_first(demoted)] == [f.card for f in demoted]

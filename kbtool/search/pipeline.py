@@ -23,10 +23,12 @@ from kbtool.search.index import Index
 from kbtool.search.indexed import CardMeta
 from kbtool.search.ranking import (
     LEG_WEIGHTS,
+    Fused,
     LegHit,
     card_ranking,
     clean_query,
     fuse,
+    keep_each_legs_first,
     phrases,
     query_terms,
     snippet,
@@ -137,7 +139,8 @@ class Searcher:
             truncated |= {"bm25"} if cut else set()
         # a knowledge pack (kb skill pack) is a digest of cards this search finds themselves: its hit would
         # show them twice; `kb show`, `kb skill list` and the agents that load it still reach it
-        ranked = (f for f in fuse(legs, self.index.statuses, truncated) if not _is_pack(cards[f.card]))
+        fused_all = keep_each_legs_first(fuse(legs, self.index.statuses, truncated))
+        ranked = (f for f in fused_all if not _is_pack(cards[f.card]))
         fused = list(islice(ranked, request.k))
         rows = self.index.chunk_rows(f.best_chunk for f in fused)
         hits_out = []
@@ -145,23 +148,7 @@ class Searcher:
             card = cards[f.card]
             heading, chunk_text = rows.get(f.best_chunk, (None, ""))
             source = card.data.get("source")
-            explain: dict[str, Any] | None = None
-            if request.explain:
-                explain = {
-                    name: (
-                        {"rank": leg.rank, "score": round(leg.score, 6), "normalized": round(leg.normalized, 4)}
-                        if leg
-                        else None
-                    )
-                    for name in legs
-                    for leg in [f.legs.get(name)]
-                }
-                explain.update(
-                    {"weights": {n: LEG_WEIGHTS[n] for n in legs}, "demoted": f.demoted, "chunk_heading": heading}
-                )
-                if multilingual is not None:  # its word is in the vector leg's score; its own rank and cosine here
-                    own = multilingual.get(f.card)
-                    explain["multilingual"] = {"rank": own.rank, "score": round(own.score, 6)} if own else None
+            explain = _explain(f, legs, heading, multilingual) if request.explain else None
             hits_out.append(
                 SearchHit(
                     id=card.id,
@@ -196,6 +183,26 @@ class Searcher:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-bm25")
         return self._executor
+
+
+def _explain(
+    f: Fused, legs: dict[str, dict[int, LegHit]], heading: str | None, multilingual: dict[int, LegHit] | None
+) -> dict[str, Any]:
+    """How a hit was ranked: each leg's rank, score and normalised score, the weights, and why it moved."""
+    explain: dict[str, Any] = {
+        name: (
+            {"rank": leg.rank, "score": round(leg.score, 6), "normalized": round(leg.normalized, 4)} if leg else None
+        )
+        for name in legs
+        for leg in [f.legs.get(name)]
+    }
+    explain.update({"weights": {n: LEG_WEIGHTS[n] for n in legs}, "demoted": f.demoted, "chunk_heading": heading})
+    if f.lifted_by:  # its leg ranked it first: kept within the first places (keep_each_legs_first)
+        explain["lifted_by"] = f.lifted_by
+    if multilingual is not None:  # its word is in the vector leg's score; its own rank and cosine here
+        own = multilingual.get(f.card)
+        explain["multilingual"] = {"rank": own.rank, "score": round(own.score, 6)} if own else None
+    return explain
 
 
 def _is_pack(card: CardMeta) -> bool:

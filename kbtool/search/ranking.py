@@ -121,6 +121,7 @@ class Fused:
     score: float
     legs: dict[str, LegHit] = field(default_factory=dict)
     demoted: bool = False
+    lifted_by: str | None = None  # the leg that ranked it first, when keep_each_legs_first moved it up
 
     @property
     def best_chunk(self) -> int:
@@ -203,6 +204,28 @@ def fuse(
             entry.score *= INACTIVE_FACTOR
             entry.demoted = True
     return sorted(fused.values(), key=lambda f: (-f.score, f.card))
+
+
+# Each leg's first card is shown within the first LEG_FIRST_WITHIN places: a card one leg ranks first and
+# the other leg does not know (a paraphrase only the vector leg understands, an identifier only BM25 matches)
+# is otherwise outvoted past the tenth place. Chosen on the dev splits among 1 or 2 first cards of the
+# vector leg or of both, kept within 3, 5, 8 or 10 places (bench/RESULTS.md).
+LEG_FIRST_WITHIN = 5
+
+
+def keep_each_legs_first(fused: list[Fused], within: int = LEG_FIRST_WITHIN) -> list[Fused]:
+    """fused, with each leg's first card moved up to place `within` where fusion ranked it lower. It takes
+    the score of the card it passes, so the list stays in score order; an inactive (demoted) card stays
+    where its demotion put it."""
+    out = list(fused)
+    for name in sorted({name for f in fused for name in f.legs}):
+        first = next((i for i, f in enumerate(out) if (hit := f.legs.get(name)) and hit.rank == 1), None)
+        if first is None or first < within or out[first].demoted:
+            continue
+        lifted = out.pop(first)
+        lifted.score, lifted.lifted_by = out[within - 1].score, name
+        out.insert(within - 1, lifted)
+    return out
 
 
 def snippet(text: str, terms: Iterable[str], width: int = 240) -> str:
