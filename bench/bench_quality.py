@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_quality.py [--split test] [--rebuild]
 
-Imports each corpus (../shared/corpus/ml-engineering, metainfer; tests/data/tgi-docs) into a knowledge base cached under
+Imports each corpus (../shared/corpus/ml-engineering, metainfer; tests/corpus/tgi-docs) into a knowledge base cached under
 $KB_BENCH_CACHE (default: the temp folder), indexes it with the real model, and scores bm25,
 vector and hybrid search, and the plain BM25 baseline (one document per section, no stemming,
 fields or vectors), on the gold queries of one split: dev is for tuning, test for reporting.
@@ -32,7 +32,7 @@ CORPUS = REPO.parent / "shared" / "corpus"
 CORPORA = {
     "ml-engineering": CORPUS / "ml-engineering",
     "metainfer": CORPUS / "metainfer",
-    "tgi-docs": REPO / "tests" / "data" / "tgi-docs",  # Hugging Face TGI's documentation, Apache-2.0
+    "tgi-docs": REPO / "tests" / "corpus" / "tgi-docs",  # Hugging Face TGI's documentation, Apache-2.0
 }
 GOLD = REPO / "tests" / "gold"
 

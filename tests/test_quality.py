@@ -1,5 +1,5 @@
 """Retrieval quality with the real model (all-MiniLM-L6-v2) on the starter KB, both shared corpora and
-Hugging Face TGI's documentation (tests/data/tgi-docs, kept in the repository, so CI always scores it),
+Hugging Face TGI's documentation (tests/corpus/tgi-docs, kept in the repository, so CI always scores it),
 against gold queries in tests/gold/. The floors sit just under what was measured
 (bench/RESULTS.md), so a ranking change that loses quality fails here.
 
@@ -20,7 +20,7 @@ CORPUS = REPO_ROOT.parent / "shared" / "corpus"
 CORPORA = {
     "ml-engineering": CORPUS / "ml-engineering",
     "metainfer": CORPUS / "metainfer",
-    "tgi-docs": REPO_ROOT / "tests" / "data" / "tgi-docs",
+    "tgi-docs": REPO_ROOT / "tests" / "corpus" / "tgi-docs",
 }
 GOLD = REPO_ROOT / "tests" / "gold"
 
