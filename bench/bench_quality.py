@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/bench_quality.py [--split test] [--rebuild]
 
-Imports each corpus (../shared/corpus/ml-engineering, metainfer; tests/corpus/tgi-docs) into a knowledge base cached under
-$KB_BENCH_CACHE (default: the temp folder), indexes it with the real model, and scores bm25,
+Imports each corpus (../shared/corpus/ml-engineering, metainfer; tests/corpus/tgi-docs) into a knowledge
+base cached under $KB_BENCH_CACHE (default: the temp folder), indexes it with the real model, and scores bm25,
 vector and hybrid search, and the plain BM25 baseline (one document per section, no stemming,
 fields or vectors), on the gold queries of one split: dev is for tuning, test for reporting.
 The targets: hybrid MRR@10 >= 1.15x plain BM25, recall@10 >= 0.95, and hybrid at least as good as
