@@ -103,3 +103,31 @@ def fast_env() -> dict[str, str]:
 def run_kb(env: dict[str, str], root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`kb --kb ROOT ARGS...` as a user runs it, in a subprocess."""
     return subprocess.run([*KB_COMMAND, "--kb", str(root), *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def add_source(project: kbtool.KnowledgeBase, text: str) -> None:
+    """A [[sources]] table appended to the project's kb.toml, committed."""
+    config = project.root / "kb.toml"
+    config.write_text(config.read_text() + "\n" + text)
+    git(project.root, "commit", "-qam", "read the team's knowledge base")
+
+
+def team_kb(tmp_path: Path) -> kbtool.KnowledgeBase:
+    """A team's knowledge base: a confirmed accuracy rule and an open gap."""
+    team = kbtool.init(tmp_path / "team", name="team")
+    team.add(
+        "constraint",
+        "No accuracy loss against the BF16 oracle",
+        status="confirmed",
+        values={"rule": "GSM8K accuracy within 0.5 points of BF16 for any optimisation"},
+    )
+    team.add("gap", "Does an FP8 KV cache hold long-context accuracy?", values={"priority": "high"})
+    return team
+
+
+def project_reading_team(tmp_path: Path) -> kbtool.KnowledgeBase:
+    """A project (Sammie) beside team_kb's folder, reading it as its source "team"."""
+    project = kbtool.init(tmp_path / "sammie", name="sammie")
+    project.add("gap", "Is SAM 3.1 mask decoding bound by memory bandwidth on H100?", values={"priority": "medium"})
+    add_source(project, '[[sources]]\nname = "team"\npath = "../team"\n')
+    return project

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import kbtool
-from conftest import git, run_kb
+from conftest import git, project_reading_team, run_kb, team_kb
 
 KB = [sys.executable, "-m", "kbtool"]
 
@@ -24,25 +24,12 @@ def env(fast_env) -> dict[str, str]:
 
 @pytest.fixture
 def team(tmp_path) -> kbtool.KnowledgeBase:
-    team = kbtool.init(tmp_path / "team", name="team")
-    team.add(
-        "constraint",
-        "No accuracy loss against the BF16 oracle",
-        status="confirmed",
-        values={"rule": "GSM8K accuracy within 0.5 points of BF16 for any optimisation"},
-    )
-    team.add("gap", "Does an FP8 KV cache hold long-context accuracy?", values={"priority": "high"})
-    return team
+    return team_kb(tmp_path)
 
 
 @pytest.fixture
 def project(tmp_path, team) -> kbtool.KnowledgeBase:
-    project = kbtool.init(tmp_path / "sammie", name="sammie")
-    project.add("gap", "Is SAM 3.1 mask decoding bound by memory bandwidth on H100?", values={"priority": "medium"})
-    config = project.root / "kb.toml"
-    config.write_text(config.read_text() + '\n[[sources]]\nname = "team"\npath = "../team"\n')
-    git(project.root, "commit", "-qam", "read the team's knowledge base")
-    return project
+    return project_reading_team(tmp_path)
 
 
 def test_a_copy_and_its_original_are_one_card_the_copy_winning(project, team, env):

@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import kbtool
-from conftest import REPO_ROOT, commit_count, git, run_kb, tree_state
+from conftest import REPO_ROOT, add_source, commit_count, git, project_reading_team, run_kb, team_kb, tree_state
 
 KB = [sys.executable, "-m", "kbtool"]
 AIPERF = REPO_ROOT / "tests" / "data" / "aiperf"  # a real AIPerf artifact folder
@@ -30,31 +30,14 @@ def env(fast_env) -> dict[str, str]:
 kb_run = run_kb
 
 
-def add_source(project: kbtool.KnowledgeBase, text: str) -> None:
-    config = project.root / "kb.toml"
-    config.write_text(config.read_text() + "\n" + text)
-    git(project.root, "commit", "-qam", "read the team's knowledge base")
-
-
 @pytest.fixture
 def team(tmp_path) -> kbtool.KnowledgeBase:
-    team = kbtool.init(tmp_path / "team", name="team")
-    team.add(
-        "constraint",
-        "No accuracy loss against the BF16 oracle",
-        status="confirmed",
-        values={"rule": "GSM8K accuracy within 0.5 points of BF16 for any optimisation"},
-    )
-    team.add("gap", "Does an FP8 KV cache hold long-context accuracy?", values={"priority": "high"})
-    return team
+    return team_kb(tmp_path)
 
 
 @pytest.fixture
 def project(tmp_path, team) -> kbtool.KnowledgeBase:
-    project = kbtool.init(tmp_path / "sammie", name="sammie")
-    project.add("gap", "Is SAM 3.1 mask decoding bound by memory bandwidth on H100?", values={"priority": "medium"})
-    add_source(project, '[[sources]]\nname = "team"\npath = "../team"\n')
-    return project
+    return project_reading_team(tmp_path)
 
 
 def test_search_list_gaps_and_show_cover_the_source(project, team, env):
