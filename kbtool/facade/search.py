@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
 SIMILAR_LATER = "similar cards: the embedding model is still loading; ask again in a few seconds"
+SIMILAR_PARTIAL = "similar cards: among the chunks embedded so far"  # the build is under way (warm_in_background)
 URGENT_CHUNKS = 64  # of a query's keyword hits, embedded before it answers while the vectors are partial (~1-2 s)
 BACKGROUND_GROUP = 32  # chunks the background build embeds and stores at a time: each is searchable at once
 
@@ -404,6 +405,10 @@ class Search(KnowledgeBaseCore):
             ),
             key=lambda s: -s.similarity,  # by meaning alone: kb.toml [environment] may have put some last
         )[:k]
+        if self.warming():  # a card's best chunk may have no vector yet: its similarity can still rise
+            total, have = self.index.vector_coverage(self.embedder.model_id)
+            if have < total:
+                self.note(f"{SIMILAR_PARTIAL} ({have:,} of {total:,}); ask again once the rest are")
         return related.model_copy(update={"similar": similar})
 
     def _vector_of(self, ref: str, text: str, skill: bool) -> np.ndarray | None:
