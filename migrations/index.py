@@ -77,3 +77,20 @@ def m002_chunk_ids_never_reused(db: Database) -> None:
     db.execute("DROP TABLE chunks_before_m002")
     db.execute("CREATE INDEX chunks_card ON chunks(card_path)")
     db.execute("CREATE INDEX chunks_hash ON chunks(hash)")
+
+
+@index_migrations()
+def m003_english_gloss_of_chinese(db: Database) -> None:
+    # a fifth keyword column: the English gloss of a chunk's Chinese (kbtool/search/translation.py), so English
+    # query words meet Chinese notes in the BM25 leg. FTS5 cannot add a column: the keyword rows are made again
+    # by the next refresh, which re-reads every file (no 'glossary' in meta: kbtool/search/index.py); chunk ids
+    # are never reused, vectors are kept by their text's hash and are not made again
+    db.execute("DROP TABLE chunks_fts")
+    db.execute("""
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            title, heading, body, cjk, gloss,
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        )""")
+    db.execute("DELETE FROM chunks")
+    db.execute("DELETE FROM cards")
+    db.execute("DELETE FROM meta WHERE key = 'glossary'")

@@ -163,3 +163,72 @@ def test_with_chinese_terms_keeps_the_query_terms_first(monkeypatch):
     monkeypatch.setattr(translation, "_reverse", {"cache": ["缓存"], "stop": ["停止"]})
     terms = with_chinese_terms(["kv", "cache", "stop"])
     assert terms == ["kv", "cache", "stop", "缓存", "停止"]
+
+
+# --- the English gloss of Chinese in the keyword leg --------------------------------------------------------
+
+EXPERT_PARALLEL_ZH = "## 做法\n\n把不同的专家放在不同的 GPU 上，每个 GPU 只保存一部分专家的权重。\n"
+
+
+def test_the_forward_index_keeps_short_glosses_of_words_not_their_cross_references(tmp_path):
+    dictionary = tmp_path / "cedict_ts.txt"  # CC-CEDICT's line format, real entries
+    dictionary.write_text(
+        "# CC-CEDICT\n"
+        "專家 专家 [zhuan1 jia1] /expert/specialist/CL:個|个[ge4]/\n"
+        "的 的 [de5] /of/~'s (possessive particle)/\n"
+        "並行 并行 [bing4 xing2] /to proceed in parallel/side by side (of two processes, developments, thoughts etc)/\n",
+        encoding="utf-8",
+    )
+    forward = translation.forward_index(dictionary)
+    assert forward["专家"] == forward["專家"] == "expert specialist"  # simplified and traditional, no measure word
+    assert forward["并行"] == "proceed in parallel side by side"  # the parenthesis out, each gloss of <= 3 words
+    assert "的" not in forward  # one character: a function word or part of a longer term
+
+
+def test_the_gloss_takes_the_longest_dictionary_word_from_the_left(monkeypatch):
+    glosses = {"专家": "expert", "专家并行": "expert parallelism", "并行": "parallel", "权重": "weight"}
+    monkeypatch.setattr(translation, "_forward", glosses)
+    assert translation.english_gloss("专家并行的权重") == "expert parallelism weight"  # 的: in no word, skipped
+    assert translation.english_gloss("expert parallel") == ""
+
+
+def test_an_english_word_finds_a_chinese_only_card_by_its_gloss(kb):
+    # "expert" is one of CC-CEDICT's glosses of 专家, but 专家 is not among the first headwords glossed "expert",
+    # so the query's translation alone misses it
+    assert "专家" not in translation.in_chinese(["expert"])
+    chinese = kb.add("gap", "部署方式", body=EXPERT_PARALLEL_ZH)
+    kb.add("gap", "Chunked prefill", body="## Details\n\nA long prompt is split across scheduler steps.\n")
+    hits = kb.search("where do the expert weights live", mode="bm25").hits
+    assert [h.id for h in hits][:1] == [chinese.card.id]
+
+
+def test_an_index_made_before_the_gloss_column_is_upgraded_without_embedding_again(tmp_path):
+    import sqlite3
+
+    kb = kbtool.open(kbtool.init(tmp_path / "kb", name="zh").root, embedder=HashingEmbedder())
+    chinese = kb.add("gap", "部署方式", body=EXPERT_PARALLEL_ZH)
+    kb.refresh_index()
+    db = kb.root / ".kb" / "index.db"
+    conn = sqlite3.connect(db)  # back to the schema of two steps: four keyword columns, no glossary
+    with conn:
+        conn.execute("DROP TABLE chunks_fts")
+        conn.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(title, heading, body, cjk, tokenize = 'porter')")
+        conn.execute("INSERT INTO chunks_fts (rowid, body) SELECT id, text FROM chunks")
+        conn.execute("DELETE FROM _sqlite_migrations WHERE name = 'm003_english_gloss_of_chinese'")
+        conn.execute("DELETE FROM meta WHERE key = 'glossary'")
+    conn.execute("PRAGMA user_version = 2")
+    conn.close()
+    upgraded = kbtool.open(kb.root, embedder=HashingEmbedder())
+    assert [h.id for h in upgraded.search("expert", mode="bm25").hits] == [chinese.card.id]
+    assert upgraded.refresh_index().embedded == 0  # the vectors stayed, keyed by their text
+
+
+def test_a_new_dictionary_glosses_every_chunk_again(kb, monkeypatch):
+    chinese = kb.add("gap", "部署方式", body=EXPERT_PARALLEL_ZH)
+    kb.refresh_index(semantic=False)
+    monkeypatch.setattr(translation, "_forward", {"专家": "specialist"})
+    monkeypatch.setattr(kb.index, "_glossary", lambda: "cedict of another year")
+    stats = kb.refresh_index(semantic=False)
+    assert stats.updated == 1
+    assert [h.id for h in kb.search("specialist", mode="bm25").hits] == [chinese.card.id]
+    assert kb.search("expert", mode="bm25").hits == []

@@ -31,6 +31,7 @@ from kbtool.search.embeddings import Embedder, cjk_bigrams
 from kbtool.search.indexed import CardMeta, IndexedFile, RefreshStats
 from kbtool.search.multilingual import in_cjk_leg
 from kbtool.search.ranking import COLUMN_WEIGHTS, Phrase, fts_match
+from kbtool.search.translation import english_gloss, glossary
 
 if TYPE_CHECKING:
     import threading
@@ -46,7 +47,7 @@ from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Store
 
 # numpy (the vector leg) and sqlite-utils (migrations) load where they are used: `kb list`, gaps and
 # stats read the index without either, ~0.25 s less for a cold command.
-SCHEMA_STEPS = 2  # the migrations in kbtool.migrations.index; PRAGMA user_version records them as applied
+SCHEMA_STEPS = 3  # the migrations in kbtool.migrations.index; PRAGMA user_version records them as applied
 
 INDEX_FILE = "index.db"
 EMBED_GROUP = 256  # texts per encode call: sentence-transformers batches inside it; progress ticks per group
@@ -56,7 +57,7 @@ Progress = Callable[[int, int], None]
 Upsert = tuple[IndexedFile, str, os.stat_result]  # a file to (re)index: what it holds, its hash, its stat
 Touched = tuple[str, os.stat_result]  # a file whose stat moved but whose text did not
 
-_BM25_SQL = (  # the keyword leg in FTS5: title x4, heading x2, body and CJK bigrams x1
+_BM25_SQL = (  # the keyword leg in FTS5: title x4, heading x2, body, CJK bigrams and their gloss x1
     f"SELECT rowid, bm25(chunks_fts, {', '.join(str(w) for w in COLUMN_WEIGHTS)}) AS rank "
     "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
 )
@@ -195,6 +196,9 @@ class Index:
         stats = RefreshStats()
         with self._lock():
             signature = self._signature()
+            glossed = glossary()
+            reglossed = self._glossary() != glossed
+            force = force or reglossed
             known = {row[0]: row[1:] for row in self.db.execute("SELECT path, file_hash, mtime_ns, size FROM cards")}
             on_disk = indexed_files(self.store)
             stats.scanned = len(on_disk)
@@ -204,8 +208,8 @@ class Index:
             stats.added = sum(1 for s, *_ in upserts if s.path not in known)
             stats.updated = len(upserts) - stats.added
             stats.removed = len(removed)
-            if upserts or removed or touched:
-                self._write_changes(upserts, touched, removed)
+            if upserts or removed or touched or reglossed:
+                self._write_changes(upserts, touched, removed, glossed if reglossed else None)
             self._stat_signature = signature
             self._last_scan = time.monotonic()
             if upserts:
@@ -213,6 +217,12 @@ class Index:
                 # (a write followed at once by a search must find the card in both legs)
                 self._embedded_models.clear()
         return stats
+
+    def _glossary(self) -> str | None:
+        """What the keyword rows' glosses were made with (kbtool.search.translation.glossary); when it is not
+        what is installed now, every file is indexed again."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = 'glossary'").fetchone()
+        return None if row is None else str(row[0])
 
     def _changed_files(
         self, known: dict[str, tuple[Any, ...]], on_disk: dict[str, str], force: bool, invalid: list[str]
@@ -251,8 +261,13 @@ class Index:
         except UnicodeDecodeError:
             return None
 
-    def _write_changes(self, upserts: list[Upsert], touched: list[Touched], removed: list[str]) -> None:
+    def _write_changes(
+        self, upserts: list[Upsert], touched: list[Touched], removed: list[str], glossed: str | None = None
+    ) -> None:
+        """glossed: the glossary the keyword rows are made with now, when it changed (recorded with them)."""
         with self.db.conn:
+            if glossed is not None:
+                self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('glossary', ?)", (glossed,))
             for rel in removed:
                 self._delete_card(rel)
             for doc, file_hash, st in upserts:
@@ -367,7 +382,7 @@ class Index:
                 (doc.path, chunk.ordinal, chunk.heading, chunk.text, chunk.hash),
             )
             self.db.conn.execute(
-                "INSERT INTO chunks_fts (rowid, title, heading, body, cjk) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO chunks_fts (rowid, title, heading, body, cjk, gloss) VALUES (?, ?, ?, ?, ?, ?)",
                 # the title column only on the lead chunk: a body chunk names the title in its
                 # text already, and weighting it x4 there would pick body chunks as snippets
                 (
@@ -376,6 +391,7 @@ class Index:
                     chunk.heading or "",
                     chunk.text,
                     " ".join(cjk_bigrams(f"{doc.title} {chunk.text}")),
+                    english_gloss(f"{doc.title} {chunk.text}"),
                 ),
             )
 

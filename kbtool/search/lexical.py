@@ -188,7 +188,9 @@ class Postings:
         ).fetchall()
         scratch = self._scratch_table()
         with scratch:
-            scratch.executemany(f"INSERT INTO rows (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?)", rows)
+            scratch.executemany(
+                f"INSERT INTO rows (rowid, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})", rows
+            )
         try:
             return read_segment(scratch, "instances"), {r[0] for r in rows}
         finally:

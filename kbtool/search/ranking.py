@@ -32,9 +32,10 @@ LEG_WEIGHTS = {"bm25": 0.6, "vector": 0.4}
 # 0.009 there, 0.6 lost 0.03 of English->Chinese recall@10
 MULTILINGUAL_FLOOR = 0.5
 INACTIVE_FACTOR = 0.5  # superseded, refuted and retired cards still show, below current ones
-# the keyword index's columns and their BM25 weights: a title word counts 4 times, a heading word twice
-KEYWORD_COLUMNS = ("title", "heading", "body", "cjk")
-COLUMN_WEIGHTS = (4.0, 2.0, 1.0, 1.0)
+# the keyword index's columns and their BM25 weights: a title word counts 4 times, a heading word twice; gloss
+# holds the English gloss of the chunk's Chinese (kbtool.search.translation)
+KEYWORD_COLUMNS = ("title", "heading", "body", "cjk", "gloss")
+COLUMN_WEIGHTS = (4.0, 2.0, 1.0, 1.0, 1.0)
 
 # Words that carry no topic; in an OR query they would match nearly every chunk.
 STOPWORDS = frozenset(
