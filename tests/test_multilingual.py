@@ -180,13 +180,13 @@ def test_the_forward_index_keeps_short_glosses_of_words_not_their_cross_referenc
         encoding="utf-8",
     )
     forward = translation.forward_index(dictionary)
-    assert forward["专家"] == forward["專家"] == "expert specialist"  # simplified and traditional, no measure word
-    assert forward["并行"] == "proceed in parallel side by side"  # the parenthesis out, each gloss of <= 3 words
+    assert forward["专家"] == forward["專家"] == "expert\tspecialist"  # simplified and traditional, no measure word
+    assert forward["并行"] == "proceed in parallel\tside by side"  # the parenthesis out, each gloss of <= 3 words
     assert "的" not in forward  # one character: a function word or part of a longer term
 
 
 def test_the_gloss_takes_the_longest_dictionary_word_from_the_left(monkeypatch):
-    glosses = {"专家": "expert", "专家并行": "expert parallelism", "并行": "parallel", "权重": "weight"}
+    glosses = {"专家": "expert", "专家并行": "expert\tparallelism", "并行": "parallel", "权重": "weight"}
     monkeypatch.setattr(translation, "_forward", glosses)
     assert translation.english_gloss("专家并行的权重") == "expert parallelism weight"  # 的: in no word, skipped
     assert translation.english_gloss("expert parallel") == ""

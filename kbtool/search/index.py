@@ -26,6 +26,7 @@ from filelock import FileLock
 from kbtool.model.cards import content_hash
 from kbtool.model.errors import InvalidCard
 from kbtool.model.fields import Filter, values_at
+from kbtool.model.parsing import has_cjk
 from kbtool.model.records import CardSummary
 from kbtool.search.embeddings import Embedder, cjk_bigrams
 from kbtool.search.indexed import CardMeta, IndexedFile, RefreshStats
@@ -103,6 +104,7 @@ class Index:
         self._stat_signature: tuple[Any, ...] | None = None
         self._last_scan = 0.0
         self._embedded_models: set[str] = set()  # models this process has brought fully up to date
+        self._holds_cjk: tuple[str | None, bool] | None = None  # (generation, answer)
         self._postings: Postings | None = None  # the BM25 leg in memory, for a long-lived process
         self._postings_reading: threading.Thread | None = None
 
@@ -376,6 +378,9 @@ class Index:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (doc.path, doc.id, doc.kind, doc.title, doc.status, data, file_hash, st.st_mtime_ns, st.st_size),
         )
+        if has_cjk(doc.title) or any(has_cjk(chunk.text) for chunk in doc.chunks):
+            # never cleared but by a rebuild: a stale mark only sends an English query's Chinese words to no row
+            self.db.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('holds_cjk', '1')")
         for chunk in doc.chunks:
             cur = self.db.conn.execute(
                 "INSERT INTO chunks (card_path, ordinal, heading, text, hash) VALUES (?, ?, ?, ?, ?)",
@@ -478,6 +483,14 @@ class Index:
         """Whether the index holds any (non-empty) vector of this model, read without loading a matrix."""
         row = self.db.execute("SELECT 1 FROM vectors WHERE model = ? AND length(vector) > 0 LIMIT 1", (model_id,))
         return row.fetchone() is not None
+
+    def holds_cjk(self) -> bool:
+        """Whether Chinese (Japanese, Korean) text has been indexed here since the index was made: whether an English
+        query asks for its words in Chinese too."""
+        if self._holds_cjk is None or self._holds_cjk[0] != self._generation:
+            row = self.db.execute("SELECT 1 FROM meta WHERE key = 'holds_cjk'").fetchone()
+            self._holds_cjk = (self._generation, row is not None)
+        return self._holds_cjk[1]
 
     def has_vectors(self, embedder: Embedder) -> bool:
         """Whether any chunk has a vector for this model (the multilingual leg: any Chinese chunk embedded)."""

@@ -81,10 +81,9 @@ class Searcher:
         return self._multilingual_pool.submit(self._query_vector, text[:2000], cjk)
 
     def _has_chinese(self, text: str) -> bool:
-        """Whether an English query searches Chinese text: the knowledge base has Chinese chunks (embedded by the
-        multilingual leg) and the query has none."""
-        cjk = self.cjk
-        return cjk is not None and not has_cjk(text) and self.index.has_vectors(cjk)
+        """Whether an English query searches Chinese text: the knowledge base has Chinese chunks and the query has
+        none (with or without the multilingual leg's model: the keyword leg is the same in every install)."""
+        return not has_cjk(text) and self.index.holds_cjk()
 
     def _multilingual_leg(self, query: Future[Any], allowed: set[int] | None, k: int) -> dict[int, LegHit]:
         """The multilingual leg: the query's cosine with the Chinese chunks' multilingual vectors (only those
