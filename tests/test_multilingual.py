@@ -176,7 +176,7 @@ def test_the_forward_index_keeps_short_glosses_of_words_not_their_cross_referenc
         "# CC-CEDICT\n"
         "專家 专家 [zhuan1 jia1] /expert/specialist/CL:個|个[ge4]/\n"
         "的 的 [de5] /of/~'s (possessive particle)/\n"
-        "並行 并行 [bing4 xing2] /to proceed in parallel/side by side (of two processes, developments, thoughts etc)/\n",
+        "並行 并行 [bing4 xing2] /to proceed in parallel/side by side (of two processes, developments etc)/\n",
         encoding="utf-8",
     )
     forward = translation.forward_index(dictionary)

@@ -30,9 +30,10 @@ FLOORS = {
     ("starter", None): (0.98, 1.0, 0.97),
     ("ml-engineering", "dev"): (0.95, 0.98, 0.86),
     ("ml-engineering", "test"): (0.91, 0.98, 0.92),
-    # 20 English queries on Chinese-only notes joined the set with the multilingual leg (bench/RESULTS.md)
-    ("metainfer", "dev"): (0.73, 0.95, 0.78),
-    ("metainfer", "test"): (0.69, 0.92, 0.77),
+    # 20 English queries on Chinese-only notes joined the set with the multilingual leg; raised with the English
+    # gloss of Chinese in the keyword index (bench/RESULTS.md)
+    ("metainfer", "dev"): (0.74, 0.95, 0.80),
+    ("metainfer", "test"): (0.74, 0.94, 0.82),
     ("tgi-docs", "dev"): (0.79, 0.82, 0.75),
     ("tgi-docs", "test"): (0.82, 0.91, 0.76),
 }
@@ -107,7 +108,7 @@ def test_hybrid_is_at_least_as_good_as_the_better_single_mode(reports, corpus, s
         assert modes["hybrid"][metric] >= best_single, (metric, modes)
 
 
-@pytest.mark.parametrize(("corpus", "ratio"), [("ml-engineering", 1.05), ("metainfer", 1.2), ("tgi-docs", 1.15)])
+@pytest.mark.parametrize(("corpus", "ratio"), [("ml-engineering", 1.05), ("metainfer", 1.3), ("tgi-docs", 1.15)])
 def test_hybrid_beats_a_plain_bm25_baseline_on_held_out_queries(reports, corpus, ratio):
     report, plain = _report(reports, corpus, "test")
     hybrid = report["modes"]["hybrid"]
