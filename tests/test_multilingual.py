@@ -232,3 +232,18 @@ def test_a_new_dictionary_glosses_every_chunk_again(kb, monkeypatch):
     assert stats.updated == 1
     assert [h.id for h in kb.search("specialist", mode="bm25").hits] == [chinese.card.id]
     assert kb.search("expert", mode="bm25").hits == []
+
+
+def test_the_dictionary_indexes_are_kept_in_the_users_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(translation, "_forward", None)
+    glosses = translation._forward_index()
+    assert glosses["专家"] == "expert\tspecialist"
+    (kept,) = (tmp_path / "cache").glob("cedict-forward-*.marshal")
+    monkeypatch.setattr(translation, "_forward", None)
+    monkeypatch.setattr(translation, "forward_index", lambda path: pytest.fail("read the dictionary again"))
+    assert translation._forward_index() == glosses  # the next process loads what the first made
+    kept.write_bytes(b"\x00not marshal")
+    monkeypatch.setattr(translation, "_forward", None)
+    monkeypatch.setattr(translation, "forward_index", lambda path: {"专家": "expert"})
+    assert translation._forward_index() == {"专家": "expert"}  # a broken cache is made again

