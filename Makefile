@@ -6,10 +6,12 @@ KB := $(VENV)/bin/kb
 
 .PHONY: install browser demo test test-fast lint docs bench schemas clean
 
-# the ONNX export of the embedding model, made once per user (kbtool/search/onnx_export.py; seconds of torch),
-# so that the first search on a fresh clone does not wait for it; a no-op once made
+# the ONNX export of the embedding model and the Chinese dictionary's indexes, made once per user
+# (kbtool/search/onnx_export.py, seconds of torch; kbtool/search/translation.py, ~1 s), so that the first
+# search on a fresh clone does not wait for them; a no-op once made
 install: $(VENV)/.installed
 	@$(PY) -m kbtool.search.onnx_export || echo "kb: no ONNX export made; the first search makes it"
+	@$(PY) -m kbtool.search.translation || echo "kb: the dictionary's indexes were not cached; the first search makes them"
 
 # torch first, pinned to the CPU build, so sentence-transformers does not pull a CUDA one
 $(VENV)/.installed: pyproject.toml constraints.txt

@@ -196,3 +196,8 @@ def in_chinese(words: Iterable[str]) -> list[str]:
     keys = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
     reverse = _index()
     return list(dict.fromkeys(head for key in keys for head in reverse.get(key, [])[:PER_WORD]))
+
+
+if __name__ == "__main__":  # `make install`: both indexes into this user's cache, before the first search needs them
+    _forward_index()
+    _index()
