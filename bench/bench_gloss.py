@@ -77,25 +77,8 @@ SINGLE: dict[str, str] = {}
 
 
 def single_glosses(path: Path) -> dict[str, str]:
-    """The one-character headwords' glosses, as forward_index makes the longer ones'."""
-    out: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        match = translation._ENTRY.match(line.strip())
-        if line.startswith("#") or not match or len(match.group(2)) != 1:
-            continue
-        glosses = [
-            term
-            for gloss in match.group(3).split("/")
-            if not translation._NO_MEANING.match(gloss)
-            for term in [translation._ARTICLE.sub("", translation._PAREN.sub("", gloss).strip().lower()).strip()]
-            if len(term.split()) <= translation.GLOSS_WORDS and translation._SHORT_GLOSS.fullmatch(term)
-        ]
-        for head in {match.group(1), match.group(2)}:
-            known = out.get(head, "").split("\t") if head in out else []
-            known += [g for g in glosses if g not in known][: translation.GLOSSES_PER_WORD - len(known)]
-            if known:
-                out[head] = "\t".join(known)
-    return out
+    """The one-character headwords' glosses, as kb's forward index makes the longer ones'."""
+    return {head: gloss for head, gloss in translation.forward_index(path, shortest=1).items() if len(head) == 1}
 
 
 def query_glossed(text: str, original: Callable[[str], list[str]]) -> list[str]:

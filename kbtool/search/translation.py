@@ -81,9 +81,10 @@ def reverse_index(path: Path) -> dict[str, list[str]]:
     return reverse
 
 
-def forward_index(path: Path) -> dict[str, str]:
-    """Chinese headword (simplified and traditional) -> its glosses, lower case, tab between two, for the keyword
-    index. Strings, not lists: the index of 128k words is kept by a long-lived process (63 -> 21 MiB)."""
+def forward_index(path: Path, shortest: int = 2) -> dict[str, str]:
+    """Chinese headword (simplified and traditional) of at least `shortest` characters -> its glosses, lower case,
+    tab between two, for the keyword index. Strings, not lists: the index of 128k words is kept by a long-lived
+    process (63 -> 21 MiB)."""
     forward: dict[str, str] = {}
     with path.open(encoding="utf-8") as lines:
         for line in lines:
@@ -96,7 +97,7 @@ def forward_index(path: Path) -> dict[str, str]:
                 if not _NO_MEANING.match(gloss) and len(term.split()) <= GLOSS_WORDS and _SHORT_GLOSS.fullmatch(term):
                     glosses.append(term)
             for head in {match.group(1), match.group(2)} if glosses else ():
-                if len(head) > 1:  # a word of several readings has several entries: their glosses in order
+                if len(head) >= shortest:  # a word of several readings has several entries: their glosses in order
                     known = forward[head].split("\t") if head in forward else []
                     known += [g for g in glosses if g not in known][: GLOSSES_PER_WORD - len(known)]
                     forward[head] = "\t".join(known)
