@@ -131,3 +131,33 @@ def project_reading_team(tmp_path: Path) -> kbtool.KnowledgeBase:
     project.add("gap", "Is SAM 3.1 mask decoding bound by memory bandwidth on H100?", values={"priority": "medium"})
     add_source(project, '[[sources]]\nname = "team"\npath = "../team"\n')
     return project
+
+
+def clone(remote: Path, where: Path, who: str) -> kbtool.KnowledgeBase:
+    """A teammate's clone of a remote, committing under their own name."""
+    subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True)
+    git(where, "config", "user.name", who)
+    git(where, "config", "user.email", f"{who}@example.invalid")
+    return kbtool.open(where)
+
+
+def shared_remote(tmp_path: Path) -> tuple[Path, kbtool.KnowledgeBase, kbtool.KnowledgeBase]:
+    """(a bare remote holding one finding, alice's clone, bob's clone): a team sharing a knowledge base."""
+    origin = kbtool.init(tmp_path / "origin-work", name="team")
+    origin.record_finding(
+        kbtool.FindingInput(
+            title="FP8 KV cache speeds decode on H100",
+            metrics={"decode_tps": "1120tok/s"},
+            baseline={"decode_tps": "1000tok/s"},
+            applies_to={"hardware": "H100"},
+            tags=["kv-cache"],
+        )
+    )
+    bare = tmp_path / "team.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(origin.root), str(bare)], check=True)
+    return bare, clone(bare, tmp_path / "alice", "alice"), clone(bare, tmp_path / "bob", "bob")
+
+
+def finding_id(kb: kbtool.KnowledgeBase) -> str:
+    """The id of the knowledge base's one finding."""
+    return next(c.id for c in kb.cards() if c.card.kind == "finding")

@@ -11,7 +11,7 @@ import pytest
 
 import kbtool
 import kbtool.model.markdown
-from conftest import git, run_kb, tree_state
+from conftest import finding_id, git, run_kb, shared_remote, tree_state
 
 KB = [sys.executable, "-m", "kbtool"]
 
@@ -24,32 +24,9 @@ def env(fast_env) -> dict[str, str]:
 kb_run = run_kb
 
 
-def clone(remote: Path, where: Path, who: str) -> kbtool.KnowledgeBase:
-    subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True)
-    git(where, "config", "user.name", who)
-    git(where, "config", "user.email", f"{who}@example.invalid")
-    return kbtool.open(where)
-
-
 @pytest.fixture
 def remote_and_clones(tmp_path) -> tuple[Path, kbtool.KnowledgeBase, kbtool.KnowledgeBase]:
-    origin = kbtool.init(tmp_path / "origin-work", name="team")
-    origin.record_finding(
-        kbtool.FindingInput(
-            title="FP8 KV cache speeds decode on H100",
-            metrics={"decode_tps": "1120tok/s"},
-            baseline={"decode_tps": "1000tok/s"},
-            applies_to={"hardware": "H100"},
-            tags=["kv-cache"],
-        )
-    )
-    bare = tmp_path / "team.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(origin.root), str(bare)], check=True)
-    return bare, clone(bare, tmp_path / "alice", "alice"), clone(bare, tmp_path / "bob", "bob")
-
-
-def finding_id(kb: kbtool.KnowledgeBase) -> str:
-    return next(c.id for c in kb.cards() if c.card.kind == "finding")
+    return shared_remote(tmp_path)
 
 
 def test_cards_added_on_both_sides_both_survive(remote_and_clones, env):

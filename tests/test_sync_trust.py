@@ -5,38 +5,21 @@ identity, as two engineers' machines."""
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
-from test_sync import clone
 
 import kbtool
-from conftest import git, run_kb, tree_state
+from conftest import finding_id, git, run_kb, shared_remote, tree_state
 
 
 @pytest.fixture
 def team(tmp_path, fast_env):
     """(bare remote, alice, bob, {who: env}): each engineer's kb runs with a HOME of their own."""
-    origin = kbtool.init(tmp_path / "origin-work", name="team")
-    origin.record_finding(
-        kbtool.FindingInput(
-            title="FP8 KV cache speeds decode on H100",
-            metrics={"decode_tps": "1120tok/s"},
-            baseline={"decode_tps": "1000tok/s"},
-            applies_to={"hardware": "H100"},
-        )
-    )
-    bare = tmp_path / "team.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(origin.root), str(bare)], check=True)
     envs = {}
     for who in ("alice", "bob"):
         (tmp_path / f"home-{who}").mkdir()
         envs[who] = {**fast_env, "HOME": str(tmp_path / f"home-{who}")}
-    return bare, clone(bare, tmp_path / "alice", "alice"), clone(bare, tmp_path / "bob", "bob"), envs
-
-
-def finding_id(kb: kbtool.KnowledgeBase) -> str:
-    return next(c.id for c in kb.cards() if c.card.kind == "finding")
+    return (*shared_remote(tmp_path), envs)
 
 
 def claims_clash(team) -> tuple[str, dict[str, str]]:
