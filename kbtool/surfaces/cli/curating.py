@@ -98,37 +98,48 @@ def confirm(
     print_written(open_kb(kb, allow_secret).confirm(card_id, reason, agent=current_agent()), as_json)
 
 
-@app.command()
-def refute(
-    card_id: CardRef,
-    reason: Annotated[str, typer.Option(help="Why it does not hold, recorded in the commit.")],
-    allow_secret: AllowSecret = False,
-    kb: KbPath = None,
-    as_json: JsonOut = False,
-) -> None:
-    """Reject a card: status refuted (search demotes it, packs leave it out), you as reviewer; one commit."""
-    print_written(open_kb(kb, allow_secret).refute(card_id, reason, agent=current_agent()), as_json)
+def _status_command(name: str, reason_help: str, doc: str, status: str | None) -> None:
+    """Register `kb NAME ID --reason R`: a card's status set (refuted through refute(), which records the
+    reviewer), the reason in the commit. refute, retire and reopen differ only in these."""
+
+    def command(
+        card_id: CardRef,
+        reason: Annotated[str, typer.Option(help=reason_help)],
+        allow_secret: AllowSecret = False,
+        kb: KbPath = None,
+        as_json: JsonOut = False,
+    ) -> None:
+        base = open_kb(kb, allow_secret)
+        agent = current_agent()
+        written = (
+            base.refute(card_id, reason, agent=agent)
+            if status is None
+            else base.set_status(card_id, status, reason, agent=agent)
+        )
+        print_written(written, as_json)
+
+    command.__doc__ = doc
+    # this module's annotations are strings, read in its globals, where reason_help is not: the help goes in as
+    # the annotation itself
+    command.__annotations__["reason"] = Annotated[str, typer.Option(help=reason_help)]
+    app.command(name)(command)
 
 
-@app.command()
-def retire(
-    card_id: CardRef,
-    reason: Annotated[str, typer.Option(help="Why it no longer applies, recorded in the commit.")],
-    allow_secret: AllowSecret = False,
-    kb: KbPath = None,
-    as_json: JsonOut = False,
-) -> None:
-    """Retire a card that no longer applies (search demotes it, packs leave it out); one commit."""
-    print_written(open_kb(kb, allow_secret).set_status(card_id, "retired", reason, agent=current_agent()), as_json)
-
-
-@app.command()
-def reopen(
-    card_id: CardRef,
-    reason: Annotated[str, typer.Option(help="Why the question is open again, recorded in the commit.")],
-    allow_secret: AllowSecret = False,
-    kb: KbPath = None,
-    as_json: JsonOut = False,
-) -> None:
-    """Reopen a gap: what closed it is cleared (the findings keep their links); one commit."""
-    print_written(open_kb(kb, allow_secret).set_status(card_id, "open", reason, agent=current_agent()), as_json)
+_status_command(
+    "refute",
+    "Why it does not hold, recorded in the commit.",
+    "Reject a card: status refuted (search demotes it, packs leave it out), you as reviewer; one commit.",
+    None,
+)
+_status_command(
+    "retire",
+    "Why it no longer applies, recorded in the commit.",
+    "Retire a card that no longer applies (search demotes it, packs leave it out); one commit.",
+    "retired",
+)
+_status_command(
+    "reopen",
+    "Why the question is open again, recorded in the commit.",
+    "Reopen a gap: what closed it is cleared (the findings keep their links); one commit.",
+    "open",
+)
