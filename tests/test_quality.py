@@ -13,7 +13,8 @@ import pytest
 import kbtool
 from conftest import REPO_ROOT
 from kbtool.search.embeddings import SentenceTransformerEmbedder
-from kbtool.search.evaluation import PlainBM25, evaluate, load_gold
+from kbtool.search.evaluation import PlainBM25, evaluate, load_gold, score_query
+from kbtool.search.multilingual import cjk_share
 
 pytestmark = pytest.mark.quality
 CORPUS = REPO_ROOT.parent / "shared" / "corpus"
@@ -67,6 +68,7 @@ def reports(embedder, tmp_path_factory):
             scored = evaluate(gold, lambda q, k, mode, plain=plain: plain.search(q, k), modes=("plain",))
             baseline = scored["modes"]["plain"]
             out[(name, split)] = (evaluate(gold, _searcher(kb)), baseline)
+        out[(name, "kb")] = kb
     return out
 
 
@@ -106,6 +108,24 @@ def test_hybrid_is_at_least_as_good_as_the_better_single_mode(reports, corpus, s
     for metric in ("mrr@10", "hit@10"):
         best_single = max(modes["bm25"][metric], modes["vector"][metric])
         assert modes["hybrid"][metric] >= best_single, (metric, modes)
+
+
+# English queries whose answers include sections of MetaInfer's Chinese notebooks: the share of those sections in
+# hybrid's top 10, just under what was measured with the English gloss of Chinese in the keyword index (0.761 dev,
+# 0.719 test; 0.724 and 0.643 without it: bench/RESULTS.md)
+ENGLISH_TO_CHINESE_FLOORS = {"dev": 0.74, "test": 0.69}
+
+
+@pytest.mark.parametrize("split", sorted(ENGLISH_TO_CHINESE_FLOORS))
+def test_english_queries_find_the_chinese_notes(reports, split):
+    kb = _report(reports, "metainfer", "kb")
+    recalls = []
+    for item in load_gold(GOLD / "metainfer.jsonl", split=split):
+        chinese = tuple(r for r in item.relevant if r.startswith("notebooks-cn/"))
+        if chinese and cjk_share(item.q) == 0:
+            hits = kb.search(item.q, k=10, mode="hybrid").to_json()["hits"]
+            recalls.append(score_query(hits, chinese, 10)["recall@10"])
+    assert len(recalls) > 20 and sum(recalls) / len(recalls) >= ENGLISH_TO_CHINESE_FLOORS[split], recalls
 
 
 @pytest.mark.parametrize(("corpus", "ratio"), [("ml-engineering", 1.05), ("metainfer", 1.3), ("tgi-docs", 1.15)])
