@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -159,6 +157,7 @@ def _cached(name: str, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any
     import hashlib
     import marshal
 
+    from kbtool.store.atomic_files import replace_file
     from kbtool.store.locate import cache_dir
 
     path = dictionary_path()
@@ -174,15 +173,7 @@ def _cached(name: str, build: Callable[[Path], dict[str, Any]]) -> dict[str, Any
         pass
     index = build(path)
     with contextlib.suppress(OSError):
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(dir=cached.parent, suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as out:
-                marshal.dump(index, out)
-            os.replace(tmp, cached)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        replace_file(cached, marshal.dumps(index))
     return index
 
 
