@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.model.errors import BadInput, Conflict
-from kbtool.model.parsing import Unparsable, json_document, toml_document
+from kbtool.model.parsing import Unparsable, json_input, toml_document
 
 BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
@@ -116,10 +116,7 @@ def _read(path: Path) -> str | None:
 def _json(path: Path, text: str | None) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
-    try:
-        data = json_document(text)
-    except Unparsable as exc:
-        raise BadInput(f"{path}: not JSON ({exc}); nothing was written") from None
+    data = json_input(text, str(path), "; nothing was written")
     if not isinstance(data, dict):
         raise BadInput(f"{path}: not a JSON object; nothing was written")
     return data

@@ -41,6 +41,17 @@ def json_document(text: str) -> Any:
         raise Unparsable(why_unparsable(exc)) from None
 
 
+def json_input(text: str, where: str, after: str = "") -> Any:
+    """The JSON document text holds, or BadInput "WHERE: not JSON (why)AFTER": what a file, a line or a flag
+    handed to kb gets."""
+    from kbtool.model.errors import BadInput
+
+    try:
+        return json_document(text)
+    except Unparsable as exc:
+        raise BadInput(f"{where}: not JSON ({exc}){after}") from None
+
+
 def toml_document(text: str) -> dict[str, Any]:
     """The TOML document text holds, or Unparsable."""
     try:

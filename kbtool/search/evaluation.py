@@ -20,7 +20,7 @@ from typing import Any
 
 from kbtool.model.contracts.evaluation import EvalReport, GroupScores, Interval, ModeScores
 from kbtool.model.errors import BadInput
-from kbtool.model.parsing import Unparsable, json_document
+from kbtool.model.parsing import json_input
 from kbtool.model.vocabulary import MODES
 from kbtool.search.bootstrap import CONFIDENCE, RESAMPLES, SEED, mean_interval, ratio_interval, resample_indices
 
@@ -50,10 +50,7 @@ def load_gold(path: Path, split: str | None = None) -> list[GoldQuery]:
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            row = json_document(line)
-        except Unparsable as exc:
-            raise BadInput(f"{path}:{n}: not JSON ({exc})") from None
+        row = json_input(line, f"{path}:{n}")
         if not isinstance(row, dict) or not isinstance(row.get("q"), str) or not row["q"].strip():
             raise BadInput(f'{path}:{n}: expected {{"q": "...", "relevant": [...]}}')
         relevant = row.get("relevant")

@@ -31,7 +31,7 @@ from typing import Any
 from kbtool.model import markdown
 from kbtool.model.cards import CardBase
 from kbtool.model.errors import BadInput, KbError
-from kbtool.model.parsing import Unparsable, json_document, toml_document
+from kbtool.model.parsing import Unparsable, json_input, toml_document
 from kbtool.model.records import StoredCard
 from kbtool.model.validation import validate_card
 
@@ -162,10 +162,7 @@ def _content(record: dict[str, Any], where: str) -> bytes:
 
 def _record(line: str, where: str) -> tuple[str, dict[str, Any]]:
     """A line's type and record, its keys checked; a line without a type is a version 1 card."""
-    try:
-        record = json_document(line)
-    except Unparsable as exc:
-        raise BadInput(f"{where}: not JSON ({exc})") from None
+    record = json_input(line, where)
     if not isinstance(record, dict):
         raise BadInput(f'{where}: expected a record {{"type": ..., ...}}')
     kind = record.pop("type", "card")

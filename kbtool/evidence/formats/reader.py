@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from kbtool.evidence.values import guess_direction, read_artifact
 from kbtool.model.errors import BadInput
-from kbtool.model.parsing import Unparsable, json_document
+from kbtool.model.parsing import Unparsable, json_document, json_input
 
 
 class Reader(Protocol):
@@ -128,8 +128,5 @@ def json_runs(path: Path, text: str) -> list[Any]:
     runs = []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
-            try:
-                runs.append(json_document(line))
-            except Unparsable as exc:
-                raise BadInput(f"{path}:{n}: not JSON ({exc})") from None
+            runs.append(json_input(line, f"{path}:{n}"))
     return runs

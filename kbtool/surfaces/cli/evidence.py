@@ -15,7 +15,7 @@ import typer
 
 from kbtool.evidence import formats
 from kbtool.model.errors import BadInput
-from kbtool.model.parsing import Unparsable, json_document
+from kbtool.model.parsing import json_input
 from kbtool.model.vocabulary import DIRECTIONS, words
 from kbtool.surfaces.cli.base import (
     AllowSecret,
@@ -277,7 +277,4 @@ def _finding_from_flags(flags: dict[str, Any]) -> FindingInput:
 
 
 def _json_stdin() -> Any:
-    try:
-        return json_document(sys.stdin.read())
-    except Unparsable as exc:
-        raise BadInput(f"--json-input: stdin is not JSON ({exc})") from None
+    return json_input(sys.stdin.read(), "--json-input: stdin")

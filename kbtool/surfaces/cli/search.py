@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from kbtool.model.errors import BadInput
-from kbtool.model.parsing import Unparsable, json_document
+from kbtool.model.parsing import json_input
 from kbtool.model.vocabulary import MODES, words
 from kbtool.search.bootstrap import RESAMPLES, SEED
 from kbtool.surfaces.cli.base import (
@@ -101,10 +101,7 @@ def search(
 def _batch_request(line: str, n: int, defaults: dict[str, Any]) -> dict[str, Any]:
     text = line.strip()
     if text.startswith("{"):
-        try:
-            data = json_document(text)
-        except Unparsable as exc:
-            raise BadInput(f"--batch line {n}: not JSON ({exc})") from None
+        data = json_input(text, f"--batch line {n}")
         if not isinstance(data, dict) or not isinstance(data.get("q", data.get("query")), str):
             raise BadInput(f'--batch line {n}: expected {{"q": "..."}}')
         return {**defaults, **data}
