@@ -16,6 +16,8 @@ import sys
 import tomllib
 from typing import Any
 
+from kbtool.model.errors import BadInput
+
 
 class Unparsable(ValueError):
     """Why a text is not the document it should be, in one line without the origin."""
@@ -44,8 +46,6 @@ def json_document(text: str) -> Any:
 def json_input(text: str, where: str, after: str = "") -> Any:
     """The JSON document text holds, or BadInput "WHERE: not JSON (why)AFTER": what a file, a line or a flag
     handed to kb gets."""
-    from kbtool.model.errors import BadInput
-
     try:
         return json_document(text)
     except Unparsable as exc:
