@@ -137,8 +137,12 @@ def test_a_named_folder_is_locked_file_by_file(cli, kb, tmp_path):
     gate = script_gate(kb, '"${KB_PYTHON:-python3}" ${KB_ROOT}/gates/tpot.py 9.5 # and the rest of ${KB_ROOT}/gates/')
     assert cli("gate", "lock", gate).exit_code == 0
     assert cli("gate", "run", gate, "--in", str(tmp_path)).exit_code == 0
+    # what running a script by hand leaves: Python may load it instead of the locked source, so it is named
     (kb.root / "gates" / "__pycache__").mkdir(exist_ok=True)
-    (kb.root / "gates" / "__pycache__" / "tpot.cpython-311.pyc").write_bytes(b"\0")  # what running leaves
+    (kb.root / "gates" / "__pycache__" / "tpot.cpython-311.pyc").write_bytes(b"\0")
+    cached = cli("gate", "verify")
+    assert cached.exit_code == 1 and "gates/__pycache__ is a bytecode cache" in cached.stdout
+    shutil.rmtree(kb.root / "gates" / "__pycache__")
     assert cli("gate", "verify").exit_code == 0
     (kb.root / "gates" / "helper.py").write_text("THRESHOLD = 100\n")
     added = cli("gate", "verify")

@@ -37,9 +37,20 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"briefing"},
     ],
     "store": [
-        {"atomic_files", "commits", "config", "files", "git_urls", "interrupts", "locate", "merge", "scratch"},
+        {
+            "atomic_files",
+            "commits",
+            "config",
+            "files",
+            "git_urls",
+            "interrupts",
+            "locate",
+            "lock_file",
+            "merge",
+            "scratch",
+        },
         {"git_identity", "git_runner", "secrets"},
-        {"daemons", "incoming", "repository", "sources"},
+        {"daemons", "incoming", "lock_history", "repository", "sources"},
         {"history", "sync", "importer", "exchange", "carry"},
     ],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry"}, {"install"}],
@@ -68,7 +79,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"__init__"},  # READERS: every format's reader
     ],
     "curation": [
-        {"review", "gate_lock"},
+        {"review", "gate_reach", "gate_lock"},
         {"checks", "committed_secrets", "drift"},
         {"lint_checks"},  # the lint classes, each with its runner
         {"gate_compare"},  # a gate's comparison reads and judges runs as `kb compare` does

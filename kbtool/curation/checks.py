@@ -7,8 +7,9 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - superseded: a current card that still links to a superseded one as related
 - gaps: a gap findings closed that is open again, every one of them since refuted, superseded,
   retired or deleted (a warning; `kb gaps` lists it again)
-- gates: a locked gate, or a file its command runs, that no longer matches kb.lock (supersede it instead),
-  locks of missing gates
+- gates: a locked gate, or a file its lock covers, that no longer matches kb.lock (supersede it instead), a
+  bytecode cache beside a gate's scripts, locks of missing gates, a lock entry changed by a commit other
+  than a person's `kb gate relock` (tampering, named with its commit)
 - stale: confirmed or tentative findings older than curation.max_finding_age_days
 - contradictions: findings with the same metric and scope and opposite effects
 - duplicates: cards of one kind whose embeddings are nearly the same (from the search index)
@@ -38,7 +39,7 @@ from kbtool.model.records import CardSummary, Problem, StoredCard
 from kbtool.model.vocabulary import INACTIVE_STATUSES, KINDS, words
 from kbtool.store.config import LimitsSection
 from kbtool.store.files import LinkOut, leads_out, link_out
-from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Store
+from kbtool.store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Store
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     import numpy as np
+
+    from kbtool.store.lock_history import LockHistory
 
 LINK_FIELDS = ("supersedes", "superseded_by", "related", "contradicts", "closes")
 
@@ -199,11 +202,15 @@ def reopened_gaps(open_gaps: list[CardSummary]) -> list[Problem]:
 
 
 def gate_lock_problems(
-    store: Store, locks: dict[str, GateLock], dropped: dict[str, tuple[str, GateLock]] | None = None
+    store: Store,
+    locks: dict[str, GateLock],
+    dropped: dict[str, tuple[str, GateLock]] | None = None,
+    history: LockHistory | None = None,
 ) -> list[Problem]:
     """`kb lint`'s gates check and `kb gate verify`: each locked gate whose card or files no longer
-    match kb.lock, each lock whose gate is gone, and each gate whose entry was taken out of kb.lock
-    (dropped: it stays locked)."""
+    match kb.lock, each lock whose gate is gone, each gate whose entry was taken out of kb.lock
+    (dropped: it stays locked), and, from kb.lock's history, each entry a commit other than a person's
+    relock changed, or that is changed on disk and not committed (kbtool/store/lock_history.py)."""
     gates = {}
     for path in store.card_files():
         if path.parent.name == "gate":
@@ -236,9 +243,34 @@ def gate_lock_problems(
             )
         else:
             out += [Problem(f, "gate-lock", why, gate_id) for f, why in file_problems(gate.card, lock, store.root)]
+        if history is not None:
+            out += _history_problems(history, gate_id, lock, gate.path if gate else f"{CARDS_DIR}/gate/{gate_id}.md")
     for gate_id, (sha, _) in sorted((dropped or {}).items()):
         out.append(Problem("kb.lock", "gate-lock", dropped_lock_message(gate_id, sha), gate_id))
+    if history is not None and history.unknown:
+        out.append(Problem(LOCK_FILE, "gate-lock", history.unknown, severity="warning"))
     return out
+
+
+def _history_problems(history: LockHistory, gate_id: str, lock: GateLock, card_path: str) -> list[Problem]:
+    """A locked gate's entry as kb.lock's history has it: made by tampering (named with its commit), or
+    changed on disk and not committed."""
+    if history.uncommitted(gate_id, lock):
+        return [
+            Problem(
+                LOCK_FILE,
+                "gate-lock",
+                f"kb.lock's entry of gate {gate_id!r} is changed and not committed; a lock changes only by a "
+                f"person's relock: restore it (git checkout -- {LOCK_FILE}), or, a person who has read the change, "
+                f"`kb gate relock {gate_id} --reason TEXT`",
+                gate_id,
+            )
+        ]
+    tampering = history.tampered.get(gate_id)
+    if tampering is None:
+        return []
+    first = (tampering.changed(card_path) or [LOCK_FILE])[0]
+    return [Problem(first, "gate-lock", tampering.message(card_path), gate_id)]
 
 
 def dropped_lock_message(gate_id: str, sha: str) -> str:

@@ -1,10 +1,16 @@
 """A gate's lock: the hash `kb gate lock` records in kb.lock, after which the gate must not change
-(supersede it with a new gate instead), and what a locked gate is checked against before it runs.
+(supersede it with a new gate, or, a person who has read the change, `kb gate relock`), and what a locked
+gate is checked against before it runs.
 
 The hash covers everything that defines the check (id, title, check, scope, body) and leaves out
 what superseding a gate legitimately changes (status, links). A command that runs a file of the
-knowledge base ("$KB_ROOT/gates/compare.py") is only as fixed as that file, so kb.lock holds each
-such file's hash beside the gate's, and a changed, added or missing file breaks the lock too.
+knowledge base is only as fixed as that file and everything beside it that it may import or read (a
+helper module, a sourceless .pyc, a .pth, data), so kb.lock holds the hash of every file under the
+folder of each path the command reaches (kbtool/curation/gate_reach.py), and a changed, added or missing
+file there breaks the lock. A bytecode cache there (__pycache__/, a .pyc beside its .py) is never locked
+and always reported: Python may load it instead of the locked source, and kb runs gates with caches out of
+reach. A folder that would hold the whole knowledge base (a script at its root) or kb's own files (kb/,
+runs/) cannot be locked: a gate's scripts live in a folder of their own.
 """
 
 from __future__ import annotations
@@ -12,18 +18,34 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from kbtool.curation.gate_reach import command_reach
 from kbtool.evidence.values import sha256_file
 from kbtool.model.cards import Gate
 from kbtool.model.errors import BadInput
-from kbtool.model.parsing import Unparsable, json_document
 from kbtool.store.files import leads_out, link_out
+from kbtool.store.lock_file import LOCK_VERSION, GateLock, parse_lock, render_lock
+from kbtool.store.lock_history import lock_history
 
-LOCK_VERSION = 1
+__all__ = [
+    "LOCK_VERSION",
+    "GateLock",
+    "NamedFiles",
+    "file_problems",
+    "gate_hash",
+    "lock_entry",
+    "lock_history",
+    "named_files",
+    "parse_lock",
+    "render_lock",
+]
+
+CACHE_FOLDER = "__pycache__"
+# folders of the knowledge base a lock cannot cover whole: kb writes there (cards, run logs, derived state)
+KB_FOLDERS = {"kb": "where the cards live", "runs": "where gate runs are logged", ".kb": "kb's derived state"}
+KB_FOLDERS |= {".git": "git's own folder", "skills": "where the skills live"}
 
 
 def gate_hash(gate: Gate, body: str) -> str:
@@ -38,78 +60,20 @@ def gate_hash(gate: Gate, body: str) -> str:
 
 
 @dataclass(frozen=True)
-class GateLock:
-    """A gate's entry in kb.lock: the hash of its card, and of each file in the knowledge base its command
-    names ({path from the root: sha256}), so an edited script is caught as surely as an edited gate."""
-
-    sha256: str
-    files: dict[str, str] = field(default_factory=dict)
-
-
-def parse_lock(text: str | None) -> dict[str, GateLock]:
-    """kb.lock -> {gate id: its lock}. Entries without files (a gate that names none, or a lock written
-    before kb locked them) read as they always did."""
-    if not text:
-        return {}
-    try:
-        data = json_document(text)
-        gates = data["gates"]
-        return {
-            str(k): GateLock(str(v["sha256"]), {str(p): str(h) for p, h in (v.get("files") or {}).items()})
-            for k, v in gates.items()
-        }
-    except (Unparsable, KeyError, TypeError, AttributeError) as exc:
-        raise BadInput(f"kb.lock: not a valid lock file ({exc}); restore it from git") from None
-
-
-def lock_history(repo: Any, lock_file: str) -> dict[str, tuple[str, GateLock]]:
-    """Every gate kb.lock has held in a commit, with the newest entry and its commit: {id: (sha, lock)}.
-    A gate whose entry is deleted from kb.lock stays locked (its entry is here), so taking a line out of
-    kb.lock is no way around a lock. A commit whose kb.lock does not parse is passed over."""
-    try:
-        shas = repo.git.log("--format=%H", "--", lock_file).split()
-    except Exception:  # no commits yet, or not a git repository: no history to hold anything
-        return {}
-    found: dict[str, tuple[str, GateLock]] = {}
-    for sha in shas:  # newest first: the first entry seen for a gate is its last lock
-        try:
-            entries = parse_lock(repo.git.show(f"{sha}:{lock_file}"))
-        except Exception:  # deleted in that commit, or not a lock file then
-            continue
-        for gate_id, entry in entries.items():
-            found.setdefault(gate_id, (sha, entry))
-    return found
-
-
-def render_lock(entries: dict[str, GateLock]) -> str:
-    gates = {
-        k: {"sha256": v.sha256, **({"files": dict(sorted(v.files.items()))} if v.files else {})}
-        for k, v in sorted(entries.items())
-    }
-    return json.dumps({"version": LOCK_VERSION, "gates": gates}, indent=2) + "\n"
-
-
-# "$KB_ROOT/gates/compare.py", "$KB_ROOT"/gates/ or ${KB_ROOT}/gates: a path in the knowledge base, up to a
-# quote, a space or a shell operator
-KB_ROOT_PATH = re.compile(r"\$(?:KB_ROOT\b|\{KB_ROOT\})\"?/([^\s\"'`;|&<>()$\\]+)")
-SKIPPED_NAMES = ("__pycache__",)  # what running a script leaves beside it, which must not break its lock
-
-
-def named_paths(command: str | None) -> list[str]:
-    """The paths under $KB_ROOT a command names, as written ("gates/compare.py", "gates/")."""
-    return list(dict.fromkeys(m.group(1) for m in KB_ROOT_PATH.finditer(command or "")))
-
-
-@dataclass(frozen=True)
 class NamedFiles:
-    """The files a command gate names in the knowledge base, as they are now: each file's sha256 (a named
-    folder: each file under it, hidden files and caches aside), the named paths that are missing, and
-    those that point outside the knowledge base (which no lock can cover)."""
+    """The files a command gate's lock covers, as they are now: each file's sha256 (every file under the
+    folder of each path the command reaches, caches aside), the paths it names that are missing, those that
+    lead outside the knowledge base (which no lock can cover), the bytecode caches found, the paths whose
+    folder is too wide to lock ({path: why}), and why kb cannot tell what the command runs (unclear)."""
 
     hashes: dict[str, str]
     missing: list[str]
     outside: list[str]
     links: dict[str, str] = field(default_factory=dict)  # those of outside that are symbolic links: their targets
+    caches: list[str] = field(default_factory=list)
+    wide: dict[str, str] = field(default_factory=dict)
+    unclear: str | None = None
+    folders: list[str] = field(default_factory=list)  # the folders the lock covers, from the root
 
     def outside_why(self, path: str) -> str:
         """How one of outside leaves the knowledge base: by its path, or by a symbolic link (named)."""
@@ -119,39 +83,83 @@ class NamedFiles:
 
 
 def named_files(gate: Gate, root: Path) -> NamedFiles:
-    """No symbolic link is followed out of the knowledge base (kbtool/store/files.py): a named path, or a
-    file in a named folder, that leads out is outside, and nothing is hashed (or run) through it."""
+    """Every file a gate's lock covers (see the module). No symbolic link is followed out of the knowledge
+    base (kbtool/store/files.py): a named path, or a file in a covered folder, that leads out is outside,
+    and nothing is hashed (or run) through it."""
     root = root.resolve()
-    hashes: dict[str, str] = {}
-    missing: list[str] = []
-    outside: list[str] = []
-    links: dict[str, str] = {}
-    for written in named_paths(gate.check.command):
-        path = (root / written).resolve()
-        if path != root and root not in path.parents:
-            outside.append(written)
-            lexical = Path(os.path.normpath(root / written))
-            linked = link_out(root, lexical) if lexical.is_relative_to(root) else None
-            if linked is not None:
-                links[written] = linked.target
-        elif path.is_file():
-            hashes[path.relative_to(root).as_posix()] = sha256_file(path)
-        elif path.is_dir() and path != root:
-            for file in sorted(path.rglob("*")):
-                rel = file.relative_to(root).as_posix()
-                if file.is_symlink() and leads_out(root, file):
-                    outside.append(rel)
-                    links[rel] = os.readlink(file)
-                elif file.is_file() and not any(p.startswith(".") or p in SKIPPED_NAMES for p in rel.split("/")):
-                    hashes[rel] = sha256_file(file)
-        elif path != root:  # "$KB_ROOT/." names the whole knowledge base: no file to lock
-            missing.append(written)
-    return NamedFiles(hashes, missing, outside, links)
+    reach = command_reach(gate.check.command, root)
+    found = NamedFiles({}, [], [], unclear=reach.unclear)
+    folders: list[Path] = []
+    for written in reach.paths:
+        folder = _folder_of(written, root, found)
+        if folder is not None and folder not in folders:
+            folders.append(folder)
+    covered = [f for f in folders if not any(other in f.parents for other in folders)]
+    for folder in covered:
+        found.folders.append(folder.relative_to(root).as_posix())
+        for file in sorted(folder.rglob("*")):
+            rel = file.relative_to(root).as_posix()
+            if file.is_symlink() and leads_out(root, file):
+                found.outside.append(rel)
+                found.links[rel] = os.readlink(file)
+            elif _is_cache(file):
+                if not any(rel.startswith(f"{c}/") for c in found.caches):
+                    found.caches.append(rel)
+            elif file.is_file():
+                found.hashes[rel] = sha256_file(file)
+    return found
+
+
+def _folder_of(written: str, root: Path, found: NamedFiles) -> Path | None:
+    """The folder a lock covers for one path a command reaches (a file's folder, or the folder named), or
+    None, with why in found: outside the knowledge base, missing, or too wide a folder to lock."""
+    path = (root / written).resolve()
+    if path != root and root not in path.parents:
+        found.outside.append(written)
+        lexical = Path(os.path.normpath(root / written))
+        linked = link_out(root, lexical) if lexical.is_relative_to(root) else None
+        if linked is not None:
+            found.links[written] = linked.target
+        return None
+    if not path.exists():
+        found.missing.append(written)
+        return None
+    folder = path if path.is_dir() else path.parent
+    why = too_wide(folder.relative_to(root).as_posix())
+    if why:
+        found.wide[written or "."] = why
+        return None
+    return folder
+
+
+def too_wide(folder: str) -> str | None:
+    """Why a folder cannot be a gate's (its lock would cover the whole knowledge base, or files kb writes)."""
+    if folder in ("", "."):
+        return "at the knowledge base's root: its folder is the whole knowledge base"
+    top = folder.split("/", 1)[0]
+    if top in KB_FOLDERS and (top != "skills" or folder == "skills"):
+        return f"in {top}/, {KB_FOLDERS[top]}"
+    return None
+
+
+def _is_cache(path: Path) -> bool:
+    """A bytecode cache: a __pycache__ folder, or a .pyc beside the .py it was compiled from (a .pyc with no
+    source is a module of its own, and is locked)."""
+    if path.name == CACHE_FOLDER or CACHE_FOLDER in path.parent.parts:
+        return True
+    return path.suffix in (".pyc", ".pyo") and path.with_suffix(".py").exists()
 
 
 def lock_entry(gate: Gate, body: str, root: Path) -> GateLock:
-    """What `kb gate lock` records for a gate; refused, naming the file, when a file it runs is not there."""
+    """What `kb gate lock` (and relock) records for a gate; refused in one line, naming the file, when what
+    it runs cannot be locked: a file missing or outside, a folder too wide, a cache, a command kb cannot
+    follow."""
     named = named_files(gate, root)
+    if named.unclear:
+        raise BadInput(
+            f"gate {gate.id!r}: {named.unclear}, so kb cannot lock what it runs; name each script as "
+            f'"$KB_ROOT/gates/{gate.id}/SCRIPT" (kb locks the folder it is in)'
+        )
     if named.outside:
         raise BadInput(
             f"gate {gate.id!r} runs {named.outside_why(named.outside[0])}, which no lock can cover; keep the file "
@@ -162,13 +170,44 @@ def lock_entry(gate: Gate, body: str, root: Path) -> GateLock:
             f"gate {gate.id!r} runs $KB_ROOT/{named.missing[0]}, which is not in the knowledge base; add it "
             f"before locking the gate"
         )
+    if named.wide:
+        raise BadInput(_wide_message(gate.id, *next(iter(named.wide.items()))))
+    if named.caches:
+        raise BadInput(_cache_message(gate.id, named.caches[0]))
     return GateLock(gate_hash(gate, body), named.hashes)
 
 
+def _wide_message(gate_id: str, path: str, why: str) -> str:
+    return (
+        f"gate {gate_id!r} runs $KB_ROOT/{path}, {why}, and a lock covers the whole folder of what a gate runs; "
+        f"keep a gate's scripts in a folder of their own (gates/{gate_id}/) and name them as \"$KB_ROOT/gates/"
+        f'{gate_id}/SCRIPT"'
+    )
+
+
+def _cache_message(gate_id: str, cache: str) -> str:
+    return (
+        f"{cache} is a bytecode cache in a folder gate {gate_id!r} runs: Python may load it instead of the "
+        f"locked source; remove it (rm -r {cache}): kb runs gates with Python's bytecode caches out of reach"
+    )
+
+
 def file_problems(gate: Gate, lock: GateLock, root: Path) -> list[tuple[str, str]]:
-    """(file, what is wrong) for each file the locked gate runs that no longer matches kb.lock."""
+    """(file, what is wrong) for each file the locked gate's lock covers that no longer matches kb.lock, and
+    for what no lock can cover: a cache, a path outside or too wide, a command kb cannot follow."""
     named = named_files(gate, root)
     out = [(p, f"gate {gate.id!r} runs {named.outside_why(p)}; no lock covers it") for p in named.outside]
+    if named.unclear:
+        out.append(
+            (
+                "kb.lock",
+                f"the command of gate {gate.id!r} reaches the knowledge base, but {named.unclear}: its lock "
+                f'cannot cover what it runs; a new gate naming its script as "$KB_ROOT/gates/{gate.id}/SCRIPT" '
+                f"supersedes it",
+            )
+        )
+    out += [(p, _wide_message(gate.id, p, why)) for p, why in named.wide.items()]
+    out += [(c, _cache_message(gate.id, c)) for c in named.caches]
     if named.hashes and not lock.files:
         shown = ", ".join(named.hashes)
         return out + [
@@ -178,16 +217,23 @@ def file_problems(gate: Gate, lock: GateLock, root: Path) -> list[tuple[str, str
                 f"a gate runs); read them, then `kb gate lock {gate.id}`",
             )
         ]
+    relock = f"`kb gate relock {gate.id} --reason TEXT`"
     for path in sorted(set(lock.files) | set(named.hashes) | set(named.missing)):
         locked, now = lock.files.get(path), named.hashes.get(path)
         if now is None:
             why = f"{path}, which gate {gate.id!r} runs, is missing; restore it from git"
         elif locked is None:
-            why = f"{path} is new in a folder gate {gate.id!r} runs; remove it, or supersede the gate"
+            folder = next((f for f in named.folders if path.startswith(f"{f}/")), "")
+            why = (
+                f"{path} is new in a folder gate {gate.id!r} runs ({folder}/, which its lock covers whole); remove "
+                f"it, or a person who has read it relocks the gate ({relock}); a folder per gate (gates/{gate.id}/) "
+                f"keeps a file added for one gate from breaking the others' locks"
+            )
         elif locked != now:
             why = (
                 f"{path}, which gate {gate.id!r} runs, changed since the gate was locked; restore it "
-                f"(git checkout -- {path}), or supersede the gate with a new one"
+                f"(git checkout -- {path}), supersede the gate with a new one, or a person who has read the change "
+                f"relocks it ({relock})"
             )
         else:
             continue

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from kbtool.curation.gate_lock import GateLock
     from kbtool.model.policy import Policy
     from kbtool.search.embeddings import Embedder
+    from kbtool.store.lock_history import LockHistory
 
 
 class Linted(Protocol):
@@ -53,6 +54,8 @@ class Linted(Protocol):
     def gate_locks(self) -> dict[str, GateLock]: ...
 
     def dropped_locks(self) -> dict[str, tuple[str, GateLock]]: ...
+
+    def lock_history(self) -> LockHistory: ...
 
     def semantic_embedder(self) -> Embedder | None: ...
 
@@ -137,7 +140,10 @@ LINT_RUNS: tuple[LintCheck, ...] = (
     # the gaps `kb gaps` lists again, as it says why
     LintCheck("gaps", lambda run: checks.reopened_gaps(run.kb.gaps())),
     LintCheck(
-        "gates", lambda run: checks.gate_lock_problems(run.kb.store, run.kb.gate_locks(), run.kb.dropped_locks())
+        "gates",
+        lambda run: checks.gate_lock_problems(
+            run.kb.store, run.kb.gate_locks(), run.kb.dropped_locks(), run.kb.lock_history()
+        ),
     ),
     LintCheck("stale", lambda run: checks.stale(run.cards, run.kb.config.curation.max_finding_age_days, date.today())),
     LintCheck("contradictions", lambda run: checks.contradictions(run.cards)),

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from kbtool.search.indexed import RefreshStats
     from kbtool.search.pipeline import Searcher
     from kbtool.skills.spec import Skill
+    from kbtool.store.lock_history import LockHistory
 
 
 T = TypeVar("T")
@@ -73,7 +74,7 @@ class KnowledgeBaseCore:
         self._policy: Policy | None = None
         self._sources: builtins.list[tuple[str, Self]] | None = None
         self._environment: dict[str, str] | None = None  # this machine's, read once (nvidia-smi is slow)
-        self._lock_history: tuple[str | None, dict[str, tuple[str, GateLock]]] | None = None  # by HEAD
+        self._lock_history: tuple[str | None, LockHistory] | None = None  # by HEAD
 
     @property
     def allow_secrets(self) -> bool:
@@ -492,18 +493,24 @@ class KnowledgeBaseCore:
             raise OutsidePath(self.store.refusal(linked))
         return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)
 
+    def lock_history(self) -> LockHistory:
+        """kb.lock through its history (kbtool/store/lock_history.py): every gate it held, and those whose
+        entry a commit other than a person's relock changed; read once for each HEAD."""
+        from kbtool.store.lock_history import LockHistory, lock_history
+
+        head = self.store.head()
+        if self._lock_history is None or self._lock_history[0] != head:
+            self._lock_history = (head, lock_history(self.store.repo, LOCK_FILE) if head else LockHistory())
+        return self._lock_history[1]
+
     def dropped_locks(self) -> dict[str, tuple[str, GateLock]]:
         """The gates kb.lock held in a commit and no longer holds, though their cards are still here:
         {id: (the commit of its last lock, that lock)}. Such a gate is still locked: it runs nothing
         and is not edited, and `kb gate lock` puts back its entry only while it still matches."""
-        from kbtool.curation.gate_lock import lock_history
-
-        head = self.store.head()
-        if self._lock_history is None or self._lock_history[0] != head:
-            self._lock_history = (head, lock_history(self.store.repo, LOCK_FILE) if head else {})
+        held = self.lock_history().held
         current = self.gate_locks()
         here = {p.stem for p in self.store.card_files() if p.parent.name == "gate"}
-        return {k: v for k, v in self._lock_history[1].items() if k not in current and k in here}
+        return {k: v for k, v in held.items() if k not in current and k in here}
 
     @property
     def embedder(self) -> Embedder:

@@ -146,10 +146,11 @@ class Exchange(KnowledgeBaseCore):
         return lines
 
     def _files_gates_run(self) -> set[str]:
-        """The paths gates' commands run ($KB_ROOT/PATH, a file or a folder): carried with their gates."""
-        from kbtool.curation.gate_lock import named_paths
+        """The files gates' locks cover (every file under the folder of what a command runs): carried with
+        their gates."""
+        from kbtool.curation.gate_lock import named_files
 
-        return {p.rstrip("/") for s in self.list(kind="gate") for p in named_paths(gate_of(s).check.command)}
+        return {p for s in self.list(kind="gate") for p in named_files(gate_of(s), self.root).hashes}
 
     def import_cards(self, path: str | os.PathLike[str]) -> ImportSummary:
         """A JSON Lines export, in one commit: cards added or updated (never a locked gate), the gates'
@@ -184,7 +185,7 @@ class Exchange(KnowledgeBaseCore):
 
     def _check_stream(self, stream: Stream, origin: str) -> None:
         """Each lock against its gate and its files, each file against the gates that run it, and kb.toml."""
-        from kbtool.curation.gate_lock import gate_hash, named_paths
+        from kbtool.curation.gate_lock import gate_hash
         from kbtool.store.config import parse_config
 
         gates = {card.id: (card, body) for card, body in stream.cards if isinstance(card, Gate)}
@@ -195,10 +196,10 @@ class Exchange(KnowledgeBaseCore):
             for rel, locked in files.items():
                 if rel not in stream.files or _sha(stream.files[rel]) != locked:
                     raise BadInput(f"{origin}: {rel}, which locked gate {gate_id!r} runs, is missing or changed")
-        named = [p.rstrip("/") for card, _ in gates.values() for p in named_paths(card.check.command)]
+        folders = {f for card, _ in gates.values() for f in _stream_folders(card, self.root, set(stream.files))}
         for rel in stream.files:
-            if not any(rel == p or rel.startswith(p + "/") for p in named):
-                raise BadInput(f"{origin}: {rel} is not a file a gate of the export runs ($KB_ROOT/PATH)")
+            if not any(rel.startswith(folder + "/") for folder in folders):
+                raise BadInput(f"{origin}: {rel} is not a file a gate of the export runs, nor in the folder of one")
         if stream.config is not None:
             try:
                 parse_config(stream.config)
@@ -237,7 +238,7 @@ class Exchange(KnowledgeBaseCore):
         locks = dict(here)
         for gate_id, (sha, files) in stream.locks.items():
             lock = GateLock(sha, files)
-            if gate_id in bound and bound[gate_id] != lock:
+            if gate_id in bound and (bound[gate_id].sha256, bound[gate_id].files) != (sha, files):
                 raise Conflict(f"{origin}: gate {gate_id!r} is locked here otherwise; nothing written")
             locks[gate_id] = lock
         if locks != here:
@@ -275,3 +276,17 @@ class Exchange(KnowledgeBaseCore):
             self.note(f"kb.toml: this knowledge base's own is kept; {origin} holds another")
             return {}
         return {CONFIG_FILE: stream.config}
+
+
+def _stream_folders(gate: Gate, root: Path, files: set[str]) -> list[str]:
+    """The folders whose files a gate of an export may bring: the folder of each path its command reaches,
+    read against the export's files (a folder it names: that folder)."""
+    from kbtool.curation.gate_lock import too_wide
+    from kbtool.curation.gate_reach import command_reach
+
+    def there(rel: str) -> bool:
+        return rel in files or any(f.startswith(f"{rel}/") for f in files)
+
+    paths = command_reach(gate.check.command, root, there).paths
+    folders = [(p.rsplit("/", 1)[0] if "/" in p else "") if p in files else p for p in paths]
+    return [f for f in folders if not too_wide(f) and not f.startswith("..")]

@@ -7,6 +7,7 @@ import builtins
 import json
 import os
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from kbtool.model.cards import Gate
 from kbtool.model.contracts import GateRunResult, LockCheck
 from kbtool.model.errors import BadInput, Conflict, InvalidCard
 from kbtool.model.records import StoredCard, gate_of
-from kbtool.store.commits import commit_message
+from kbtool.store.commits import checked_reason, commit_message
 from kbtool.store.repository import LOCK_FILE
 
 if TYPE_CHECKING:
@@ -99,13 +100,14 @@ class Gates(KnowledgeBaseCore):
         return lock_entry(gate, stored.body, self.root)
 
     def verify_gates(self) -> LockCheck:
-        """Every locked gate, and each file its command runs, against kb.lock: ok, how many are locked, and
-        each mismatch."""
+        """Every locked gate, and each file its lock covers, against kb.lock and kb.lock's history: ok, how
+        many are locked, and each mismatch (a lock changed by a commit other than a relock among them)."""
         from kbtool.curation.checks import gate_lock_problems
 
         locks = self.gate_locks()
-        problems = gate_lock_problems(self.store, locks, self.dropped_locks())
-        return LockCheck(ok=not problems, locked=len(locks), problems=problems)
+        problems = gate_lock_problems(self.store, locks, self.dropped_locks(), self.lock_history())
+        ok = not any(p.severity == "error" for p in problems)  # a shallow clone's unchecked history: a warning
+        return LockCheck(ok=ok, locked=len(locks), problems=problems)
 
     def gate_project(self, in_dir: str | os.PathLike[str] | None, default_dir: Path | None = None) -> Path:
         """The project folder a gate judges: in_dir, else kb.toml's [gates] project (relative to the root),
@@ -193,6 +195,8 @@ class Gates(KnowledgeBaseCore):
             from kbtool.curation.checks import dropped_lock_message
 
             raise Conflict(f"nothing was run: {dropped_lock_message(stored.id, dropped[0])}")
+        if locked is not None:
+            self._untampered(stored, locked)
         intact = locked is not None and locked.sha256 == gate_hash(gate, stored.body)
         if locked is not None and not intact:
             raise Conflict(
@@ -213,6 +217,20 @@ class Gates(KnowledgeBaseCore):
         if locked is None:
             self.note(f"gate {stored.id} is not locked (`kb gate lock {stored.id}` makes its check immutable)")
         return intact
+
+    def _untampered(self, stored: StoredCard, locked: GateLock) -> None:
+        """Refuse a gate whose kb.lock entry a commit other than a person's relock made, or that is changed on
+        disk and not committed: its lock no longer says what a person accepted (kbtool/store/lock_history.py)."""
+        history = self.lock_history()
+        tampering = history.tampered.get(stored.id)
+        if tampering is not None:
+            raise Conflict(f"nothing was run: {tampering.message(stored.path)}")
+        if history.uncommitted(stored.id, locked):
+            raise Conflict(
+                f"nothing was run: kb.lock's entry of gate {stored.id!r} is changed and not committed; restore it "
+                f"(git checkout -- {LOCK_FILE}), or, a person who has read the change, `kb gate relock {stored.id} "
+                "--reason TEXT`"
+            )
 
     def _record_gate_run(self, gate_id: str, result: GateRunResult, project: Path, target: StoredCard | None) -> None:
         """The one writer of a gate's run log: the run, with the judged repository's name, remote and commit,
@@ -241,3 +259,73 @@ class Gates(KnowledgeBaseCore):
     def gate_runs(self, gate_id: str) -> builtins.list[dict[str, Any]]:
         """A gate's recorded runs, oldest first (kbtool/curation/gate_runs.py)."""
         return recorded_runs(self.root, gate_id)
+
+    def relock_gate(self, ref: str, reason: str, agent: str | None = None) -> str | None:
+        """A person's relock: the one way a locked gate's kb.lock entry changes. The gate card and every file
+        its lock covers are hashed anew and kb.lock committed, with the gate's own changed files if they are
+        not committed yet, in one commit whose message names the op (kb-op: gate-relock), the gate, the reason
+        and who (kb-by); kb.lock's history takes such a commit as legitimate, and no other that changes an
+        entry (kbtool/store/lock_history.py). Returns the commit, or None when the gate matches its lock and
+        its history is clean (nothing written). An agent is refused: relocking is a person's review."""
+        from kbtool.curation.gate_lock import lock_entry, render_lock
+        from kbtool.store.git_identity import author_name
+
+        if agent is not None:
+            raise BadInput(f"{agent} is an agent: a person relocks a gate, after reading what changed; nothing written")
+        if not reason or not reason.strip():
+            raise BadInput(
+                "say why the lock changes: --reason TEXT (it goes into the commit, for kb log); nothing written"
+            )
+        checked_reason(reason)
+        with self.store.lock():
+            stored = self.get(ref)
+            gate = gate_of(stored)
+            if is_unreviewed(stored.card):
+                raise BadInput(
+                    f"gate {stored.id!r} was written by {stored.card.provenance.agent} and nobody has reviewed it; "
+                    f"read its command, then `kb confirm {stored.id}`; nothing written"
+                )
+            locks = self.gate_locks()
+            dropped = self.dropped_locks().get(stored.id)
+            held = locks.get(stored.id) or (dropped[1] if dropped else None)
+            if held is None:
+                raise BadInput(
+                    f"gate {stored.id!r} is not locked, so there is nothing to relock; `kb gate lock {stored.id}`"
+                )
+            fresh = lock_entry(gate, stored.body, self.root)
+            history = self.lock_history()
+            if (
+                stored.id in locks
+                and (fresh.sha256, fresh.files) == (held.sha256, held.files)
+                and stored.id not in history.tampered
+                and not history.uncommitted(stored.id, held)
+            ):
+                return None
+            entry = replace(fresh, relocks=held.relocks + 1)  # kb.lock changes, so history holds this commit
+            writes: dict[str, str | bytes | None] = {LOCK_FILE: render_lock({**locks, stored.id: entry})}
+            writes.update(self._uncommitted_files([stored.path, *held.files, *entry.files]))
+            said = " ".join(reason.split())
+            subject = f"kb gate relock {stored.id}: {said if len(said) <= 60 else said[:57] + '...'}"
+            who = author_name(self.store.repo) or "unknown"
+            return self.store.write(writes, commit_message(subject, "gate-relock", reason, id=stored.id, by=who))
+
+    def _uncommitted_files(self, paths: builtins.list[str]) -> dict[str, str | bytes | None]:
+        """The current content of those of paths git sees changed, new or deleted (ignored files aside), to
+        commit with a relock: None for a deleted one, an executable kept executable."""
+        from kbtool.store.atomic_files import Executable
+
+        listed = self.store.repo.git.status(
+            "--porcelain", "-z", "--no-renames", "--untracked-files=all", "--", *sorted(set(paths))
+        )
+        out: dict[str, str | bytes | None] = {}
+        for item in listed.split("\0"):
+            if len(item) < 4:
+                continue
+            rel = item[3:]
+            path = self.root / rel
+            if not path.is_file():
+                out[rel] = None
+            else:
+                data = path.read_bytes()
+                out[rel] = Executable(data) if os.access(path, os.X_OK) else data
+        return out

@@ -8,7 +8,7 @@ guessed, unless the user took a side for it (`kb sync --take ours|theirs:[CARD_I
 body merges as text (git merge-file); overlapping edits there are a conflict too. The merged card must
 still validate. A gate run log (runs/gates/ID.jsonl, append-only) keeps every line either side added.
 kb.lock merges gate by gate: a gate locked on either side stays locked (kb never unlocks one: a lock
-outlives its line, curation/gate_lock.lock_history), and one gate locked with two hashes is a conflict.
+outlives its line, store/lock_history.py), and one gate locked with two hashes is a conflict.
 
 Two cards with one id that were added on both sides (no version of the file in the merge base) and
 differ in what makes a card itself (kind, title, author, created day or origin) are two different
@@ -29,11 +29,11 @@ from typing import Any
 from kbtool.model import evidence_layout, markdown
 from kbtool.model.errors import BadInput, InvalidCard, KbError
 from kbtool.model.validation import validate_card
+from kbtool.store.lock_file import LOCK_VERSION
 
 UNIONED = ("tags", "evidence", "links")  # fields (and all under them) whose lists both sides' items join
 FOLLOW_STATUS = (("status",), ("provenance", "reviewed_by"), ("provenance", "reviewed"))
 IDENTITY = (("kind",), ("title",), ("provenance", "author"), ("provenance", "created"), ("provenance", "origin"))
-LOCK_VERSION = 1  # curation/gate_lock.LOCK_VERSION (which store/ may not import)
 LOCK_FIELD = "lock"  # the field a gate's kb.lock entry is named by in a Clash and a Take
 SIDES = ("ours", "theirs")
 MISSING: Any = object()
@@ -271,7 +271,7 @@ def two_cards(rel: str, ours: str, theirs: str) -> Clash:
 
 
 def merge_lock(base: str | None, ours: str, theirs: str, takes: list[Take]) -> str:
-    """kb.lock gate by gate (see the module), in curation/gate_lock.render_lock's layout; Unmergeable names
+    """kb.lock gate by gate (see the module), in store/lock_file.render_lock's layout; Unmergeable names
     each gate locked with two hashes (settled by --take SIDE:GATE_ID:lock)."""
     sides = [_lock_entries(text) for text in (base, ours, theirs)]
     start, here, there = sides

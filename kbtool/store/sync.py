@@ -7,6 +7,9 @@ fast-forwards to it. A conflict stops the sync with a report and leaves the loca
 as it was, unless a side was taken for it (--take). A push the remote rejects because someone pushed
 meanwhile is retried from the fetch.
 
+A commit arriving that changed a gate's kb.lock entry without a person's `kb gate relock` is refused the
+same way: nothing lands, and the commit is named (kbtool/store/lock_history.py).
+
 A remote whose history was rewritten (a force-push that purged a card) no longer holds commits this clone
 got from it; pushing them back would silently undo the purge, so the sync stops and names them. With
 accept_rewrite the clone takes the rewritten history: its own changes since it last synced are merged onto
@@ -30,6 +33,7 @@ from kbtool.store import incoming
 from kbtool.store.commits import commit_message
 from kbtool.store.config import load_config
 from kbtool.store.git_runner import git_reason
+from kbtool.store.lock_history import arriving_tampering
 from kbtool.store.merge import (
     Clash,
     Take,
@@ -214,12 +218,31 @@ def _integrate(
     if refused:
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
         raise BadInput(f"sync with {remote} refused: {refused[0]}{more}; this knowledge base is as it was")
+    _refuse_tampering(repo, head, target, remote)
     moves = incoming.changes(repo, head, target)
     _refuse_ids_twice(repo, target, [c.path for c in moves if c.status == "A"], remote)
     _unsettled(result.taken)
     changed = [c.path for c in moves]
     move = ("reset", "--keep", "--quiet") if rewound else ("merge", "--ff-only", "--quiet")
     store.journaled(changed, lambda: None, lambda: _git(repo, *move, target))
+
+
+def _refuse_tampering(repo: git.Repo, head: str, target: str, remote: str) -> None:
+    """A commit arriving from the remote that changed a gate's kb.lock entry without a person's relock (a
+    script and its hash edited together, a gate's threshold with its hash recomputed): nothing lands, and the
+    commit, its author and the file are named (kbtool/store/lock_history.py)."""
+    found = arriving_tampering(repo, LOCK_FILE, head, target)
+    if not found:
+        return
+    first = found[0]
+    what = ", ".join(first.changed(f"kb/gate/{first.gate}.md")) or LOCK_FILE
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    raise CheckFailed(
+        f"sync with {remote} refused: {first.commit_line()} changed the kb.lock entry of gate {first.gate!r} "
+        f"({what}) without a `kb gate relock`{more}; this knowledge base is as it was; a lock changes only by "
+        f"a person's relock: ask {first.author} to revert it, or a person who has read it to relock the gate "
+        f"there (`kb gate relock {first.gate} --reason TEXT`), and sync again"
+    )
 
 
 def _git(repo: git.Repo, *args: str) -> None:

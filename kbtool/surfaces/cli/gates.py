@@ -1,4 +1,5 @@
-"""`kb gate lock|run|verify`: immutable acceptance checks (KnowledgeBase.lock_gates, run_gate, verify_gates)."""
+"""`kb gate lock|relock|run|verify`: immutable acceptance checks (KnowledgeBase.lock_gates, relock_gate, run_gate,
+verify_gates)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from kbtool.surfaces.cli.base import CardRef, JsonOut, KbPath, gate_app, open_kb, print_json, project_dir, show_notices
+from kbtool.surfaces.cli.base import (
+    CardRef,
+    JsonOut,
+    KbPath,
+    current_agent,
+    gate_app,
+    open_kb,
+    print_json,
+    project_dir,
+    show_notices,
+)
 
 
 @gate_app.command("lock")
@@ -32,6 +43,30 @@ def gate_lock(
         f"locked {', '.join(locked)}"
         if locked
         else "nothing locked: every confirmed gate is locked already" + (f"; {len(skipped)} skipped" if skipped else "")
+    )
+
+
+@gate_app.command("relock")
+def gate_relock(
+    card_id: CardRef,
+    reason: Annotated[
+        str,
+        typer.Option(
+            "--reason", help="Why the lock changes (required; it goes into the commit, for kb log).", show_default=False
+        ),
+    ],
+    kb: KbPath = None,
+) -> None:
+    """A person's relock of a locked gate whose card or scripts changed: hash them anew and commit kb.lock (with
+    the gate's uncommitted files) naming the reason and who. The only way a lock entry changes; any other
+    change of one is reported as tampering by verify, run, lint and sync."""
+    base = open_kb(kb)
+    commit = base.relock_gate(card_id, reason, agent=current_agent())
+    show_notices(base)
+    typer.echo(
+        f"relocked {card_id} (commit {commit[:10]})"
+        if commit
+        else f"nothing to relock: gate {card_id} matches its lock; nothing written"
     )
 
 
@@ -89,17 +124,19 @@ def gate_run(
 
 @gate_app.command("verify")
 def gate_verify(kb: KbPath = None, as_json: JsonOut = False) -> None:
-    """Check every locked gate against kb.lock; exit 1 on any mismatch."""
-    check = open_kb(kb).verify_gates()
+    """Check every locked gate, and every file its lock covers, against kb.lock and kb.lock's history (an entry
+    changed other than by `kb gate relock` is tampering); exit 1 on any mismatch."""
+    base = open_kb(kb)
+    check = base.verify_gates()
     problems = check.problems
     if as_json:
         print_json(check.to_json())
     else:
         for p in problems:
-            typer.echo(f"{p.path}: {p.message}")
-        typer.echo(
-            f"{check.locked} locked gates match kb.lock" if not problems else f"{len(problems)} mismatch(es)",
-            err=bool(problems),
-        )
-    if problems:
+            typer.echo(f"{p.path}: {'warning: ' if p.severity == 'warning' else ''}{p.message}")
+        errors = sum(p.severity == "error" for p in problems)
+        said = f"{check.locked} locked gates match kb.lock" if check.ok else f"{errors} mismatch(es)"
+        typer.echo(said, err=not check.ok)
+    show_notices(base)
+    if not check.ok:
         raise typer.Exit(1)
