@@ -407,6 +407,24 @@ def test_sync_refuses_a_commit_that_tampered_with_a_lock_and_takes_it_once_reloc
     assert kbtool.open(alice.root).verify_gates().ok
 
 
+def test_sync_does_not_send_a_commit_of_its_own_that_tampered_with_a_lock(tmp_path):
+    remote, alice, bob = shared_remote(tmp_path)
+    with_scripts(alice.root)
+    gate = command_gate(alice)
+    alice.lock_gates([gate])
+    forged = forge_helper_and_its_hash(alice.root, gate)
+    sent = git(remote, "rev-parse", "HEAD")
+    before = tree_state(alice.root)
+    with pytest.raises(kbtool.CheckFailed, match=f"this knowledge base holds commit {forged} by alice"):
+        kbtool.open(alice.root).sync()
+    assert git(remote, "rev-parse", "HEAD") == sent and tree_state(alice.root) == before
+    git(alice.root, "revert", "--no-edit", "HEAD")
+    kbtool.open(alice.root).sync()  # the forgery, undone, may travel
+    assert git(remote, "rev-parse", "HEAD") == git(alice.root, "rev-parse", "HEAD")
+    bob.sync()
+    assert kbtool.open(bob.root).verify_gates().ok
+
+
 def test_a_shallow_clone_says_its_locks_history_cannot_be_checked(tmp_path):
     origin = kbtool.init(tmp_path / "origin", name="team")
     with_scripts(origin.root)

@@ -43,6 +43,7 @@ COMMANDS = {
     "kb lint": "lint",
     "kb review": None,  # a person's: the agent's cards wait there
     "kb confirm": None,  # a person's; an agent asking is refused (below)
+    "kb gate relock": None,  # a person's; refused for an agent, not offered over MCP
     "kb refute": None,  # a person's; an agent withdraws its own with set_status
     "kb serve": None,  # the server itself
     "kb init": None,

@@ -15,8 +15,9 @@ Trailers are text: an agent with a shell can write a commit that says gate-reloc
 commit in `kb log` with its name as author and a reason, which a person reviews (docs/experiment-loop.md);
 what the walk stops is the silent route: a hand edit, a recomputed hash, a commit arriving by sync.
 
-Cost: one `git log` over kb.lock and one `git cat-file --batch` for every version of it (measured: 400
-lock commits in about 0.1 s), so no cache on disk; the facade keeps the answer for its HEAD.
+Cost: one `git log` over kb.lock and one `git cat-file --batch` for every version of it. Measured on this
+2-core machine: 400 lock and relock commits of 20 gates, 75 ms; of 200 gates, 0.2 s. So no cache on disk;
+the facade keeps the answer for its HEAD.
 """
 
 from __future__ import annotations
@@ -65,9 +66,9 @@ class Tampering:
 
 @dataclass(frozen=True)
 class _State:
-    """One gate at one commit: its entry there (None: taken out of kb.lock), the newest commit whose kb.lock
-    held an entry and that entry, the entry its last legitimate lock gave it, and the tampering that made
-    the entry it has now, if any."""
+    """One gate at one commit: its entry there (None: taken out of kb.lock), the commit that gave it the
+    last entry it held and that entry, the entry its last legitimate lock gave it, and the tampering that
+    made the entry it has now, if any."""
 
     entry: GateLock | None
     held_at: str
@@ -80,7 +81,8 @@ class _State:
 class LockHistory:
     """What kb.lock's history says at one commit (see the module)."""
 
-    held: dict[str, tuple[str, GateLock]] = field(default_factory=dict)  # every gate it held: (commit, entry)
+    # every gate it held: (the commit that gave it its last entry, that entry)
+    held: dict[str, tuple[str, GateLock]] = field(default_factory=dict)
     committed: dict[str, GateLock] = field(default_factory=dict)  # kb.lock as that commit holds it
     legit: dict[str, GateLock] = field(default_factory=dict)  # each gate's last legitimately locked entry
     tampered: dict[str, Tampering] = field(default_factory=dict)  # gates whose entry tampering made
@@ -157,7 +159,7 @@ def _step(commit: _Commit, lock: dict[str, GateLock], parents: list[dict[str, _S
             continue
         same = next((s for s in before if s.entry == entry), None)
         if same is not None:  # as a parent had it (a merge that took one side takes that side's state)
-            out[gate] = replace(same, held_at=commit.sha, held=entry)
+            out[gate] = same
             continue
         prior = next((s for s in before if s.entry is not None), before[0] if before else None)
         if (

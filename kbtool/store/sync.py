@@ -8,7 +8,8 @@ as it was, unless a side was taken for it (--take). A push the remote rejects be
 meanwhile is retried from the fetch.
 
 A commit arriving that changed a gate's kb.lock entry without a person's `kb gate relock` is refused the
-same way: nothing lands, and the commit is named (kbtool/store/lock_history.py).
+same way: nothing lands, and the commit is named (kbtool/store/lock_history.py); one of this clone's own,
+not yet on the remote, is not sent.
 
 A remote whose history was rewritten (a force-push that purged a card) no longer holds commits this clone
 got from it; pushing them back would silently undo the purge, so the sync stops and names them. With
@@ -33,7 +34,7 @@ from kbtool.store import incoming
 from kbtool.store.commits import commit_message
 from kbtool.store.config import load_config
 from kbtool.store.git_runner import git_reason
-from kbtool.store.lock_history import arriving_tampering
+from kbtool.store.lock_history import arriving_tampering, lock_history
 from kbtool.store.merge import (
     Clash,
     Take,
@@ -134,6 +135,7 @@ def sync(
         for _attempt in range(ATTEMPTS):
             seen = [_resolved(repo, ref) for ref in (synced, upstream)]
             _fetch(repo, remote, branch)
+            _refuse_sending_tampering(repo, upstream, remote)
             before = repo.head.commit.hexsha
             if _exists(repo, upstream):
                 rewound = _rewound_from(
@@ -243,6 +245,31 @@ def _refuse_tampering(repo: git.Repo, head: str, target: str, remote: str) -> No
         f"a person's relock: ask {first.author} to revert it, or a person who has read it to relock the gate "
         f"there (`kb gate relock {first.gate} --reason TEXT`), and sync again"
     )
+
+
+def _refuse_sending_tampering(repo: git.Repo, upstream: str, remote: str) -> None:
+    """A commit of this clone, not yet on the remote, that changed a gate's kb.lock entry without a person's
+    relock: refused before anything moves, so it does not spread to every clone."""
+    found = lock_history(repo, LOCK_FILE).tampered.values()
+    here = [t for t in found if not _exists(repo, upstream) or not _is_ancestor(repo, t.commit, upstream)]
+    if not here:
+        return
+    first = here[0]
+    what = ", ".join(first.changed(f"kb/gate/{first.gate}.md")) or LOCK_FILE
+    raise CheckFailed(
+        f"sync with {remote} refused: this knowledge base holds {first.commit_line()}, which changed the kb.lock "
+        f"entry of gate {first.gate!r} ({what}) without a `kb gate relock`; nothing was sent or received; revert "
+        f"it (git revert {first.commit[:10]}), or a person who has read it relocks the gate (`kb gate relock "
+        f"{first.gate} --reason TEXT`), and sync again"
+    )
+
+
+def _is_ancestor(repo: git.Repo, commit: str, ref: str) -> bool:
+    try:
+        repo.git.merge_base("--is-ancestor", commit, ref)
+        return True
+    except git.GitCommandError:
+        return False
 
 
 def _git(repo: git.Repo, *args: str) -> None:
