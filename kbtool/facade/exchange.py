@@ -197,11 +197,11 @@ class Exchange(KnowledgeBaseCore):
                 if rel not in stream.files or _sha(stream.files[rel]) != locked:
                     raise BadInput(f"{origin}: {rel}, which locked gate {gate_id!r} runs, is missing or changed")
         # a locked gate brings the files its lock covers; an unlocked one, those in the folders it runs from
-        locked = {rel for _, files in stream.locks.values() for rel in files}
+        carried = {rel for _, files in stream.locks.values() for rel in files}
         unlocked = [card for gate_id, (card, _) in gates.items() if gate_id not in stream.locks]
         folders = {f for card in unlocked for f in _stream_folders(card, self.root, set(stream.files))}
         for rel in stream.files:
-            if rel not in locked and not any(rel.startswith(folder + "/") for folder in folders):
+            if rel not in carried and not any(rel.startswith(folder + "/") for folder in folders):
                 raise BadInput(f"{origin}: {rel} is not a file a gate of the export runs ($KB_ROOT/PATH)")
         if stream.config is not None:
             try:
