@@ -219,6 +219,16 @@ def test_a_command_kb_cannot_follow_into_the_knowledge_base_is_not_locked(cli, k
     assert tree_state(kb.root) == before
 
 
+def test_locking_every_gate_skips_one_whose_command_cannot_be_followed_and_locks_the_rest(cli, kb):
+    with_scripts(kb.root)
+    good = command_gate(kb)
+    unclear = command_gate(kb, 'cd "$KB_ROOT" && make check', title="By make")
+    swept = cli("gate", "lock")
+    assert swept.exit_code == 0 and swept.stdout.strip() == f"locked {good}", swept.output
+    assert f"skipped {unclear}: " in swept.stderr and "`make` runs" in swept.stderr
+    assert set(json.loads((kb.root / "kb.lock").read_text())["gates"]) == {good}
+
+
 def test_a_lock_that_covers_nothing_the_command_reaches_is_reported(cli, kb, tmp_path):
     """Locked by a kb that saw only "$KB_ROOT/PATH": the entry holds the card's hash and no file."""
     with_scripts(kb.root)

@@ -97,7 +97,12 @@ class Gates(KnowledgeBaseCore):
             return f"written by {stored.card.provenance.agent}, not reviewed"
         elif not named and stored.card.status != "confirmed":
             return f"{stored.card.status}, not confirmed"
-        return lock_entry(gate, stored.body, self.root)
+        try:
+            return lock_entry(gate, stored.body, self.root)
+        except BadInput as exc:  # what it runs cannot be locked: a sweep names it and locks the others
+            if named:
+                raise
+            return str(exc).removeprefix(f"gate {stored.id!r} ")
 
     def verify_gates(self) -> LockCheck:
         """Every locked gate, and each file its lock covers, against kb.lock and kb.lock's history: ok, how
