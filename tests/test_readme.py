@@ -79,6 +79,8 @@ SKILL_INSTANCES = {
     "kb confirm ID": ("kb confirm ttft-run-3", 0),
     'kb refute ID --reason "..."': ('kb refute ttft-run-1 --reason "superseded twice over"', 0),
     "kb gate run GATE --confirms ID": ("kb gate run gate-tpot-vs-baseline-engine --confirms ttft-run-3", 1),
+    # a person's command: the starter gate matches its lock, so nothing is written
+    "kb gate relock ID --reason TEXT": ('kb gate relock gate-tpot-vs-baseline-engine --reason "read it"', 0),
 }
 
 
