@@ -398,8 +398,11 @@ def _read_card(store: Store, path: Path, rel: str, folder: str) -> tuple[StoredC
 def improved(ev: dict[str, Any]) -> bool | None:
     """Whether this evidence says the change helped (value better than baseline), if it says. With an
     interval of the change (repeated runs), only an interval clear of zero says: one that crosses it
-    says nothing, so two such findings never contradict each other."""
+    says nothing, so two such findings never contradict each other; nor does one run a side, which kb gave
+    no verdict (kbtool/evidence/verdicts.py)."""
     if ev.get("baseline") is None or ev.get("direction") is None or ev["value"] == ev["baseline"]:
+        return None
+    if str((ev.get("conditions") or {}).get("verdict", "")).startswith("no verdict"):
         return None
     stats = ev.get("stats") or {}
     if "change_ci95_low" in stats and "change_ci95_high" in stats:

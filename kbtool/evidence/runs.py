@@ -88,3 +88,9 @@ def runs_in(path: Path, metric_name: str = "metric") -> list[dict[str, Any]]:
 def invalid_runs(runs: Sequence[dict[str, Any]]) -> list[str]:
     """'PATH: why' for each run its tool called invalid."""
     return [run["invalid"] for run in runs if run.get("invalid")]
+
+
+def model_of(runs: Sequence[dict[str, Any]]) -> str | None:
+    """The one model the runs' exports (or a finding's scope) name, or None when they name none or several."""
+    models = {str(m) for run in runs if isinstance(m := (run.get("applies_to") or {}).get("model"), str)}
+    return models.pop() if len(models) == 1 else None

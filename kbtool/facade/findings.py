@@ -16,6 +16,7 @@ from kbtool.model.errors import BadInput, CardNotFound, InvalidCard
 from kbtool.model.records import StoredCard, gap_of
 
 if TYPE_CHECKING:
+    from kbtool.evidence.repeats import Floors
     from kbtool.evidence.run_evidence import RunEvidence
 
 
@@ -71,6 +72,7 @@ class Findings(KnowledgeBaseCore):
             finding.metric_name or "metric",
             Path(finding.repo) if finding.repo else None,
             finding.ignore_conditions,
+            self._noise_floors,
         )
 
     def _closing(self, gap: StoredCard | None) -> Callable[[CardBase], dict[str, str]] | None:
@@ -116,12 +118,12 @@ class Findings(KnowledgeBaseCore):
         in ignore; what could not be compared is in the notes."""
         from kbtool.evidence.repeats import compare
 
-        (ours, our_names), (theirs, their_names) = (
+        (ours, our_names, our_model), (theirs, their_names, _) = (
             self._runs_of(candidate, metric_name),
             self._runs_of(baseline, metric_name),
         )
         notes: builtins.list[str] = []
-        rows = compare(ours, theirs, ignore, notes, (our_names, their_names))
+        rows = compare(ours, theirs, ignore, notes, (our_names, their_names), self._noise_floors(our_model))
         return Comparison(
             candidate=candidate, baseline=baseline, metrics=[Compared(**row) for row in rows], notes=notes
         )
@@ -183,26 +185,33 @@ class Findings(KnowledgeBaseCore):
             left_off=counts["left_off"],
         )
 
+    def _noise_floors(self, model: str | None) -> Floors:
+        """The noise floor each entry has in this knowledge base's repeated runs (kbtool.evidence.noise_floor)."""
+        from kbtool.evidence.noise_floor import noise_floors
+
+        return noise_floors(((f.id, f.data) for f in self.summaries(kind="finding")), model)
+
     def _runs_of(
         self, ref: str, metric_name: str
-    ) -> tuple[builtins.list[builtins.list[dict[str, Any]]], builtins.list[str]]:
-        """A side's runs' evidence and their names (for notes)."""
-        from kbtool.evidence.runs import invalid_runs, runs_in
+    ) -> tuple[builtins.list[builtins.list[dict[str, Any]]], builtins.list[str], str | None]:
+        """A side's runs' evidence, their names (for notes) and the model they name, if one."""
+        from kbtool.evidence.runs import invalid_runs, model_of, runs_in
 
         path = Path(ref)
         if path.exists():
             runs = runs_in(path, metric_name)
             for why in invalid_runs(runs):
                 self.note(f"an invalid run is compared: {why}")
-            return [run["evidence"] for run in runs], [run["name"] for run in runs]
+            return [run["evidence"] for run in runs], [run["name"] for run in runs], model_of(runs)
         base, rest = self.owner_of(ref)
         found = base.card_or_skill(rest)
         if not isinstance(found, StoredCard) or found.card.kind != "finding":
             raise BadInput(f"{ref}: not an export, a folder of runs, or a finding")
-        evidence = found.to_dict().get("evidence") or []
+        data = found.to_dict()
+        evidence = data.get("evidence") or []
         if not evidence:
             raise BadInput(f"{ref}: a finding with no evidence to compare")
-        return [evidence], [found.id]
+        return [evidence], [found.id], model_of([data])
 
 
 def _repository(path: str | None) -> dict[str, Any] | None:

@@ -204,7 +204,13 @@ class Compared(Payload):
     change_pct: float | None = Field(None, description="the change as a fraction of the baseline")
     change_low: float | None = None
     change_high: float | None = None
-    verdict: str = Field(description="better, worse, no clear change, or changed (which way is better unknown)")
+    variation: str | None = Field(
+        None, description="what the change's interval accounts for: runs, scores' stderr, a noise floor, or one run"
+    )
+    detectable: float | None = Field(None, description="the smallest change these runs could detect (80% power)")
+    verdict: str = Field(
+        description="better, worse, no clear change, changed (which way is better unknown), or no verdict: why"
+    )
 
     def line(self, load_keys: Sequence[str] | None = None) -> str:
         """'output_throughput at request_rate=4: 6010 [5920, 6100] vs 5016.67 [4704, 5329] tok/s; change +993.3
@@ -218,11 +224,20 @@ class Compared(Payload):
         pct = f" ({self.change_pct:+.1%})" if self.change_pct is not None else ""
         at = " ".join(f"{k}={_plain(v)}" for k, v in self.load.items() if load_keys is None or k in load_keys)
         ignored = f" (ignoring {self.ignored})" if self.ignored else ""
+        several = max(self.candidate_runs, self.baseline_runs) > 1
+        runs = f" ({self.candidate_runs} vs {self.baseline_runs} runs)" if several else ""
+        plain = f"between runs: {self.candidate_runs} vs {self.baseline_runs}"  # the run counts say it already
+        variation = f", {self.variation}" if self.variation and self.variation != plain else ""
+        detectable = ""
+        if self.detectable is not None:
+            share = f" = {self.detectable / abs(self.baseline):.1%}" if self.baseline else ""
+            detectable = f"; detectable {self.detectable:.3g}{share}"
         return (
-            f"{self.metric}{f' at {at}' if at else ''}{ignored}: "
+            f"{self.metric}{f' at {at}' if at else ''}{ignored}{runs}: "
             f"{self.candidate:.6g}{interval(self.candidate_low, self.candidate_high)} "
             f"vs {self.baseline:.6g}{interval(self.baseline_low, self.baseline_high)}{unit}; "
-            f"change {self.change:+.4g}{pct}{interval(self.change_low, self.change_high)}: {self.verdict}"
+            f"change {self.change:+.4g}{pct}{interval(self.change_low, self.change_high)}{variation}{detectable}: "
+            f"{self.verdict}"
         )
 
 
