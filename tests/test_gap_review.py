@@ -149,6 +149,8 @@ def test_over_mcp_an_agents_answer_awaits_review_until_a_person_confirms(kb, fas
             )
             assert not added.is_error, added.content[0].text
             finding = added.structured_content["id"]
+            said = " ".join(added.structured_content["notes"])
+            assert f"{gap} stays open, answered by {finding} awaiting review" in said
             gaps = await client.call_tool("gaps", {})
             [listed] = gaps.structured_content["gaps"]
             assert listed["id"] == gap and listed["awaiting_review"] == [finding]
@@ -165,7 +167,7 @@ def test_over_mcp_an_agents_answer_awaits_review_until_a_person_confirms(kb, fas
 
 def test_a_projects_agent_answering_a_team_gap_awaits_review_there(tmp_path, fast_env):
     team = team_kb(tmp_path)
-    project = project_reading_team(tmp_path)
+    project = kbtool.open(project_reading_team(tmp_path).root)  # its settings as kb.toml now says
     gap = next(c.id for c in team.cards() if c.card.kind == "gap")
     added = project.record_finding(
         kbtool.FindingInput(title="FP8 KV holds at 128k", metrics={"accuracy": "0.91"}, closes=f"team:{gap}"),
