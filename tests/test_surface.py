@@ -69,7 +69,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     ],
     "curation": [
         {"review", "gate_lock"},
-        {"checks", "committed_secrets", "drift"},
+        {"checks", "committed_secrets", "drift", "gap_standing"},
         {"lint_checks"},  # the lint classes, each with its runner
         {"gate_compare"},  # a gate's comparison reads and judges runs as `kb compare` does
         {"gates"},  # runs a gate: its command, or its comparison

@@ -6,7 +6,8 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - links: links to cards that do not exist
 - superseded: a current card that still links to a superseded one as related
 - gaps: a gap findings closed that is open again, every one of them since refuted, superseded,
-  retired or deleted (a warning; `kb gaps` lists it again)
+  retired or deleted (a warning; `kb gaps` lists it again); a gap answered by a finding that awaits review is
+  open but not warned of (the review queue holds it; kbtool/curation/gap_standing.py)
 - gates: a locked gate, or a file its command runs, that no longer matches kb.lock (supersede it instead),
   locks of missing gates
 - stale: confirmed or tentative findings older than curation.max_finding_age_days
@@ -35,7 +36,7 @@ from kbtool.evidence.load import difference
 from kbtool.model.cards import Gate
 from kbtool.model.errors import InvalidCard
 from kbtool.model.records import CardSummary, Problem, StoredCard
-from kbtool.model.vocabulary import INACTIVE_STATUSES, KINDS, words
+from kbtool.model.vocabulary import INACTIVE_STATUSES, KINDS
 from kbtool.store.config import LimitsSection
 from kbtool.store.files import LinkOut, leads_out, link_out
 from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Store
@@ -157,28 +158,6 @@ def superseded_links(cards: list[StoredCard]) -> list[Problem]:
                     )
                 )
     return out
-
-
-def why_reopened(closed_by: list[str], closers: Mapping[str, CardSummary]) -> str | None:
-    """Why a gap that closed_by once closed is open again ('closed only by refuted finding X'), or None
-    while one of them still stands. closers: those cards by id, as the index holds them; one missing was
-    deleted; a finding with no evidence measured nothing, so it answers nothing. The gap's own closed_by
-    is never cleared for this: it stays the record of what answered it."""
-    said = []
-    for ref in closed_by:
-        closer = closers.get(ref)
-        if closer is None:
-            said.append(f"{ref} (no such card)")
-            continue
-        if closer.kind == "finding" and not closer.get("evidence"):
-            said.append(f"finding {ref}, which measured nothing")
-            continue
-        if closer.status not in INACTIVE_STATUSES:
-            return None
-        successors = (closer.get("links", "superseded_by") or []) if closer.status == "superseded" else []
-        by = f" (by {', '.join(successors)})" if successors else ""  # where the answer may be now
-        said.append(f"{closer.status} {closer.kind} {ref}{by}")
-    return f"closed only by {words(tuple(said), 'and')}" if said else None
 
 
 def reopened_gaps(open_gaps: list[CardSummary]) -> list[Problem]:

@@ -48,6 +48,12 @@ class Findings(KnowledgeBaseCore):
         plan = card_plan(finding, found, environment, repo, closes, agent, existing, strict)
         stored = self._create(plan.data, plan.body, origin="new finding", extra_writes=self._closing(gap))
         self._refresh_lexical()
+        if closes and not (stored.card.status == "confirmed" and agent is None):
+            # a gap closes on a verdict (kbtool/curation/gap_standing.py): say so where the writer is looking
+            self.note(
+                f"{closes} stays open, answered by {stored.id} awaiting review, until it is confirmed "
+                f"(kb confirm {stored.id}, or a locked gate's pass: kb gate run GATE --confirms {stored.id})"
+            )
         evidence = stored.card.evidence if isinstance(stored.card, Finding) else []
         return FindingAdded(
             id=stored.id,

@@ -21,6 +21,7 @@ from kbtool.facade.sources import Sources
 from kbtool.facade.status import Overview
 from kbtool.model.cards import MODELS
 from kbtool.model.contracts import Brief, BriefItem, BriefSection, GateStanding
+from kbtool.model.contracts.reading import gap_note
 from kbtool.model.errors import BadInput, KbError, SemanticUnavailable
 from kbtool.model.records import CardSummary, Problem, StoredCard, gate_of
 from kbtool.model.vocabulary import INACTIVE_STATUSES
@@ -157,7 +158,7 @@ def _section(found: builtins.list[CardSummary], limit_of: str, see_all: str) -> 
     for s in found[: BRIEF_LIMITS[limit_of]]:
         detail = {"constraint": s.get("rule"), "gap": s.get("question")}.get(s.kind)
         marks = {
-            "gap": [s.get("priority", default="medium")],
+            "gap": [s.get("priority", default="medium"), *filter(None, [gap_note(s.data)])],
             "finding": [s.status, str(s.get("provenance", "created") or "undated")],
         }.get(s.kind, [])
         items.append(BriefItem(id=s.id, title=s.title, detail=detail, marks=marks, applies=s.applies))

@@ -466,7 +466,7 @@ class Gate(CardBase):
 
 
 class Gap(CardBase):
-    """An open question worth an experiment; findings close it."""
+    """An open question worth an experiment; a confirmed finding closes it."""
 
     agent_use = "a candidate experiment"
     lead = "question"
@@ -475,7 +475,10 @@ class Gap(CardBase):
     kind: Literal["gap"]
     question: NonEmpty
     priority: Literal["high", "medium", "low"] = "medium"
-    closed_by: list[CardId] = []
+    closed_by: list[CardId] = Field(
+        default=[],
+        description="the findings that answered it (kb add-finding --closes); it is closed once one is confirmed",
+    )
 
 
 class Reference(CardBase):

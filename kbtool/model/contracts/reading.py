@@ -51,9 +51,19 @@ class CardPage(Page):
     cards: list[ListedCard]
 
 
+def gap_note(data: dict[str, Any]) -> str | None:
+    """Why a gap that findings answered is still listed, in the few words every surface shows after it: the
+    answers awaiting a verdict, or why it is open again; None for a gap nothing answered."""
+    if data.get("awaiting_review"):
+        return f"answered by {', '.join(data['awaiting_review'])}, awaiting review"
+    return f"reopened: {data['reopened']}" if data.get("reopened") else None
+
+
 class OpenGap(Payload):
     """An open gap as `gaps` shows it: its frontmatter without the body (tags, applies_to, links, closed_by,
-    provenance, ...), its question and priority always set, and why it is open again if it was closed."""
+    provenance, ...), its question and priority always set, and, when findings answered it, which of them
+    await review or why it is open again. closed_by is the record of what answered it, not a verdict: a gap
+    closes only when one of those findings is confirmed (kbtool/curation/gap_standing.py)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -70,7 +80,15 @@ class OpenGap(Payload):
         exclude_if=lambda value: value is None,
         description="why a gap findings once closed is open again: each since refuted, superseded, retired or deleted",
     )
+    awaiting_review: list[str] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="the findings that answered it and await a verdict (kb confirm, or a locked gate's pass)",
+    )
     applies: AppliesMark = None
+
+    def note(self) -> str | None:
+        return gap_note({"awaiting_review": self.awaiting_review, "reopened": self.reopened})
 
 
 class OpenGaps(Page):

@@ -327,8 +327,10 @@ def gaps(
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Open gaps (questions worth an experiment), high priority first, the sources' among them; a gap
-    whose closing findings were all refuted, superseded, retired or deleted since is open again, and says so.
+    """Open gaps (questions worth an experiment), high priority first, the sources' among them. A gap closes
+    only when a finding that closes it is confirmed (by a person, or a locked gate's pass): until then it is
+    listed as answered, awaiting review, with the finding's id; a gap whose closing findings were all refuted,
+    superseded, retired or deleted since is open again, and says so.
     With an environment (--for, or kb.toml [environment]), those scoped elsewhere come last (--json: the MCP gaps
     tool's answer)."""
     from kbtool.surfaces.daemon.client import run_operation
@@ -338,8 +340,11 @@ def gaps(
     if as_json:
         print_json(page)
         return
+    from kbtool.model.contracts.reading import gap_note
+
     for g in page["gaps"]:
-        why = f"  (reopened: {g['reopened']})" if g.get("reopened") else ""
+        note = gap_note(g)
+        why = f"  ({note})" if note else ""
         applies = f"{g['applies']:<7}  " if g.get("applies") else ""
         typer.echo(f"{g['priority']:<6}  {applies}{g['id']}  {g['question']}{why}")
 

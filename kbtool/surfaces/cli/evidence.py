@@ -145,7 +145,9 @@ def add_finding(
     closes: Annotated[
         str | None,
         typer.Option(
-            help="The id of a gap this finding answers; links both. A source's gap (SOURCE:ID) closes here only."
+            help="The id of a gap this finding answers; links both. The gap closes once the finding is confirmed "
+            "(a person's own confirmed finding is; an agent's waits for kb confirm or a locked gate's pass). A "
+            "source's gap (SOURCE:ID) closes here only."
         ),
     ] = None,
     tag: Tags = None,

@@ -202,8 +202,7 @@ def open_gaps(page: OpenGaps) -> CallToolResult:
     if not page.gaps:
         return result(paged(["no open gaps"], page, 0, "open gaps", "gaps"), page)
     lines = [
-        f"{g.id} [{brackets(g.priority, g.applies)}] {g.question}"
-        + (f" (reopened: {g.reopened})" if g.reopened else "")
+        f"{g.id} [{brackets(g.priority, g.applies)}] {g.question}" + (f" ({g.note()})" if g.note() else "")
         for g in page.gaps
     ]
     return budget_page(page, page, "gaps", lines, "open gaps", "gaps")
