@@ -227,6 +227,30 @@ def test_a_line_appended_by_hand_never_makes_a_gate_met(kb, tmp_path, fast_env):
     assert {s.id: s for s in kb.gate_standings(project)}[gate].met
 
 
+def test_a_failing_run_taken_out_of_the_log_or_a_pass_copied_below_it_changes_nothing(kb, tmp_path):
+    project = engine(tmp_path / "engine")
+    measured = tmp_path / "measured.json"  # outside the project: the candidate stays one while the value moves
+    measured.write_text('{"tpot_ms": 9}')
+    gate = command_gate(kb, f"cat {measured}")
+    assert kb.run_gate(gate, in_dir=project).passed
+    measured.write_text('{"tpot_ms": 30}')
+    assert not kb.run_gate(gate, in_dir=project).passed  # the same candidate fails now
+    log = log_of(kb, gate)
+    passed, failed = log.read_text().splitlines()
+
+    log.write_text(passed + "\n" + failed + "\n" + passed + "\n")  # kb's own pass, copied down again
+    assert not {s.id: s for s in kb.gate_standings()}[gate].met
+    log.write_text(passed + "\n")  # the fail taken out, then committed
+    for committed in (False, True):
+        if committed:
+            git(kb.root, "commit", "-qam", "tidy the log")
+        [now] = kb.gate_standings()
+        assert not now.met and now.verdict == "unverified"
+        assert f"the newest run kb made here is gone from runs/gates/{gate}.jsonl (removed since)" in now.why
+        blocked = stop(kb, project)
+        assert blocked is not None and "is gone from" in blocked["reason"]
+
+
 def test_a_pass_sealed_on_another_machine_is_not_taken_here(kb, tmp_path, fast_env):
     project = engine(tmp_path / "engine", tpot=9.0)
     gate = command_gate(kb)

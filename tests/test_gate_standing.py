@@ -122,3 +122,17 @@ def test_mcp_brief_sees_the_candidate_change(kb, tmp_path):
     assert "0 of 1 met" in text and f"- {gate} [NOT MET]" in text and "tpot.json was edited since" in text
     assert data["gates"][0]["current"] is False
     assert json.loads(json.dumps(data))["gates"][0]["verdict"] == "pass"
+
+
+def test_a_run_on_the_knowledge_base_itself_is_not_undone_by_its_own_record(kb):
+    """A knowledge base kept in the project's repository (the starter checkout): recording a run commits to
+    the project, and must not make the run it records stale."""
+    with_runs(kb.root)
+    gate = compare_gate(kb)
+    assert kb.run_gate(gate, in_dir=kb.root).passed
+    [now] = kb.gate_standings()
+    assert now.met and now.why.endswith(
+        f"on commit {git(kb.root, 'rev-parse', 'HEAD')[:12]}, with the uncommitted changes it ran on"
+    )
+    (kb.root / "runs" / "candidate" / "notes.txt").write_text("a note")  # a new file in a folder it reads
+    assert "runs/candidate/notes.txt changed since" in kb.gate_standings()[0].why

@@ -75,6 +75,31 @@ def seal(record: dict[str, Any], gate_id: str, kb_root: Path) -> dict[str, Any]:
     return {**record, SEAL: _digest(key, record, gate_id, kb_root)}
 
 
+def _newest_note(gate_id: str, kb_root: Path) -> Path:
+    """Where kb notes the seal of the newest record it wrote for a gate of a knowledge base: beside the key,
+    one small file per (knowledge base, gate), so two kb processes never write one file."""
+    name = hashlib.sha256(f"{kb_root.resolve()}\0{gate_id}".encode()).hexdigest()[:32]
+    return config_dir() / "gate-runs" / name
+
+
+def remember_newest(sealed: dict[str, Any], gate_id: str, kb_root: Path) -> None:
+    """Note the seal of the record kb just committed: a later reader can tell when the newest record kb
+    made was taken out of the log (a failing run deleted to leave an older pass standing)."""
+    note = _newest_note(gate_id, kb_root)
+    note.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    scratch = note.with_suffix(f".{os.getpid()}")
+    scratch.write_text(str(sealed[SEAL]) + "\n", encoding="ascii")
+    os.replace(scratch, note)
+
+
+def newest_made(gate_id: str, kb_root: Path) -> str | None:
+    """The seal of the newest record kb wrote for this gate here, if kb noted one."""
+    try:
+        return _newest_note(gate_id, kb_root).read_text(encoding="ascii").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def is_sealed(record: dict[str, Any], gate_id: str, kb_root: Path) -> bool:
     """Whether kb wrote this record here: its seal is this user's, for this gate in this knowledge base."""
     given = record.get(SEAL)

@@ -24,26 +24,34 @@ from typing import Any
 from kbtool.curation.gate_inputs import first_change, inputs_of
 from kbtool.curation.gate_lock import GateLock
 from kbtool.curation.gate_runs import GATE_RUNS_DIR
-from kbtool.curation.gate_seal import is_sealed
+from kbtool.curation.gate_seal import SEAL, is_sealed, newest_made
 from kbtool.curation.project_state import state_change, state_of
 from kbtool.model.cards import Gate
 
 
 @dataclass(frozen=True)
 class Newest:
-    """A gate's newest record of kb's (None: none), and how many records after it kb did not make here."""
+    """A gate's newest record of kb's (None: none), how many records after it kb did not make here, and
+    whether the newest record kb noted writing is gone from the log (removed since)."""
 
     record: dict[str, Any] | None
     others_after: int
     others: int  # records kb did not make here, in all
+    missing: bool = False
 
 
 def newest_sealed(runs: list[dict[str, Any]], gate_id: str, kb_root: Path) -> Newest:
+    """The record that stands: the one kb noted as the newest it wrote (gate_seal.remember_newest), else the
+    newest sealed one by its time. When kb's note names a record the log no longer holds, none stands."""
     kept = [(i, r) for i, r in enumerate(runs) if is_sealed(r, gate_id, kb_root)]
     others = len(runs) - len(kept)
+    noted = newest_made(gate_id, kb_root)
+    named = [pair for pair in kept if pair[1].get(SEAL) == noted] if noted else []
+    if noted and not named:
+        return Newest(None, 0, others, missing=True)
     if not kept:
         return Newest(None, others, others)
-    at, record = max(kept, key=lambda pair: (_seconds(pair[1].get("time")) or 0.0, pair[0]))
+    at, record = named[-1] if named else max(kept, key=lambda p: (_seconds(p[1].get("time")) or 0.0, p[0]))
     after = sum(1 for i, r in enumerate(runs) if i > at and not is_sealed(r, gate_id, kb_root))
     return Newest(record, after, others)
 

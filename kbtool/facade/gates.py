@@ -4,6 +4,7 @@ with the files their commands run, run in the project they judge, each run recor
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -243,7 +244,7 @@ class Gates(KnowledgeBaseCore):
         saying what it confirmed."""
         from kbtool.curation.gate_confirms import refusal_after
         from kbtool.curation.gate_runs import GATE_RUNS_DIR
-        from kbtool.curation.gate_seal import seal
+        from kbtool.curation.gate_seal import SEAL, remember_newest, seal
         from kbtool.curation.project_state import state_of
         from kbtool.evidence.provenance import repo_state
         from kbtool.store.secrets import redact_record
@@ -289,6 +290,9 @@ class Gates(KnowledgeBaseCore):
             writes[rel] = earlier + json.dumps(kept, ensure_ascii=False) + "\n"
             subject = f"kb gate run {gate_id}: {'pass' if result.passed else 'fail'}"
             self.store.write(writes, commit_message(subject, "gate-run", id=gate_id, confirms=confirms))
+            if SEAL in kept:
+                with contextlib.suppress(OSError):  # without the note, the newest sealed record stands
+                    remember_newest(kept, gate_id, self.root)
         return result
 
     def gate_standing(self, gate_id: str, default_dir: Path | None = None) -> GateStanding:
@@ -309,6 +313,9 @@ class Gates(KnowledgeBaseCore):
             return GateStanding(id=gate_id, title=title, check=check, verdict="never run", why="no run yet")
         newest = newest_sealed(runs, gate_id, self.root)
         last = newest.record
+        if newest.missing:
+            why = f"the newest run kb made here is gone from {gate_run_log(gate_id)} (removed since); run the gate"
+            return GateStanding(id=gate_id, title=title, check=check, verdict="unverified", why=why)
         if last is None:
             return self._judged_again(stored, gate, newest.others, default_dir)
         current, why = judged_now(last, gate, stored.body, self.gate_locks().get(gate_id), self.root)
