@@ -146,9 +146,12 @@ class Gates(KnowledgeBaseCore):
         script by hand): the lock is what makes a gate's verdict mean something. before(what, folder)
         is called just before the check runs, so a caller can show what is about to run.
 
-        The run, with the judged repository's name, remote and commit, is appended to
-        runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
-        that finding in the same commit (its reviewer is recorded as gate:<id>)."""
+        The check's inputs (kbtool/curation/gate_inputs.py) are hashed before and after it runs: a pass
+        whose inputs changed on the way is not one. The run, with those hashes, the project and its
+        state, is sealed and appended to runs/gates/<id>.jsonl in one commit (_record_gate_run). With
+        confirms, a locked gate that passes confirms that finding in the same commit (its reviewer is
+        recorded as gate:<id>), only when the finding's evidence is this run's own measurement
+        (kbtool/curation/gate_confirms.py): refused before anything runs when that is known then."""
         from kbtool.curation.gate_confirms import refusal_before
         from kbtool.curation.gate_inputs import first_change, inputs_of
         from kbtool.curation.gates import run_gate
