@@ -654,8 +654,9 @@ def test_an_agent_curates_within_what_review_allows(seeded, env, tmp_path):
 
     async def go():
         async with stdio(seeded, env) as client:
-            first = await call(client, "add_finding", title="TPOT 9.8 ms", metrics={"tpot": "9.8ms"}, closes=gap)
-            second = await call(client, "add_finding", title="TPOT 9.5 ms re-measured", metrics={"tpot": "9.5ms"})
+            first = await call(client, "add_finding", title="TPOT 9.8 ms", metrics={"tpot_ms": "9.8ms"}, closes=gap)
+            # the gate's own measurement (tpot_ms 9.5): the only kind of finding its pass confirms (issue 42)
+            second = await call(client, "add_finding", title="TPOT 9.5 ms re-measured", metrics={"tpot_ms": "9.5ms"})
             old, new = first.structured_content["id"], second.structured_content["id"]
             # answered, but nobody has confirmed the answer: open, naming it (issue 42)
             assert f"(answered by {old}, awaiting review)" in (await call(client, "gaps")).content[0].text

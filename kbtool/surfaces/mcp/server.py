@@ -41,7 +41,7 @@ open (awaiting review) until then. `gaps` lists the open questions; `recent` wha
 last session (what the last agent learned), `log` one card's history, `related` a card's neighbourhood.
 A new finding that replaces an older one: `supersede` it. A card you wrote that turned out wrong:
 `set_status` refuted. `gate_run` runs a locked gate on the project in `in_dir`; with `confirms`, a pass
-confirms your finding."""
+confirms your finding when its evidence is that run's own measurement."""
 
 # Names agents reach for out of habit (other search tools call the query `q` and the hit count `limit` or
 # `top_k`), read as kb's own where a tool takes the one and not the other.

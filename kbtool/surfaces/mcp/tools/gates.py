@@ -58,7 +58,7 @@ async def gate_run(
         str | None,
         Field(description="the project's folder, from the server's working folder (default: kb.toml [gates])"),
     ] = None,
-    confirms: Annotated[str | None, Field(description="a finding a pass confirms")] = None,
+    confirms: Annotated[str | None, Field(description="a finding this run measured")] = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, GateRunResult]:
     """Run a locked, unchanged gate on the project and record the run (one commit): pass or fail, the
