@@ -873,7 +873,7 @@ def test_an_agent_compares_repeated_runs_and_records_them_with_their_verdicts(se
             assert not compared.is_error, compared.content[0].text
             rows = {r["metric"]: r for r in compared.structured_content["metrics"]}
             assert rows["output_throughput"]["verdict"] == "better" and rows["output_throughput"]["candidate_runs"] == 3
-            assert "output_throughput: 6010" in compared.content[0].text
+            assert "output_throughput (3 vs 3 runs): 6010" in compared.content[0].text
 
             refused = await call(client, "compare", candidate=str(tmp_path / "nowhere"), baseline=sides["baseline"][0])
             assert refused.is_error and refused.content[0].text.count("\n") == 0

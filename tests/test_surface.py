@@ -55,10 +55,10 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     ],
     "evidence": [
         {"environment", "values", "provenance"},
-        {"finding_input", "statistics"},
+        {"finding_input", "statistics", "verdicts"},
         {"formats"},  # the benchmark-format readers: kbtool/evidence/formats/
         {"load", "plots"},  # the load vocabulary names keys the readers label
-        {"pairing", "runs"},
+        {"pairing", "runs", "noise_floor"},
         {"repeats"},
         {"run_evidence"},
     ],
