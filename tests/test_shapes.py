@@ -173,14 +173,18 @@ def test_show_compare_list_and_search_take_what_their_mcp_tools_take(starter):
     assert searched["offset"] == 2 and searched["shown"] == 3
     [headline], [every] = got["cards"], whole["cards"]
     assert headline["evidence_total"] == len(every["evidence"]) == 65 and len(headline["evidence"]) <= 6
-    assert [e["metric"] for e in headline["evidence"]] == ["time_to_first_token"]
+    # the serving headline, TTFT (which the title names) among it
+    assert [e["metric"] for e in headline["evidence"]] == [
+        *("output_token_throughput", "time_to_first_token", "inter_token_latency", "request_latency"),
+        "request_throughput",
+    ]
     assert set(fields["cards"][0]) == {"id", "kind", "path", "title", "evidence"}  # no body unless asked
     assert set(fields["cards"][1]) == {"id", "kind", "path"}  # a skill has neither title nor evidence
     assert [m["metric"] for m in compared["metrics"]] == sorted(wanted) and compared["total"] == 65
     # the text: the headline card and a note on how to see all; --field a line a field, the missing named
     shown = CliRunner().invoke(app, ["--kb", starter, "show", finding])
-    assert shown.exit_code == 0 and shown.stdout.count("metric: ") == 1, shown.stdout
-    assert "1 of 65 entries shown" in shown.stderr and "--all-metrics" in shown.stderr
+    assert shown.exit_code == 0 and shown.stdout.count("metric: ") == 5, shown.stdout
+    assert "5 of 65 entries shown" in shown.stderr and "--all-metrics" in shown.stderr
     assert CliRunner().invoke(app, ["--kb", starter, "show", finding, "--all-metrics"]).stdout.count("metric: ") == 65
     lines = CliRunner().invoke(app, ["--kb", starter, "show", finding, "--field", "title", "--field", "nope"]).stdout
     assert lines == f'{finding} [finding]\ntitle: "TTFT of the baseline"\n(no field nope)\n'

@@ -57,7 +57,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"environment", "values", "provenance"},
         {"finding_input", "statistics"},
         {"formats"},  # the benchmark-format readers: kbtool/evidence/formats/
-        {"load", "plots"},  # the load vocabulary names keys the readers label
+        {"load", "plots", "headline"},  # the load vocabulary names keys the readers label; a finding's headline
         {"pairing", "runs"},
         {"repeats"},
         {"run_evidence"},

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kbtool.evidence.formats.reader import FunctionReader, json_of, mapping, sequence
+from kbtool.evidence.formats.reader import FunctionReader, Headline, json_of, mapping, sequence
 from kbtool.evidence.values import STATISTICS, guess_direction, number, read_artifact
 from kbtool.model.errors import BadInput
 from kbtool.model.parsing import Unparsable, json_document
@@ -89,6 +89,12 @@ AIPERF_LOAD = (
     "input_tokens", "input_tokens_std", "output_tokens", "output_tokens_std", "input_tokens_mean",
     "output_tokens_mean", "dataset", "streaming", "endpoint_type",
 )  # fmt: skip
+
+
+# what an AIPerf run is judged by first: output token throughput, TTFT, ITL, end-to-end latency, request throughput
+AIPERF_HEADLINE = Headline(
+    ("output_token_throughput", "time_to_first_token", "inter_token_latency", "request_latency", "request_throughput")
+)
 
 
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
@@ -190,4 +196,5 @@ READER = FunctionReader(
         "streaming": "streaming",
         "endpoint_type": "endpoint type",
     },
+    {"aiperf": AIPERF_HEADLINE},
 )

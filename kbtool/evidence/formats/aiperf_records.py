@@ -6,12 +6,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbtool.evidence.formats.reader import FunctionReader, artifact_of, evidence_entry, first_json_line, json_runs
+from kbtool.evidence.formats.reader import (
+    FunctionReader,
+    Headline,
+    artifact_of,
+    evidence_entry,
+    first_json_line,
+    json_runs,
+)
 from kbtool.evidence.values import number, read_artifact
 from kbtool.model.errors import BadInput
 
 # the load keys (kbtool.evidence.load) records set: only what the requests held; the config is not in them
 RECORDS_LOAD = ("input_tokens_mean", "output_tokens_mean")
+# what the requests are judged by first; a throughput is the run's, which no request's record holds
+RECORDS_HEADLINE = Headline(("time_to_first_token", "inter_token_latency", "request_latency"))
 
 
 def is_aiperf_records(first: Any) -> bool:
@@ -87,4 +96,5 @@ READER = FunctionReader(
     lambda path, _: parse_aiperf_records(path),
     lambda path, text: is_aiperf_records(first_json_line(text)),
     {"aiperf-records": RECORDS_LOAD},
+    headline={"aiperf-records": RECORDS_HEADLINE},
 )

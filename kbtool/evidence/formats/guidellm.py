@@ -10,6 +10,7 @@ from typing import Any
 
 from kbtool.evidence.formats.reader import (
     FunctionReader,
+    Headline,
     artifact_of,
     evidence_entry,
     is_number,
@@ -25,6 +26,15 @@ from kbtool.model.parsing import Unparsable, json_document, nested, why_unparsab
 GUIDELLM_LOAD = (
     "strategy", "concurrency", "request_rate", "request_count", "duration_s", "dataset",
     "input_tokens", "output_tokens", "input_tokens_mean", "output_tokens_mean",
+)  # fmt: skip
+
+# what a GuideLLM benchmark is judged by first: output token throughput, TTFT, ITL and TPOT, request latency and
+# throughput; never request_concurrency (how many it kept in flight) nor the token counts it sent
+GUIDELLM_HEADLINE = Headline(
+    (
+        "output_tokens_per_second", "time_to_first_token", "inter_token_latency", "time_per_output_token",
+        "request_latency", "requests_per_second",
+    )
 )  # fmt: skip
 
 GUIDELLM_UNITS = {
@@ -236,4 +246,5 @@ READER = FunctionReader(
     is_guidellm_file,
     {"guidellm": GUIDELLM_LOAD},
     {"strategy": "strategy"},
+    {"guidellm": GUIDELLM_HEADLINE},
 )

@@ -8,12 +8,37 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kbtool.evidence.formats.reader import FunctionReader, artifact_of, evidence_entry, json_of, load_json
+from kbtool.evidence.formats.reader import (
+    Entries,
+    FunctionReader,
+    Headline,
+    artifact_of,
+    evidence_entry,
+    in_places,
+    json_of,
+    load_json,
+)
 from kbtool.evidence.values import number
 from kbtool.model.errors import BadInput
 
 # the load keys (kbtool.evidence.load) an evaluation sets: how it was asked, never what it scored
 LM_EVAL_LOAD = ("n_shot", "task_version", "filter", "limit")
+
+
+def each_task_score(evidence: Entries) -> list[int]:
+    """lm-eval's headline: each task's score (its stderr in its stats), the first the task has where higher is
+    better (lambada's accuracy, not its perplexity), else its first."""
+    tasks: dict[str, list[str]] = {}
+    for entry in evidence:
+        metric = str(entry.get("metric"))
+        if entry.get("direction") == "higher" or metric.split("/", 1)[0] not in tasks:
+            tasks.setdefault(metric.split("/", 1)[0], []).append(metric)
+    higher = {str(e.get("metric")) for e in evidence if e.get("direction") == "higher"}
+    scores = [next((m for m in metrics if m in higher), metrics[0]) for metrics in tasks.values()]
+    return in_places(evidence, tuple(scores))
+
+
+LM_EVAL_HEADLINE = Headline(pick=each_task_score)
 
 
 def is_lm_eval(data: Any) -> bool:
@@ -99,4 +124,5 @@ READER = FunctionReader(
     lambda path, text: path.suffix.lower() == ".json" and is_lm_eval(json_of(text)),
     {"lm-eval": LM_EVAL_LOAD},
     {"n_shot": "n-shot", "filter": "filter", "task_version": "task version", "limit": "sample limit"},
+    {"lm-eval": LM_EVAL_HEADLINE},
 )

@@ -11,6 +11,7 @@ from typing import Any
 
 from kbtool.evidence.formats.reader import (
     FunctionReader,
+    Headline,
     artifact_of,
     evidence_entry,
     first_json_line,
@@ -27,6 +28,10 @@ SGLANG_LOAD = (
     "request_rate", "concurrency", "dataset", "input_tokens", "output_tokens", "length_range_ratio",
     "input_tokens_mean", "output_tokens_mean",
 )  # fmt: skip
+
+# what a serving run is judged by first: output token throughput, TTFT, ITL and TPOT, end-to-end latency (vLLM's
+# e2el, SGLang's e2e_latency), request throughput
+SERVING_HEADLINE = Headline(("output_throughput", "ttft", "itl", "tpot", ("e2el", "e2e_latency"), "request_throughput"))
 
 LATENCY_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_([a-z0-9_]+?)_ms$")
 THROUGHPUTS = {
@@ -210,4 +215,5 @@ READER = FunctionReader(
     lambda path, text: is_serving_run(json_of(text) if json_of(text) is not None else first_json_line(text)),
     {"vllm": VLLM_LOAD, "sglang": SGLANG_LOAD},
     {"length_range_ratio": "length range ratio"},
+    {"vllm": SERVING_HEADLINE, "sglang": SERVING_HEADLINE},
 )
