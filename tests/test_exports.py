@@ -38,7 +38,14 @@ def test_lm_eval_keeps_every_top_level_score_with_its_stderr_shots_and_samples()
     assert gsm["value"] == 0.012130401819560273 and gsm["stats"] == {"stderr": 0.0030152942428909395}
     assert gsm["samples"] == 1319 and gsm["direction"] == "higher"
     assert gsm["conditions"] == {"format": "lm-eval", "n_shot": 5, "task_version": 3.0, "filter": "strict-match"}
-    assert gsm["environment"] == {"lm_eval": "0.4.9.1", "transformers": "4.55.2"}
+    assert gsm["environment"] == {  # the versions it names, and torch's collect_env of the process that ran it
+        "lm_eval": "0.4.9.1",
+        "transformers": "4.55.2",
+        "torch": "2.8.0+cu128",
+        "python": "3.10.12",
+        "gpu": "NVIDIA GeForce RTX 4090",
+        "driver": "580.65.06",
+    }
     assert parsed["applies_to"] == {"model": "google/gemma-3-270m"}
     # the group stands for its 71 subtasks and sub-groups: gsm8k's two filters, tmmluplus's acc and acc_norm
     assert sorted(got) == [

@@ -43,8 +43,9 @@ class Findings(KnowledgeBaseCore):
         repo = _repository(finding.repo)
         closes, gap = self._open_gap(finding.closes) if finding.closes else (None, None)
         existing = [c.data for c in self.summaries(kind="finding")]
-        environment = self.machine_environment()
-        plan = card_plan(finding, found, environment, repo, closes, agent, existing, strict)
+        # where the card was written; where it was measured is what its exports and its writer say
+        recorded_on = self.machine_environment()
+        plan = card_plan(finding, found, recorded_on, repo, closes, agent, existing, strict)
         stored = self._create(plan.data, plan.body, origin="new finding", extra_writes=self._closing(gap))
         self._refresh_lexical()
         evidence = stored.card.evidence if isinstance(stored.card, Finding) else []

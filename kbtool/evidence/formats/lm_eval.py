@@ -1,6 +1,6 @@
 """lm-evaluation-harness `results_*.json`: every task's metric under each filter, with its standard error,
 the task's n-shot and version and the number of samples; the top-level tasks and groups only when a
-group's subtasks are listed (a group's score stands for them)."""
+group's subtasks are listed (a group's score stands for them); and where it ran (pretty_env_info)."""
 
 from __future__ import annotations
 
@@ -54,11 +54,7 @@ def parse_lm_eval(path: Path) -> dict[str, Any]:
     shots, versions = data.get("n-shot") or {}, data.get("versions") or {}
     higher, samples = data.get("higher_is_better") or {}, data.get("n-samples") or {}
     config = data.get("config") or {}
-    environment = {
-        k: str(data[key])
-        for k, key in (("lm_eval", "lm_eval_version"), ("transformers", "transformers_version"))
-        if data.get(key)
-    }
+    environment = lm_eval_environment(data)
     artifact = artifact_of(path, digest)
     limit = config.get("limit") if isinstance(config.get("limit"), (int, float)) else None
     evidence = []
@@ -107,6 +103,44 @@ def parse_lm_eval(path: Path) -> dict[str, Any]:
     model = _model_name(config, data)
     run = {k: str(config[k]) for k in ("model", "batch_size", "limit") if config.get(k) is not None}
     return {"evidence": evidence, "applies_to": {"model": model} if model else {}, "conditions": run}
+
+
+# what torch's collect_env (the results' pretty_env_info) says, by kb's names (kbtool.evidence.provenance's)
+ENV_LINES = {
+    "PyTorch version": "torch",
+    "Python version": "python",
+    "CUDA runtime version": "cuda",
+    "Nvidia driver version": "driver",
+}
+# the packages whose versions its "Versions of relevant libraries" lists that shape an inference result
+PACKAGES = ("torch", "vllm", "sglang", "triton", "flashinfer-python", "tensorrt-llm", "transformers")
+
+
+def lm_eval_environment(data: dict[str, Any]) -> dict[str, str]:
+    """Where the evaluation ran, as its results file says: the harness's and transformers' versions, and from
+    pretty_env_info (torch's collect_env of the process that ran the model) Python, PyTorch, CUDA, the GPU
+    ("NAME xN" for N of one model), the driver and the versions of the packages that shape a result."""
+    env = {
+        k: str(data[key])
+        for k, key in (("lm_eval", "lm_eval_version"), ("transformers", "transformers_version"))
+        if data.get(key)
+    }
+    info = data.get("pretty_env_info")
+    if not isinstance(info, str):
+        return env
+    for line in info.splitlines():
+        label, sep, value = line.partition(":")
+        value = value.strip()
+        if sep and label.strip() in ENV_LINES and value and value not in ("N/A", "Could not collect"):
+            env.setdefault(ENV_LINES[label.strip()], value.split()[0] if label.strip() == "Python version" else value)
+        found = re.match(r"^\[(?:pip3?|conda)\]\s+([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if found and found.group(1).lower() in PACKAGES:
+            env.setdefault(found.group(1).lower(), found.group(2))
+    gpus = re.findall(r"GPU \d+: ([^\n(]+?)\s*(?:\(UUID[^)]*\))?\s*$", info.partition("GPU models")[2], re.M)
+    if gpus:
+        counts = {name: gpus.count(name) for name in dict.fromkeys(gpus)}
+        env["gpu"] = ", ".join(name + (f" x{n}" if n > 1 else "") for name, n in counts.items())
+    return env
 
 
 def _model_name(config: dict[str, Any], data: dict[str, Any]) -> str | None:

@@ -1,6 +1,7 @@
 """vLLM `vllm bench serve --save-result` JSON and SGLang `bench_serving` JSONL (one line per run): one
 reader for both, as their results share a shape: throughputs and the mean, median, std and percentiles of
-TTFT, TPOT, ITL and end-to-end latency, and, with the per-request lists, a 95% interval of the mean."""
+TTFT, TPOT, ITL and end-to-end latency, and, with the per-request lists, a 95% interval of the mean; SGLang's
+server_info gives the engine's version (vLLM's results keep none)."""
 
 from __future__ import annotations
 
@@ -67,13 +68,21 @@ def parse_serving(path: Path) -> dict[str, Any]:
         conditions = serving_load(run)
         if len(runs) > 1:
             conditions["run"] = index + 1
-        evidence += _run_evidence(where, run, conditions, artifact)
+        evidence += [{**ev, **_environment(run)} for ev in _run_evidence(where, run, conditions, artifact)]
     models = {str(r.get("model_id") or r.get("model")) for r in runs if r.get("model_id") or r.get("model")}
     applies = {"model": models.pop()} if len(models) == 1 else {}
     engines = {str(r["backend"]) for r in runs if isinstance(r.get("backend"), str)}
     if len(engines) == 1:
         applies["engine"] = engines.pop()
     return {"evidence": evidence, "applies_to": applies, "conditions": {}}
+
+
+def _environment(run: dict[str, Any]) -> dict[str, Any]:
+    """Where the run was measured, as far as the result says: the server_info SGLang's bench_serving asks its
+    server for gives SGLang's version; vLLM's result records none (nor any GPU), so nothing is said."""
+    server = run.get("server_info")
+    version = server.get("version") if isinstance(server, dict) else None
+    return {"environment": {"sglang": version.strip()}} if isinstance(version, str) and version.strip() else {}
 
 
 def _run_evidence(

@@ -73,6 +73,9 @@ class FindingInput(Payload):
     repo: str | None = None
     command: str | None = None
     conditions: dict[str, Any] | None = None
+    environment: dict[str, str] | None = Field(
+        None, description="where it was measured, when no export says so: GPU, driver, engine and library versions"
+    )
     ignore_conditions: Strings = Field(
         (), description="load conditions to compare across when they differ (e.g. input_tokens); the finding says so"
     )
