@@ -19,8 +19,7 @@ from kbtool.model.records import StoredCard
 HEADLINE = 6  # at least this many entries of a finding are shown when it has more (an AIPerf export gives 65)
 # the statistics a cut entry keeps: its centre, tail, spread and intervals (AIPerf gives 14, p1 to p99 and a sum)
 HEADLINE_STATS = (
-    "avg", "p50", "p90", "p99", "min", "max", "std", "stderr",
-    "ci95_low", "ci95_high", "change_ci95_low", "change_ci95_high",
+    "avg", "p50", "p90", "p99", "std", "stderr", "ci95_low", "ci95_high", "change_ci95_low", "change_ci95_high",
 )  # fmt: skip
 
 

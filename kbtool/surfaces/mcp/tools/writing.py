@@ -48,9 +48,6 @@ async def add_finding(
     project: Annotated[str | None, Field(description="the project that measured it")] = None,
     command: Annotated[str | None, Field(description="the command that measured it")] = None,
     conditions: Annotated[dict[str, Any] | None, Field(description='the load: {"concurrency": 32}')] = None,
-    environment: Annotated[
-        dict[str, str] | None, Field(description='where measured, if no export says: {"gpu": "H100", "vllm": "0.11"}')
-    ] = None,
     artifact: Annotated[
         str | list[str] | None,
         Field(
@@ -83,7 +80,6 @@ async def add_finding(
         project=project,
         command=command,
         conditions=conditions,
-        environment=environment,
         baseline_from=baseline_artifacts,
         ignore_conditions=ignore_conditions,
         body=body,
