@@ -58,7 +58,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"finding_input", "statistics"},
         {"formats"},  # the benchmark-format readers: kbtool/evidence/formats/
         {"load", "plots", "headline"},  # the load vocabulary names keys the readers label; a finding's headline
-        {"pairing", "runs"},
+        {"pairing", "runs", "same_run"},
         {"repeats"},
         {"run_evidence"},
     ],

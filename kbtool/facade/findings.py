@@ -116,11 +116,12 @@ class Findings(KnowledgeBaseCore):
         Runs at different loads are refused, naming the condition (kbtool.evidence.pairing), unless its key is
         in ignore; what could not be compared is in the notes."""
         from kbtool.evidence.repeats import compare
+        from kbtool.evidence.same_run import refuse_same_runs
 
-        (ours, our_names), (theirs, their_names) = (
-            self._runs_of(candidate, metric_name),
-            self._runs_of(baseline, metric_name),
-        )
+        ours_read, theirs_read = self._runs_of(candidate, metric_name), self._runs_of(baseline, metric_name)
+        refuse_same_runs(ours_read, theirs_read)  # a run against itself, or given twice, is refused
+        ours, our_names = [r["evidence"] for r in ours_read], [r["name"] for r in ours_read]
+        theirs, their_names = [r["evidence"] for r in theirs_read], [r["name"] for r in theirs_read]
         notes: builtins.list[str] = []
         rows = compare(ours, theirs, ignore, notes, (our_names, their_names))
         return Comparison(
@@ -184,10 +185,9 @@ class Findings(KnowledgeBaseCore):
             left_off=counts["left_off"],
         )
 
-    def _runs_of(
-        self, ref: str, metric_name: str
-    ) -> tuple[builtins.list[builtins.list[dict[str, Any]]], builtins.list[str]]:
-        """A side's runs' evidence and their names (for notes)."""
+    def _runs_of(self, ref: str, metric_name: str) -> builtins.list[dict[str, Any]]:
+        """A side's runs: each one's evidence, name (for notes) and identity (kbtool.evidence.same_run); a
+        finding is one, known by its id and its exports' sha256."""
         from kbtool.evidence.runs import invalid_runs, runs_in
 
         path = Path(ref)
@@ -195,7 +195,7 @@ class Findings(KnowledgeBaseCore):
             runs = runs_in(path, metric_name)
             for why in invalid_runs(runs):
                 self.note(f"an invalid run is compared: {why}")
-            return [run["evidence"] for run in runs], [run["name"] for run in runs]
+            return runs
         base, rest = self.owner_of(ref)
         found = base.card_or_skill(rest)
         if not isinstance(found, StoredCard) or found.card.kind != "finding":
@@ -203,7 +203,12 @@ class Findings(KnowledgeBaseCore):
         evidence = found.to_dict().get("evidence") or []
         if not evidence:
             raise BadInput(f"{ref}: a finding with no evidence to compare")
-        return [evidence], [found.id]
+        identity = {f"finding:{found.id}": f"the same finding {found.id}"}
+        for entry in evidence:
+            for artifact in [entry.get("artifact"), *(entry.get("artifacts") or [])]:
+                if artifact:
+                    identity[f"sha256:{artifact['sha256']}"] = f"the same export, sha256 {artifact['sha256'][:12]}"
+        return [{"evidence": evidence, "name": found.id, "identity": identity}]
 
 
 def _repository(path: str | None) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kbtool.evidence.formats.reader import FunctionReader, Headline, json_of, mapping, sequence
+from kbtool.evidence.formats.reader import FunctionReader, Headline, json_of, mapping, same_content, sequence
 from kbtool.evidence.values import STATISTICS, guess_direction, number, read_artifact
 from kbtool.model.errors import BadInput
 from kbtool.model.parsing import Unparsable, json_document
@@ -70,7 +70,14 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
         if isinstance(m, dict) and m.get("name")
     ] or [m for m in sequence(mapping(config.get("endpoint")).get("model_names")) if isinstance(m, str) and m]
     applies = {"model": models[0] if len(models) == 1 else models} if models else {}
-    return {"evidence": evidence, "applies_to": applies, "conditions": conditions}
+    identity = {**same_content(data), **_benchmark(data.get("benchmark_id") or run.get("benchmark_id"))}
+    return {"evidence": evidence, "applies_to": applies, "conditions": conditions, "identity": identity}
+
+
+def _benchmark(benchmark: Any) -> dict[str, str]:
+    """The run AIPerf names by its benchmark id, whatever was edited around it (a run's `identity`)."""
+    named = benchmark.strip() if isinstance(benchmark, str) else ""
+    return {f"aiperf:{named}": f"AIPerf benchmark {named}"} if named else {}
 
 
 def _aiperf_environment(data: dict[str, Any]) -> dict[str, str]:

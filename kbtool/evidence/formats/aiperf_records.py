@@ -13,6 +13,7 @@ from kbtool.evidence.formats.reader import (
     evidence_entry,
     first_json_line,
     json_runs,
+    same_content,
 )
 from kbtool.evidence.values import number, read_artifact
 from kbtool.model.errors import BadInput
@@ -86,7 +87,7 @@ def parse_aiperf_records(path: Path) -> dict[str, Any]:
         )
     if not evidence:
         raise BadInput(f"{path}: the records hold no metric every request has")
-    return {"evidence": evidence, "applies_to": {}, "conditions": {}}
+    return {"evidence": evidence, "applies_to": {}, "conditions": {}, "identity": same_content(records)}
 
 
 READER = FunctionReader(

@@ -17,6 +17,7 @@ from kbtool.evidence.formats.reader import (
     json_of,
     load_json,
     mapping,
+    same_content,
 )
 from kbtool.evidence.values import number, read_artifact
 from kbtool.model.errors import BadInput
@@ -80,7 +81,13 @@ def parse_guidellm(path: Path) -> dict[str, Any]:
     if environment:
         for ev in evidence:
             ev["environment"] = {"guidellm": str(environment)}
-    return {"evidence": evidence, "applies_to": {"model": str(model)} if model else {}, "conditions": {}}
+    identity = same_content(data)
+    for bench in data["benchmarks"]:  # each benchmark's id, in the current report's config or the older one's
+        named = nested(bench, "config", "id_") or bench.get("id_")
+        if isinstance(named, str) and named.strip():
+            identity[f"guidellm:{named.strip()}"] = f"GuideLLM benchmark {named.strip()}"
+    scope = {"model": str(model)} if model else {}
+    return {"evidence": evidence, "applies_to": scope, "conditions": {}, "identity": identity}
 
 
 def _report(path: Path) -> tuple[Any, str]:

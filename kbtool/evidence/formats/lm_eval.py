@@ -17,6 +17,7 @@ from kbtool.evidence.formats.reader import (
     in_places,
     json_of,
     load_json,
+    same_content,
 )
 from kbtool.evidence.values import number
 from kbtool.model.errors import BadInput
@@ -102,7 +103,8 @@ def parse_lm_eval(path: Path) -> dict[str, Any]:
         raise BadInput(f"{path}: an lm-evaluation-harness results file with no numeric score")
     model = _model_name(config, data)
     run = {k: str(config[k]) for k in ("model", "batch_size", "limit") if config.get(k) is not None}
-    return {"evidence": evidence, "applies_to": {"model": model} if model else {}, "conditions": run}
+    scope = {"model": model} if model else {}
+    return {"evidence": evidence, "applies_to": scope, "conditions": run, "identity": same_content(data)}
 
 
 # what torch's collect_env (the results' pretty_env_info) says, by kb's names (kbtool.evidence.provenance's)

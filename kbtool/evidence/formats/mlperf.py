@@ -16,6 +16,7 @@ from kbtool.evidence.formats.reader import (
     artifact_of,
     evidence_entry,
     in_places,
+    same_content,
 )
 from kbtool.evidence.values import number, read_artifact
 from kbtool.model.errors import BadInput
@@ -90,7 +91,8 @@ def parse_mlperf(path: Path) -> dict[str, Any]:
         evidence.append(evidence_entry(name, rate, rate_unit, conditions=conditions, artifact=artifact))
     if not evidence:
         raise BadInput(f"{path}: an MLPerf summary with no metric line")
-    parsed: dict[str, Any] = {"evidence": evidence, "applies_to": {}, "conditions": {}}
+    # LoadGen names no run: one is known by its numbers (every latency to the nanosecond)
+    parsed: dict[str, Any] = {"evidence": evidence, "applies_to": {}, "conditions": {}, "identity": same_content(text)}
     if conditions["result"].upper() != "VALID":
         why = f" ({', '.join(f'{c}: No' for c in failed)})" if failed else ""
         parsed["invalid"] = f"{path}: LoadGen says the result is {conditions['result']}{why}"

@@ -19,6 +19,7 @@ from kbtool.evidence.formats.reader import (
     is_number,
     json_of,
     json_runs,
+    same_content,
 )
 from kbtool.evidence.values import number, read_artifact
 from kbtool.model.errors import BadInput
@@ -74,7 +75,10 @@ def parse_serving(path: Path) -> dict[str, Any]:
     engines = {str(r["backend"]) for r in runs if isinstance(r.get("backend"), str)}
     if len(engines) == 1:
         applies["engine"] = engines.pop()
-    return {"evidence": evidence, "applies_to": applies, "conditions": {}}
+    # neither engine's result names its run: each run is known by its results (a file of appended runs shares
+    # a run with another holding that line)
+    identity = {key: why for run in runs for key, why in same_content(run).items()}
+    return {"evidence": evidence, "applies_to": applies, "conditions": {}, "identity": identity}
 
 
 def _environment(run: dict[str, Any]) -> dict[str, Any]:
