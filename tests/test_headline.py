@@ -167,3 +167,15 @@ def test_mcp_get_and_compare_lead_with_the_headline(kb, finding, monkeypatch):
     assert "metric: request_count" not in got.content[0].text
     rows = [m["metric"] for m in compared.structured_content["metrics"]]
     assert sorted(rows) == sorted(AIPERF) and compared.structured_content["total"] > 60
+
+
+def test_without_a_declared_headline_the_first_entries_are_shown_and_never_a_load_input():
+    from kbtool.evidence.headline import HEADLINE, shown_entries
+
+    evidence = [{"metric": "request_count", "conditions": {}}] + [
+        {"metric": f"m{n}", "conditions": {}} for n in range(HEADLINE + 2)
+    ]
+    assert [evidence[n]["metric"] for n in shown_entries(evidence, "")] == [f"m{n}" for n in range(HEADLINE)]
+    # a results TSV declares none: its first rows
+    rows = read_run(DATA / "results-tsv" / "autoresearch-results.tsv")["evidence"]
+    assert shown_entries(rows, "") == list(range(min(HEADLINE, len(rows))))

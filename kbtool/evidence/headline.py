@@ -34,7 +34,7 @@ def headline_metric(metric: str, said: str) -> bool:
 def shown_entries(evidence: list[dict[str, Any]], said: str) -> list[int]:
     """The entries to show, by index, in order: every metric of the headline and every metric the title names
     (`said`) at its first load, then their entries at further loads up to HEADLINE in all; the first HEADLINE
-    entries when neither says anything."""
+    entries (no load input among them) when neither says anything."""
     declared = headline_of(evidence)
     named = [
         n
@@ -47,7 +47,8 @@ def shown_entries(evidence: list[dict[str, Any]], said: str) -> list[int]:
     for n in [*declared, *named]:
         (further if evidence[n]["metric"] in seen else first).append(n)
         seen.add(evidence[n]["metric"])
-    return (first + further[: max(0, HEADLINE - len(first))]) or list(range(HEADLINE))
+    kept = first + further[: max(0, HEADLINE - len(first))]
+    return kept or [n for n, entry in enumerate(evidence) if entry["metric"] not in LOAD_INPUTS][:HEADLINE]
 
 
 def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, int]:
