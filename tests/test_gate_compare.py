@@ -54,7 +54,16 @@ def test_one_artifact_folder_a_side_gets_no_verdict_from_its_records_interval(cl
     assert out["speedup"] == 1.0 and out["verdict"] == "no verdict: one run a side (3 or more runs a side judge it)"
     assert "speedup_low" not in out and "change_low" not in out
 
-    # `kb compare` shows the change with the interval of one run's requests, labelled as such, and no verdict
+    # `kb compare` shows the change with the interval of one run's requests, labelled as such, and no verdict;
+    # it refuses one run against itself
+    # (tests/test_same_run.py), so its baseline is the run under another benchmark id and worker
+    aggregate = json.loads((b / "profile_export_aiperf.json").read_text())
+    (b / "profile_export_aiperf.json").write_text(json.dumps({**aggregate, "benchmark_id": "another"}))
+    records = [json.loads(line) for line in (b / "profile_export.jsonl").read_text().splitlines()]
+    for record in records:
+        record["metadata"]["worker_id"] = "another"
+    (b / "profile_export.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert measured("aiperf", a, b, "time_to_first_token", "--lower-is-better") == out
     rows = {r["metric"]: r for r in json.loads(cli("compare", str(a), str(b), "--json").stdout)["metrics"]}
     ttft = rows["time_to_first_token"]
     assert out["candidate"] == ttft["candidate"] and ttft["verdict"] == out["verdict"]

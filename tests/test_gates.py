@@ -69,7 +69,10 @@ def test_a_compare_gate_judges_the_projects_runs_with_no_script(cli, kb, tmp_pat
     run = cli("gate", "run", same, "--in", str(project))
     # the same run a side: a speedup of 1, not 20% better; the line says what was compared
     assert run.exit_code == 1 and run.stdout.startswith(f"fail: {same}: 1 >= 1.2"), run.output
-    assert "speedup of time_to_first_token: " in run.stdout and "(lower is better): no verdict: one run a side" in run.stdout
+    assert (
+        "speedup of time_to_first_token: " in run.stdout
+        and "(lower is better): no verdict: one run a side" in run.stdout
+    )
     assert f"kb: running in {project}: kb compares runs/candidate with runs/baseline" in run.stderr
     record = json.loads((kb.root / "runs" / "gates" / f"{same}.jsonl").read_text().splitlines()[-1])
     compared = json.loads(record["stdout"])  # the comparison, kept with the run

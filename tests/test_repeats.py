@@ -177,7 +177,8 @@ def test_runs_pair_by_the_load_not_by_where_the_server_was_or_which_engine(cli, 
         folder = tmp_path / side
         folder.mkdir()
         config = {**aiperf["input_config"], "endpoint": {**aiperf["input_config"]["endpoint"], "urls": [url]}}
-        (folder / "profile_export_aiperf.json").write_text(json.dumps({**aiperf, "input_config": config}))
+        ran = {**aiperf, "input_config": config, "benchmark_id": f"{side}-run"}  # each side its own run
+        (folder / "profile_export_aiperf.json").write_text(json.dumps(ran))
         sides[side] = str(folder)
     result = cli("compare", sides["candidate"], sides["baseline"], "--json")
     assert result.exit_code == 0, result.stderr

@@ -57,8 +57,8 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"environment", "values", "provenance"},
         {"finding_input", "statistics", "verdicts"},
         {"formats"},  # the benchmark-format readers: kbtool/evidence/formats/
-        {"load", "plots"},  # the load vocabulary names keys the readers label
-        {"pairing", "runs", "noise_floor"},
+        {"load", "plots", "headline"},  # the load vocabulary names keys the readers label; a finding's headline
+        {"pairing", "runs", "same_run", "noise_floor"},
         {"repeats"},
         {"run_evidence"},
     ],

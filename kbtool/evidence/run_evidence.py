@@ -4,7 +4,8 @@ same load, and said in a paragraph a person can read.
 
 Nothing is recorded that was not measured and nothing given is dropped silently: what could not be
 combined or compared is in `notes` (shown, and written into the card's body); when a baseline is given
-and nothing pairs, BadInput says why and nothing is written.
+and nothing pairs, BadInput says why and nothing is written; so it does when one run is given twice, or
+as its own baseline (kbtool.evidence.same_run).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from kbtool.evidence.load import common_and_varying, describe
 from kbtool.evidence.provenance import portable_path
 from kbtool.evidence.repeats import Floors, combine_runs, judge
 from kbtool.evidence.runs import invalid_runs, model_of, read_run
+from kbtool.evidence.same_run import refuse_same_runs
 from kbtool.evidence.verdicts import NO_VERDICT, RUNS_HINT
 
 CLEAR = ("better", "worse", "changed")  # verdicts that show something
@@ -55,6 +57,7 @@ def _read_side(paths: Sequence[Path], metric_name: str, repo: Path | None) -> li
     parsed_runs = []
     for path in paths:
         parsed = read_run(path, metric_name)
+        parsed["given"] = str(path)  # as the request named it, for a refusal
         where = portable_path(path, repo)
         for ev in parsed["evidence"]:
             # an artifact folder's evidence names the export in it that was read
@@ -78,9 +81,11 @@ def evidence_from_runs(
     ignored = list(ignore)
     notes: list[str] = []
     candidate = _read_side(runs, metric_name, repo)
+    baseline = _read_side(baselines, metric_name, repo) if baselines else []
+    named = [[{**r, "name": r["given"]} for r in side] for side in (candidate, baseline)]
+    refuse_same_runs(named[0], named[1], ("--from ", "--baseline-from "))  # one run is never two
     evidence = combine_runs([r["evidence"] for r in candidate], ignored, notes, [r["name"] for r in candidate])
     verdicts: list[str] = []
-    baseline = _read_side(baselines, metric_name, repo) if baselines else []
     if baseline:
         base_names = [r["name"] for r in baseline]
         base_evidence = combine_runs([r["evidence"] for r in baseline], ignored, notes, base_names)

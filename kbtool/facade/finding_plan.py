@@ -99,7 +99,7 @@ def measured(finding: FindingInput, asked: Requested, runs: RunEvidence | None) 
 def card_plan(
     finding: FindingInput,
     found: Measured,
-    environment: dict[str, str],
+    recorded_on: dict[str, str],
     repo: dict[str, Any] | None,
     closes: str | None,
     agent: str | None,
@@ -107,7 +107,9 @@ def card_plan(
     strict: bool = False,
 ) -> FindingPlan:
     """The card's data among the existing findings' (their frontmatter): with strict, likely duplicates
-    or contradictions refuse it (CheckFailed), else they are only reported."""
+    or contradictions refuse it (CheckFailed), else they are only reported. Its environment is where it was
+    measured: what the exports say (on their evidence entries) and what the writer gave, never the machine kb
+    runs on, which is recorded_on, where the card was written."""
     data: dict[str, Any] = {
         "kind": "finding",
         "title": finding.title,
@@ -115,7 +117,8 @@ def card_plan(
         "evidence": found.evidence,
         "applies_to": found.scope,
         "tags": list(finding.tags),
-        "environment": dict(environment),
+        "environment": dict(finding.environment or {}),
+        "recorded_on": dict(recorded_on),
         "status": found.status,
     }
     if repo:

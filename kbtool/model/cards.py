@@ -369,9 +369,18 @@ class Finding(CardBase):
         description="in a card file: what groups of evidence entries share, written once; read into each entry",
     )
     evidence: list[Evidence] = []
-    # the run's context, shared by its evidence: the experiment repository and the machine
+    # the run's context, shared by its evidence: the experiment repository, and where it was measured
     repo: RepoState | None = None
-    environment: dict[str, str] = {}
+    environment: dict[str, str] = Field(
+        default={},
+        description="where it was measured (GPU, driver, engine and library versions), as given; the exports' own "
+        "is on each evidence entry",
+    )
+    recorded_on: dict[str, str] = Field(
+        default={},
+        description="the machine kb wrote the card on (python, platform, kb's packages, its GPU if any): where it "
+        "was recorded, not where it was measured",
+    )
 
     @model_validator(mode="after")
     def _whole_entries(self) -> Finding:

@@ -73,6 +73,9 @@ class FindingInput(Payload):
     repo: str | None = None
     command: str | None = None
     conditions: dict[str, Any] | None = None
+    environment: dict[str, str] | None = Field(
+        None, description="where it was measured, when no export says so: GPU, driver, engine and library versions"
+    )
     ignore_conditions: Strings = Field(
         (), description="load conditions to compare across when they differ (e.g. input_tokens); the finding says so"
     )
@@ -272,9 +275,17 @@ class Comparison(Payload):
                 raise BadInput(f"metrics {', '.join(unknown)}: not compared; the metrics are {known}")
             rows = [m for m in self.metrics if m.metric in metrics]
         else:
+            # the headline's metrics, each at the first load before any at the next (a sweep's rows), in the
+            # comparison's order (`kb compare --json` prints the same rows in the same order)
             rank = {name: n for n, name in enumerate(headline)}
-            chosen = sorted((m for m in self.metrics if m.metric in rank), key=lambda m: rank[m.metric])[:first]
-            rows = [m for m in self.metrics if m in chosen] if chosen else self.metrics[:first]
+            seen: dict[str, int] = {}
+            keyed = []
+            for n, row in enumerate(self.metrics):
+                if row.metric in rank:
+                    keyed.append((seen.get(row.metric, 0), rank[row.metric], n))
+                    seen[row.metric] = seen.get(row.metric, 0) + 1
+            chosen = sorted(n for *_, n in sorted(keyed)[:first])
+            rows = [self.metrics[n] for n in chosen] or self.metrics[:first]
         if len(rows) == len(self.metrics):
             return self
         return self.model_copy(update={"metrics": rows, "total": len(self.metrics)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     ConfigDict,
@@ -14,9 +14,6 @@ from pydantic import (
 
 from kbtool.model.contracts.base import Payload, SearchKind, StatusName, T
 from kbtool.model.contracts.search import AppliesMark, CardBrief
-
-if TYPE_CHECKING:
-    from kbtool.model.records import StoredCard
 
 # --- reading -----------------------------------------------------------------------------------
 
@@ -273,37 +270,7 @@ class Documents(Payload):
 
 
 # --- what of a document to show: `kb show` and the MCP get tool cut it the same way ------------------
-
-HEADLINE = 6  # a finding's evidence entries shown unless all are asked for (an AIPerf export gives 65)
-
-
-def headline_metric(metric: str, said: str) -> bool:
-    """Whether the title and claim (`said`, lowercase) name the metric: by its name, its words
-    (output token throughput) or its initials (time_to_first_token: ttft)."""
-    words = [w for w in metric.lower().replace("-", "_").split("_") if w]
-    initials = "".join(w[0] for w in words)
-    return metric.lower() in said or " ".join(words) in said or (len(words) > 2 and f"{initials}" in said.split())
-
-
-def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, int]:
-    """A finding with more than HEADLINE evidence entries cut to its headline metrics, those its title and
-    claim name (else its first entries): the card to render, the document with `evidence_total`, and how many
-    entries it has in all (0 when nothing was cut). Anything else as it is."""
-    card = stored.card
-    evidence = list(getattr(card, "evidence", None) or [])
-    if len(evidence) <= HEADLINE:
-        return card, document, 0
-    said = " ".join(str(getattr(card, name, "") or "") for name in ("title", "claim")).lower()
-    for ch in ",:;()":
-        said = said.replace(ch, " ")
-    kept = [n for n, entry in enumerate(evidence) if headline_metric(entry.metric, said)][:HEADLINE] or list(
-        range(HEADLINE)
-    )
-    data = document.to_json()
-    data["evidence"] = [data["evidence"][n] for n in kept]
-    data["evidence_total"] = len(evidence)
-    cut = card.model_copy(update={"evidence": [evidence[n] for n in kept]})
-    return cut, Document.model_validate(data), len(evidence)
+# (a finding's evidence to its headline: kbtool.evidence.headline)
 
 
 def only_fields(document: Document, fields: Sequence[str]) -> tuple[Document, str]:

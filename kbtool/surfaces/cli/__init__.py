@@ -125,8 +125,9 @@ def show(
     """Print cards, or skills by their names (what any search hit names): each one's file, a finding with
     more than 6 evidence entries (a benchmark export's 65) cut to its headline metrics unless --all-metrics
     (--json: the MCP get tool's answer, each one's fields, path and body, and the ids that match nothing)."""
+    from kbtool.evidence.headline import headline_evidence
     from kbtool.model import markdown
-    from kbtool.model.contracts.reading import headline_evidence, only_fields
+    from kbtool.model.contracts.reading import only_fields
     from kbtool.model.records import StoredCard
     from kbtool.skills.spec import render_skill
 
