@@ -207,13 +207,9 @@ class Compared(Payload):
     change_pct: float | None = Field(None, description="the change as a fraction of the baseline")
     change_low: float | None = None
     change_high: float | None = None
-    variation: str | None = Field(
-        None, description="what the change's interval accounts for: runs, scores' stderr, a noise floor, or one run"
-    )
-    detectable: float | None = Field(None, description="the smallest change these runs could detect (80% power)")
-    verdict: str = Field(
-        description="better, worse, no clear change, changed (which way is better unknown), or no verdict: why"
-    )
+    variation: str | None = None  # what the change's interval accounts for (kbtool/evidence/verdicts.py)
+    detectable: float | None = None  # the smallest change these runs could detect (95%, power 0.8)
+    verdict: str = Field(description="better, worse, no clear change, changed (which way is better unknown)")
 
     def line(self, load_keys: Sequence[str] | None = None) -> str:
         """'output_throughput at request_rate=4: 6010 [5920, 6100] vs 5016.67 [4704, 5329] tok/s; change +993.3

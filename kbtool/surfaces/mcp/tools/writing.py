@@ -43,9 +43,7 @@ async def add_finding(
         Field(description="scope: model, arch, hardware, precision, phase, workload, engine, modality"),
     ] = None,
     status: Annotated[Literal["tentative", "draft"], Field()] = "tentative",
-    closes: Annotated[
-        str | None, Field(description="a gap's id this answers (or SOURCE:ID); it closes once this is confirmed")
-    ] = None,
+    closes: Annotated[str | None, Field(description="a gap's id this answers (or SOURCE:ID)")] = None,
     tags: NewTags = None,
     project: Annotated[str | None, Field(description="the project that measured it")] = None,
     command: Annotated[str | None, Field(description="the command that measured it")] = None,
