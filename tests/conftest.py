@@ -25,6 +25,10 @@ for _variable in ("KB_AGENT", "AI_AGENT", "CLAUDECODE", "CODEX_THREAD_ID", "CODE
 # user's ~/.cache; every daemon and server the tests start inherits it.
 os.environ.setdefault("KB_CACHE_DIR", tempfile.mkdtemp(prefix="kb-test-cache-"))
 
+# The key that seals gate runs (kbtool/curation/gate_seal.py) is this run's, never the user's ~/.config/kbtool: a
+# test that plays another machine points KB_CONFIG_DIR elsewhere for the process it starts.
+os.environ["KB_CONFIG_DIR"] = tempfile.mkdtemp(prefix="kb-test-config-")
+
 # Tests commit with git directly (a hand edit, a teammate's push): they bring their own identity, so the suite
 # runs on a fresh machine or CI runner whose HOME has no ~/.gitconfig. A repository's own user.name still wins.
 _GIT_IDENTITY = Path(tempfile.mkdtemp(prefix="kb-test-git-")) / "gitconfig"

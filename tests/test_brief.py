@@ -5,7 +5,6 @@ as Claude Code runs them (JSON on stdin, the documented JSON out)."""
 from __future__ import annotations
 
 import asyncio
-import calendar
 import json
 import os
 import re
@@ -209,15 +208,23 @@ def test_stop_blocks_until_a_locked_gate_passes_on_the_candidate_as_it_is(kb, tm
 
 
 def test_a_run_judges_the_candidate_only_as_it_was_when_it_ran():
-    from kbtool.curation.standing import Candidate, judged_now
+    """By content, never by the clock: the state a record keeps against the project's now."""
+    from kbtool.curation.project_state import ProjectState, state_change
 
-    run = {"time": "2026-12-05T08:00:00Z", "passed": True, "repo": {"commit": "a" * 40, "dirty": True}}
-    at_run = calendar.timegm((2026, 12, 5, 8, 0, 0, 0, 0, 0))
-    assert judged_now(run, Candidate("a" * 40, {"engine.py": at_run - 60}))[0] is True  # edits made before it ran
-    assert judged_now(run, Candidate("a" * 40, {"engine.py": at_run + 5}))[0] is False  # edited after
-    assert judged_now(run, Candidate("a" * 40, {"gone.py": None}))[0] is False  # deleted: when is unknown
-    assert judged_now(run, Candidate("a" * 40, {}))[0] is False  # its edits were undone
-    assert judged_now({**run, "repo": {"commit": "a" * 40, "dirty": False}}, Candidate("a" * 40, {}))[0] is True
-    assert judged_now(run, Candidate("b" * 40, {}))[0] is False  # a new commit
-    assert judged_now({"passed": True}, Candidate("a" * 40, {}))[0] is False  # recorded no commit
-    assert judged_now(run, Candidate(None, {}))[0] is None  # not a git repository: kb cannot tell
+    def state(commit: str = "a" * 40, head: str = "h", **changed: str | None) -> ProjectState:
+        return ProjectState(commit, head, dict(changed), frozenset(p for p in changed if p.startswith("new")))
+
+    dirty = state(engine="e1")
+    kept = dirty.record()
+    same = state_change(kept, state(engine="e1"))
+    assert same == (True, f"on commit {'a' * 12}, with the uncommitted changes it ran on")
+    assert state_change(kept, state(engine="e2"))[1] == "engine was edited since (uncommitted)"
+    assert state_change(kept, state(engine=None))[1] == "engine was edited since (uncommitted)"  # deleted
+    assert state_change(kept, state())[1] == "it ran with uncommitted changes to engine that are gone now"
+    assert state_change(kept, state(engine="e1", new_run="r"))[1] == "new_run is new since (untracked)"
+    moved = state_change(kept, state("b" * 40, "h2", engine="e1"))
+    assert moved == (False, f"the project moved from commit {'a' * 12} to {'b' * 12} since")
+    assert state_change(state().record(), state("b" * 40))[0] is True  # a new commit of the same files
+    assert state_change(None, state())[0] is False  # recorded no state
+    assert state_change(None, None)[0] is None  # not a git repository: kb cannot tell
+    assert state_change(kept, None)[0] is False  # it was one when the gate ran

@@ -38,7 +38,14 @@ def test_lm_eval_keeps_every_top_level_score_with_its_stderr_shots_and_samples()
     assert gsm["value"] == 0.012130401819560273 and gsm["stats"] == {"stderr": 0.0030152942428909395}
     assert gsm["samples"] == 1319 and gsm["direction"] == "higher"
     assert gsm["conditions"] == {"format": "lm-eval", "n_shot": 5, "task_version": 3.0, "filter": "strict-match"}
-    assert gsm["environment"] == {"lm_eval": "0.4.9.1", "transformers": "4.55.2"}
+    assert gsm["environment"] == {  # the versions it names, and torch's collect_env of the process that ran it
+        "lm_eval": "0.4.9.1",
+        "transformers": "4.55.2",
+        "torch": "2.8.0+cu128",
+        "python": "3.10.12",
+        "gpu": "NVIDIA GeForce RTX 4090",
+        "driver": "580.65.06",
+    }
     assert parsed["applies_to"] == {"model": "google/gemma-3-270m"}
     # the group stands for its 71 subtasks and sub-groups: gsm8k's two filters, tmmluplus's acc and acc_norm
     assert sorted(got) == [
@@ -298,9 +305,17 @@ def test_per_request_lists_give_the_interval_of_the_mean(path, tmp_path):
     assert "ci95_low" in again["itl"]["stats"]
 
 
-def test_a_single_detailed_run_against_a_baseline_gets_a_verdict(cli):
+def test_a_single_detailed_run_against_a_baseline_shows_its_requests_interval_and_no_verdict(cli, tmp_path):
     path = DETAILED[0]
-    result = cli("compare", str(path), str(path), "--json")
+    # a baseline of the same requests in the other order: another file (a run against itself is refused), the
+    # same means, so the per-request intervals are all that can tell them apart, and they cannot
+    run = json.loads(path.read_text())
+    lists = ("input_lens", "output_lens", "ttfts", "itls", "start_times", "generated_texts", "errors")
+    other = tmp_path / "baseline.json"
+    other.write_text(json.dumps({**run, **{k: run[k][::-1] for k in lists if isinstance(run.get(k), list)}}))
+    result = cli("compare", str(path), str(other), "--json")
     rows = {r["metric"]: r for r in json.loads(result.stdout)["metrics"]}
-    assert rows["ttft"]["verdict"] == "no clear change" and rows["ttft"]["change_low"] < 0 < rows["ttft"]["change_high"]
-    assert rows["output_throughput"]["verdict"].startswith("no interval")
+    ttft = rows["ttft"]
+    assert ttft["verdict"] == "no verdict: one run a side (3 or more runs a side judge it)"
+    assert ttft["variation"] == "within one run (its requests)" and ttft["change_low"] < 0 < ttft["change_high"]
+    assert rows["output_throughput"]["verdict"].startswith("no verdict: no interval on a side")

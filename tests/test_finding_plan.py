@@ -31,12 +31,25 @@ def test_metrics_become_evidence_judged_against_their_baseline():
 def test_an_agents_finding_is_tentative_and_runs_with_no_clear_change_are_not_confirmed():
     finding = FindingInput(title="x", metrics={"tpot": 1.0})
     assert measured(finding, requested(finding, agent="claude"), None).status == "tentative"
-    runs = RunEvidence([], {"engine": "vllm"}, ["- tpot: no clear change"], [], [], 3, 3, "Measured 1 metric.")
+    judged = [{"metric": "tpot", "value": 1.0, "baseline": 1.0, "conditions": {"verdict": "no clear change"}}]
+    runs = RunEvidence(judged, {"engine": "vllm"}, ["- tpot: no clear change"], [], [], 3, 3, "Measured 1 metric.")
     asked = FindingInput(title="x", metrics={"tpot": 1.0}, status="confirmed")
     found = measured(asked, requested(asked, None), runs)
     assert found.status == "tentative" and found.scope == {"engine": "vllm"}
     assert found.notes == ["no change's 95% interval is clear of zero: recorded as tentative, not confirmed"]
     assert "## Against the baseline: 3 run(s) against 3\n\n- no clear change: tpot" in found.body
+
+
+def test_one_run_a_side_gives_no_verdict_and_a_tentative_finding():
+    said = "no verdict: one run a side (3 or more runs a side judge it)"
+    judged = [{"metric": "ttft", "value": 120.0, "baseline": 100.0, "conditions": {"verdict": said}}]
+    line = f"- ttft: 120 vs 100 ms (+20.0%); the change's 95% interval [+15, +25] ms, within one run: {said}"
+    runs = RunEvidence(judged, {}, [line], [], [], 1, 1, "Measured 1 metric.")
+    asked = FindingInput(title="x", status="confirmed")
+    found = measured(asked, requested(asked, None), runs)
+    assert found.status == "tentative"
+    assert found.notes == [f"{said}: recorded as tentative, not confirmed"]
+    assert f"- {said}: ttft" in found.body
 
 
 def test_nothing_measured_and_strict_duplicates_are_refused():

@@ -12,7 +12,11 @@ and the person's way to change a lock (`kb gate relock`).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
+import marshal
+import shutil
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +97,17 @@ def test_an_edited_module_the_locked_script_imports_breaks_the_lock(cli, kb, tmp
     assert [p["path"] for p in lint_gate_problems(cli)] == ["gates/helper.py"]
 
 
+def forge_cache(source: Path, forged_source: str) -> Path:
+    """A .pyc in __pycache__ that Python takes for source's own (its header holds source's mtime and size),
+    holding forged_source's code."""
+    st = source.stat()
+    header = importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF, st.st_size)
+    cache = source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+    cache.parent.mkdir(exist_ok=True)
+    cache.write_bytes(header + marshal.dumps(compile(forged_source, str(source), "exec")))
+    return cache
+
+
 def test_a_bytecode_cache_beside_a_gates_scripts_is_reported_and_a_sourceless_pyc_is_locked(cli, kb, tmp_path):
     gates = with_scripts(kb.root)
     # a module shipped only as bytecode is part of what the gate runs: locked like a source file
@@ -105,25 +120,25 @@ def test_a_bytecode_cache_beside_a_gates_scripts_is_reported_and_a_sourceless_py
     gate = locked_gate(cli, kb)
     assert "gates/table.pyc" in json.loads((kb.root / "kb.lock").read_text())["gates"][gate]["files"]
 
-    # the forgery: a compiled helper where Python looks for one, beside the locked source
-    forged = tmp_path / "forged" / "helper.py"
-    forged.parent.mkdir()
-    forged.write_text(FORGED)
-    subprocess.run([sys.executable, "-m", "py_compile", str(forged)], check=True)
-    cache = gates / "__pycache__"
-    cache.mkdir()
-    tag = sys.implementation.cache_tag
-    (forged.parent / "__pycache__" / f"helper.{tag}.pyc").rename(cache / f"helper.{tag}.pyc")
+    # the forgery: a compiled helper where Python looks for one, taken for the locked source's own
+    forge_cache(gates / "helper.py", FORGED)
+    plain = subprocess.run(
+        [sys.executable, str(gates / "check.py"), "30"], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert json.loads(plain.stdout) == {"tpot_ms": 1.0}, plain.stderr  # Python itself would load it
+    (tmp_path / "ran").unlink()
     verify = cli("gate", "verify")
     assert verify.exit_code == 1, verify.output
     assert "gates/__pycache__ is a bytecode cache in a folder gate" in verify.stdout
     assert "rm -r gates/__pycache__" in verify.stdout and "out of reach" in verify.stdout
-    refused_run(cli, kb, gate, tmp_path, "gates/__pycache__")
     assert [p["path"] for p in lint_gate_problems(cli)] == ["gates/__pycache__"]
+    run = cli("gate", "run", gate, "--in", str(tmp_path))  # kb runs it with caches out of reach, and says so
+    assert run.exit_code == 1 and run.stdout.startswith(f"fail: {gate}: 30"), run.output
+    assert "rm -r gates/__pycache__" in run.stderr and not (tmp_path / "ran").exists()
 
     # a .pyc beside its own .py is a cache too (Python 2's layout, or a hand-placed one)
-    (cache / f"helper.{tag}.pyc").rename(gates / "helper.pyc")
-    cache.rmdir()
+    shutil.rmtree(gates / "__pycache__")
+    (gates / "helper.pyc").write_bytes(b"\0")
     beside = cli("gate", "verify")
     assert beside.exit_code == 1 and "gates/helper.pyc is a bytecode cache" in beside.stdout
     (gates / "helper.pyc").unlink()

@@ -322,83 +322,32 @@ def test_an_internal_error_message_is_one_line(kb, fast_env):
     assert out.returncode == 1 and len(lines) == 1 and "first line second line" in lines[0], out.stderr
 
 
-def test_an_export_compared_with_itself_changes_nothing(cli, kb, tmp_path):
-    """M7: a sweep export against itself reported -30.6% TTFT (runs paired across loads). Every metric at
-    every load pairs with itself, or, where a file holds several runs at one load, nothing is judged."""
-    passes = DATA / "vllm" / "results.json"  # six request rates, two passes
-    sweep = tmp_path / "sweep.json"  # one pass: six loads
-    sweep.write_text("".join(passes.read_text().splitlines(keepends=True)[:6]))
-    for path in (sweep, DATA / "sglang" / "llama_3_3_70b_online_output.jsonl", DATA / "guidellm", passes):
-        result = cli("compare", str(path), str(path), "--json")
-        if path == passes:
-            assert refused(result, "several runs at one load"), result.output
-            continue
-        rows = json.loads(result.stdout)["metrics"]
-        assert rows and all(row["change"] == 0 for row in rows), [r for r in rows if r["change"]][:1]
-        if path == sweep:
-            assert len({row["load"]["request_rate"] for row in rows}) == 6
-    both = cli(
-        "add-finding", "--title", "Against itself", "--from", str(sweep), "--baseline-from", str(sweep), "--json"
-    )
-    verdicts = {e["conditions"].get("verdict") for e in json.loads(both.stdout)["evidence"]}
-    assert verdicts <= {None, "no clear change"}, verdicts
-
-
-@pytest.mark.parametrize("args", [["compare", LONG_ID, LONG_ID], ["import", LONG_ID], ["skill", "scan", LONG_ID],
-                                  ["skill", "install", LONG_ID], ["export", "--out", f"{LONG_ID}.jsonl"]])  # fmt: skip
-def test_a_path_longer_than_any_file_name_is_refused_in_one_line(cli, kb, args):
-    before = tree_state(kb.root)
-    result = cli(*args)
-    assert refused(result), result.output
-    assert "internal error" not in result.stderr and len(result.stderr) < 1200
-    assert tree_state(kb.root) == before
-
-
-def test_an_export_onto_a_folder_names_the_folder_and_leaves_no_staging_file(cli, kb, tmp_path):
-    cli("add", "gap", "--title", "A gap to export")
-    folder = tmp_path / "cards"
-    folder.mkdir()
-    for out in (folder, ""):
-        result = cli("export", "--out", str(out))
-        assert refused(result, "--out", "a folder, not a file"), result.output
-        assert ".partial" not in result.stderr
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".partial")] and not any(folder.iterdir())
-
-
-def test_no_commit_message_carries_a_terminal_escape(cli, kb, tmp_path):
-    """A title or a reason with one is refused; a folder's name that goes into a message is written out."""
-    skill = tmp_path / "from \x1b[2J\u202e" / "tidy-notes"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: tidy-notes\ndescription: Use when notes need tidying.\n---\n\n# Tidy\n")
-    assert cli("skill", "import", str(skill)).exit_code == 0
-    log = git(kb.root, "log", "--format=%B")
-    assert "\x1b" not in log and "\u202e" not in log and "from \\x1b[2J\\u202e" in log
-
-
-def test_hostile_values_over_mcp_are_tool_errors_and_nothing_is_written(kb, fast_env):
-    """The same values from an agent: each a tool error in one line, the server serving on."""
-    import asyncio
-
-    from test_mcp import stdio
-
-    async def go() -> None:
-        async with stdio(kb, fast_env) as client:
-            before = tree_state(kb.root)
-            cases = [
-                ("add_card", {"kind": "gap", "title": "a\x00b"}, "U+0000"),
-                ("add_card", {"kind": "gap", "title": "\x1b[2Jred"}, "U+001B"),
-                ("add_card", {"kind": "gap", "title": "ok", "fields": {"applies_to": {"hardware": "\u202eB200"}}},
-                 "U+202E"),
-                ("add_finding", {"title": "t", "metrics": {"latency_ms": -5}}, "is negative"),
-                ("add_finding", {"title": "t", "metrics": {"tpot": "1e-400ms"}}, "too small"),
-                ("add_finding", {"title": "t", "metrics": {"tpot": "5 ms extra"}}, "a unit is one word"),
-                ("get", {"id": LONG_ID}, "no card or skill"),
-            ]  # fmt: skip
-            for tool, args, words in cases:
-                result = await client.call_tool(tool, args)
-                text = result.content[0].text
-                assert result.is_error and words in text and "\n" not in text.strip(), (tool, text)
-            assert tree_state(kb.root) == before
-            assert not (await client.call_tool("list", {})).is_error
-
-    asyncio.run(go())
+def test_a_sweep_pairs_each_load_with_the_same_load(cli, kb, tmp_path):
+    """M7: a sweep export against itself reported -30.6% TTFT (runs paired across loads). Each load pairs with the
+    same load of the other side; where a file holds several runs at one load, nothing is judged. (An export
+    against itself is now refused outright: tests/test_same_run.py.)"""
+    passes = DATA / "vllm" / "results.json"  # six request rates, two passes: against vLLM, then against SGLang
+    lines = passes.read_text().splitlines(keepends=True)
+    first, second = tmp_path / "vllm-pass.json", tmp_path / "sgl-pass.json"
+    first.write_text("".join(lines[:6]))
+    second.write_text("".join(lines[6:]))
+    result = cli("compare", str(first), str(second), "--json")
+    assert result.exit_code == 0, result.stderr
+    rows = [r for r in json.loads(result.stdout)["metrics"] if r["metric"] == "ttft"]
+    by_rate = {
+        str(run["request_rate"]): (run["mean_ttft_ms"], other["mean_ttft_ms"])
+        for run, other in zip(map(json.loads, lines[:6]), map(json.loads, lines[6:]), strict=True)
+    }
+    assert len(rows) == 6 and len({str(r["load"]["request_rate"]) for r in rows}) == 6
+    for row in rows:
+        rate = str(row["load"]["request_rate"])
+        rate = next(k for k in by_rate if k == rate or (k.replace(".0", "") == rate.replace(".0", "")))
+        assert (row["candidate"], row["baseline"]) == by_rate[rate]
+    # several runs at one load on a side (the two passes in one file): not judged, against another run at each
+    # load (the second pass, every TTFT a tenth lower: other numbers, so not the same runs)
+    other = tmp_path / "other.json"
+    other.write_text("".join(json.dumps({**json.loads(line), "mean_ttft_ms": 0.9 * json.loads(line)["mean_ttft_ms"]})
+                             + "\n" for line in lines[6:]))  # fmt: skip
+    assert refused(cli("compare", str(passes), str(other), "--json"), "several runs at one load")
+    against = cli("compare", str(passes), str(first), "--json")
+    assert refused(against, "one run"), against.output  # a file holding the other's runs holds the same runs

@@ -318,5 +318,5 @@ def test_opposite_effects_at_different_loads_contradict_nothing():
 
 def test_a_results_tsv_is_a_session_not_runs_to_compare(cli, kb):
     tsv = DATA / "results-tsv" / "autoresearch-results.tsv"
-    result = cli("compare", str(tsv), str(tsv))
+    result = cli("compare", str(tsv), str(DATA / "results-tsv" / "qwen35-moe-offload-results.tsv"))
     assert result.exit_code == 2 and "a results TSV is an experiment session" in result.stderr

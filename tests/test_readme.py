@@ -78,7 +78,8 @@ SKILL_INSTANCES = {
     "kb compare CANDIDATE_DIR BASELINE_DIR": ("kb compare tests/data/aiperf tests/data/aiperf", 0),
     "kb confirm ID": ("kb confirm ttft-run-3", 0),
     'kb refute ID --reason "..."': ('kb refute ttft-run-1 --reason "superseded twice over"', 0),
-    "kb gate run GATE --confirms ID": ("kb gate run gate-tpot-vs-baseline-engine --confirms ttft-run-3", 1),
+    # ttft-run-3's evidence is not from the exports the gate reads: refused before anything runs (issue 42)
+    "kb gate run GATE --confirms ID": ("kb gate run gate-tpot-vs-baseline-engine --confirms ttft-run-3", 2),
     # a person's command: the starter gate matches its lock, so nothing is written
     "kb gate relock ID --reason TEXT": ('kb gate relock gate-tpot-vs-baseline-engine --reason "read it"', 0),
 }

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO_ROOT
 from kbtool.curation import checks as curation
-from kbtool.evidence import repeats
+from kbtool.evidence import repeats, verdicts
 
 VLLM = REPO_ROOT / "tests" / "data" / "vllm" / "run_1_TP8_DP1_CTX1024_C100_P100_O128.json"
 
@@ -27,7 +27,7 @@ def test_runs_give_a_mean_with_a_t_interval():
     assert combined["stats"]["ci95_low"] == pytest.approx(mean - half)
     assert combined["stats"]["ci95_high"] == pytest.approx(mean + half)
     assert combined["conditions"] == {"rate": 4, "runs": 3}
-    assert repeats.t95(2) == 4.303 and repeats.t95(200) == repeats.Z95
+    assert verdicts.t95(2) == 4.303 and verdicts.t95(200) == verdicts.Z95
 
 
 def test_the_change_gets_a_welch_interval_and_a_verdict():
@@ -37,13 +37,13 @@ def test_the_change_gets_a_welch_interval_and_a_verdict():
     ev = candidate[0]
     se = math.sqrt(4.0**2 / 3 + 1.0**2 / 3)
     df = se**4 / ((4.0**2 / 3) ** 2 / 2 + (1.0**2 / 3) ** 2 / 2)  # Welch-Satterthwaite: 2.24
-    half = repeats.t95(df) * se
+    half = verdicts.t95(df) * se
     assert ev["baseline"] == 100.0
     assert ev["stats"]["change_ci95_low"] == pytest.approx(20.0 - half)
     assert ev["stats"]["change_ci95_high"] == pytest.approx(20.0 + half)
     assert ev["conditions"]["verdict"] == "better" and lines[0].endswith(": better")
-    assert repeats.verdict(-3.0, 5.0, "higher") == "no clear change"
-    assert repeats.verdict(-9.0, -1.0, "higher") == "worse" and repeats.verdict(-9.0, -1.0, "lower") == "better"
+    assert verdicts.verdict(-3.0, 5.0, "higher") == "no clear change"
+    assert verdicts.verdict(-9.0, -1.0, "higher") == "worse" and verdicts.verdict(-9.0, -1.0, "lower") == "better"
 
 
 def test_contradictions_compare_intervals_not_single_values():
@@ -117,7 +117,7 @@ def test_kb_compare_two_folders_of_runs_and_two_findings(cli, tmp_path):
     assert out["change_low"] > 0 and out["candidate_low"] < 6010.0 < out["candidate_high"]
     assert rows["ttft"]["verdict"] == "no clear change"  # the same in every run of both sides
     text = cli("compare", str(tmp_path / "candidate"), str(tmp_path / "baseline")).stdout
-    assert "output_throughput: 6010 [" in text and ": better" in text
+    assert "output_throughput (3 vs 3 runs): 6010 [" in text and ": better" in text
 
     # two findings, each from its runs: compared by id
     ids = []
@@ -177,7 +177,8 @@ def test_runs_pair_by_the_load_not_by_where_the_server_was_or_which_engine(cli, 
         folder = tmp_path / side
         folder.mkdir()
         config = {**aiperf["input_config"], "endpoint": {**aiperf["input_config"]["endpoint"], "urls": [url]}}
-        (folder / "profile_export_aiperf.json").write_text(json.dumps({**aiperf, "input_config": config}))
+        ran = {**aiperf, "input_config": config, "benchmark_id": f"{side}-run"}  # each side its own run
+        (folder / "profile_export_aiperf.json").write_text(json.dumps(ran))
         sides[side] = str(folder)
     result = cli("compare", sides["candidate"], sides["baseline"], "--json")
     assert result.exit_code == 0, result.stderr

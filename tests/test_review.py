@@ -167,7 +167,7 @@ def test_a_locked_gate_that_passes_confirms_a_finding(run, kb):
         *GATE,
     ).stdout.strip()
     finding = run(
-        AGENT, "add-finding", "--title", "TPOT 11 ms after fusing the MoE kernels", "-m", "tpot=11ms"
+        AGENT, "add-finding", "--title", "TPOT 11 ms after fusing the MoE kernels", "-m", "tpot_ms=11ms"
     ).stdout.strip()
 
     unlocked = run(PERSON, "gate", "run", gate, "--confirms", finding)

@@ -20,6 +20,10 @@ from conftest import REPO_ROOT, git
 from kbtool.surfaces.cli import app
 
 KB = [sys.executable, "-m", "kbtool"]
+# two sides of real runs, three each (a run is never compared with itself: tests/test_same_run.py)
+candidate, baseline = (
+    str(REPO_ROOT / "tests" / "data" / "aiperf-duration" / side) for side in ("candidate", "baseline")
+)
 
 
 @pytest.fixture
@@ -92,7 +96,6 @@ def budget_cut(printed: Any, answer: Any) -> Any:
 
 def test_the_cli_json_and_the_mcp_tool_give_the_same_answer(starter):
     card = cli_json(starter, "list")["cards"][0]["id"]
-    runs = str(REPO_ROOT / "tests" / "data" / "aiperf")
     everything = {"limit": 10_000}
     asked = {
         "log": (["log", card], {"id": card, **everything}),
@@ -106,7 +109,7 @@ def test_the_cli_json_and_the_mcp_tool_give_the_same_answer(starter):
         "gaps": (["gaps"], everything),
         "skills": (["skill", "list"], everything),
         "get": (["show", card, "kb"], {"ids": [card, "kb"]}),
-        "compare": (["compare", runs, runs], {"candidate": runs, "baseline": runs}),
+        "compare": (["compare", candidate, baseline], {"candidate": candidate, "baseline": baseline}),
         # keyword search: the server builds the semantic leg in the background, so a hybrid answer depends on when
         "search": (
             ["search", "NVFP4 MoE decode", "-k", "5", "--mode", "bm25"],
@@ -156,8 +159,8 @@ def test_show_compare_list_and_search_take_what_their_mcp_tools_take(starter):
             {"ids": [finding, "kb"], "fields": ["title", "evidence", "nope"]},
         ),
         "compare": (
-            ["compare", runs, runs, *(f"--metric={m}" for m in wanted)],
-            {"candidate": runs, "baseline": runs, "metrics": wanted},
+            ["compare", candidate, baseline, *(f"--metric={m}" for m in wanted)],
+            {"candidate": candidate, "baseline": baseline, "metrics": wanted},
         ),
         "list page": (["list", "--limit", "3", "--offset", "2"], {"limit": 3, "offset": 2, "fields": ["all"]}),
         "search page": (
@@ -173,22 +176,25 @@ def test_show_compare_list_and_search_take_what_their_mcp_tools_take(starter):
     assert searched["offset"] == 2 and searched["shown"] == 3
     [headline], [every] = got["cards"], whole["cards"]
     assert headline["evidence_total"] == len(every["evidence"]) == 65 and len(headline["evidence"]) <= 6
-    assert [e["metric"] for e in headline["evidence"]] == ["time_to_first_token"]
+    # the serving headline, TTFT (which the title names) among it
+    assert [e["metric"] for e in headline["evidence"]] == [
+        *("output_token_throughput", "time_to_first_token", "inter_token_latency", "request_latency"),
+        "request_throughput",
+    ]
     assert set(fields["cards"][0]) == {"id", "kind", "path", "title", "evidence"}  # no body unless asked
     assert set(fields["cards"][1]) == {"id", "kind", "path"}  # a skill has neither title nor evidence
     assert [m["metric"] for m in compared["metrics"]] == sorted(wanted) and compared["total"] == 65
     # the text: the headline card and a note on how to see all; --field a line a field, the missing named
     shown = CliRunner().invoke(app, ["--kb", starter, "show", finding])
-    assert shown.exit_code == 0 and shown.stdout.count("metric: ") == 1, shown.stdout
-    assert "1 of 65 entries shown" in shown.stderr and "--all-metrics" in shown.stderr
+    assert shown.exit_code == 0 and shown.stdout.count("metric: ") == 5, shown.stdout
+    assert "5 of 65 entries shown" in shown.stderr and "--all-metrics" in shown.stderr
     assert CliRunner().invoke(app, ["--kb", starter, "show", finding, "--all-metrics"]).stdout.count("metric: ") == 65
     lines = CliRunner().invoke(app, ["--kb", starter, "show", finding, "--field", "title", "--field", "nope"]).stdout
     assert lines == f'{finding} [finding]\ntitle: "TTFT of the baseline"\n(no field nope)\n'
 
 
 def test_an_unknown_metric_is_refused_by_kb_compare_as_by_the_mcp_tool(starter):
-    runs = str(REPO_ROOT / "tests" / "data" / "aiperf")
-    refused = CliRunner().invoke(app, ["--kb", starter, "compare", runs, runs, "--metric", "ttfb"])
+    refused = CliRunner().invoke(app, ["--kb", starter, "compare", candidate, baseline, "--metric", "ttfb"])
     assert refused.exit_code == 2 and refused.stdout == ""
     assert refused.stderr.startswith("kb: error: metrics ttfb: not compared; the metrics are ")
     assert refused.stderr.count("\n") == 1
@@ -196,7 +202,9 @@ def test_an_unknown_metric_is_refused_by_kb_compare_as_by_the_mcp_tool(starter):
     async def go() -> Any:
         params = StdioServerParameters(command=KB[0], args=[*KB[1:], "--kb", starter, "serve"], env=dict(os.environ))
         async with Client(params, read_timeout_seconds=60) as client:
-            return await client.call_tool("compare", {"candidate": runs, "baseline": runs, "metrics": ["ttfb"]})
+            return await client.call_tool(
+                "compare", {"candidate": candidate, "baseline": baseline, "metrics": ["ttfb"]}
+            )
 
     answer = asyncio.run(go())
     assert answer.is_error and "metrics ttfb: not compared; the metrics are " in answer.content[0].text

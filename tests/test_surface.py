@@ -66,10 +66,10 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     ],
     "evidence": [
         {"environment", "values", "provenance"},
-        {"finding_input", "statistics"},
+        {"finding_input", "statistics", "verdicts"},
         {"formats"},  # the benchmark-format readers: kbtool/evidence/formats/
-        {"load", "plots"},  # the load vocabulary names keys the readers label
-        {"pairing", "runs"},
+        {"load", "plots", "headline"},  # the load vocabulary names keys the readers label; a finding's headline
+        {"pairing", "runs", "same_run", "noise_floor"},
         {"repeats"},
         {"run_evidence"},
     ],
@@ -79,12 +79,13 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"__init__"},  # READERS: every format's reader
     ],
     "curation": [
-        {"review", "gate_reach", "gate_lock"},
-        {"checks", "committed_secrets", "drift"},
+        {"review", "gate_reach", "gate_lock", "gate_seal", "gate_confirms", "project_state"},
+        # gate_inputs: what a verdict is computed from
+        {"checks", "committed_secrets", "drift", "gap_standing", "gate_inputs"},
         {"lint_checks"},  # the lint classes, each with its runner
         {"gate_compare"},  # a gate's comparison reads and judges runs as `kb compare` does
         {"gates"},  # runs a gate: its command, or its comparison
-        {"gate_runs", "standing"},  # the run log; whether a gate's newest run judged the candidate as it is now
+        {"gate_runs", "standing"},  # the run log; whether a gate's newest run of kb's judged the candidate as it is now
     ],
     # a star: each part needs only the core; KnowledgeBase composes them all
     "facade": [

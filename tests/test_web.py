@@ -84,6 +84,23 @@ def test_the_gaps_page_says_why_a_gap_is_open_again(curated, fast_env):
     assert f'<div class="reopened">reopened: closed only by refuted finding {answer.id}</div>' in column
 
 
+def test_the_gaps_page_keeps_a_gap_an_agent_answered_open_until_it_is_confirmed(curated, fast_env):
+    gap = curated.add("gap", "Does EAGLE help at concurrency 32?", values={"priority": "high"}).id
+    answer = curated.record_finding(
+        kbtool.FindingInput(title="EAGLE at c=32", metrics={"throughput": "10307tok/s"}, closes=gap),
+        agent="claude-code",
+    )
+    with running_ui(curated.root, fast_env) as url:
+        _, _, page = request(url + "gaps")
+    column = page.split('class="column p-high"', 1)[1].split("</section>", 1)[0]
+    awaiting = f'<div class="awaiting">answered by <a href="/cards/{answer.id}">{answer.id}</a>, awaiting review</div>'
+    assert f'href="/cards/{gap}"' in column and awaiting in column
+    curated.confirm(answer.id, reviewer="a-person")
+    with running_ui(curated.root, fast_env) as url:
+        _, _, page = request(url + "gaps")
+    assert f'href="/cards/{gap}"' not in page
+
+
 def card_page(kb: kbtool.KnowledgeBase, ref: str) -> str:
     """A card's page as `kb ui` renders it (views.card through the template), in this process."""
     from kbtool.surfaces.web import views

@@ -6,7 +6,8 @@ Classes of checks (each can be skipped, `kb lint --skip CLASS`):
 - links: links to cards that do not exist
 - superseded: a current card that still links to a superseded one as related
 - gaps: a gap findings closed that is open again, every one of them since refuted, superseded,
-  retired or deleted (a warning; `kb gaps` lists it again)
+  retired or deleted (a warning; `kb gaps` lists it again); a gap answered by a finding that awaits review is
+  open but not warned of (the review queue holds it; kbtool/curation/gap_standing.py)
 - gates: a locked gate, or a file its lock covers, that no longer matches kb.lock (supersede it instead), a
   bytecode cache beside a gate's scripts, locks of missing gates, a lock entry changed by a commit other
   than a person's `kb gate relock` (tampering, named with its commit)
@@ -31,12 +32,12 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from kbtool.curation.gate_lock import GateLock, file_problems, gate_hash
+from kbtool.curation.gate_lock import GateLock, cache_problems, file_problems, gate_hash
 from kbtool.evidence.load import difference
 from kbtool.model.cards import Gate
 from kbtool.model.errors import InvalidCard
 from kbtool.model.records import CardSummary, Problem, StoredCard
-from kbtool.model.vocabulary import INACTIVE_STATUSES, KINDS, words
+from kbtool.model.vocabulary import INACTIVE_STATUSES, KINDS
 from kbtool.store.config import LimitsSection
 from kbtool.store.files import LinkOut, leads_out, link_out
 from kbtool.store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Store
@@ -162,28 +163,6 @@ def superseded_links(cards: list[StoredCard]) -> list[Problem]:
     return out
 
 
-def why_reopened(closed_by: list[str], closers: Mapping[str, CardSummary]) -> str | None:
-    """Why a gap that closed_by once closed is open again ('closed only by refuted finding X'), or None
-    while one of them still stands. closers: those cards by id, as the index holds them; one missing was
-    deleted; a finding with no evidence measured nothing, so it answers nothing. The gap's own closed_by
-    is never cleared for this: it stays the record of what answered it."""
-    said = []
-    for ref in closed_by:
-        closer = closers.get(ref)
-        if closer is None:
-            said.append(f"{ref} (no such card)")
-            continue
-        if closer.kind == "finding" and not closer.get("evidence"):
-            said.append(f"finding {ref}, which measured nothing")
-            continue
-        if closer.status not in INACTIVE_STATUSES:
-            return None
-        successors = (closer.get("links", "superseded_by") or []) if closer.status == "superseded" else []
-        by = f" (by {', '.join(successors)})" if successors else ""  # where the answer may be now
-        said.append(f"{closer.status} {closer.kind} {ref}{by}")
-    return f"closed only by {words(tuple(said), 'and')}" if said else None
-
-
 def reopened_gaps(open_gaps: list[CardSummary]) -> list[Problem]:
     """The open gaps (KnowledgeBase.gaps) that findings once closed: worth a person's look, since what
     the knowledge base believed answered them no longer stands."""
@@ -242,7 +221,8 @@ def gate_lock_problems(
                 )
             )
         else:
-            out += [Problem(f, "gate-lock", why, gate_id) for f, why in file_problems(gate.card, lock, store.root)]
+            found = file_problems(gate.card, lock, store.root) + cache_problems(gate.card, store.root)
+            out += [Problem(f, "gate-lock", why, gate_id) for f, why in found]
         if history is not None:
             out += _history_problems(history, gate_id, lock, gate.path if gate else f"{CARDS_DIR}/gate/{gate_id}.md")
     for gate_id, (sha, _) in sorted((dropped or {}).items()):
@@ -430,8 +410,11 @@ def _read_card(store: Store, path: Path, rel: str, folder: str) -> tuple[StoredC
 def improved(ev: dict[str, Any]) -> bool | None:
     """Whether this evidence says the change helped (value better than baseline), if it says. With an
     interval of the change (repeated runs), only an interval clear of zero says: one that crosses it
-    says nothing, so two such findings never contradict each other."""
+    says nothing, so two such findings never contradict each other; nor does one run a side, which kb gave
+    no verdict (kbtool/evidence/verdicts.py)."""
     if ev.get("baseline") is None or ev.get("direction") is None or ev["value"] == ev["baseline"]:
+        return None
+    if str((ev.get("conditions") or {}).get("verdict", "")).startswith("no verdict"):
         return None
     stats = ev.get("stats") or {}
     if "change_ci95_low" in stats and "change_ci95_high" in stats:

@@ -27,9 +27,10 @@ from typing import Any
 
 from kbtool.evidence.load import describe, load_of, varying_keys
 from kbtool.evidence.pairing import pair
-from kbtool.evidence.repeats import change_interval, combine_runs, verdict
+from kbtool.evidence.repeats import combine_runs
 from kbtool.evidence.runs import invalid_runs, runs_in
 from kbtool.evidence.values import guess_direction
+from kbtool.evidence.verdicts import RUNS_HINT, judge_change
 from kbtool.model.cards import GateCheck
 from kbtool.model.errors import BadInput
 
@@ -98,15 +99,16 @@ def _row(cand: Entry, base: Entry, way: str, name: str, stat: str) -> dict[str, 
         row["change_pct"] = (c - b) / b
     else:
         row["why"]["change_pct"] = f"{name} is zero in the baseline; no change as a fraction of it"
-    interval = change_interval(cand, base)
-    if interval is None:
-        needs = "per-request records or repeated runs" if stat == "avg" else "repeated runs (a percentile has no other)"
-        row["verdict"] = f"no interval: it needs {needs} on both sides"
+    change = judge_change({**cand, "direction": way}, base)
+    if change is None or not change.judged:  # an interval of one run's requests measures requests, not runs
+        row["verdict"] = f"no verdict: one run a side ({RUNS_HINT})"
         for measure in ("speedup_low", "delta_low", "delta_high"):
             row["why"][measure] = row["verdict"]
         return row
-    low, high = interval
-    row.update(change_low=low, change_high=high, delta_low=low, delta_high=high, verdict=verdict(low, high, way))
+    low, high = change.low, change.high
+    assert low is not None and high is not None
+    row.update(change_low=low, change_high=high, delta_low=low, delta_high=high, verdict=change.verdict)
+    row["variation"] = change.variation
     if "speedup" in row:
         worst = b + (high if lower else low)  # the candidate at the unfavourable end of the change
         row["speedup_low"] = (b / worst if worst > 0 else math.inf) if lower else worst / b

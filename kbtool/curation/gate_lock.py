@@ -33,6 +33,7 @@ __all__ = [
     "LOCK_VERSION",
     "GateLock",
     "NamedFiles",
+    "cache_problems",
     "file_problems",
     "gate_hash",
     "lock_entry",
@@ -192,9 +193,16 @@ def _cache_message(gate_id: str, cache: str) -> str:
     )
 
 
+def cache_problems(gate: Gate, root: Path) -> list[tuple[str, str]]:
+    """(cache, what to do) for each bytecode cache in the folders a gate's lock covers: verify and lint
+    report them; a run, where kb keeps Python's caches out of reach, notes them and runs."""
+    return [(c, _cache_message(gate.id, c)) for c in named_files(gate, root).caches]
+
+
 def file_problems(gate: Gate, lock: GateLock, root: Path) -> list[tuple[str, str]]:
     """(file, what is wrong) for each file the locked gate's lock covers that no longer matches kb.lock, and
-    for what no lock can cover: a cache, a path outside or too wide, a command kb cannot follow."""
+    for what no lock can cover: a path outside or too wide, a command kb cannot follow (caches aside:
+    cache_problems)."""
     named = named_files(gate, root)
     out = [(p, f"gate {gate.id!r} runs {named.outside_why(p)}; no lock covers it") for p in named.outside]
     if named.unclear:
@@ -207,7 +215,6 @@ def file_problems(gate: Gate, lock: GateLock, root: Path) -> list[tuple[str, str
             )
         )
     out += [(p, _wide_message(gate.id, p, why)) for p, why in named.wide.items()]
-    out += [(c, _cache_message(gate.id, c)) for c in named.caches]
     if named.hashes and not lock.files:
         shown = ", ".join(named.hashes)
         return out + [

@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -85,30 +86,31 @@ def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRunResult:
         judged = judge(check, Path(cwd))
         return _result(gate, start, judged.value, None, judged.detail, judged.output, "")
 
-    # its own session (so a timeout ends the whole process group, not just the shell), no stdin of
-    # ours (a gate reads nothing from the person running it), and output decoded come what may
-    proc = subprocess.Popen(
-        str(check.command),
-        shell=True,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        errors="replace",
-        # KB_PYTHON: the interpreter kbtool runs in, so a gate's script can import it (gates/compare.py)
-        env={**os.environ, "KB_ROOT": kb_root, "KB_PYTHON": sys.executable},
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=check.timeout_s)
-    except subprocess.TimeoutExpired:
-        _end_group(proc)
-        out, err = _leftover(proc)
-        return _result(gate, start, None, None, f"timed out after {check.timeout_s:g} s{said(err, out)}", out, err)
-    finally:
-        if proc.poll() is None:  # Ctrl-C, or anything else, while it ran
+    with tempfile.TemporaryDirectory(prefix="kb-gate-pycache-") as caches:
+        # its own session (so a timeout ends the whole process group, not just the shell), no stdin of
+        # ours (a gate reads nothing from the person running it), and output decoded come what may
+        proc = subprocess.Popen(
+            str(check.command),
+            shell=True,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            env=command_env(kb_root, caches),
+            start_new_session=True,
+        )
+        try:
+            out, err = proc.communicate(timeout=check.timeout_s)
+        except subprocess.TimeoutExpired:
             _end_group(proc)
+            out, err = _leftover(proc)
+            detail = f"timed out after {check.timeout_s:g} s{said(err, out)}"
+            return _result(gate, start, None, None, detail, out, err)
+        finally:
+            if proc.poll() is None:  # Ctrl-C, or anything else, while it ran
+                _end_group(proc)
     if proc.returncode != 0:
         detail = f"the command exited {proc.returncode}{said(err, out)}"
         return _result(gate, start, None, proc.returncode, detail, out, err)
@@ -118,6 +120,21 @@ def run_gate(gate: Gate, cwd: str, kb_root: str) -> GateRunResult:
         return _result(gate, start, None, 0, f"{exc}{said(err, '')}", out, err)
     seconds = time.perf_counter() - start
     return _result(gate, start, value, 0, f"{check.metric} read in {seconds:.1f} s", out, err)
+
+
+def command_env(kb_root: str, caches: str) -> dict[str, str]:
+    """The environment a gate's command runs in: KB_ROOT (where the knowledge base's scripts live), KB_PYTHON
+    (the interpreter kbtool runs in, so a gate's script can import it), and Python's bytecode caches out of
+    reach. A .pyc in __pycache__ whose header matches its source is loaded instead of the source, and the
+    lock cannot judge a cache (running a script rewrites it); so Python reads and writes caches only in
+    caches, a fresh folder of this run's (PYTHONPYCACHEPREFIX), and writes none (PYTHONDONTWRITEBYTECODE)."""
+    return {
+        **os.environ,
+        "KB_ROOT": kb_root,
+        "KB_PYTHON": sys.executable,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPYCACHEPREFIX": caches,
+    }
 
 
 def _result(

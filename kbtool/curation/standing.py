@@ -1,78 +1,85 @@
-"""Whether a gate's newest run judged the candidate as it is now: what `kb brief` shows of the goal and
-what the Stop hook enforces.
+"""Whether a gate's newest run still judges the candidate as it is now: what `kb brief` (and MCP brief) shows of
+the goal and what the Stop hook enforces.
 
-"Since the candidate last changed", concretely: the candidate is the gate's project (the folder the gate
-runs in) as git sees it. Each recorded run holds the project's `repo` state when it ran: its HEAD commit
-and whether the tracked files differed from HEAD (`dirty`; untracked files are not counted, as
-kbtool.evidence.provenance.repo_state records them). A run still judges the candidate when
-- HEAD is the commit the run recorded, and
-- the tracked files are unchanged from HEAD now (clean), and were when it ran; or both were changed then
-  and now and no changed file was modified after the run's recorded time (mtime, to the second).
-Otherwise the candidate changed since: a new commit, edits made after the run, or edits undone. A project
-that is not a git repository cannot tell (current None): the newest run's verdict stands there.
+Only a record kb made here counts (kbtool.curation.gate_seal): a line appended by hand, imported or synced, or
+made on another machine is no run of kb's. Of those that count, the newest (by its time, so a line copied
+down again is not newer than what followed it) is checked against the files as they are now, in the project
+it ran in (recorded with it, from the knowledge base's root, never the caller's folder):
+- the gate as it is (its card and its kb.lock entry) is the gate that ran;
+- every file its lock covers has the hash it had (kbtool.curation.gate_inputs);
+- a comparison's run folders hold the files it read, byte for byte;
+- the project is in the state it was (kbtool.curation.project_state: HEAD's files, and every uncommitted,
+  untracked or ignored-under-runs/ file by content).
+Any difference: the run judged another candidate, and the answer names the first difference.
 """
 
 from __future__ import annotations
 
 import calendar
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kbtool.evidence.provenance import repo_state
+from kbtool.curation.gate_inputs import first_change, inputs_of
+from kbtool.curation.gate_lock import GateLock
+from kbtool.curation.gate_runs import GATE_RUNS_DIR
+from kbtool.curation.gate_seal import SEAL, is_sealed, newest_made
+from kbtool.curation.project_state import state_change, state_of
+from kbtool.model.cards import Gate
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """The project as git sees it now: HEAD, and the tracked files that differ from it (with their mtimes;
-    a deleted file has none)."""
+class Newest:
+    """A gate's newest record of kb's (None: none), how many records after it kb did not make here, and
+    whether the newest record kb noted writing is gone from the log (removed since)."""
 
-    commit: str | None  # None: not a git repository
-    changed: dict[str, float | None]
-
-
-def candidate_of(project: Path) -> Candidate:
-    state = repo_state(project)
-    if state is None:
-        return Candidate(None, {})
-    changed: dict[str, float | None] = {}
-    if state.get("dirty"):
-        top = _git(project, "rev-parse", "--show-toplevel") or str(project)
-        for name in (_git(project, "diff", "--name-only", "HEAD") or "").splitlines():
-            path = Path(top) / name
-            changed[name] = path.stat().st_mtime if path.exists() else None
-    return Candidate(str(state["commit"]), changed)
+    record: dict[str, Any] | None
+    others_after: int
+    others: int  # records kb did not make here, in all
+    missing: bool = False
 
 
-def _git(project: Path, *args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", "-C", str(project), *args], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
+def newest_sealed(runs: list[dict[str, Any]], gate_id: str, kb_root: Path) -> Newest:
+    """The record that stands: the one kb noted as the newest it wrote (gate_seal.remember_newest), else the
+    newest sealed one by its time. When kb's note names a record the log no longer holds, none stands."""
+    kept = [(i, r) for i, r in enumerate(runs) if is_sealed(r, gate_id, kb_root)]
+    others = len(runs) - len(kept)
+    noted = newest_made(gate_id, kb_root)
+    named = [pair for pair in kept if pair[1].get(SEAL) == noted] if noted else []
+    if noted and not named:
+        return Newest(None, 0, others, missing=True)
+    if not kept:
+        return Newest(None, others, others)
+    at, record = named[-1] if named else max(kept, key=lambda p: (_seconds(p[1].get("time")) or 0.0, p[0]))
+    after = sum(1 for i, r in enumerate(runs) if i > at and not is_sealed(r, gate_id, kb_root))
+    return Newest(record, after, others)
 
 
-def judged_now(run: dict[str, Any], candidate: Candidate) -> tuple[bool | None, str]:
-    """(whether the run judged the candidate as it is now, None when kb cannot tell; why, in a few words)."""
-    if candidate.commit is None:
-        return None, "the project is not a git repository, so kb cannot tell whether it changed since"
-    repo = run.get("repo")
-    if not isinstance(repo, dict) or not repo.get("commit"):
-        return False, "that run recorded no commit of the project"
-    if repo["commit"] != candidate.commit:
-        return False, f"the project moved from commit {str(repo['commit'])[:12]} to {candidate.commit[:12]} since"
-    was_dirty, dirty = bool(repo.get("dirty")), bool(candidate.changed)
-    if not was_dirty and dirty:
-        return False, f"{next(iter(candidate.changed))} was edited since (uncommitted)"
-    if was_dirty and not dirty:
-        return False, "it ran on uncommitted edits that are gone now"
-    ran_at = _seconds(run.get("time"))
-    for name, mtime in candidate.changed.items():
-        if ran_at is None or mtime is None or mtime >= ran_at + 1:  # the record keeps whole seconds
-            return False, f"{name} was edited since (uncommitted)"
-    return True, f"on commit {candidate.commit[:12]}" + (", with the uncommitted edits there are now" if dirty else "")
+def project_of(record: dict[str, Any], kb_root: Path) -> Path | None:
+    """The folder the run judged, as it recorded it (from the knowledge base's root)."""
+    rel = record.get("project")
+    return (kb_root / rel).resolve() if isinstance(rel, str) and rel else None
+
+
+def judged_now(
+    record: dict[str, Any], gate: Gate, body: str, lock: GateLock | None, kb_root: Path
+) -> tuple[bool | None, str]:
+    """(whether the record judged the candidate as it is now, None when kb cannot tell; why, in a few words)."""
+    project = project_of(record, kb_root)
+    if project is None:
+        return False, "that run recorded no project"
+    if not project.is_dir():
+        return False, f"the project it ran in ({record['project']}) is not here"
+    then = record.get("inputs")
+    if not isinstance(then, dict):
+        return False, "that run recorded none of its inputs"
+    changed = first_change(then, inputs_of(gate, body, lock, kb_root, project))
+    if changed is not None:
+        return False, f"{changed} changed since"
+    if lock is None:
+        return False, "the gate is not locked"
+    return state_change(record.get("state"), state_of(project, leave_out=kb_root / GATE_RUNS_DIR))
 
 
 def _seconds(stamp: Any) -> float | None:

@@ -1,6 +1,6 @@
-"""A finding's measured numbers as evidence entries: `--metric tpot=0.56ms` and `--condition
-concurrency=32` flags read into the finding contract's types (Metric, conditions), and the metrics of
-a FindingInput (flags or JSON alike) turned into the evidence entries a finding card holds.
+"""A finding's measured numbers as evidence entries: `--metric tpot=0.56ms`, `--condition concurrency=32`
+and `--env gpu=H100` flags read into the finding contract's types (Metric, conditions, environment), and the
+metrics of a FindingInput (flags or JSON alike) turned into the evidence entries a finding card holds.
 
 A metric's JSON object is read by kbtool.model.measures, below the contract that holds it; the errors
 here name the flag at fault, as the CLI's users wrote it.
@@ -38,6 +38,18 @@ def parse_conditions(pairs: Iterable[str], flag: str) -> dict[str, Condition]:
         if not sep or not key.strip() or not raw.strip():
             raise BadInput(f"{flag} {pair!r}: expected key=value, e.g. concurrency=32")
         out[key.strip()] = _typed(raw.strip())
+    return out
+
+
+def parse_environment(pairs: Iterable[str], flag: str) -> dict[str, str]:
+    """`--env gpu="NVIDIA H100 80GB HBM3" --env vllm=0.11.0` -> {"gpu": ..., "vllm": "0.11.0"}: where the numbers
+    were measured, as their writer says (kbtool.evidence.environment judges it by gpu, driver and versions)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key.strip() or not raw.strip():
+            raise BadInput(f"{flag} {pair!r}: expected key=value, e.g. gpu=NVIDIA H100 80GB HBM3 or vllm=0.11.0")
+        out[key.strip()] = raw.strip()
     return out
 
 

@@ -63,7 +63,7 @@ LENGTHS = frozenset(MEANS) | frozenset(MEANS.values())  # compared as lengths, n
 # which run and which system it was, what came out, and how it was judged: never part of the load
 NOT_LOAD = frozenset(
     (
-        "format", "run", "runs", "records", "requests", "verdict", "ignored_conditions",  # the runs, their judging
+        "format", "run", "runs", "records", "requests", "verdict", "variation", "ignored_conditions",  # how judged
         "endpoint", "backend", "sut", "model",  # the system under test: where it listened, what it was
         "result", "unsatisfied", "errored", "completed", "measured_duration_s",  # what came out
         "benchmark",  # a report's index of its benchmarks

@@ -13,25 +13,14 @@ A score with a standard error (lm-evaluation-harness's) is judged the same way, 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kbtool.evidence.load import describe, load_of, varying_keys
 from kbtool.evidence.pairing import group_runs, pair
+from kbtool.evidence.verdicts import RUNS_HINT, Change, NoiseFloor, judge_change, t95
 
-# two-sided 95% critical values of Student's t, by degrees of freedom (1-30); above, the normal's 1.96
-T95 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
-Z95 = 1.959964
-
-
-def t95(df: float) -> float:
-    if df < 1:
-        return math.inf
-    return T95[int(df) - 1] if df <= len(T95) else Z95
+Floors = Callable[[dict[str, Any]], "NoiseFloor | None"]  # an entry -> the noise floor the KB holds for it
 
 
 def _combined(entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -82,60 +71,21 @@ def combine_runs(
     return out
 
 
-def _standard_error(ev: dict[str, Any]) -> tuple[float, float] | None:
-    """(standard error of the mean, degrees of freedom) from an entry's interval, or from the standard
-    error its tool reported (lm-evaluation-harness's `_stderr`, taken as normal)."""
-    stats = ev.get("stats") or {}
-    if "ci95_low" not in stats or "ci95_high" not in stats:
-        stderr = stats.get("stderr")
-        return (float(stderr), math.inf) if isinstance(stderr, (int, float)) and stderr >= 0 else None
-    runs = int((ev.get("conditions") or {}).get("runs", 0))
-    df = runs - 1 if runs >= 2 else math.inf  # one run: its per-request bootstrap, as good as normal
-    crit = t95(df) if runs >= 2 else Z95
-    return (stats["ci95_high"] - stats["ci95_low"]) / (2 * crit), df
-
-
-def change_interval(candidate: dict[str, Any], baseline: dict[str, Any]) -> tuple[float, float] | None:
-    """The 95% interval of (candidate - baseline) for the metric's mean (Welch-Satterthwaite degrees
-    of freedom); None when either side has no interval."""
-    a, b = _standard_error(candidate), _standard_error(baseline)
-    if a is None or b is None:
-        return None
-    (sa, da), (sb, db) = a, b
-    se = math.sqrt(sa**2 + sb**2)
-    if se == 0:
-        diff = candidate["value"] - baseline["value"]
-        return diff, diff
-    if math.isinf(da) and math.isinf(db):
-        df = math.inf
-    else:
-        df = se**4 / ((sa**4 / da if not math.isinf(da) else 0) + (sb**4 / db if not math.isinf(db) else 0))
-    diff = candidate["value"] - baseline["value"]
-    half = (t95(df) if not math.isinf(df) else Z95) * se
-    return diff - half, diff + half
-
-
-def verdict(low: float, high: float, direction: str | None) -> str:
-    """better, worse, or no clear change: where the change's interval lies against zero."""
-    if low <= 0 <= high or direction is None:
-        return "no clear change" if low <= 0 <= high else "changed"
-    up = low > 0
-    return "better" if up == (direction == "higher") else "worse"
-
-
 def judge(
     candidates: list[dict[str, Any]],
     baselines: list[dict[str, Any]],
     ignore: Iterable[str] = (),
     notes: list[str] | None = None,
+    floors: Floors | None = None,
 ) -> list[str]:
     """Set each candidate entry's baseline (the baseline runs' mean at the same load), its change's
-    interval and verdict (in stats and conditions); the lines a card body says them in. BadInput, naming
-    the difference, when no entry pairs (kbtool.evidence.pairing)."""
-    return judge_pairs(pair(candidates, baselines, ignore, notes))
+    interval, what it accounts for and the verdict (kbtool.evidence.verdicts), in stats and conditions; the
+    lines a card body says them in. BadInput, naming the difference, when no entry pairs
+    (kbtool.evidence.pairing)."""
+    return judge_pairs(pair(candidates, baselines, ignore, notes), floors)
 
 
-def judge_pairs(matched: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[str]:
+def judge_pairs(matched: list[tuple[dict[str, Any], dict[str, Any]]], floors: Floors | None = None) -> list[str]:
     """judge, for entries already paired."""
     loads = varying_keys([ev.get("conditions") or {} for ev, _ in matched])
     lines = []
@@ -144,21 +94,37 @@ def judge_pairs(matched: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[st
         shown = [base["artifact"]] if base.get("artifact") else base.get("artifacts") or []
         if shown:
             ev["baseline_artifacts"] = shown
-        interval = change_interval(ev, base)
-        if interval is None:
+        change = judge_change(ev, base, floors(ev) if floors else None)
+        if change is None:
             continue
-        low, high = interval
-        said = verdict(low, high, ev.get("direction"))
-        ev.setdefault("stats", {}).update({"change_ci95_low": low, "change_ci95_high": high})
-        ev["conditions"] = {**(ev.get("conditions") or {}), "verdict": said}
-        pct = f" ({(ev['value'] - base['value']) / base['value']:+.1%})" if base["value"] else ""
-        unit = f" {ev['unit']}" if ev.get("unit") else ""
-        at = describe(ev.get("conditions"), loads)
-        lines.append(
-            f"- {ev['metric']}{f' at {at}' if at else ''}: {ev['value']:.6g} vs {base['value']:.6g}{unit}{pct}; "
-            f"the change's 95% interval [{low:+.4g}, {high:+.4g}]{unit}: {said}"
-        )
+        stats = ev.setdefault("stats", {})
+        stats.update({"change_ci95_low": change.low, "change_ci95_high": change.high})
+        if change.detectable is not None:
+            stats["detectable_change"] = change.detectable
+        ev["conditions"] = {**(ev.get("conditions") or {}), "verdict": change.verdict, "variation": change.variation}
+        lines.append(_line(ev, base, change, describe(ev.get("conditions"), loads)))
     return lines
+
+
+def _line(ev: dict[str, Any], base: dict[str, Any], change: Change, at: str) -> str:
+    """'- ttft at ...: 120 vs 110 ms (+9.1%); the change's 95% interval [+7, +13] ms, between runs: 3 vs 3
+    (detectable: 4.2 ms, 3.8%): worse', as a finding's body says it."""
+    pct = f" ({(ev['value'] - base['value']) / base['value']:+.1%})" if base["value"] else ""
+    unit = f" {ev['unit']}" if ev.get("unit") else ""
+    assert change.low is not None and change.high is not None
+    said = change.verdict if change.judged else f"{change.verdict} ({RUNS_HINT})"
+    return (
+        f"- {ev['metric']}{f' at {at}' if at else ''}: {ev['value']:.6g} vs {base['value']:.6g}{unit}{pct}; "
+        f"the change's 95% interval [{change.low:+.4g}, {change.high:+.4g}]{unit}, {change.variation}"
+        f"{_detectable(change, base['value'], unit)}: {said}"
+    )
+
+
+def _detectable(change: Change, baseline: float, unit: str) -> str:
+    if change.detectable is None:
+        return ""
+    pct = f", {change.detectable / abs(baseline):.1%}" if baseline else ""
+    return f" (detectable: {change.detectable:.3g}{unit}{pct})"
 
 
 def compare(
@@ -167,20 +133,24 @@ def compare(
     ignore: Iterable[str] = (),
     notes: list[str] | None = None,
     names: tuple[Sequence[str], Sequence[str]] | None = None,
+    floors: Floors | None = None,
 ) -> list[dict[str, Any]]:
-    """Each metric both sides measured under the same load: means, intervals, the change, its interval and
-    the verdict (`kb compare`), each row with its load. Without an interval on a side (one run, no
-    per-request records), the verdict says so instead of guessing. BadInput when nothing pairs."""
+    """Each metric both sides measured under the same load: means, intervals, the change, its interval, what
+    that interval accounts for and the verdict (`kb compare`), each row with its load. With one run a side
+    there is no verdict unless floors gives a noise floor (kbtool.evidence.verdicts). BadInput when nothing
+    pairs."""
     ignored = list(ignore)
     candidates = combine_runs(candidate_runs, ignored, notes, names[0] if names else None)
     baselines = combine_runs(baseline_runs, ignored, notes, names[1] if names else None)
     matched = pair(candidates, baselines, ignored, notes)
-    judge_pairs(matched)
+    judge_pairs(matched, floors)
     rows = []
     for ev, base in matched:
         stats, base_stats = ev.get("stats") or {}, base.get("stats") or {}
         change = ev["value"] - base["value"]
         conditions = ev.get("conditions") or {}
+        verdict = conditions.get("verdict")
+        detectable = stats.get("detectable_change")
         rows.append(
             {
                 "metric": ev["metric"],
@@ -200,7 +170,13 @@ def compare(
                 "change_pct": change / base["value"] if base["value"] else None,
                 "change_low": stats.get("change_ci95_low"),
                 "change_high": stats.get("change_ci95_high"),
-                "verdict": conditions.get("verdict") or "no interval: one run a side, no per-request records",
+                "variation": conditions.get("variation"),
+                "detectable": detectable,
+                "verdict": (
+                    f"{verdict} ({RUNS_HINT})"
+                    if verdict and verdict.startswith("no verdict")
+                    else verdict or f"no verdict: no interval on a side ({RUNS_HINT})"
+                ),
             }
         )
     return rows

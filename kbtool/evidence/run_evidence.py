@@ -4,20 +4,25 @@ same load, and said in a paragraph a person can read.
 
 Nothing is recorded that was not measured and nothing given is dropped silently: what could not be
 combined or compared is in `notes` (shown, and written into the card's body); when a baseline is given
-and nothing pairs, BadInput says why and nothing is written.
+and nothing pairs, BadInput says why and nothing is written; so it does when one run is given twice, or
+as its own baseline (kbtool.evidence.same_run).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kbtool.evidence.load import common_and_varying, describe
 from kbtool.evidence.provenance import portable_path
-from kbtool.evidence.repeats import combine_runs, judge
-from kbtool.evidence.runs import invalid_runs, read_run
+from kbtool.evidence.repeats import Floors, combine_runs, judge
+from kbtool.evidence.runs import invalid_runs, model_of, read_run
+from kbtool.evidence.same_run import refuse_same_runs
+from kbtool.evidence.verdicts import NO_VERDICT, RUNS_HINT
+
+CLEAR = ("better", "worse", "changed")  # verdicts that show something
 
 
 @dataclass
@@ -32,15 +37,27 @@ class RunEvidence:
     summary: str = ""
 
     @property
-    def unclear(self) -> bool:
-        """Judged, and no change's interval clear of zero."""
-        return bool(self.verdicts) and all(line.endswith(": no clear change") for line in self.verdicts)
+    def said(self) -> list[str]:
+        """The verdict of each judged entry (better, worse, no clear change, changed, no verdict: ...)."""
+        return [str(e["conditions"]["verdict"]) for e in self.evidence if (e.get("conditions") or {}).get("verdict")]
+
+    @property
+    def unclear(self) -> str | None:
+        """Why the runs show nothing, when they were judged and no change is clear: every verdict is no clear
+        change, or there is none (one run a side)."""
+        said = self.said
+        if not self.verdicts or any(v in CLEAR for v in said):
+            return None
+        if any(v == "no clear change" for v in said):
+            return "no change's 95% interval is clear of zero"
+        return f"{NO_VERDICT} ({RUNS_HINT})"
 
 
 def _read_side(paths: Sequence[Path], metric_name: str, repo: Path | None) -> list[dict[str, Any]]:
     parsed_runs = []
     for path in paths:
         parsed = read_run(path, metric_name)
+        parsed["given"] = str(path)  # as the request named it, for a refusal
         where = portable_path(path, repo)
         for ev in parsed["evidence"]:
             # an artifact folder's evidence names the export in it that was read
@@ -57,18 +74,23 @@ def evidence_from_runs(
     metric_name: str = "metric",
     repo: Path | None = None,
     ignore: Iterable[str] = (),
+    floors_for: Callable[[str | None], Floors] | None = None,
 ) -> RunEvidence:
-    """Read the candidate's runs (and the baseline's), combine each side per metric and load, and judge."""
+    """Read the candidate's runs (and the baseline's), combine each side per metric and load, and judge; with
+    one run a side, by the noise floor floors_for(the runs' model) finds, if any (kbtool.evidence.verdicts)."""
     ignored = list(ignore)
     notes: list[str] = []
     candidate = _read_side(runs, metric_name, repo)
+    baseline = _read_side(baselines, metric_name, repo) if baselines else []
+    named = [[{**r, "name": r["given"]} for r in side] for side in (candidate, baseline)]
+    refuse_same_runs(named[0], named[1], ("--from ", "--baseline-from "))  # one run is never two
     evidence = combine_runs([r["evidence"] for r in candidate], ignored, notes, [r["name"] for r in candidate])
     verdicts: list[str] = []
-    baseline = _read_side(baselines, metric_name, repo) if baselines else []
     if baseline:
         base_names = [r["name"] for r in baseline]
         base_evidence = combine_runs([r["evidence"] for r in baseline], ignored, notes, base_names)
-        verdicts = judge(evidence, base_evidence, ignored, notes)
+        floors = floors_for(model_of(candidate)) if floors_for else None
+        verdicts = judge(evidence, base_evidence, ignored, notes, floors)
     result = RunEvidence(
         evidence=evidence,
         applies_to=candidate[0]["applies_to"] if candidate else {},
@@ -98,7 +120,7 @@ def summary(found: RunEvidence) -> str:
         + f", from {found.runs} run{'s' if found.runs != 1 else ''}"
     ]
     if found.baseline_runs:
-        said = [line.rsplit(": ", 1)[-1] for line in found.verdicts]
+        said = found.said
         counts = {v: said.count(v) for v in dict.fromkeys(said)}
         judged = sum(1 for e in evidence if "baseline" in e)
         parts[0] += (
@@ -108,7 +130,7 @@ def summary(found: RunEvidence) -> str:
         if counts:
             parts[0] += " (" + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + ")"
         elif judged:
-            parts[0] += " (no interval on a side: one run, no per-request records, so no verdict)"
+            parts[0] += f" (no interval on a side: one run, no per-request records, so no verdict; {RUNS_HINT})"
     if found.notes:
         parts.append(f"{len(found.notes)} thing{'s' if len(found.notes) != 1 else ''} could not be compared (below)")
     return ". ".join(parts) + "."

@@ -29,8 +29,20 @@ def is_run_folder(path: Path) -> bool:
 
 
 def read_run(path: Path, metric_name: str = "metric") -> dict[str, Any]:
-    """One run: {"evidence", "applies_to", "conditions", "name"} and, when its tool says so, "invalid"."""
-    return {**_read(path, metric_name), "name": str(path)}
+    """One run: {"evidence", "applies_to", "conditions", "name", "identity"} and, when its tool says so,
+    "invalid". Its identity (key -> what it says) is what makes two exports one run: the files' sha256, the
+    measurements they hold, the run id its tool gives (kbtool.evidence.same_run)."""
+    return identified({**_read(path, metric_name), "name": str(path)})
+
+
+def identified(run: dict[str, Any]) -> dict[str, Any]:
+    """The run with the sha256 of every file it was read from among its identity (a copy is the same run)."""
+    identity = dict(run.get("identity") or {})
+    for digest in sorted({e["artifact"]["sha256"] for e in run["evidence"] if e.get("artifact")}):
+        identity[f"sha256:{digest}"] = f"the same file, sha256 {digest[:12]}"
+    for digest in run.get("digests", ()):
+        identity[f"sha256:{digest}"] = f"the same file, sha256 {digest[:12]}"
+    return {**{k: v for k, v in run.items() if k != "digests"}, "identity": identity}
 
 
 def _read(path: Path, metric_name: str) -> dict[str, Any]:
@@ -44,7 +56,11 @@ def _read(path: Path, metric_name: str) -> dict[str, Any]:
         parsed = reader_for(aggregate).read(aggregate, metric_name)
         records = path / AIPERF_RECORDS
         if records.is_file():
-            _with_record_intervals(parsed["evidence"], reader_for(records).read(records, metric_name)["evidence"])
+            read = reader_for(records).read(records, metric_name)
+            _with_record_intervals(parsed["evidence"], read["evidence"])
+            # the records are this run's too: a folder holding them is the run a copy of them is
+            parsed["identity"] = {**parsed.get("identity", {}), **read.get("identity", {})}
+            parsed["digests"] = [e["artifact"]["sha256"] for e in read["evidence"][:1] if e.get("artifact")]
         return parsed
     if not path.exists():
         raise BadInput(f"{path}: no such file or folder")
@@ -79,7 +95,7 @@ def runs_in(path: Path, metric_name: str = "metric") -> list[dict[str, Any]]:
                 reader = reader_for(child)
             except BadInput:
                 continue  # a log or a note beside the exports
-            runs.append({**reader.read(child, metric_name), "name": str(child)})
+            runs.append(identified({**reader.read(child, metric_name), "name": str(child)}))
     if not runs:
         raise BadInput(f"{path}: no benchmark export kb reads in this folder, nor an AIPerf artifact folder")
     return runs
@@ -88,3 +104,9 @@ def runs_in(path: Path, metric_name: str = "metric") -> list[dict[str, Any]]:
 def invalid_runs(runs: Sequence[dict[str, Any]]) -> list[str]:
     """'PATH: why' for each run its tool called invalid."""
     return [run["invalid"] for run in runs if run.get("invalid")]
+
+
+def model_of(runs: Sequence[dict[str, Any]]) -> str | None:
+    """The one model the runs' exports (or a finding's scope) name, or None when they name none or several."""
+    models = {str(m) for run in runs if isinstance(m := (run.get("applies_to") or {}).get("model"), str)}
+    return models.pop() if len(models) == 1 else None

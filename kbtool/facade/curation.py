@@ -6,7 +6,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Iterable
 from datetime import date
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import Environment
@@ -35,6 +35,38 @@ RUNS_SHOWN = 10  # a gate's newest runs in its log: what a verdict's history nee
 
 if TYPE_CHECKING:
     import numpy as np
+
+
+def _as_standing(
+    gap: CardSummary, closed_by: builtins.list[str], closers: dict[str, CardSummary]
+) -> CardSummary | None:
+    """The gap as the cards that closed it leave it (gap_standing): None when closed; else a copy saying which
+    answers await review (`awaiting_review`) or why it is open again (`reopened`). A copy: the summary's data
+    is the index's own."""
+    from kbtool.curation.gap_standing import gap_standing
+
+    if not closed_by:
+        return gap
+    standing = gap_standing(closed_by, closers)
+    if standing.closed:
+        return None
+    said = {"awaiting_review": list(standing.awaiting)} if standing.awaiting else {"reopened": standing.reopened}
+    return _saying(gap, said)
+
+
+def _saying(gap: CardSummary, said: dict[str, Any]) -> CardSummary:
+    """A copy of gap whose data says why it is open by said alone (awaiting_review or reopened): a source's
+    word on its own gap gives way to what closed it here."""
+    data = {k: v for k, v in gap.data.items() if k not in ("awaiting_review", "reopened")}
+    return CardSummary(gap.id, gap.kind, gap.title, gap.status, gap.path, {**data, **said})
+
+
+def _from_source(gap: CardSummary, name: str) -> CardSummary:
+    """A source's open gap as this knowledge base lists it (SOURCE:ID): the answers it awaits named so too."""
+    listed = gap.from_source(name)
+    if listed.get("awaiting_review"):
+        listed.data["awaiting_review"] = [f"{name}:{ref}" for ref in listed.get("awaiting_review")]
+    return listed
 
 
 def _shown(scope: object) -> str:
@@ -164,25 +196,15 @@ class Curation(KnowledgeBaseCore):
         )
 
     def gaps(self) -> builtins.list[CardSummary]:
-        """Open gaps, high priority first, oldest first: those nothing closed, and those closed only by
-        cards that no longer stand (refuted, superseded, retired or deleted), each with why in its
-        data's `reopened`. A gap itself retired or superseded is not open."""
-        from kbtool.curation.checks import why_reopened
-
+        """Open gaps, high priority first, oldest first: those nothing closed; those answered by findings nobody
+        has given a verdict yet, each with their ids in its data's `awaiting_review`; and those closed only by
+        cards that no longer stand (refuted, superseded, retired or deleted), each with why in its data's
+        `reopened` (kbtool/curation/gap_standing.py). A gap itself retired or superseded is not open."""
         order = {"high": 0, "medium": 1, "low": 2}
         candidates = [g for g in self.summaries(kind="gap") if g.status not in INACTIVE_STATUSES]
         # what closed them, from the same index in one pass: no card file read
         closers = self.index.by_ids({ref for g in candidates for ref in g.get("closed_by") or []})
-        open_gaps = []
-        for g in candidates:
-            closed_by = g.get("closed_by") or []
-            if closed_by:
-                why = why_reopened(closed_by, closers)
-                if why is None:
-                    continue
-                # a copy: the summary's data is the index's own
-                g = CardSummary(g.id, g.kind, g.title, g.status, g.path, {**g.data, "reopened": why})
-            open_gaps.append(g)
+        open_gaps = [g for g in (_as_standing(g, g.get("closed_by") or [], closers) for g in candidates) if g]
         # created is an ISO date string in the index: it sorts as the date does
         return sorted(
             open_gaps,
@@ -190,17 +212,16 @@ class Curation(KnowledgeBaseCore):
         )
 
     def _closed_here(self, gap: CardSummary, closing: dict[str, builtins.list[str]]) -> CardSummary | None:
-        """A source's open gap (SOURCE:ID) as this project sees it: None when a card here closes it
-        (links.closes names it) and still stands; with why in `reopened` when all that closed it here fell."""
-        from kbtool.curation.checks import why_reopened
-
+        """A source's open gap (SOURCE:ID) as this project sees it: None when a card here that closes it (links.closes
+        names it) has a verdict; the cards here awaiting one named with the source's own in `awaiting_review`;
+        with why in `reopened` when all that closed it here fell."""
         closers = closing.get(gap.id, [])
         if not closers:
             return gap
-        why = why_reopened(closers, self.index.by_ids(closers))
-        if why is None:
-            return None
-        return CardSummary(gap.id, gap.kind, gap.title, gap.status, gap.path, {**gap.data, "reopened": why})
+        here = _as_standing(gap, closers, self.index.by_ids(closers))
+        if here is None or not gap.get("awaiting_review"):
+            return here
+        return _saying(here, {"awaiting_review": [*(here.get("awaiting_review") or []), *gap.get("awaiting_review")]})
 
     def source_card_ids(self) -> dict[str, set[str] | None]:
         """Each kb.toml source's card ids, None for a source that is not on this machine: what a SOURCE:ID
@@ -223,7 +244,7 @@ class Curation(KnowledgeBaseCore):
             for target in card.get("links", "closes") or []:
                 closing.setdefault(target, []).append(card.id)
         for name, base in self.source_bases():
-            theirs = (g.from_source(name) for g in base.gaps() if f"{name}:{g.id}" not in copied)
+            theirs = (_from_source(g, name) for g in base.gaps() if f"{name}:{g.id}" not in copied)
             found += [g for g in (self._closed_here(g, closing) for g in theirs) if g is not None]
             self.relay_notices(f"source {name}", base)
         found.sort(key=lambda g: order[g.get("priority", default="medium")])

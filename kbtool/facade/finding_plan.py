@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kbtool.curation.checks import related_findings
 from kbtool.curation.review import agent_status
 from kbtool.evidence.finding_input import evidence_from_metrics
+from kbtool.evidence.verdicts import NO_VERDICT, RUNS_HINT
 from kbtool.model.cards import checked_status
 from kbtool.model.contracts import FindingInput
 from kbtool.model.errors import BadInput, CheckFailed
@@ -56,6 +57,9 @@ class FindingPlan:
     related: dict[str, list[str]]
 
 
+LUMPED = ("no clear change", f"{NO_VERDICT} ({RUNS_HINT})")  # verdicts said once for all their metrics
+
+
 def requested(finding: FindingInput, agent: str | None) -> Requested:
     """An agent's finding is tentative until reviewed (kbtool.curation.review); the metrics given become
     evidence entries; a baseline's runs need the candidate's."""
@@ -80,7 +84,7 @@ def measured(finding: FindingInput, asked: Requested, runs: RunEvidence | None) 
         scope = {**runs.applies_to, **scope}
         notes += runs.notes
         if runs.unclear or runs.invalid:
-            why = "a run is invalid" if runs.invalid else "no change's 95% interval is clear of zero"
+            why = "a run is invalid" if runs.invalid else str(runs.unclear)
             if status == "confirmed":
                 notes.append(f"{why}: recorded as tentative, not confirmed")
             status = "tentative" if status in (None, "confirmed") else status
@@ -95,7 +99,7 @@ def measured(finding: FindingInput, asked: Requested, runs: RunEvidence | None) 
 def card_plan(
     finding: FindingInput,
     found: Measured,
-    environment: dict[str, str],
+    recorded_on: dict[str, str],
     repo: dict[str, Any] | None,
     closes: str | None,
     agent: str | None,
@@ -103,7 +107,9 @@ def card_plan(
     strict: bool = False,
 ) -> FindingPlan:
     """The card's data among the existing findings' (their frontmatter): with strict, likely duplicates
-    or contradictions refuse it (CheckFailed), else they are only reported."""
+    or contradictions refuse it (CheckFailed), else they are only reported. Its environment is where it was
+    measured: what the exports say (on their evidence entries) and what the writer gave, never the machine kb
+    runs on, which is recorded_on, where the card was written."""
     data: dict[str, Any] = {
         "kind": "finding",
         "title": finding.title,
@@ -111,7 +117,8 @@ def card_plan(
         "evidence": found.evidence,
         "applies_to": found.scope,
         "tags": list(finding.tags),
-        "environment": dict(environment),
+        "environment": dict(finding.environment or {}),
+        "recorded_on": dict(recorded_on),
         "status": found.status,
     }
     if repo:
@@ -130,14 +137,25 @@ def card_plan(
     return FindingPlan(data, found.body, related)
 
 
+def _verdict_lines(verdicts: list[str]) -> list[str]:
+    """Each clear change in full; the metrics with no clear change, and those with no verdict, a line each."""
+    lumped: dict[str, list[str]] = {}
+    clear = []
+    for line in verdicts:
+        said = next((v for v in LUMPED if line.endswith(f": {v}")), None)
+        if said is None:
+            clear.append(line)
+        else:
+            lumped.setdefault(said, []).append(line[2:].split(": ", 1)[0])
+    return clear + [f"- {said}: {', '.join(metrics)}" for said, metrics in lumped.items()]
+
+
 def run_body(found: RunEvidence, body: str) -> str:
     """The card's body: the generated paragraph, the person's own notes, then each clear change (the rest in one
     line), what could not be compared, and the invalid runs."""
     parts = [found.summary] + ([body.strip()] if body.strip() else [])
     if found.verdicts:
-        clear = [line for line in found.verdicts if not line.endswith(": no clear change")]
-        unclear = [line[2:].split(": ", 1)[0] for line in found.verdicts if line.endswith(": no clear change")]
-        lines = clear + ([f"- no clear change: {', '.join(unclear)}"] if unclear else [])
+        lines = _verdict_lines(found.verdicts)
         heading = f"## Against the baseline: {found.runs} run(s) against {found.baseline_runs}"
         parts.append(heading + "\n\n" + "\n".join(lines))
     if found.notes:

@@ -16,6 +16,7 @@ from kbtool.model.errors import BadInput, CardNotFound, InvalidCard
 from kbtool.model.records import StoredCard, gap_of
 
 if TYPE_CHECKING:
+    from kbtool.evidence.repeats import Floors
     from kbtool.evidence.run_evidence import RunEvidence
 
 
@@ -43,10 +44,17 @@ class Findings(KnowledgeBaseCore):
         repo = _repository(finding.repo)
         closes, gap = self._open_gap(finding.closes) if finding.closes else (None, None)
         existing = [c.data for c in self.summaries(kind="finding")]
-        environment = self.machine_environment()
-        plan = card_plan(finding, found, environment, repo, closes, agent, existing, strict)
+        # where the card was written; where it was measured is what its exports and its writer say
+        recorded_on = self.machine_environment()
+        plan = card_plan(finding, found, recorded_on, repo, closes, agent, existing, strict)
         stored = self._create(plan.data, plan.body, origin="new finding", extra_writes=self._closing(gap))
         self._refresh_lexical()
+        if closes and not (stored.card.status == "confirmed" and agent is None):
+            # a gap closes on a verdict (kbtool/curation/gap_standing.py): say so where the writer is looking
+            self.note(
+                f"{closes} stays open, answered by {stored.id} awaiting review, until it is confirmed "
+                f"(kb confirm {stored.id}, or a locked gate's pass: kb gate run GATE --confirms {stored.id})"
+            )
         evidence = stored.card.evidence if isinstance(stored.card, Finding) else []
         return FindingAdded(
             id=stored.id,
@@ -71,6 +79,7 @@ class Findings(KnowledgeBaseCore):
             finding.metric_name or "metric",
             Path(finding.repo) if finding.repo else None,
             finding.ignore_conditions,
+            self._noise_floors,
         )
 
     def _closing(self, gap: StoredCard | None) -> Callable[[CardBase], dict[str, str]] | None:
@@ -115,13 +124,16 @@ class Findings(KnowledgeBaseCore):
         Runs at different loads are refused, naming the condition (kbtool.evidence.pairing), unless its key is
         in ignore; what could not be compared is in the notes."""
         from kbtool.evidence.repeats import compare
+        from kbtool.evidence.runs import model_of
+        from kbtool.evidence.same_run import refuse_same_runs
 
-        (ours, our_names), (theirs, their_names) = (
-            self._runs_of(candidate, metric_name),
-            self._runs_of(baseline, metric_name),
-        )
+        ours_read, theirs_read = self._runs_of(candidate, metric_name), self._runs_of(baseline, metric_name)
+        refuse_same_runs(ours_read, theirs_read)  # a run against itself, or given twice, is refused
+        ours, our_names = [r["evidence"] for r in ours_read], [r["name"] for r in ours_read]
+        theirs, their_names = [r["evidence"] for r in theirs_read], [r["name"] for r in theirs_read]
+        our_model = model_of(ours_read)
         notes: builtins.list[str] = []
-        rows = compare(ours, theirs, ignore, notes, (our_names, their_names))
+        rows = compare(ours, theirs, ignore, notes, (our_names, their_names), self._noise_floors(our_model))
         return Comparison(
             candidate=candidate, baseline=baseline, metrics=[Compared(**row) for row in rows], notes=notes
         )
@@ -183,10 +195,15 @@ class Findings(KnowledgeBaseCore):
             left_off=counts["left_off"],
         )
 
-    def _runs_of(
-        self, ref: str, metric_name: str
-    ) -> tuple[builtins.list[builtins.list[dict[str, Any]]], builtins.list[str]]:
-        """A side's runs' evidence and their names (for notes)."""
+    def _noise_floors(self, model: str | None) -> Floors:
+        """The noise floor each entry has in this knowledge base's repeated runs (kbtool.evidence.noise_floor)."""
+        from kbtool.evidence.noise_floor import noise_floors
+
+        return noise_floors(((f.id, f.data) for f in self.summaries(kind="finding")), model)
+
+    def _runs_of(self, ref: str, metric_name: str) -> builtins.list[dict[str, Any]]:
+        """A side's runs: each one's evidence, name (for notes), scope and identity (kbtool.evidence.same_run);
+        a finding is one, known by its id and its exports' sha256."""
         from kbtool.evidence.runs import invalid_runs, runs_in
 
         path = Path(ref)
@@ -194,15 +211,21 @@ class Findings(KnowledgeBaseCore):
             runs = runs_in(path, metric_name)
             for why in invalid_runs(runs):
                 self.note(f"an invalid run is compared: {why}")
-            return [run["evidence"] for run in runs], [run["name"] for run in runs]
+            return runs
         base, rest = self.owner_of(ref)
         found = base.card_or_skill(rest)
         if not isinstance(found, StoredCard) or found.card.kind != "finding":
             raise BadInput(f"{ref}: not an export, a folder of runs, or a finding")
-        evidence = found.to_dict().get("evidence") or []
+        data = found.to_dict()
+        evidence = data.get("evidence") or []
         if not evidence:
             raise BadInput(f"{ref}: a finding with no evidence to compare")
-        return [evidence], [found.id]
+        identity = {f"finding:{found.id}": f"the same finding {found.id}"}
+        for entry in evidence:
+            for artifact in [entry.get("artifact"), *(entry.get("artifacts") or [])]:
+                if artifact:
+                    identity[f"sha256:{artifact['sha256']}"] = f"the same export, sha256 {artifact['sha256'][:12]}"
+        return [{"evidence": evidence, "name": found.id, "identity": identity, "applies_to": data.get("applies_to")}]
 
 
 def _repository(path: str | None) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@ with the files their commands run, run in the project they judge, each run recor
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable
@@ -14,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from kbtool.curation.gate_runs import gate_run_log, recorded_runs
 from kbtool.curation.review import is_unreviewed, reviewed_card
 from kbtool.facade.core import KnowledgeBaseCore
-from kbtool.model.cards import Gate
-from kbtool.model.contracts import GateRunResult, LockCheck
-from kbtool.model.errors import BadInput, Conflict, InvalidCard
+from kbtool.model.cards import Finding, Gate
+from kbtool.model.contracts import GateRunResult, GateStanding, LockCheck
+from kbtool.model.errors import BadInput, Conflict, InvalidCard, KbError
 from kbtool.model.records import StoredCard, gate_of
 from kbtool.store.commits import checked_reason, commit_message
 from kbtool.store.repository import LOCK_FILE
@@ -152,9 +153,14 @@ class Gates(KnowledgeBaseCore):
         script by hand): the lock is what makes a gate's verdict mean something. before(what, folder)
         is called just before the check runs, so a caller can show what is about to run.
 
-        The run, with the judged repository's name, remote and commit, is appended to
-        runs/gates/<id>.jsonl in one commit. With confirms, a locked gate that passes confirms
-        that finding in the same commit (its reviewer is recorded as gate:<id>)."""
+        The check's inputs (kbtool/curation/gate_inputs.py) are hashed before and after it runs: a pass
+        whose inputs changed on the way is not one. The run, with those hashes, the project and its
+        state, is sealed and appended to runs/gates/<id>.jsonl in one commit (_record_gate_run). With
+        confirms, a locked gate that passes confirms that finding in the same commit (its reviewer is
+        recorded as gate:<id>), only when the finding's evidence is this run's own measurement
+        (kbtool/curation/gate_confirms.py): refused before anything runs when that is known then."""
+        from kbtool.curation.gate_confirms import refusal_before
+        from kbtool.curation.gate_inputs import first_change, inputs_of
         from kbtool.curation.gates import run_gate
 
         stored = self.get(ref)
@@ -162,27 +168,38 @@ class Gates(KnowledgeBaseCore):
         intact = self._runnable(stored, gate, require_lock)
         target = self.get(confirms) if confirms else None
         if target is not None:
-            if target.card.kind != "finding":
+            if not isinstance(target.card, Finding):
                 raise InvalidCard(f"--confirms {target.id}: a gate confirms findings, and this is a {target.card.kind}")
             if not record:
                 raise BadInput("--confirms records its verdict; it cannot be combined with --no-record")
             if not intact:
                 raise BadInput(f"--confirms: gate {stored.id!r} is not locked; only a locked gate confirms findings")
         project = self.gate_project(in_dir, default_dir)
+        lock = self.gate_locks().get(stored.id)
+        inputs = inputs_of(gate, stored.body, lock, self.root, project)  # what the verdict is computed from
+        if target is not None and isinstance(target.card, Finding):
+            why = refusal_before(gate, target.card, inputs)
+            if why is not None:
+                raise BadInput(f"--confirms {target.id}: {why}; nothing was run")
         if record:
             self.store.require_writable()  # said before the command runs, not after: a run is recorded or not run
             self.store.inside(gate_run_log(stored.id))  # a log that is a link out of the knowledge base: refused first
         if before is not None:
             before(gate.check.what(), project)
         result = run_gate(gate, cwd=str(project), kb_root=str(self.root))
+        after = inputs_of(gate, stored.body, self.gate_locks().get(stored.id), self.root, project)
+        moved = first_change(inputs, after)
+        if moved is not None and result.passed:  # judged from inputs that were not one thing: no verdict
+            detail = f"{moved} changed while the gate ran; no pass is recorded ({result.detail})"
+            result = result.model_copy(update={"passed": False, "detail": detail})
         if record:
-            self._record_gate_run(stored.id, result, project, target)
+            result = self._record_gate_run(stored.id, gate, result, project, after, target)
         return result
 
     def _runnable(self, stored: StoredCard, gate: Gate, require_lock: bool) -> bool:
         """Refuse a gate nobody accepted, or one whose lock no longer matches it or the files it runs (or, with
         require_lock, one not locked): nothing may run then. Whether it is locked and matches its lock."""
-        from kbtool.curation.gate_lock import file_problems, gate_hash, named_files
+        from kbtool.curation.gate_lock import cache_problems, file_problems, gate_hash, named_files
 
         if is_unreviewed(gate):
             raise BadInput(
@@ -211,6 +228,8 @@ class Gates(KnowledgeBaseCore):
         changed = file_problems(gate, locked, self.root) if intact and locked is not None else []
         if changed:
             raise Conflict(f"nothing was run: {changed[0][1]}")
+        for _, why in cache_problems(gate, self.root) if locked is not None else []:
+            self.note(why)  # never loaded (kb runs gates with caches out of reach), and still worth removing
         named = named_files(gate, self.root)
         if named.links:  # locked or not: nothing runs through a symbolic link out of the knowledge base
             raise BadInput(f"nothing was run: gate {stored.id!r} runs {named.outside_why(next(iter(named.links)))}")
@@ -237,29 +256,128 @@ class Gates(KnowledgeBaseCore):
                 "--reason TEXT`"
             )
 
-    def _record_gate_run(self, gate_id: str, result: GateRunResult, project: Path, target: StoredCard | None) -> None:
-        """The one writer of a gate's run log: the run, with the judged repository's name, remote and commit,
-        appended to runs/gates/<id>.jsonl in one commit; a passing run confirms target in the same commit."""
+    def _record_gate_run(
+        self,
+        gate_id: str,
+        gate: Gate,
+        result: GateRunResult,
+        project: Path,
+        inputs: dict[str, Any],
+        target: StoredCard | None,
+    ) -> GateRunResult:
+        """The one writer of a gate's run log: the run, with what it judged (inputs), the project it ran in
+        (from the root, so it can be judged again) and that project's state, sealed (kbtool.curation.gate_seal)
+        and appended to runs/gates/<id>.jsonl in one commit; a passing run confirms target in the same commit
+        when target's evidence is this run's own measurement (kbtool.curation.gate_confirms). The result,
+        saying what it confirmed."""
+        from kbtool.curation.gate_confirms import refusal_after
+        from kbtool.curation.gate_runs import GATE_RUNS_DIR
+        from kbtool.curation.gate_seal import SEAL, remember_newest, seal
+        from kbtool.curation.project_state import state_of
         from kbtool.evidence.provenance import repo_state
         from kbtool.store.secrets import redact_record
 
         rel = gate_run_log(gate_id)
         judged = repo_state(project)
+        state = state_of(project, leave_out=self.root / GATE_RUNS_DIR)
         with self.store.lock():
             path = self.store.inside(rel)
             earlier = path.read_text(encoding="utf-8") if path.exists() else ""
-            # a run is recorded whatever its output held: a credential in it is redacted, not committed
-            kept = redact_record({**result.record(), **({"repo": judged} if judged else {})})
-            writes = {rel: earlier + json.dumps(kept, ensure_ascii=False) + "\n"}
             confirms = None
-            if target is not None and result.passed:
+            writes: dict[str, str | bytes | None] = {}
+            if target is not None:
                 current = self.get(target.id)  # as it stands now, under the lock
-                writes[current.path] = self._render(
-                    reviewed_card(current, "confirmed", f"gate:{gate_id}"), current.body, current.path
+                why = (
+                    refusal_after(gate, current.card, current.id, result.value, inputs)
+                    if isinstance(current.card, Finding)
+                    else f"{current.id} is no longer a finding"
                 )
-                confirms = target.id
+                if not result.passed:
+                    why = "the gate did not pass"
+                if why is None:
+                    writes[current.path] = self._render(
+                        reviewed_card(current, "confirmed", f"gate:{gate_id}"), current.body, current.path
+                    )
+                    confirms = target.id
+                result = result.model_copy(
+                    update={"confirmation": f"confirmed {target.id}" if why is None else f"confirms nothing: {why}"}
+                )
+            made = {
+                **result.record(),
+                **({"repo": judged} if judged else {}),
+                "project": os.path.relpath(project, self.root),
+                "inputs": inputs,
+                **({"state": state.record()} if state is not None else {}),
+            }
+            # a run is recorded whatever its output held: a credential in it is redacted, not committed
+            kept = redact_record(made)
+            try:
+                kept = seal(kept, gate_id, self.root)
+            except OSError as exc:  # recorded, but it can never count as met: said
+                self.note(f"the run is recorded without kb's seal, so it makes no gate met: {exc}")
+            writes[rel] = earlier + json.dumps(kept, ensure_ascii=False) + "\n"
             subject = f"kb gate run {gate_id}: {'pass' if result.passed else 'fail'}"
             self.store.write(writes, commit_message(subject, "gate-run", id=gate_id, confirms=confirms))
+            if SEAL in kept:
+                with contextlib.suppress(OSError):  # without the note, the newest sealed record stands
+                    remember_newest(kept, gate_id, self.root)
+        return result
+
+    def gate_standing(self, gate_id: str, default_dir: Path | None = None) -> GateStanding:
+        """A locked gate as the goal stands on it (kbtool/curation/standing.py): its newest run kb made here,
+        checked against the files now in the project it ran in. With no run of kb's, a comparison is judged
+        again at once from the project's files (gate_project: kb.toml [gates] project, else default_dir),
+        which records nothing and says so; any other gate is unverified until it is run."""
+        from kbtool.curation.standing import judged_now, newest_sealed
+
+        try:
+            stored = self.get(gate_id)
+            gate = gate_of(stored)
+        except KbError as exc:
+            return GateStanding(id=gate_id, title=gate_id, check=f"unreadable: {exc}", verdict="never run", why="-")
+        title, check = stored.card.title, gate.check.what()
+        runs = self.gate_runs(gate_id)
+        if not runs:
+            return GateStanding(id=gate_id, title=title, check=check, verdict="never run", why="no run yet")
+        newest = newest_sealed(runs, gate_id, self.root)
+        last = newest.record
+        if newest.missing:
+            why = f"the newest run kb made here is gone from {gate_run_log(gate_id)} (removed since); run the gate"
+            return GateStanding(id=gate_id, title=title, check=check, verdict="unverified", why=why)
+        if last is None:
+            return self._judged_again(stored, gate, newest.others, default_dir)
+        current, why = judged_now(last, gate, stored.body, self.gate_locks().get(gate_id), self.root)
+        verdict = "pass" if last.get("passed") else "fail"
+        said = f"{verdict} at {last.get('time')}: {last.get('detail') or ''}".rstrip(": ")
+        if newest.others_after:
+            plural = "s" if newest.others_after > 1 else ""
+            why += f"; {newest.others_after} newer record{plural} kb did not make here, ignored"
+        return GateStanding(
+            id=gate_id, title=title, check=check, verdict=verdict, last_run=last.get("time"), current=current,
+            why=f"{said}; {why}",
+        )  # fmt: skip
+
+    def _judged_again(self, stored: StoredCard, gate: Gate, others: int, default_dir: Path | None) -> GateStanding:
+        """A gate whose records are none of them kb's: a comparison judged now, anything else unverified."""
+        from kbtool.curation.gate_lock import gate_hash
+        from kbtool.curation.gates import run_gate
+
+        title, check = stored.card.title, gate.check.what()
+        records = "the record is not one" if others == 1 else f"the {others} records are not ones"
+        unverified = f"{records} kb made here (no valid seal); run the gate"
+        lock = self.gate_locks().get(stored.id)
+        if gate.check.compare is None or lock is None or lock.sha256 != gate_hash(gate, stored.body):
+            return GateStanding(id=stored.id, title=title, check=check, verdict="unverified", why=unverified)
+        try:
+            project = self.gate_project(None, default_dir)
+        except BadInput:
+            return GateStanding(id=stored.id, title=title, check=check, verdict="unverified", why=unverified)
+        result = run_gate(gate, cwd=str(project), kb_root=str(self.root))  # a comparison: read, never a command
+        said = result.line().replace(f"{stored.id}: ", "", 1)  # "pass: 1.37 >= 1.2 (what was compared)"
+        return GateStanding(
+            id=stored.id, title=title, check=check, verdict="pass" if result.passed else "fail", current=True,
+            why=f"judged again now by kb (no record is one kb made here): {said}",
+        )  # fmt: skip
 
     def gate_runs(self, gate_id: str) -> builtins.list[dict[str, Any]]:
         """A gate's recorded runs, oldest first (kbtool/curation/gate_runs.py)."""

@@ -21,8 +21,9 @@ from kbtool.facade.sources import Sources
 from kbtool.facade.status import Overview
 from kbtool.model.cards import MODELS
 from kbtool.model.contracts import Brief, BriefItem, BriefSection, GateStanding
-from kbtool.model.errors import BadInput, KbError, SemanticUnavailable
-from kbtool.model.records import CardSummary, Problem, StoredCard, gate_of
+from kbtool.model.contracts.reading import gap_note
+from kbtool.model.errors import SemanticUnavailable
+from kbtool.model.records import CardSummary, Problem, StoredCard
 from kbtool.model.vocabulary import INACTIVE_STATUSES
 from kbtool.store.locate import resolve_root
 from kbtool.store.repository import CARDS_DIR, Store
@@ -112,44 +113,10 @@ class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, 
         )
 
     def gate_standings(self, default_dir: Path | None = None) -> builtins.list[GateStanding]:
-        """Each locked gate with its newest recorded run and whether that run judged the candidate as it is
-        now (kbtool/curation/standing.py), in the project the gate judges (gate_project: kb.toml [gates]
-        project, else default_dir). A project kb cannot find leaves `current` unknown."""
-        from kbtool.curation.standing import Candidate, candidate_of, judged_now
-
-        try:
-            candidate = candidate_of(self.gate_project(None, default_dir))
-        except BadInput:
-            candidate = Candidate(None, {})
-        standings = []
-        for gate_id in sorted(self.gate_locks()):
-            try:
-                stored = self.get(gate_id)
-                check, title = gate_of(stored).check.what(), stored.card.title
-            except KbError as exc:
-                check, title = f"unreadable: {exc}", gate_id
-            runs = self.gate_runs(gate_id)
-            if not runs:
-                standings.append(
-                    GateStanding(id=gate_id, title=title, check=check, verdict="never run", why="no run yet")
-                )
-                continue
-            last = runs[-1]
-            current, why = judged_now(last, candidate)
-            verdict = "pass" if last.get("passed") else "fail"
-            said = f"{verdict} at {last.get('time')}: {last.get('detail') or ''}".rstrip(": ")
-            standings.append(
-                GateStanding(
-                    id=gate_id,
-                    title=title,
-                    check=check,
-                    verdict=verdict,
-                    last_run=last.get("time"),
-                    current=current,
-                    why=f"{said}; {why}",
-                )
-            )
-        return standings
+        """Each locked gate with its newest run kb made here and whether that run judged the candidate as it is
+        now, in the project it ran in (Gates.gate_standing). default_dir: where a comparison with no run of
+        kb's is judged again (gate_project), never where a recorded run is checked."""
+        return [self.gate_standing(gate_id, default_dir) for gate_id in sorted(self.gate_locks())]
 
 
 def _section(found: builtins.list[CardSummary], limit_of: str, see_all: str) -> BriefSection:
@@ -157,7 +124,7 @@ def _section(found: builtins.list[CardSummary], limit_of: str, see_all: str) -> 
     for s in found[: BRIEF_LIMITS[limit_of]]:
         detail = {"constraint": s.get("rule"), "gap": s.get("question")}.get(s.kind)
         marks = {
-            "gap": [s.get("priority", default="medium")],
+            "gap": [s.get("priority", default="medium"), *filter(None, [gap_note(s.data)])],
             "finding": [s.status, str(s.get("provenance", "created") or "undated")],
         }.get(s.kind, [])
         items.append(BriefItem(id=s.id, title=s.title, detail=detail, marks=marks, applies=s.applies))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from kbtool.model import markdown
 from kbtool.model.cards import Gate
 from kbtool.model.contracts import ImportSummary
+from kbtool.model.contracts.reading import gap_note
 from kbtool.model.errors import BadInput, Conflict, KbError, NotAKnowledgeBase
 from kbtool.model.records import CardSummary, StoredCard
 from kbtool.model.validation import validate_card
@@ -268,7 +269,9 @@ class NewProject:
             out.append(f"knowledge pack: {self.pack}/SKILL.md")
         for gap in self.open_gaps:
             question = gap.get("question", default=gap.title)
-            out.append(f"open gap [{gap.get('priority', default='medium')}] {gap.id}: {question}")
+            note = gap_note(gap.data)
+            said = f" ({note})" if note else ""
+            out.append(f"open gap [{gap.get('priority', default='medium')}] {gap.id}: {question}{said}")
         return out
 
 

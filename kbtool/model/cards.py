@@ -369,9 +369,18 @@ class Finding(CardBase):
         description="in a card file: what groups of evidence entries share, written once; read into each entry",
     )
     evidence: list[Evidence] = []
-    # the run's context, shared by its evidence: the experiment repository and the machine
+    # the run's context, shared by its evidence: the experiment repository, and where it was measured
     repo: RepoState | None = None
-    environment: dict[str, str] = {}
+    environment: dict[str, str] = Field(
+        default={},
+        description="where it was measured (GPU, driver, engine and library versions), as given; the exports' own "
+        "is on each evidence entry",
+    )
+    recorded_on: dict[str, str] = Field(
+        default={},
+        description="the machine kb wrote the card on (python, platform, kb's packages, its GPU if any): where it "
+        "was recorded, not where it was measured",
+    )
 
     @model_validator(mode="after")
     def _whole_entries(self) -> Finding:
@@ -466,7 +475,7 @@ class Gate(CardBase):
 
 
 class Gap(CardBase):
-    """An open question worth an experiment; findings close it."""
+    """An open question worth an experiment; a confirmed finding closes it."""
 
     agent_use = "a candidate experiment"
     lead = "question"
@@ -475,7 +484,10 @@ class Gap(CardBase):
     kind: Literal["gap"]
     question: NonEmpty
     priority: Literal["high", "medium", "low"] = "medium"
-    closed_by: list[CardId] = []
+    closed_by: list[CardId] = Field(
+        default=[],
+        description="the findings that answered it (kb add-finding --closes); it is closed once one is confirmed",
+    )
 
 
 class Reference(CardBase):

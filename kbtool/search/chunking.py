@@ -15,7 +15,8 @@ from kbtool.model.cards import CardBase, content_hash
 from kbtool.model.markdown import sections
 
 MAX_CHARS = 1200  # ~256 word pieces: what all-MiniLM-L6-v2 reads before it truncates
-_SKIP = {"id", "kind", "title", "status", "schema_version", "provenance", "links", "tags", "applies_to"}
+# recorded_on: the machine a finding was written on says nothing of what it measured
+_SKIP = {"id", "kind", "title", "status", "schema_version", "provenance", "links", "tags", "applies_to", "recorded_on"}
 
 
 @dataclass(frozen=True)

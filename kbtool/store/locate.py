@@ -64,6 +64,14 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kbtool"
 
 
+def config_dir() -> Path:
+    """This user's own settings and secrets of kb, outside every repository: $KB_CONFIG_DIR, else
+    $XDG_CONFIG_HOME/kbtool, else ~/.config/kbtool."""
+    if os.environ.get("KB_CONFIG_DIR"):
+        return Path(os.environ["KB_CONFIG_DIR"])
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "kbtool"
+
+
 def state_dir(root: Path) -> Path:
     """Where the derived state of the knowledge base at root lives (index, locks, the daemon's socket):
     root/.kb, or, when that cannot be written (a read-only mount, another user's checkout), a folder of

@@ -1,6 +1,7 @@
 """AIPerf profile exports (`profile_export_aiperf.json`): every metric entry, with its unit and every
 statistic it has, plus the model, endpoint, concurrency, request count and command the run recorded,
-and the load it was asked for, from either shape AIPerf writes its config in."""
+the load it was asked for, from either shape AIPerf writes its config in, and where it ran (AIPerf's
+version, the GPUs its telemetry saw)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from kbtool.evidence.formats.reader import FunctionReader, json_of, mapping, sequence
+from kbtool.evidence.formats.reader import FunctionReader, Headline, json_of, mapping, same_content, sequence
 from kbtool.evidence.values import STATISTICS, guess_direction, number, read_artifact
 from kbtool.model.errors import BadInput
 from kbtool.model.parsing import Unparsable, json_document
@@ -28,6 +29,7 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
     conditions = _aiperf_conditions(config, data)
     command = run.get("cli_command") if isinstance(run.get("cli_command"), str) else None
     artifact = {"path": str(path), "sha256": digest}
+    environment = _aiperf_environment(data)
     evidence = []
     for name, entry in data.items():
         if _is_metric_list(entry):
@@ -46,6 +48,7 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
             "stats": stats,
             "conditions": conditions,
             "command": command,
+            "environment": environment,
             "artifact": artifact,
         }
         if "count" in entry:
@@ -67,7 +70,31 @@ def parse_aiperf(path: Path) -> dict[str, Any]:
         if isinstance(m, dict) and m.get("name")
     ] or [m for m in sequence(mapping(config.get("endpoint")).get("model_names")) if isinstance(m, str) and m]
     applies = {"model": models[0] if len(models) == 1 else models} if models else {}
-    return {"evidence": evidence, "applies_to": applies, "conditions": conditions}
+    identity = {**same_content(data), **_benchmark(data.get("benchmark_id") or run.get("benchmark_id"))}
+    return {"evidence": evidence, "applies_to": applies, "conditions": conditions, "identity": identity}
+
+
+def _benchmark(benchmark: Any) -> dict[str, str]:
+    """The run AIPerf names by its benchmark id, whatever was edited around it (a run's `identity`)."""
+    named = benchmark.strip() if isinstance(benchmark, str) else ""
+    return {f"aiperf:{named}": f"AIPerf benchmark {named}"} if named else {}
+
+
+def _aiperf_environment(data: dict[str, Any]) -> dict[str, str]:
+    """Where the run was measured, as the export says: AIPerf's version, and the GPUs its DCGM telemetry saw
+    (telemetry_data.endpoints.*.gpus.*.gpu_name; "NAME xN" for N of one model, as kb writes a machine's)."""
+    out = {"aiperf": str(data["aiperf_version"])} if isinstance(data.get("aiperf_version"), str) else {}
+    endpoints = mapping(mapping(data.get("telemetry_data")).get("endpoints"))
+    names = [
+        str(gpu["gpu_name"])
+        for endpoint in endpoints.values()
+        for gpu in mapping(mapping(endpoint).get("gpus")).values()
+        if isinstance(gpu, dict) and isinstance(gpu.get("gpu_name"), str) and gpu["gpu_name"].strip()
+    ]
+    if names:
+        counts = {name: names.count(name) for name in dict.fromkeys(names)}
+        out["gpu"] = ", ".join(name + (f" x{n}" if n > 1 else "") for name, n in counts.items())
+    return out
 
 
 def _is_metric_list(value: Any) -> bool:
@@ -89,6 +116,12 @@ AIPERF_LOAD = (
     "input_tokens", "input_tokens_std", "output_tokens", "output_tokens_std", "input_tokens_mean",
     "output_tokens_mean", "dataset", "streaming", "endpoint_type",
 )  # fmt: skip
+
+
+# what an AIPerf run is judged by first: output token throughput, TTFT, ITL, end-to-end latency, request throughput
+AIPERF_HEADLINE = Headline(
+    ("output_token_throughput", "time_to_first_token", "inter_token_latency", "request_latency", "request_throughput")
+)
 
 
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
@@ -190,4 +223,5 @@ READER = FunctionReader(
         "streaming": "streaming",
         "endpoint_type": "endpoint type",
     },
+    {"aiperf": AIPERF_HEADLINE},
 )

@@ -6,12 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kbtool.evidence.formats.reader import FunctionReader, artifact_of, evidence_entry, first_json_line, json_runs
+from kbtool.evidence.formats.reader import (
+    FunctionReader,
+    Headline,
+    artifact_of,
+    evidence_entry,
+    first_json_line,
+    json_runs,
+    same_content,
+)
 from kbtool.evidence.values import number, read_artifact
 from kbtool.model.errors import BadInput
 
 # the load keys (kbtool.evidence.load) records set: only what the requests held; the config is not in them
 RECORDS_LOAD = ("input_tokens_mean", "output_tokens_mean")
+# what the requests are judged by first; a throughput is the run's, which no request's record holds
+RECORDS_HEADLINE = Headline(("time_to_first_token", "inter_token_latency", "request_latency"))
 
 
 def is_aiperf_records(first: Any) -> bool:
@@ -77,7 +87,7 @@ def parse_aiperf_records(path: Path) -> dict[str, Any]:
         )
     if not evidence:
         raise BadInput(f"{path}: the records hold no metric every request has")
-    return {"evidence": evidence, "applies_to": {}, "conditions": {}}
+    return {"evidence": evidence, "applies_to": {}, "conditions": {}, "identity": same_content(records)}
 
 
 READER = FunctionReader(
@@ -87,4 +97,5 @@ READER = FunctionReader(
     lambda path, _: parse_aiperf_records(path),
     lambda path, text: is_aiperf_records(first_json_line(text)),
     {"aiperf-records": RECORDS_LOAD},
+    headline={"aiperf-records": RECORDS_HEADLINE},
 )

@@ -10,12 +10,14 @@ from typing import Any
 
 from kbtool.evidence.formats.reader import (
     FunctionReader,
+    Headline,
     artifact_of,
     evidence_entry,
     is_number,
     json_of,
     load_json,
     mapping,
+    same_content,
 )
 from kbtool.evidence.values import number, read_artifact
 from kbtool.model.errors import BadInput
@@ -25,6 +27,15 @@ from kbtool.model.parsing import Unparsable, json_document, nested, why_unparsab
 GUIDELLM_LOAD = (
     "strategy", "concurrency", "request_rate", "request_count", "duration_s", "dataset",
     "input_tokens", "output_tokens", "input_tokens_mean", "output_tokens_mean",
+)  # fmt: skip
+
+# what a GuideLLM benchmark is judged by first: output token throughput, TTFT, ITL and TPOT, request latency and
+# throughput; never request_concurrency (how many it kept in flight) nor the token counts it sent
+GUIDELLM_HEADLINE = Headline(
+    (
+        "output_tokens_per_second", "time_to_first_token", "inter_token_latency", "time_per_output_token",
+        "request_latency", "requests_per_second",
+    )
 )  # fmt: skip
 
 GUIDELLM_UNITS = {
@@ -70,7 +81,13 @@ def parse_guidellm(path: Path) -> dict[str, Any]:
     if environment:
         for ev in evidence:
             ev["environment"] = {"guidellm": str(environment)}
-    return {"evidence": evidence, "applies_to": {"model": str(model)} if model else {}, "conditions": {}}
+    identity = same_content(data)
+    for bench in data["benchmarks"]:  # each benchmark's id, in the current report's config or the older one's
+        named = nested(bench, "config", "id_") or bench.get("id_")
+        if isinstance(named, str) and named.strip():
+            identity[f"guidellm:{named.strip()}"] = f"GuideLLM benchmark {named.strip()}"
+    scope = {"model": str(model)} if model else {}
+    return {"evidence": evidence, "applies_to": scope, "conditions": {}, "identity": identity}
 
 
 def _report(path: Path) -> tuple[Any, str]:
@@ -236,4 +253,5 @@ READER = FunctionReader(
     is_guidellm_file,
     {"guidellm": GUIDELLM_LOAD},
     {"strategy": "strategy"},
+    {"guidellm": GUIDELLM_HEADLINE},
 )

@@ -1,6 +1,6 @@
 """lm-evaluation-harness `results_*.json`: every task's metric under each filter, with its standard error,
 the task's n-shot and version and the number of samples; the top-level tasks and groups only when a
-group's subtasks are listed (a group's score stands for them)."""
+group's subtasks are listed (a group's score stands for them); and where it ran (pretty_env_info)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,38 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kbtool.evidence.formats.reader import FunctionReader, artifact_of, evidence_entry, json_of, load_json
+from kbtool.evidence.formats.reader import (
+    Entries,
+    FunctionReader,
+    Headline,
+    artifact_of,
+    evidence_entry,
+    in_places,
+    json_of,
+    load_json,
+    same_content,
+)
 from kbtool.evidence.values import number
 from kbtool.model.errors import BadInput
 
 # the load keys (kbtool.evidence.load) an evaluation sets: how it was asked, never what it scored
 LM_EVAL_LOAD = ("n_shot", "task_version", "filter", "limit")
+
+
+def each_task_score(evidence: Entries) -> list[int]:
+    """lm-eval's headline: each task's score (its stderr in its stats), the first the task has where higher is
+    better (lambada's accuracy, not its perplexity), else its first."""
+    tasks: dict[str, list[str]] = {}
+    for entry in evidence:
+        metric = str(entry.get("metric"))
+        if entry.get("direction") == "higher" or metric.split("/", 1)[0] not in tasks:
+            tasks.setdefault(metric.split("/", 1)[0], []).append(metric)
+    higher = {str(e.get("metric")) for e in evidence if e.get("direction") == "higher"}
+    scores = [next((m for m in metrics if m in higher), metrics[0]) for metrics in tasks.values()]
+    return in_places(evidence, tuple(scores))
+
+
+LM_EVAL_HEADLINE = Headline(pick=each_task_score)
 
 
 def is_lm_eval(data: Any) -> bool:
@@ -29,11 +55,7 @@ def parse_lm_eval(path: Path) -> dict[str, Any]:
     shots, versions = data.get("n-shot") or {}, data.get("versions") or {}
     higher, samples = data.get("higher_is_better") or {}, data.get("n-samples") or {}
     config = data.get("config") or {}
-    environment = {
-        k: str(data[key])
-        for k, key in (("lm_eval", "lm_eval_version"), ("transformers", "transformers_version"))
-        if data.get(key)
-    }
+    environment = lm_eval_environment(data)
     artifact = artifact_of(path, digest)
     limit = config.get("limit") if isinstance(config.get("limit"), (int, float)) else None
     evidence = []
@@ -81,7 +103,46 @@ def parse_lm_eval(path: Path) -> dict[str, Any]:
         raise BadInput(f"{path}: an lm-evaluation-harness results file with no numeric score")
     model = _model_name(config, data)
     run = {k: str(config[k]) for k in ("model", "batch_size", "limit") if config.get(k) is not None}
-    return {"evidence": evidence, "applies_to": {"model": model} if model else {}, "conditions": run}
+    scope = {"model": model} if model else {}
+    return {"evidence": evidence, "applies_to": scope, "conditions": run, "identity": same_content(data)}
+
+
+# what torch's collect_env (the results' pretty_env_info) says, by kb's names (kbtool.evidence.provenance's)
+ENV_LINES = {
+    "PyTorch version": "torch",
+    "Python version": "python",
+    "CUDA runtime version": "cuda",
+    "Nvidia driver version": "driver",
+}
+# the packages whose versions its "Versions of relevant libraries" lists that shape an inference result
+PACKAGES = ("torch", "vllm", "sglang", "triton", "flashinfer-python", "tensorrt-llm", "transformers")
+
+
+def lm_eval_environment(data: dict[str, Any]) -> dict[str, str]:
+    """Where the evaluation ran, as its results file says: the harness's and transformers' versions, and from
+    pretty_env_info (torch's collect_env of the process that ran the model) Python, PyTorch, CUDA, the GPU
+    ("NAME xN" for N of one model), the driver and the versions of the packages that shape a result."""
+    env = {
+        k: str(data[key])
+        for k, key in (("lm_eval", "lm_eval_version"), ("transformers", "transformers_version"))
+        if data.get(key)
+    }
+    info = data.get("pretty_env_info")
+    if not isinstance(info, str):
+        return env
+    for line in info.splitlines():
+        label, sep, value = line.partition(":")
+        value = value.strip()
+        if sep and label.strip() in ENV_LINES and value and value not in ("N/A", "Could not collect"):
+            env.setdefault(ENV_LINES[label.strip()], value.split()[0] if label.strip() == "Python version" else value)
+        found = re.match(r"^\[(?:pip3?|conda)\]\s+([A-Za-z0-9_.-]+)==(\S+)", line.strip())
+        if found and found.group(1).lower() in PACKAGES:
+            env.setdefault(found.group(1).lower(), found.group(2))
+    gpus = re.findall(r"GPU \d+: ([^\n(]+?)\s*(?:\(UUID[^)]*\))?\s*$", info.partition("GPU models")[2], re.M)
+    if gpus:
+        counts = {name: gpus.count(name) for name in dict.fromkeys(gpus)}
+        env["gpu"] = ", ".join(name + (f" x{n}" if n > 1 else "") for name, n in counts.items())
+    return env
 
 
 def _model_name(config: dict[str, Any], data: dict[str, Any]) -> str | None:
@@ -99,4 +160,5 @@ READER = FunctionReader(
     lambda path, text: path.suffix.lower() == ".json" and is_lm_eval(json_of(text)),
     {"lm-eval": LM_EVAL_LOAD},
     {"n_shot": "n-shot", "filter": "filter", "task_version": "task version", "limit": "sample limit"},
+    {"lm-eval": LM_EVAL_HEADLINE},
 )

@@ -8,7 +8,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kbtool.evidence.formats.reader import FunctionReader, artifact_of, evidence_entry
+from kbtool.evidence.formats.reader import (
+    Entries,
+    FunctionReader,
+    Headline,
+    Place,
+    artifact_of,
+    evidence_entry,
+    in_places,
+    same_content,
+)
 from kbtool.evidence.values import number, read_artifact
 from kbtool.model.errors import BadInput
 
@@ -23,6 +32,33 @@ MLPERF_LABELS = {
     "samples_per_query": "samples per query",
 }
 MLPERF_LOAD = tuple(MLPERF_LABELS)
+
+# the scenario's result, as LoadGen prints it above "Result is": an LLM Server's completed tokens and samples per
+# second (its scheduled rate is the target QPS it was given), another Server's scheduled samples per second,
+# Offline's tokens and samples per second, SingleStream's and MultiStream's latency percentile (in its stats)
+MLPERF_RESULT: dict[str, tuple[Place, ...]] = {
+    "Server": ("completed_tokens_per_second", "completed_samples_per_second"),
+    "Offline": ("tokens_per_second", "samples_per_second"),
+    "SingleStream": ("latency",),
+    "MultiStream": ("latency",),
+}
+NOT_LLM_SERVER: tuple[Place, ...] = ("scheduled_samples_per_second",)
+
+
+def scenario_result(evidence: Entries) -> list[int]:
+    """MLPerf's headline: each scenario's result (MLPERF_RESULT), a Server's by whether it counts tokens."""
+    scenarios: dict[str, list[int]] = {}
+    for n, entry in enumerate(evidence):
+        scenarios.setdefault(str((entry.get("conditions") or {}).get("scenario")), []).append(n)
+    chosen = []
+    for scenario, indices in scenarios.items():
+        entries = [evidence[n] for n in indices]
+        places = MLPERF_RESULT.get("Server" if scenario == "Interactive" else scenario, ())
+        if scenario in ("Server", "Interactive") and not any(e.get("metric") == places[0] for e in entries):
+            places = NOT_LLM_SERVER
+        chosen += [indices[k] for k in in_places(entries, places)]
+    return chosen
+
 
 MLPERF_LINE = re.compile(r"^\s*(?:\*\s*)?([A-Za-z0-9][^:]*?)\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
 MLPERF_STAT = re.compile(
@@ -55,7 +91,8 @@ def parse_mlperf(path: Path) -> dict[str, Any]:
         evidence.append(evidence_entry(name, rate, rate_unit, conditions=conditions, artifact=artifact))
     if not evidence:
         raise BadInput(f"{path}: an MLPerf summary with no metric line")
-    parsed: dict[str, Any] = {"evidence": evidence, "applies_to": {}, "conditions": {}}
+    # LoadGen names no run: one is known by its numbers (every latency to the nanosecond)
+    parsed: dict[str, Any] = {"evidence": evidence, "applies_to": {}, "conditions": {}, "identity": same_content(text)}
     if conditions["result"].upper() != "VALID":
         why = f" ({', '.join(f'{c}: No' for c in failed)})" if failed else ""
         parsed["invalid"] = f"{path}: LoadGen says the result is {conditions['result']}{why}"
@@ -141,4 +178,5 @@ READER = FunctionReader(
     lambda path, text: "MLPerf Results Summary" in text[:2000],
     {"mlperf": MLPERF_LOAD},
     MLPERF_LABELS,
+    {"mlperf": Headline(pick=scenario_result)},
 )

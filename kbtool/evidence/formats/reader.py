@@ -1,11 +1,16 @@
 """What every benchmark-format reader is (the Reader protocol) and the small pieces readers share: an
 evidence entry with its direction guessed, the artifact's path and digest, JSON and JSON Lines read with
-clear refusals. A format's module builds on this alone; kbtool.evidence.formats lists the readers."""
+clear refusals, a format's headline. A format's module builds on this alone; kbtool.evidence.formats lists
+the readers."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
-from collections.abc import Callable, Mapping
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -40,11 +45,63 @@ class Reader(Protocol):
         """Labels of the load keys only this reader's formats set, for the one-line refusals."""
         ...
 
+    @property
+    def headline(self) -> Mapping[str, Headline]:
+        """What runs of each format it reads are judged by first (by the name they record as `format`)."""
+        ...
+
     def read(self, path: Path, metric_name: str) -> dict[str, Any]: ...
 
     def matches(self, path: Path, text: str) -> bool:
         """Whether the file (its path and text) is in this format."""
         ...
+
+
+Entries = Sequence[Mapping[str, Any]]
+# a headline's place: a metric by the name its format gives it, or several names, the first measured filling it
+Place = str | tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Headline:
+    """What a format's runs are judged by first, in this order: what `kb show` and MCP get show of a finding
+    of many entries, and MCP compare's first rows. A serving run leads with its output token throughput, then
+    TTFT, ITL/TPOT, end-to-end latency and request throughput; never with a load input (what the benchmark
+    was asked to do: kbtool.evidence.formats leaves out any metric named as a load key).
+
+    Declared by the format's module as its load keys are: `places` in order, or `pick`, a rule of the
+    format's own over its entries (lm-eval: each task's score; MLPerf: its scenario's result)."""
+
+    places: tuple[Place, ...] = ()
+    pick: Callable[[Entries], list[int]] | None = None
+
+    def names(self) -> tuple[str, ...]:
+        """Every metric name its places hold, in order."""
+        return tuple(name for place in self.places for name in ((place,) if isinstance(place, str) else place))
+
+    def choose(self, evidence: Entries) -> list[int]:
+        """The headline's entries of these (their indices), in order."""
+        return self.pick(evidence) if self.pick is not None else in_places(evidence, self.places)
+
+
+def in_places(evidence: Entries, places: Sequence[Place]) -> list[int]:
+    """The entries of the places' metrics: each place's metric at the first load (or run) in turn, then each at
+    the next, so a sweep of seven loads shows every headline metric before it shows one seven times."""
+    measured = {str(e.get("metric")) for e in evidence}
+    names = []
+    for place in places:
+        found = next((n for n in ((place,) if isinstance(place, str) else place) if n in measured), None)
+        if found is not None and found not in names:
+            names.append(found)
+    rank = {name: n for n, name in enumerate(names)}
+    seen: Counter[str] = Counter()
+    keyed = []
+    for n, entry in enumerate(evidence):
+        metric = str(entry.get("metric"))
+        if metric in rank:
+            keyed.append((seen[metric], rank[metric], n))
+            seen[metric] += 1
+    return [n for _, _, n in sorted(keyed)]
 
 
 @dataclass(frozen=True)
@@ -60,12 +117,22 @@ class FunctionReader:
     recognise: Callable[[Path, str], bool]
     load_keys: dict[str, tuple[str, ...]]
     load_labels: Mapping[str, str] = field(default_factory=dict)
+    headline: Mapping[str, Headline] = field(default_factory=dict)
 
     def matches(self, path: Path, text: str) -> bool:
         return self.recognise(path, text)
 
     def read(self, path: Path, metric_name: str) -> dict[str, Any]:
         return self.parse(path, metric_name)
+
+
+def same_content(value: Any) -> dict[str, str]:
+    """A run's identity by what it holds, whatever its file's bytes: a copy written out again (indented, its
+    keys reordered, its lines rewrapped) holds the same measurements, and is the same run. JSON data by its
+    canonical form, text with its whitespace left out. (A run's `identity`: key -> what it says, one line.)"""
+    canonical = re.sub(r"\s+", "", value) if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return {f"content:{digest}": "the same measurements, written out again"}
 
 
 def artifact_of(path: Path, digest: str) -> dict[str, str]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kbtool.evidence.formats.reader import FunctionReader
+from kbtool.evidence.formats.reader import FunctionReader, same_content
 from kbtool.evidence.values import guess_direction, read_artifact, value_with_unit
 from kbtool.model.cards import never_negative
 from kbtool.model.errors import BadInput
@@ -184,7 +184,7 @@ def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]
         )
     if not evidence:
         raise BadInput(f"{path}: no row has status 'keep'; nothing was measured to record")
-    return {"evidence": evidence, "applies_to": {}, "conditions": {}}
+    return {"evidence": evidence, "applies_to": {}, "conditions": {}, "identity": same_content(read_artifact(path)[0])}
 
 
 READER = FunctionReader(

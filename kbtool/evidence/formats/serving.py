@@ -1,6 +1,7 @@
 """vLLM `vllm bench serve --save-result` JSON and SGLang `bench_serving` JSONL (one line per run): one
 reader for both, as their results share a shape: throughputs and the mean, median, std and percentiles of
-TTFT, TPOT, ITL and end-to-end latency, and, with the per-request lists, a 95% interval of the mean."""
+TTFT, TPOT, ITL and end-to-end latency, and, with the per-request lists, a 95% interval of the mean; SGLang's
+server_info gives the engine's version (vLLM's results keep none)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from typing import Any
 
 from kbtool.evidence.formats.reader import (
     FunctionReader,
+    Headline,
     artifact_of,
     evidence_entry,
     first_json_line,
     is_number,
     json_of,
     json_runs,
+    same_content,
 )
 from kbtool.evidence.values import number, read_artifact
 from kbtool.model.errors import BadInput
@@ -27,6 +30,10 @@ SGLANG_LOAD = (
     "request_rate", "concurrency", "dataset", "input_tokens", "output_tokens", "length_range_ratio",
     "input_tokens_mean", "output_tokens_mean",
 )  # fmt: skip
+
+# what a serving run is judged by first: output token throughput, TTFT, ITL and TPOT, end-to-end latency (vLLM's
+# e2el, SGLang's e2e_latency), request throughput
+SERVING_HEADLINE = Headline(("output_throughput", "ttft", "itl", "tpot", ("e2el", "e2e_latency"), "request_throughput"))
 
 LATENCY_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_([a-z0-9_]+?)_ms$")
 THROUGHPUTS = {
@@ -62,13 +69,24 @@ def parse_serving(path: Path) -> dict[str, Any]:
         conditions = serving_load(run)
         if len(runs) > 1:
             conditions["run"] = index + 1
-        evidence += _run_evidence(where, run, conditions, artifact)
+        evidence += [{**ev, **_environment(run)} for ev in _run_evidence(where, run, conditions, artifact)]
     models = {str(r.get("model_id") or r.get("model")) for r in runs if r.get("model_id") or r.get("model")}
     applies = {"model": models.pop()} if len(models) == 1 else {}
     engines = {str(r["backend"]) for r in runs if isinstance(r.get("backend"), str)}
     if len(engines) == 1:
         applies["engine"] = engines.pop()
-    return {"evidence": evidence, "applies_to": applies, "conditions": {}}
+    # neither engine's result names its run: each run is known by its results (a file of appended runs shares
+    # a run with another holding that line)
+    identity = {key: why for run in runs for key, why in same_content(run).items()}
+    return {"evidence": evidence, "applies_to": applies, "conditions": {}, "identity": identity}
+
+
+def _environment(run: dict[str, Any]) -> dict[str, Any]:
+    """Where the run was measured, as far as the result says: the server_info SGLang's bench_serving asks its
+    server for gives SGLang's version; vLLM's result records none (nor any GPU), so nothing is said."""
+    server = run.get("server_info")
+    version = server.get("version") if isinstance(server, dict) else None
+    return {"environment": {"sglang": version.strip()}} if isinstance(version, str) and version.strip() else {}
 
 
 def _run_evidence(
@@ -210,4 +228,5 @@ READER = FunctionReader(
     lambda path, text: is_serving_run(json_of(text) if json_of(text) is not None else first_json_line(text)),
     {"vllm": VLLM_LOAD, "sglang": SGLANG_LOAD},
     {"length_range_ratio": "length range ratio"},
+    {"vllm": SERVING_HEADLINE, "sglang": SERVING_HEADLINE},
 )

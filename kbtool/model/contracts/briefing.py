@@ -12,17 +12,19 @@ from pydantic import Field
 from kbtool.model.contracts.base import Payload
 
 LINE_CHARS = 160  # one item's line in the text: an id, its marks and the start of its title or rule
+CHECK_CHARS = 60  # what a gate checks, at least, after its whole standing
 
 
 class GateStanding(Payload):
-    """A locked gate as the goal stands on it: its newest recorded run and whether that run judged the
-    candidate as it is now (the newest run's commit and dirty state against the project's; see
+    """A locked gate as the goal stands on it: its newest run kb made here and whether that run judged the
+    candidate as it is now (its inputs and the project's state against the files now; see
     kbtool/curation/standing.py)."""
 
     id: str
     title: str
     check: str  # what the gate runs and compares
-    verdict: Literal["pass", "fail", "never run"]  # the newest recorded run's
+    # the newest run's of kb's; unverified: there are records, none of them kb made here (no valid seal)
+    verdict: Literal["pass", "fail", "never run", "unverified"]
     last_run: str | None = None  # when the newest run was recorded (UTC)
     current: bool | None = None  # whether the newest run judged the candidate as it is now; None: kb cannot tell
     why: str  # what the newest run said, and whether the candidate changed since
@@ -87,8 +89,12 @@ def _heading(title: str, shown: int, total: int, see_all: str) -> str:
 
 
 def _gate_line(gate: GateStanding) -> str:
+    """The gate's standing and the whole reason for it (an agent acts on the reason: it is never cut); what
+    the gate checks, cut to what is left of a line."""
     state = "MET" if gate.met else "NOT MET"
-    return _cut(f"- {gate.id} [{state}] {gate.why} (check: {gate.check})")
+    standing = " ".join(f"- {gate.id} [{state}] {gate.why}".split())
+    check = _cut(f"(check: {gate.check})", max(LINE_CHARS - len(standing) - 1, CHECK_CHARS))
+    return f"{standing} {check}"
 
 
 def _item_line(item: BriefItem) -> str:
@@ -97,6 +103,6 @@ def _item_line(item: BriefItem) -> str:
     return _cut(f"- {item.id}{shown}: {item.detail or item.title}")
 
 
-def _cut(line: str) -> str:
+def _cut(line: str, chars: int = LINE_CHARS) -> str:
     line = " ".join(line.split())  # a rule written as a JSON block is one line here
-    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1].rstrip() + "…"
+    return line if len(line) <= chars else line[: chars - 1].rstrip() + "…"

@@ -102,16 +102,18 @@ class GateRunResult(Payload):
     detail: str = Field(description="why it failed, or what it read")
     stdout: str
     stderr: str
+    confirmation: str | None = Field(None, description="with confirms: what the run confirmed, or why nothing")
 
     def line(self) -> str:
         shown = "no value" if self.value is None else f"{self.value:g}"
         unit = f" {self.unit}" if self.unit else ""
         verdict = "pass" if self.passed else "fail"
-        return f"{verdict}: {self.gate}: {shown} {self.op} {self.threshold:g}{unit} ({self.detail})"
+        said = f"; {self.confirmation}" if self.confirmation else ""
+        return f"{verdict}: {self.gate}: {shown} {self.op} {self.threshold:g}{unit} ({self.detail}){said}"
 
     def record(self) -> dict[str, Any]:
         """The line runs/gates/<id>.jsonl keeps: when, the verdict, and the output's tail."""
-        data = self.model_dump(mode="json", exclude={"gate"})
+        data = self.model_dump(mode="json", exclude={"gate", *(() if self.confirmation else ("confirmation",))})
         tails = {"stdout": self.stdout[-OUTPUT_LIMIT:], "stderr": self.stderr[-OUTPUT_LIMIT:]}
         data.update(seconds=round(self.seconds, 3), **tails)
         return {"time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **data}

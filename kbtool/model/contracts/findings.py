@@ -73,6 +73,9 @@ class FindingInput(Payload):
     repo: str | None = None
     command: str | None = None
     conditions: dict[str, Any] | None = None
+    environment: dict[str, str] | None = Field(
+        None, description="where it was measured, when no export says so: GPU, driver, engine and library versions"
+    )
     ignore_conditions: Strings = Field(
         (), description="load conditions to compare across when they differ (e.g. input_tokens); the finding says so"
     )
@@ -204,7 +207,9 @@ class Compared(Payload):
     change_pct: float | None = Field(None, description="the change as a fraction of the baseline")
     change_low: float | None = None
     change_high: float | None = None
-    verdict: str = Field(description="better, worse, no clear change, or changed (which way is better unknown)")
+    variation: str | None = None  # what the change's interval accounts for (kbtool/evidence/verdicts.py)
+    detectable: float | None = None  # the smallest change these runs could detect (95%, power 0.8)
+    verdict: str = Field(description="better, worse, no clear change, changed (which way is better unknown)")
 
     def line(self, load_keys: Sequence[str] | None = None) -> str:
         """'output_throughput at request_rate=4: 6010 [5920, 6100] vs 5016.67 [4704, 5329] tok/s; change +993.3
@@ -218,11 +223,20 @@ class Compared(Payload):
         pct = f" ({self.change_pct:+.1%})" if self.change_pct is not None else ""
         at = " ".join(f"{k}={_plain(v)}" for k, v in self.load.items() if load_keys is None or k in load_keys)
         ignored = f" (ignoring {self.ignored})" if self.ignored else ""
+        several = max(self.candidate_runs, self.baseline_runs) > 1
+        runs = f" ({self.candidate_runs} vs {self.baseline_runs} runs)" if several else ""
+        plain = f"between runs: {self.candidate_runs} vs {self.baseline_runs}"  # the run counts say it already
+        variation = f", {self.variation}" if self.variation and self.variation != plain else ""
+        detectable = ""
+        if self.detectable is not None:
+            share = f" = {self.detectable / abs(self.baseline):.1%}" if self.baseline else ""
+            detectable = f"; detectable {self.detectable:.3g}{share}"
         return (
-            f"{self.metric}{f' at {at}' if at else ''}{ignored}: "
+            f"{self.metric}{f' at {at}' if at else ''}{ignored}{runs}: "
             f"{self.candidate:.6g}{interval(self.candidate_low, self.candidate_high)} "
             f"vs {self.baseline:.6g}{interval(self.baseline_low, self.baseline_high)}{unit}; "
-            f"change {self.change:+.4g}{pct}{interval(self.change_low, self.change_high)}: {self.verdict}"
+            f"change {self.change:+.4g}{pct}{interval(self.change_low, self.change_high)}{variation}{detectable}: "
+            f"{self.verdict}"
         )
 
 
@@ -257,9 +271,17 @@ class Comparison(Payload):
                 raise BadInput(f"metrics {', '.join(unknown)}: not compared; the metrics are {known}")
             rows = [m for m in self.metrics if m.metric in metrics]
         else:
+            # the headline's metrics, each at the first load before any at the next (a sweep's rows), in the
+            # comparison's order (`kb compare --json` prints the same rows in the same order)
             rank = {name: n for n, name in enumerate(headline)}
-            chosen = sorted((m for m in self.metrics if m.metric in rank), key=lambda m: rank[m.metric])[:first]
-            rows = [m for m in self.metrics if m in chosen] if chosen else self.metrics[:first]
+            seen: dict[str, int] = {}
+            keyed = []
+            for n, row in enumerate(self.metrics):
+                if row.metric in rank:
+                    keyed.append((seen.get(row.metric, 0), rank[row.metric], n))
+                    seen[row.metric] = seen.get(row.metric, 0) + 1
+            chosen = sorted(n for *_, n in sorted(keyed)[:first])
+            rows = [self.metrics[n] for n in chosen] or self.metrics[:first]
         if len(rows) == len(self.metrics):
             return self
         return self.model_copy(update={"metrics": rows, "total": len(self.metrics)})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
     ConfigDict,
@@ -14,9 +14,6 @@ from pydantic import (
 
 from kbtool.model.contracts.base import Payload, SearchKind, StatusName, T
 from kbtool.model.contracts.search import AppliesMark, CardBrief
-
-if TYPE_CHECKING:
-    from kbtool.model.records import StoredCard
 
 # --- reading -----------------------------------------------------------------------------------
 
@@ -51,9 +48,19 @@ class CardPage(Page):
     cards: list[ListedCard]
 
 
+def gap_note(data: dict[str, Any]) -> str | None:
+    """Why a gap that findings answered is still listed, in the few words every surface shows after it: the
+    answers awaiting a verdict, or why it is open again; None for a gap nothing answered."""
+    if data.get("awaiting_review"):
+        return f"answered by {', '.join(data['awaiting_review'])}, awaiting review"
+    return f"reopened: {data['reopened']}" if data.get("reopened") else None
+
+
 class OpenGap(Payload):
     """An open gap as `gaps` shows it: its frontmatter without the body (tags, applies_to, links, closed_by,
-    provenance, ...), its question and priority always set, and why it is open again if it was closed."""
+    provenance, ...), its question and priority always set, and, when findings answered it, which of them
+    await review or why it is open again. closed_by is the record of what answered it, not a verdict: a gap
+    closes only when one of those findings is confirmed (kbtool/curation/gap_standing.py)."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -70,7 +77,15 @@ class OpenGap(Payload):
         exclude_if=lambda value: value is None,
         description="why a gap findings once closed is open again: each since refuted, superseded, retired or deleted",
     )
+    awaiting_review: list[str] | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="the findings that answered it and await a verdict (kb confirm, or a locked gate's pass)",
+    )
     applies: AppliesMark = None
+
+    def note(self) -> str | None:
+        return gap_note({"awaiting_review": self.awaiting_review, "reopened": self.reopened})
 
 
 class OpenGaps(Page):
@@ -255,37 +270,7 @@ class Documents(Payload):
 
 
 # --- what of a document to show: `kb show` and the MCP get tool cut it the same way ------------------
-
-HEADLINE = 6  # a finding's evidence entries shown unless all are asked for (an AIPerf export gives 65)
-
-
-def headline_metric(metric: str, said: str) -> bool:
-    """Whether the title and claim (`said`, lowercase) name the metric: by its name, its words
-    (output token throughput) or its initials (time_to_first_token: ttft)."""
-    words = [w for w in metric.lower().replace("-", "_").split("_") if w]
-    initials = "".join(w[0] for w in words)
-    return metric.lower() in said or " ".join(words) in said or (len(words) > 2 and f"{initials}" in said.split())
-
-
-def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, int]:
-    """A finding with more than HEADLINE evidence entries cut to its headline metrics, those its title and
-    claim name (else its first entries): the card to render, the document with `evidence_total`, and how many
-    entries it has in all (0 when nothing was cut). Anything else as it is."""
-    card = stored.card
-    evidence = list(getattr(card, "evidence", None) or [])
-    if len(evidence) <= HEADLINE:
-        return card, document, 0
-    said = " ".join(str(getattr(card, name, "") or "") for name in ("title", "claim")).lower()
-    for ch in ",:;()":
-        said = said.replace(ch, " ")
-    kept = [n for n, entry in enumerate(evidence) if headline_metric(entry.metric, said)][:HEADLINE] or list(
-        range(HEADLINE)
-    )
-    data = document.to_json()
-    data["evidence"] = [data["evidence"][n] for n in kept]
-    data["evidence_total"] = len(evidence)
-    cut = card.model_copy(update={"evidence": [evidence[n] for n in kept]})
-    return cut, Document.model_validate(data), len(evidence)
+# (a finding's evidence to its headline: kbtool.evidence.headline)
 
 
 def only_fields(document: Document, fields: Sequence[str]) -> tuple[Document, str]:

@@ -125,8 +125,9 @@ def show(
     """Print cards, or skills by their names (what any search hit names): each one's file, a finding with
     more than 6 evidence entries (a benchmark export's 65) cut to its headline metrics unless --all-metrics
     (--json: the MCP get tool's answer, each one's fields, path and body, and the ids that match nothing)."""
+    from kbtool.evidence.headline import headline_evidence
     from kbtool.model import markdown
-    from kbtool.model.contracts.reading import headline_evidence, only_fields
+    from kbtool.model.contracts.reading import only_fields
     from kbtool.model.records import StoredCard
     from kbtool.skills.spec import render_skill
 
@@ -327,8 +328,10 @@ def gaps(
     kb: KbPath = None,
     as_json: JsonOut = False,
 ) -> None:
-    """Open gaps (questions worth an experiment), high priority first, the sources' among them; a gap
-    whose closing findings were all refuted, superseded, retired or deleted since is open again, and says so.
+    """Open gaps (questions worth an experiment), high priority first, the sources' among them. A gap closes
+    only when a finding that closes it is confirmed (by a person, or a locked gate's pass): until then it is
+    listed as answered, awaiting review, with the finding's id; a gap whose closing findings were all refuted,
+    superseded, retired or deleted since is open again, and says so.
     With an environment (--for, or kb.toml [environment]), those scoped elsewhere come last (--json: the MCP gaps
     tool's answer)."""
     from kbtool.surfaces.daemon.client import run_operation
@@ -338,8 +341,11 @@ def gaps(
     if as_json:
         print_json(page)
         return
+    from kbtool.model.contracts.reading import gap_note
+
     for g in page["gaps"]:
-        why = f"  (reopened: {g['reopened']})" if g.get("reopened") else ""
+        note = gap_note(g)
+        why = f"  ({note})" if note else ""
         applies = f"{g['applies']:<7}  " if g.get("applies") else ""
         typer.echo(f"{g['priority']:<6}  {applies}{g['id']}  {g['question']}{why}")
 

@@ -75,8 +75,9 @@ def hook_session_start(kb: KbPath = None) -> None:
 @hook_app.command("stop")
 def hook_stop(kb: KbPath = None) -> None:
     """Stop: keep the agent working (decision block, with the reason) while a locked gate has no passing run
-    of the candidate as it is now; let it stop when Claude Code says a stop hook already kept it going
-    (stop_hook_active), so it never blocks forever."""
+    kb made of the candidate as it is now, judged in the project the gate ran in (not the hook's cwd); let it
+    stop when Claude Code says a stop hook already kept it going (stop_hook_active), so it never blocks
+    forever."""
     given = _hook_input()
     if given is None:
         typer.echo("kb hook stop: stdin is not a JSON object; the agent may stop", err=True)

@@ -145,7 +145,9 @@ def add_finding(
     closes: Annotated[
         str | None,
         typer.Option(
-            help="The id of a gap this finding answers; links both. A source's gap (SOURCE:ID) closes here only."
+            help="The id of a gap this finding answers; links both. The gap closes once the finding is confirmed "
+            "(a person's own confirmed finding is; an agent's waits for kb confirm or a locked gate's pass). A "
+            "source's gap (SOURCE:ID) closes here only."
         ),
     ] = None,
     tag: Tags = None,
@@ -189,6 +191,15 @@ def add_finding(
             show_default=False,
         ),
     ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            help="KEY=VALUE of where the numbers were measured, when no export says so: gpu, driver, an engine's or "
+            "library's version, e.g. gpu='NVIDIA H100 80GB HBM3' (repeatable). Never this machine unless given.",
+            show_default=False,
+        ),
+    ] = None,
     ignore_condition: IgnoreCondition = None,
     json_input: Annotated[bool, typer.Option(help="Read the same fields as a JSON object on stdin.")] = False,
     body: Annotated[str | None, typer.Option(help="Notes (markdown).")] = None,
@@ -214,6 +225,7 @@ def add_finding(
             "--from": from_file,
             "--baseline-from": baseline_from,
             "--ignore-condition": ignore_condition,
+            "--env": env,
         }
         given = [flag for flag, value in {**flags, "--body": body}.items() if value]
         if given:
@@ -242,6 +254,7 @@ def add_finding(
                 "body": body,
                 "command": command,
                 "conditions": condition or [],
+                "environment": env or [],
                 "ignore_conditions": ignore_condition or [],
             }
         )
@@ -262,13 +275,14 @@ def add_finding(
 def _finding_from_flags(flags: dict[str, Any]) -> FindingInput:
     """The FindingInput `kb add-finding`'s flags say, each flag's errors in its own words: the metrics and
     conditions read here (`tpot=0.56ms`, `concurrency=32`), the scope's `key=value` pairs by the contract."""
-    from kbtool.evidence.finding_input import parse_conditions, parse_metric_flags
+    from kbtool.evidence.finding_input import parse_conditions, parse_environment, parse_metric_flags
     from kbtool.model.contracts import FindingInput
     from kbtool.model.measures import checked_direction
 
     flags["metrics"] = parse_metric_flags(flags["metrics"], "--metric")
     flags["baseline"] = parse_metric_flags(flags["baseline"], "--baseline")
     flags["conditions"] = parse_conditions(flags["conditions"], "--condition")
+    flags["environment"] = parse_environment(flags["environment"], "--env")
     if not flags["title"]:
         raise BadInput("a finding needs a --title")
     if flags["direction"] is not None:

@@ -91,7 +91,9 @@ def gate_run(
         typer.Option(
             "--confirms",
             metavar="FINDING",
-            help="When this locked gate passes, confirm this finding in the same commit.",
+            help="When this locked gate passes, confirm this finding in the same commit: only a finding whose "
+            "evidence is this run's own measurement (from the candidate exports a comparison reads, or the "
+            "value a command printed).",
             show_default=False,
         ),
     ] = None,

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 from mcp_types import CallToolResult, TextContent
 
+# the same cuts as `kb show` makes (headline_cut, only_fields)
+from kbtool.evidence.headline import headline_evidence as headline_cut
 from kbtool.model.contracts import (
     CardAdded,
     CardEdited,
@@ -36,9 +38,6 @@ from kbtool.model.contracts import (
     SkillPacked,
     StatusChange,
 )
-
-# the same cuts as `kb show` makes
-from kbtool.model.contracts.reading import headline_evidence as headline_cut
 from kbtool.model.contracts.reading import only_fields as only_fields
 from kbtool.model.records import StoredCard
 
@@ -162,7 +161,7 @@ def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
 
 
 def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, str]:
-    """A finding's evidence cut to its headline metrics (kbtool.model.contracts.reading.headline_evidence, as
+    """A finding's evidence cut to its headline metrics (kbtool.evidence.headline.headline_evidence, as
     `kb show` cuts it), and the line saying how to get them all."""
     card, document, total = headline_cut(stored, document)
     if not total:
@@ -202,8 +201,7 @@ def open_gaps(page: OpenGaps) -> CallToolResult:
     if not page.gaps:
         return result(paged(["no open gaps"], page, 0, "open gaps", "gaps"), page)
     lines = [
-        f"{g.id} [{brackets(g.priority, g.applies)}] {g.question}"
-        + (f" (reopened: {g.reopened})" if g.reopened else "")
+        f"{g.id} [{brackets(g.priority, g.applies)}] {g.question}" + (f" ({g.note()})" if g.note() else "")
         for g in page.gaps
     ]
     return budget_page(page, page, "gaps", lines, "open gaps", "gaps")

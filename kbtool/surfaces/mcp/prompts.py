@@ -68,8 +68,9 @@ def record_run(skill_text: str, what: str, artifact: str | None = None, closes: 
         f"1. {call}) with the numbers you measured (never estimates), their statistics and the baseline's.",
         "2. Read what kb answers: likely duplicates and contradictions. supersede(old=..., new=...) a finding "
         'this one replaces; set_status(id=..., status="refuted", reason=...) a card of yours that was wrong.',
-        "3. gate_run(id=..., in_dir=..., confirms=<your finding>) for the locked gates that judge it; "
-        "lint() before you hand over.",
+        "3. gate_run(id=..., in_dir=...) for the locked gates that judge it. confirms= takes only a finding whose "
+        "evidence is the gate's own measurement (made from the candidate exports it reads, or the value it "
+        "prints); kb refuses any other. lint() before you hand over.",
     ]
     headings = ("After it", "Review: your cards are leads until a person confirms them", "Rules")
     return _from_the_skill(steps, skill_text, headings)

@@ -36,11 +36,12 @@ then says how it applies; `kind` to narrow) and `get` the cards you will rely on
 skills included). Gates are immutable: meet them, never edit them. After measured runs, `compare`
 them with the baseline's (a verdict from the intervals, not from one run), then `add_finding` with
 the numbers, their statistics and baseline (or the exports, a list a side), and `closes` when it
-answers a gap; what you write lands tentative (or draft) until a person reviews it. `gaps` lists the
-open questions; `recent` what changed since the last session (what the last agent learned), `log`
-one card's history, `related` a card's neighbourhood. A new finding that replaces an older one:
-`supersede` it. A card you wrote that turned out wrong: `set_status` refuted. `gate_run` runs a
-locked gate on the project in `in_dir`; with `confirms`, a pass confirms your finding."""
+answers a gap; what you write lands tentative (or draft) until a person reviews it, and the gap stays
+open (awaiting review) until then. `gaps` lists the open questions; `recent` what changed since the
+last session (what the last agent learned), `log` one card's history, `related` a card's neighbourhood.
+A new finding that replaces an older one: `supersede` it. A card you wrote that turned out wrong:
+`set_status` refuted. `gate_run` runs a locked gate on the project in `in_dir`; with `confirms`, a pass
+confirms your finding when its evidence is that run's own measurement."""
 
 # Names agents reach for out of habit (other search tools call the query `q` and the hit count `limit` or
 # `top_k`), read as kb's own where a tool takes the one and not the other.

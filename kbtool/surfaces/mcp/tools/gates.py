@@ -8,6 +8,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
+from kbtool.evidence import formats
 from kbtool.facade.knowledge_base import KnowledgeBase
 from kbtool.model.contracts import Comparison, GateRunResult, LockCheck
 from kbtool.surfaces.mcp import answers
@@ -15,12 +16,6 @@ from kbtool.surfaces.mcp.tools.base import READS, RUNS, KbChoice, Tool, on, tool
 
 # the rows a compare shows unless metrics are named: an AIPerf export has 65, ~7k tokens of rows and their JSON
 FIRST_METRICS = 6
-# what a serving benchmark is judged by first (AIPerf's, vLLM's and SGLang's names), shown when measured
-HEADLINE_METRICS = (
-    *("output_token_throughput", "output_throughput", "time_to_first_token", "mean_ttft_ms", "ttft"),
-    *("inter_token_latency", "mean_itl_ms", "itl", "time_per_output_token", "mean_tpot_ms", "tpot"),
-    *("request_latency", "mean_e2el_ms", "request_throughput"),
-)
 
 
 @tool(READS)
@@ -39,7 +34,8 @@ async def compare(
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         whole = base.compare(candidate, baseline, ignore=ignore_conditions or [])
-        return answers.comparison(whole.only(metrics, FIRST_METRICS, HEADLINE_METRICS), whole)
+        # the headline each format declares first (kbtool.evidence.formats), shown when measured
+        return answers.comparison(whole.only(metrics, FIRST_METRICS, formats.headline_names()), whole)
 
     return await on(ctx, kb, answer)
 
@@ -58,7 +54,7 @@ async def gate_run(
         str | None,
         Field(description="the project's folder, from the server's working folder (default: kb.toml [gates])"),
     ] = None,
-    confirms: Annotated[str | None, Field(description="a finding a pass confirms")] = None,
+    confirms: Annotated[str | None, Field(description="a finding this run measured")] = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, GateRunResult]:
     """Run a locked, unchanged gate on the project and record the run (one commit): pass or fail, the
