@@ -75,7 +75,11 @@ SKILL_INSTANCES = {
         0,
     ),
     "kb add-finding --json-input < finding.json": ("kb add-finding --json-input < finding.json", 0),
-    "kb compare CANDIDATE_DIR BASELINE_DIR": ("kb compare tests/data/aiperf tests/data/aiperf", 0),
+    # two sides of real runs (a run compared with itself is refused)
+    "kb compare CANDIDATE_DIR BASELINE_DIR": (
+        "kb compare tests/data/aiperf-duration/candidate tests/data/aiperf-duration/baseline",
+        0,
+    ),
     "kb confirm ID": ("kb confirm ttft-run-3", 0),
     'kb refute ID --reason "..."': ('kb refute ttft-run-1 --reason "superseded twice over"', 0),
     # ttft-run-3's evidence is not from the exports the gate reads: refused before anything runs (issue 42)
