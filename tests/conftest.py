@@ -96,6 +96,32 @@ def starter_clone(tmp_path: Path) -> kbtool.KnowledgeBase:
 
 
 KB_COMMAND = [sys.executable, "-m", "kbtool"]
+# the variables of a kb process run by an agent, and by a person (every agent marker kb reads set empty)
+AGENT_ENV = {"KB_AGENT": "claude-code", "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+PERSON_ENV = {
+    "KB_AGENT": "",
+    "AI_AGENT": "",
+    "CLAUDECODE": "",
+    "CODEX_THREAD_ID": "",
+    "CODEX_CI": "",
+    "KB_EMBEDDER": "hashing",
+    "KB_DAEMON": "0",
+}
+
+
+def forge_cache(source: Path, forged_source: str) -> Path:
+    """A .pyc in __pycache__ that Python takes for source's own (its header holds source's mtime and size),
+    holding forged_source's code: what an agent would plant beside a locked gate's script."""
+    import importlib.util
+    import marshal
+    import struct
+
+    st = source.stat()
+    header = importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF, st.st_size)
+    cache = source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
+    cache.parent.mkdir(exist_ok=True)
+    cache.write_bytes(header + marshal.dumps(compile(forged_source, str(source), "exec")))
+    return cache
 
 
 @pytest.fixture

@@ -14,20 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 import kbtool
-from conftest import git, project_reading_team, run_kb, team_kb
+from conftest import AGENT_ENV, PERSON_ENV, git, project_reading_team, run_kb, team_kb
 from kbtool.surfaces.cli import app
 
 KB = [sys.executable, "-m", "kbtool"]
-AGENT = {"KB_AGENT": "claude-code", "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
-PERSON = {
-    "KB_AGENT": "",
-    "AI_AGENT": "",
-    "CLAUDECODE": "",
-    "CODEX_THREAD_ID": "",
-    "CODEX_CI": "",
-    "KB_EMBEDDER": "hashing",
-    "KB_DAEMON": "0",
-}
+AGENT, PERSON = AGENT_ENV, PERSON_ENV
 QUESTION = "Does EAGLE help at concurrency 32?"
 
 

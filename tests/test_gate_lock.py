@@ -12,11 +12,8 @@ and the person's way to change a lock (`kb gate relock`).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import marshal
 import shutil
-import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import kbtool
-from conftest import commit_count, git, shared_remote, tree_state
+from conftest import commit_count, forge_cache, git, shared_remote, tree_state
 from kbtool.curation.gate_lock import gate_hash
 from kbtool.model.records import StoredCard
 
@@ -95,17 +92,6 @@ def test_an_edited_module_the_locked_script_imports_breaks_the_lock(cli, kb, tmp
     assert verify.exit_code == 1 and f"gates/helper.py, which gate '{gate}' runs, changed since" in verify.stdout
     refused_run(cli, kb, gate, tmp_path, "gates/helper.py")
     assert [p["path"] for p in lint_gate_problems(cli)] == ["gates/helper.py"]
-
-
-def forge_cache(source: Path, forged_source: str) -> Path:
-    """A .pyc in __pycache__ that Python takes for source's own (its header holds source's mtime and size),
-    holding forged_source's code."""
-    st = source.stat()
-    header = importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF, st.st_size)
-    cache = source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
-    cache.parent.mkdir(exist_ok=True)
-    cache.write_bytes(header + marshal.dumps(compile(forged_source, str(source), "exec")))
-    return cache
 
 
 def test_a_bytecode_cache_beside_a_gates_scripts_is_reported_and_a_sourceless_pyc_is_locked(cli, kb, tmp_path):

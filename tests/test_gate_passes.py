@@ -6,13 +6,10 @@ line appended by hand, one imported in a .jsonl, or one made on another machine 
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import marshal
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -21,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import kbtool
-from conftest import KB_COMMAND, REPO_ROOT, git, run_kb, tree_state
+from conftest import KB_COMMAND, REPO_ROOT, forge_cache, git, run_kb, tree_state
 
 DURATION = REPO_ROOT / "tests" / "data" / "aiperf-duration"  # three real runs a side, the candidate faster
 CHECK = "import json\nimport helper\nprint(json.dumps({'tpot_ms': helper.measure()}))\n"
@@ -113,17 +110,6 @@ def append(log: Path, record: dict) -> None:
 
 
 # --- bytecode caches out of reach ---------------------------------------------------------------
-
-
-def forge_cache(source: Path, forged_source: str) -> Path:
-    """A .pyc in __pycache__ that Python takes for source's own: its header holds source's mtime and size,
-    its code is forged_source's."""
-    st = source.stat()
-    header = importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, int(st.st_mtime) & 0xFFFFFFFF, st.st_size)
-    cache = source.parent / "__pycache__" / f"{source.stem}.{sys.implementation.cache_tag}.pyc"
-    cache.parent.mkdir(exist_ok=True)
-    cache.write_bytes(header + marshal.dumps(compile(forged_source, str(source), "exec")))
-    return cache
 
 
 def test_a_forged_pyc_beside_a_locked_script_is_never_loaded(cli, kb, tmp_path):

@@ -9,20 +9,11 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from conftest import commit_count, git, tree_state
+from conftest import AGENT_ENV, PERSON_ENV, commit_count, git, tree_state
 from kbtool.curation.review import agent_from_env
 from kbtool.surfaces.cli import app
 
-AGENT = {"KB_AGENT": "claude-code", "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
-PERSON = {
-    "KB_AGENT": "",
-    "AI_AGENT": "",
-    "CLAUDECODE": "",
-    "CODEX_THREAD_ID": "",
-    "CODEX_CI": "",
-    "KB_EMBEDDER": "hashing",
-    "KB_DAEMON": "0",
-}
+AGENT, PERSON = AGENT_ENV, PERSON_ENV
 GATE = ["--field", "check.metric=tpot_ms", "--field", "check.op=<=", "--field", "check.threshold=12"]
 
 

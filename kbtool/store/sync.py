@@ -34,7 +34,7 @@ from kbtool.store import incoming
 from kbtool.store.commits import commit_message
 from kbtool.store.config import load_config
 from kbtool.store.git_runner import git_reason
-from kbtool.store.lock_history import arriving_tampering, lock_history
+from kbtool.store.lock_history import Tampering, arriving_tampering, lock_history
 from kbtool.store.merge import (
     Clash,
     Take,
@@ -237,14 +237,18 @@ def _refuse_tampering(repo: git.Repo, head: str, target: str, remote: str) -> No
     if not found:
         return
     first = found[0]
-    what = ", ".join(first.changed(f"kb/gate/{first.gate}.md")) or LOCK_FILE
     more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
     raise CheckFailed(
-        f"sync with {remote} refused: {first.commit_line()} changed the kb.lock entry of gate {first.gate!r} "
-        f"({what}) without a `kb gate relock`{more}; this knowledge base is as it was; a lock changes only by "
-        f"a person's relock: ask {first.author} to revert it, or a person who has read it to relock the gate "
+        f"sync with {remote} refused: {_tampered(first)}{more}; this knowledge base is as it was; a lock changes "
+        f"only by a person's relock: ask {first.author} to revert it, or a person who has read it to relock the gate "
         f"there (`kb gate relock {first.gate} --reason TEXT`), and sync again"
     )
+
+
+def _tampered(found: Tampering) -> str:
+    """'COMMIT (AUTHOR: SUBJECT) changed the kb.lock entry of gate G (FILES) without a `kb gate relock`'."""
+    what = ", ".join(found.changed(f"kb/gate/{found.gate}.md")) or LOCK_FILE
+    return f"{found.commit_line()} changed the kb.lock entry of gate {found.gate!r} ({what}) without a `kb gate relock`"
 
 
 def _refuse_sending_tampering(repo: git.Repo, upstream: str, remote: str) -> None:
@@ -255,11 +259,9 @@ def _refuse_sending_tampering(repo: git.Repo, upstream: str, remote: str) -> Non
     if not here:
         return
     first = here[0]
-    what = ", ".join(first.changed(f"kb/gate/{first.gate}.md")) or LOCK_FILE
     raise CheckFailed(
-        f"sync with {remote} refused: this knowledge base holds {first.commit_line()}, which changed the kb.lock "
-        f"entry of gate {first.gate!r} ({what}) without a `kb gate relock`; nothing was sent or received; revert "
-        f"it (git revert {first.commit[:10]}), or a person who has read it relocks the gate (`kb gate relock "
+        f"sync with {remote} refused: this knowledge base holds {_tampered(first)}; nothing was sent or received; "
+        f"revert it (git revert {first.commit[:10]}), or a person who has read it relocks the gate (`kb gate relock "
         f"{first.gate} --reason TEXT`), and sync again"
     )
 
