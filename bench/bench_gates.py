@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import kbtool  # noqa: E402
-from kbtool.search.embeddings import HashingEmbedder  # noqa: E402
+import kbtool
+from kbtool.search.embeddings import HashingEmbedder
 
 CHECK = 'import json\nprint(json.dumps({"tpot_ms": 10.0}))\n'
 
@@ -99,9 +99,13 @@ def main() -> None:
             assert fresh.verify_gates().ok
             standing = next(g for g in fresh.brief().gates if g.id == first)
             assert standing.met, standing.why  # the run kb made and sealed, on the project as it is
-            verify = p50_ms(lambda: kbtool.open(kb.root, embedder=HashingEmbedder()).verify_gates())
-            lint = p50_ms(lambda: kbtool.open(kb.root, embedder=HashingEmbedder()).lint(), 3)
-            brief = p50_ms(lambda: kbtool.open(kb.root, embedder=HashingEmbedder()).brief(), 3)
+            verify, lint, brief = (
+                p50_ms(
+                    lambda what=what, root=kb.root: getattr(kbtool.open(root, embedder=HashingEmbedder()), what)(),
+                    calls,
+                )
+                for what, calls in (("verify_gates", 5), ("lint", 3), ("brief", 3))
+            )
             commits = gates * (relocks + 1)
             print(f"{gates:>6} {commits:>13} {verify:>10.0f} {lint:>8.0f} {brief:>9.0f}")
 
