@@ -109,6 +109,27 @@ PERSON_ENV = {
 }
 
 
+def as_another_run(path: Path) -> Path:
+    """A copy of a real run made to read as another run of one configuration, since kb refuses a run compared
+    with itself (kbtool/evidence/same_run.py): in an AIPerf artifact folder its benchmark id and the records'
+    worker id, in a JSON export its date. Its measurements are left as they were."""
+    import json
+
+    if path.is_dir():
+        aggregate = path / "profile_export_aiperf.json"
+        aggregate.write_text(json.dumps({**json.loads(aggregate.read_text()), "benchmark_id": "another-run"}))
+        records = path / "profile_export.jsonl"
+        if records.exists():
+            lines = [json.loads(line) for line in records.read_text().splitlines() if line.strip()]
+            for line in lines:
+                line.setdefault("metadata", {})["worker_id"] = "another-worker"
+            records.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    else:
+        data = json.loads(path.read_text())
+        path.write_text(json.dumps({**data, "date": f"{data.get('date')}-another-run"}))
+    return path
+
+
 def forge_cache(source: Path, forged_source: str) -> Path:
     """A .pyc in __pycache__ that Python takes for source's own (its header holds source's mtime and size),
     holding forged_source's code: what an agent would plant beside a locked gate's script."""

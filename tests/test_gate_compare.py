@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from test_repeats import vllm_runs
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, as_another_run
 from kbtool.curation.gate_compare import judge
 from kbtool.model.cards import GateCheck
 
@@ -49,21 +49,13 @@ def artifact_folder(tmp_path: Path, name: str) -> Path:
 def test_one_artifact_folder_a_side_gets_no_verdict_from_its_records_interval(cli, tmp_path):
     """Requests inside one run vary less than runs do: the records' interval is shown, labelled, never a
     verdict about the configuration, and no lower bound a gate could pass on."""
-    a, b = artifact_folder(tmp_path, "candidate"), artifact_folder(tmp_path, "baseline")
+    a, b = artifact_folder(tmp_path, "candidate"), as_another_run(artifact_folder(tmp_path, "baseline"))
     out = measured("aiperf", a, b, "time_to_first_token", "--lower-is-better")
     assert out["speedup"] == 1.0 and out["verdict"] == "no verdict: one run a side (3 or more runs a side judge it)"
     assert "speedup_low" not in out and "change_low" not in out
 
-    # `kb compare` shows the change with the interval of one run's requests, labelled as such, and no verdict;
-    # it refuses one run against itself
-    # (tests/test_same_run.py), so its baseline is the run under another benchmark id and worker
-    aggregate = json.loads((b / "profile_export_aiperf.json").read_text())
-    (b / "profile_export_aiperf.json").write_text(json.dumps({**aggregate, "benchmark_id": "another"}))
-    records = [json.loads(line) for line in (b / "profile_export.jsonl").read_text().splitlines()]
-    for record in records:
-        record["metadata"]["worker_id"] = "another"
-    (b / "profile_export.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
-    assert measured("aiperf", a, b, "time_to_first_token", "--lower-is-better") == out
+    # `kb compare` shows the change with the interval of one run's requests, labelled as such, and no verdict
+    # (a run against itself is refused, tests/test_same_run.py: the baseline is the run under another id)
     rows = {r["metric"]: r for r in json.loads(cli("compare", str(a), str(b), "--json").stdout)["metrics"]}
     ttft = rows["time_to_first_token"]
     assert out["candidate"] == ttft["candidate"] and ttft["verdict"] == out["verdict"]
@@ -90,8 +82,9 @@ def test_folders_of_repeated_runs_give_a_speedup_with_its_lower_bound(tmp_path):
     assert 1.0 < out["speedup_low"] < out["speedup"]
 
 
-def test_an_accuracy_delta_gets_its_interval_from_the_standard_errors():
-    out = measured("lm-eval", LM_EVAL, LM_EVAL, "gsm8k", "exact_match,strict-match")
+def test_an_accuracy_delta_gets_its_interval_from_the_standard_errors(tmp_path):
+    again = as_another_run(Path(shutil.copy(LM_EVAL, tmp_path / LM_EVAL.name)))
+    out = measured("lm-eval", again, LM_EVAL, "gsm8k", "exact_match,strict-match")
     scores = json.loads(LM_EVAL.read_text())["results"]["gsm8k"]
     stderr = scores["exact_match_stderr,strict-match"]
     assert out["delta"] == 0.0 and out["candidate"] == scores["exact_match,strict-match"]
@@ -100,13 +93,15 @@ def test_an_accuracy_delta_gets_its_interval_from_the_standard_errors():
 
 
 def test_what_cannot_be_measured_exits_2_in_one_line(tmp_path):
-    a = artifact_folder(tmp_path, "a")
+    a, b = artifact_folder(tmp_path, "a"), as_another_run(artifact_folder(tmp_path, "b"))
+    lm_eval = as_another_run(Path(shutil.copy(LM_EVAL, tmp_path / LM_EVAL.name)))
     invalid = DATA / "mlperf" / "llama3.1-8b-Server-mlperf_log_summary.txt"
     for args, words in (
         (["aiperf", a, tmp_path / "nowhere", "time_to_first_token"], "no such file or folder"),
-        (["aiperf", a, a, "no_such_metric"], "has no metric 'no_such_metric'"),
-        (["aiperf", a, a, "time_to_first_token", "--stat", "p42"], "has no time_to_first_token.p42"),
-        (["lm-eval", LM_EVAL, LM_EVAL, "gsm8k", "exact_match,nope"], "has no metric 'gsm8k/exact_match/nope'"),
+        (["aiperf", a, b, "no_such_metric"], "has no metric 'no_such_metric'"),
+        (["aiperf", a, b, "time_to_first_token", "--stat", "p42"], "has no time_to_first_token.p42"),
+        (["lm-eval", lm_eval, LM_EVAL, "gsm8k", "exact_match,nope"], "has no metric 'gsm8k/exact_match/nope'"),
+        (["aiperf", a, a, "time_to_first_token"], "are one run (AIPerf benchmark"),
         (["aiperf", invalid, invalid, "latency"], "an invalid run cannot pass a gate"),
     ):
         result = compare(*args)
@@ -175,7 +170,9 @@ def test_what_cannot_be_measured_fails_the_check_saying_why(tmp_path):
     project = tmp_path / "project"
     (project / "runs").mkdir(parents=True)
     artifact_folder(project / "runs", "candidate")
-    artifact_folder(project / "runs", "baseline")
+    as_another_run(artifact_folder(project / "runs", "baseline"))
+    (project / "runs" / "copy").mkdir()
+    artifact_folder(project / "runs" / "copy", "candidate")  # the candidate copied: one run, refused
     invalid = DATA / "mlperf" / "llama3.1-8b-Server-mlperf_log_summary.txt"
     (project / "runs" / "mlperf").mkdir()
     shutil.copy(invalid, project / "runs" / "mlperf" / invalid.name)
@@ -185,6 +182,7 @@ def test_what_cannot_be_measured_fails_the_check_saying_why(tmp_path):
     shutil.copy(DATA / "vllm" / "tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json", project / "runs" / "c1")
     for gate, words in (
         (check(candidate="runs/nowhere"), "runs/nowhere: no such file or folder"),
+        (check(baseline="runs/copy/candidate", metric="time_to_first_token"), "are one run (AIPerf benchmark"),
         (check(), "runs/candidate has no metric 'output_throughput'"),  # AIPerf calls it output_token_throughput
         (check(metric="inter_token_latency", stat="p42"), "has no inter_token_latency.p42"),
         (check(candidate="runs/mlperf", baseline="runs/mlperf", metric="latency"), "an invalid run cannot pass"),

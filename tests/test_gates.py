@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import kbtool
-from conftest import REPO_ROOT, commit_count, git, tree_state
+from conftest import REPO_ROOT, as_another_run, commit_count, git, tree_state
 
 AIPERF = REPO_ROOT / "tests" / "data" / "aiperf"  # a real AIPerf artifact folder: aggregate and records
 SCRIPT = """import json, sys
@@ -27,9 +27,11 @@ def light(monkeypatch):
 
 
 def project_with_runs(root: Path) -> Path:
-    """A project folder holding a candidate and a baseline run: the same real AIPerf run, copied."""
+    """A project folder holding a candidate and a baseline run: the same real AIPerf run, copied, the baseline
+    under another benchmark id (a run compared with itself is refused)."""
     for side in ("candidate", "baseline"):
         shutil.copytree(AIPERF, root / "runs" / side, ignore=shutil.ignore_patterns("SOURCE.txt"))
+    as_another_run(root / "runs" / "baseline")
     return root
 
 
@@ -260,7 +262,7 @@ def test_a_gate_whose_lock_entry_is_deleted_stays_locked(cli, kb, tmp_path):
 
 
 def test_gate_runs_reads_back_what_run_gate_recorded_oldest_first_past_a_torn_line(kb, tmp_path):
-    gate = compare_gate(kb, threshold=1.0)  # the same run on both sides: a speedup of 1, a pass
+    gate = compare_gate(kb, threshold=1.0)  # the same measurements on both sides: a speedup of 1, a pass
     assert kb.gate_runs(gate) == []  # never run: no log, no error
     project = project_with_runs(tmp_path / "p")
     first = kb.run_gate(gate, in_dir=project)

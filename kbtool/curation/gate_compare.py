@@ -29,6 +29,7 @@ from kbtool.evidence.load import describe, load_of, varying_keys
 from kbtool.evidence.pairing import pair
 from kbtool.evidence.repeats import combine_runs
 from kbtool.evidence.runs import invalid_runs, runs_in
+from kbtool.evidence.same_run import refuse_same_runs
 from kbtool.evidence.values import guess_direction
 from kbtool.evidence.verdicts import RUNS_HINT, judge_change
 from kbtool.model.cards import GateCheck
@@ -37,10 +38,9 @@ from kbtool.model.errors import BadInput
 Entry = dict[str, Any]
 
 
-def side(path: Path, metric: str, stat: str = "avg") -> list[list[Entry]]:
-    """A side's runs, each cut to its entries of the metric (one per load it measured), valued at stat.
-    A percentile's run-to-run spread comes from repeated runs only: the records' interval is of the mean."""
-    runs = runs_in(path)
+def side(path: Path, runs: list[dict[str, Any]], metric: str, stat: str = "avg") -> list[list[Entry]]:
+    """A side's runs (read from path), each cut to its entries of the metric (one per load it measured), valued
+    at stat. A percentile's run-to-run spread comes from repeated runs only: the records' interval is of the mean."""
     for why in invalid_runs(runs):
         raise BadInput(f"an invalid run cannot pass a gate: {why}")
     picked = []
@@ -70,7 +70,10 @@ def compare_sides(
     """One row per load both sides measured: the two values, their runs, the change's interval and
     verdict, and each measure a gate judges (a measure that cannot be had is left out, and `why` says)."""
     rows = []
-    for cand, base in by_load(side(candidate, metric, stat), side(baseline, metric, stat)):
+    ours, theirs = runs_in(candidate), runs_in(baseline)
+    sides = side(candidate, ours, metric, stat), side(baseline, theirs, metric, stat)
+    refuse_same_runs(ours, theirs)  # a copy of the baseline as the candidate would "pass" any no-worse gate
+    for cand, base in by_load(*sides):
         way = direction or cand.get("direction") or guess_direction(metric, cand.get("unit")) or "higher"
         rows.append(_row(cand, base, way, metric if stat == "avg" else f"{metric}.{stat}", stat))
     return rows
