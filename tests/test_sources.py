@@ -15,7 +15,17 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 import kbtool
-from conftest import REPO_ROOT, add_source, commit_count, git, project_reading_team, run_kb, team_kb, tree_state
+from conftest import (
+    REPO_ROOT,
+    add_source,
+    as_another_run,
+    commit_count,
+    git,
+    project_reading_team,
+    run_kb,
+    team_kb,
+    tree_state,
+)
 
 KB = [sys.executable, "-m", "kbtool"]
 AIPERF = REPO_ROOT / "tests" / "data" / "aiperf"  # a real AIPerf artifact folder
@@ -287,9 +297,10 @@ def test_a_new_project_carries_the_script_its_gate_runs(team, env, tmp_path):
     assert sorted(copied) == sorted([f"kb/gate/{gate}.md", "gates/compare.py", f"kb/constraint/{RULE}.md"])
     assert list(json.loads((root / "kb.lock").read_text())["gates"][gate]["files"]) == ["gates/compare.py"]
 
-    runs = tmp_path / "runs"  # the project's runs: the same real AIPerf run a side, then a faster candidate
+    runs = tmp_path / "runs"  # the project's runs: the same measurements a side, then a faster candidate
     for side in ("candidate", "baseline"):
         shutil.copytree(AIPERF, runs / "runs" / side, ignore=shutil.ignore_patterns("SOURCE.txt"))
+    as_another_run(runs / "runs" / "baseline")  # a run compared with itself is refused
     same = kb_run(env, root, "gate", "run", gate, "--in", str(runs))
     assert same.returncode == 1 and same.stdout.startswith(f"fail: {gate}: 1 >= 1.2"), same.stdout + same.stderr
     aggregate = runs / "runs" / "candidate" / "profile_export_aiperf.json"

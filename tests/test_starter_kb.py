@@ -13,7 +13,7 @@ from collections import Counter
 import pytest
 
 import kbtool
-from conftest import REPO_ROOT, git, run_kb, tree_state
+from conftest import REPO_ROOT, as_another_run, git, run_kb, tree_state
 from kbtool.model.cards import KINDS
 from kbtool.skills.spec import check_skill, skill_folders
 
@@ -80,6 +80,7 @@ def test_the_performance_and_accuracy_gates_run_on_real_exports(tmp_path):
     project = tmp_path / "project"
     for side in ("candidate", "baseline"):
         shutil.copytree(AIPERF, project / "runs" / side)
+    as_another_run(project / "runs" / "baseline")  # the same measurements; a run compared with itself is refused
     same = base.run_gate("gate-output-throughput-vs-baseline-engine", in_dir=project)
     assert same.value == pytest.approx(1.0) and not same.passed  # equal runs are not 20% better
     assert json.loads(same.stdout)["metric"] == "output_token_throughput"
@@ -119,6 +120,7 @@ def test_an_edited_compare_script_is_caught_before_it_runs(starter_clone, tmp_pa
     project = tmp_path / "project"
     for side in ("candidate", "baseline"):
         shutil.copytree(REPO_ROOT / "tests" / "data" / "aiperf", project / "runs" / side)
+    as_another_run(project / "runs" / "baseline")
     assert run_kb(fast_env, clone, "gate", "run", gate, "--in", str(project)).returncode == 1  # 1.0, not 1.2
 
     script = clone / "gates" / "compare.py"
@@ -202,6 +204,7 @@ def test_a_gate_judges_a_project_kept_outside_the_knowledge_base(tmp_path):
     git(project, "config", "user.email", "test@example.invalid")
     for side in ("candidate", "baseline"):
         shutil.copytree(AIPERF, project / "runs" / side)
+    as_another_run(project / "runs" / "baseline")  # the same measurements; a run compared with itself is refused
     git(project, "add", "runs")
     git(project, "commit", "--quiet", "-m", "runs")
     assert not (clone / "runs" / "candidate").exists() and not (project / "gates").exists()
