@@ -104,7 +104,7 @@ def _row(cand: Entry, base: Entry, way: str, name: str, stat: str) -> dict[str, 
         row["why"]["change_pct"] = f"{name} is zero in the baseline; no change as a fraction of it"
     change = judge_change({**cand, "direction": way}, base)
     if change is None or not change.judged:  # an interval of one run's requests measures requests, not runs
-        row["verdict"] = f"no verdict: one run a side ({RUNS_HINT})"
+        row["verdict"] = f"{change.verdict} ({change.needs})" if change else f"no verdict: one run a side ({RUNS_HINT})"
         for measure in ("speedup_low", "delta_low", "delta_high"):
             row["why"][measure] = row["verdict"]
         return row

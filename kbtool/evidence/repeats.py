@@ -98,10 +98,12 @@ def judge_pairs(matched: list[tuple[dict[str, Any], dict[str, Any]]], floors: Fl
         if change is None:
             continue
         stats = ev.setdefault("stats", {})
-        stats.update({"change_ci95_low": change.low, "change_ci95_high": change.high})
+        if change.low is not None and change.high is not None:
+            stats.update({"change_ci95_low": change.low, "change_ci95_high": change.high})
         if change.detectable is not None:
             stats["detectable_change"] = change.detectable
-        ev["conditions"] = {**(ev.get("conditions") or {}), "verdict": change.verdict, "variation": change.variation}
+        said = change.verdict if change.judged else f"{change.verdict} ({change.needs})"
+        ev["conditions"] = {**(ev.get("conditions") or {}), "verdict": said, "variation": change.variation}
         lines.append(_line(ev, base, change, describe(ev.get("conditions"), loads)))
     return lines
 
@@ -111,12 +113,14 @@ def _line(ev: dict[str, Any], base: dict[str, Any], change: Change, at: str) -> 
     (detectable: 4.2 ms, 3.8%): worse', as a finding's body says it."""
     pct = f" ({(ev['value'] - base['value']) / base['value']:+.1%})" if base["value"] else ""
     unit = f" {ev['unit']}" if ev.get("unit") else ""
-    assert change.low is not None and change.high is not None
-    said = change.verdict if change.judged else f"{change.verdict} ({RUNS_HINT})"
+    interval = (
+        f"the change's 95% interval [{change.low:+.4g}, {change.high:+.4g}]{unit}, "
+        if change.low is not None and change.high is not None
+        else ""
+    )
     return (
         f"- {ev['metric']}{f' at {at}' if at else ''}: {ev['value']:.6g} vs {base['value']:.6g}{unit}{pct}; "
-        f"the change's 95% interval [{change.low:+.4g}, {change.high:+.4g}]{unit}, {change.variation}"
-        f"{_detectable(change, base['value'], unit)}: {said}"
+        f"{interval}{change.variation}{_detectable(change, base['value'], unit)}: {ev['conditions']['verdict']}"
     )
 
 
@@ -172,11 +176,7 @@ def compare(
                 "change_high": stats.get("change_ci95_high"),
                 "variation": conditions.get("variation"),
                 "detectable": detectable,
-                "verdict": (
-                    f"{verdict} ({RUNS_HINT})"
-                    if verdict and verdict.startswith("no verdict")
-                    else verdict or f"no verdict: no interval on a side ({RUNS_HINT})"
-                ),
+                "verdict": verdict or f"no verdict: no interval on a side ({RUNS_HINT})",
             }
         )
     return rows

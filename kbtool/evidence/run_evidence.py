@@ -50,7 +50,7 @@ class RunEvidence:
             return None
         if any(v == "no clear change" for v in said):
             return "no change's 95% interval is clear of zero"
-        return f"{NO_VERDICT} ({RUNS_HINT})"
+        return next((v for v in said if v.startswith("no verdict")), f"{NO_VERDICT} ({RUNS_HINT})")
 
 
 def _read_side(paths: Sequence[Path], metric_name: str, repo: Path | None) -> list[dict[str, Any]]:

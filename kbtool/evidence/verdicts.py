@@ -5,16 +5,17 @@ run. On one H100, back-to-back runs of one configuration differed by up to 11% i
 per-request bootstrap interval was a fraction of that (tests/data/h100-serving/, bench/bench_verdicts.py), so
 an interval from one run's requests says nothing about the configuration. What each verdict stands on:
 
-- **between runs**: several runs a side. The change of the means gets Welch's interval from the runs' spread
-  (each run is one observation, its requests averaged into it). With several runs on one side only, that
-  side's spread stands for both (the same machine and benchmark; said so).
+- **between runs**: several runs on each side. The change of the means gets Welch's interval from the runs'
+  spread (each run is one observation, its requests averaged into it). Measured on those H100 runs: every split
+  of four identical runs into two against two gave no clear change on every metric, where taking one side's
+  spread for a side of one run called an identical run worse (the runs have outliers a few runs do not show).
 - **the scores' standard errors**: an accuracy score with the harness's stderr (lm-evaluation-harness) varies
   with the task's items, which that stderr measures; judged as normal.
-- **a noise floor**: one run a side, and the knowledge base already holds repeated runs of one configuration
-  at the same load (kbtool/facade/findings.py finds them): their run-to-run spread, as a fraction of the
-  mean, stands for both sides, with its degrees of freedom; the verdict names the finding.
-- otherwise **one run a side**: no verdict. The change is shown with the within-run interval, labelled as
-  such, and how many runs a side would let kb judge.
+- otherwise **no verdict** (a side with one run). The change is shown with the within-run interval, labelled
+  as such, and how many runs a side would let kb judge. Where the knowledge base already holds repeated runs
+  of one configuration at the same load (kbtool/facade/findings.py finds them), their run-to-run spread says
+  about how many runs a side a change of this size needs; it is not used as a verdict's interval, for the
+  reason above: a spread from a few runs misses the outlier run.
 
 Every verdict also says the smallest change its runs could have detected: (t at 97.5% + t at 80%) times the
 change's standard error, the usual two-sided 5% test with 80% power.
@@ -42,7 +43,8 @@ T80 = (
 Z80 = 0.841621
 
 RUNS_FOR_A_VERDICT = 3  # what kb asks for: with 2 a side Welch's t has ~2 degrees of freedom (t = 4.3)
-NO_VERDICT = "no verdict: one run a side"
+NO_VERDICT = "no verdict: one run a side"  # both sides one run
+NO_VERDICT_ONE = "no verdict: one run on a side"  # one side several runs, the other one
 RUNS_HINT = f"{RUNS_FOR_A_VERDICT} or more runs a side judge it"  # what a one-run-a-side comparison lacks
 WITHIN_RUN = "within one run (its requests)"
 
@@ -79,7 +81,15 @@ class NoiseFloor:
     source: str  # the finding that holds them
 
     def said(self) -> str:
-        return f"run-to-run spread of {self.source} ({self.runs} runs, {self.cv:.1%} of the mean)"
+        return f"{self.source}'s {self.runs} runs vary {self.cv:.1%} between runs"
+
+    def runs_needed(self, change: float, mean: float) -> str:
+        """About how many runs a side would judge a change this size, at this spread (95%, power 0.8)."""
+        spread = self.cv * abs(mean)
+        for n in range(RUNS_FOR_A_VERDICT, 31):
+            if (t95(2 * n - 2) + t80(2 * n - 2)) * spread * math.sqrt(2 / n) <= abs(change):
+                return f"{self.said()}: about {n} runs a side would judge a change this size"
+        return f"{self.said()}: a change this size needs more than 30 runs a side"
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,7 @@ class Change:
     verdict: str
     variation: str
     detectable: float | None = None
+    needs: str = RUNS_HINT  # with no verdict: what would give one
 
     @property
     def judged(self) -> bool:
@@ -132,7 +143,8 @@ def _interval(diff: float, se: float, df: float, direction: str | None, variatio
 
 def judge_change(candidate: dict[str, Any], baseline: dict[str, Any], floor: NoiseFloor | None = None) -> Change | None:
     """The change of the candidate's mean from the baseline's, judged by the variation the two sides allow
-    (module docstring). None when neither side has any interval and there is no noise floor."""
+    (module docstring); floor only says how many runs would judge it. None when a side has no interval and
+    there is nothing to say."""
     c, b = float(candidate["value"]), float(baseline["value"])
     diff, direction = c - b, candidate.get("direction")
     nc, nb = _runs(candidate), _runs(baseline)
@@ -142,22 +154,18 @@ def judge_change(candidate: dict[str, Any], baseline: dict[str, Any], floor: Noi
         se = math.sqrt(vc + vb)
         df = se**4 / (vc**2 / (nc - 1) + vb**2 / (nb - 1)) if se else math.inf
         return _interval(diff, se, df, direction, f"between runs: {nc} vs {nb}")
-    if sc is not None or sb is not None:  # one side's runs give the spread of a run for both
-        spread, n, whose = (sc, nc, "candidate's") if sc is not None else (sb, nb, "baseline's")
-        other = nb if sc is not None else nc
-        se = spread * math.sqrt(1 / n + 1 / other)  # type: ignore[operator]
-        return _interval(diff, se, n - 1, direction, f"between runs: the {whose} {n} runs' spread, for both sides")
     ec, eb = _stderr(candidate), _stderr(baseline)
     if ec is not None and eb is not None:
         return _interval(diff, math.hypot(ec, eb), math.inf, direction, "the scores' standard errors")
-    if floor is not None:
-        se = floor.cv * math.hypot(c, b)
-        return _interval(diff, se, floor.runs - 1, direction, floor.said())
+    said = NO_VERDICT if sc is None and sb is None else NO_VERDICT_ONE
+    needs = floor.runs_needed(diff, b) if floor is not None else RUNS_HINT
     wc, wb = _within_run(candidate), _within_run(baseline)
-    if wc is None or wb is None:
-        return None
-    half = Z95 * math.hypot(wc, wb)
-    return Change(diff - half, diff + half, NO_VERDICT, WITHIN_RUN)
+    if wc is not None and wb is not None:
+        half = Z95 * math.hypot(wc, wb)
+        return Change(diff - half, diff + half, said, WITHIN_RUN, needs=needs)
+    if sc is not None or sb is not None:
+        return Change(None, None, said, "between runs on one side only", needs=needs)
+    return Change(None, None, said, "no interval on a side", needs=needs) if floor is not None else None
 
 
 def noise_floor_of(entry: dict[str, Any], source: str) -> NoiseFloor | None:

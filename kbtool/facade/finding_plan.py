@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from kbtool.curation.checks import related_findings
 from kbtool.curation.review import agent_status
 from kbtool.evidence.finding_input import evidence_from_metrics
-from kbtool.evidence.verdicts import NO_VERDICT, RUNS_HINT
 from kbtool.model.cards import checked_status
 from kbtool.model.contracts import FindingInput
 from kbtool.model.errors import BadInput, CheckFailed
@@ -55,9 +54,6 @@ class FindingPlan:
     data: dict[str, Any]
     body: str
     related: dict[str, list[str]]
-
-
-LUMPED = ("no clear change", f"{NO_VERDICT} ({RUNS_HINT})")  # verdicts said once for all their metrics
 
 
 def requested(finding: FindingInput, agent: str | None) -> Requested:
@@ -142,7 +138,10 @@ def _verdict_lines(verdicts: list[str]) -> list[str]:
     lumped: dict[str, list[str]] = {}
     clear = []
     for line in verdicts:
-        said = next((v for v in LUMPED if line.endswith(f": {v}")), None)
+        if line.endswith(": no clear change"):
+            said: str | None = "no clear change"
+        else:
+            said = line[line.index(": no verdict: ") + 2 :] if ": no verdict: " in line else None
         if said is None:
             clear.append(line)
         else:
