@@ -1,12 +1,14 @@
 """A noise floor from the knowledge base: with one run a side there is no spread between runs to judge a change
 by, but the knowledge base may already hold repeated runs of one configuration (an A/A finding: `kb
-add-finding --from R1 --from R2 --from R3`). Their run-to-run spread, as a fraction of the mean, then stands
-for both sides of the comparison (kbtool/evidence/verdicts.py), and the verdict names the finding.
+add-finding --from R1 --from R2 --from R3`). Their run-to-run spread, as a fraction of the mean, says about how
+many runs a side would judge a change of the size seen, naming the finding (kbtool/evidence/verdicts.py). It is
+never a verdict's interval: measured on real H100 runs, a few runs' spread misses the outlier run, and taken
+for a single run it called identical runs different.
 
 Only runs that are plainly the same experiment qualify: the same metric and unit, the same benchmark format,
 one load (kbtool.evidence.load), the same serving backend and model where both name one, from a finding that
 still stands (confirmed or tentative). Where several qualify, the widest spread is taken: a floor that is too
-low would call noise a change, which is the error this exists to prevent.
+low would promise a verdict from too few runs.
 """
 
 from __future__ import annotations

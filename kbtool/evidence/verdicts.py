@@ -1,9 +1,10 @@
 """A change's verdict names the variation it accounts for.
 
 Requests inside one run vary less than runs do: clocks, the allocator, launch jitter and order move a whole
-run. On one H100, back-to-back runs of one configuration differed by up to 11% in mean TTFT while each run's
-per-request bootstrap interval was a fraction of that (tests/data/h100-serving/, bench/bench_verdicts.py), so
-an interval from one run's requests says nothing about the configuration. What each verdict stands on:
+run. On one H100, back-to-back runs of one configuration differed by up to 30.5% in mean TTFT while each
+run's per-request bootstrap interval was a few percent wide (tests/data/h100-serving/, bench/bench_verdicts.py:
+judged by their requests, 14 of 24 metric verdicts called identical runs different), so an interval from one
+run's requests says nothing about the configuration. What each verdict stands on:
 
 - **between runs**: several runs on each side. The change of the means gets Welch's interval from the runs'
   spread (each run is one observation, its requests averaged into it). Measured on those H100 runs: every split
