@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_reads import p50_ms
 
 import kbtool
 from kbtool.search.embeddings import HashingEmbedder
@@ -30,15 +31,6 @@ CHECK = 'import json\nprint(json.dumps({"tpot_ms": 10.0}))\n'
 
 def git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
-
-
-def p50_ms(fn, calls: int = 5) -> float:
-    samples = []
-    for _ in range(calls):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1000
 
 
 def knowledge_base(folder: Path, gates: int, relocks: int) -> kbtool.KnowledgeBase:

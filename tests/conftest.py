@@ -109,6 +109,18 @@ PERSON_ENV = {
 }
 
 
+@pytest.fixture
+def run_as(kb):
+    """`kb --kb ROOT ARGS...` in this process (CliRunner) with the environment given first: an agent's
+    (AGENT_ENV) or a person's (PERSON_ENV)."""
+    runner = CliRunner()
+
+    def invoke(env, *args):
+        return runner.invoke(app, ["--kb", str(kb.root), *args], env=env)
+
+    return invoke
+
+
 def as_another_run(path: Path) -> Path:
     """A copy of a real run made to read as another run of one configuration, since kb refuses a run compared
     with itself (kbtool/evidence/same_run.py): in an AIPerf artifact folder its benchmark id and the records'

@@ -10,120 +10,110 @@ import asyncio
 import json
 import sys
 
-import pytest
-from typer.testing import CliRunner
-
 import kbtool
 from conftest import AGENT_ENV, PERSON_ENV, git, project_reading_team, run_kb, team_kb
-from kbtool.surfaces.cli import app
 
 KB = [sys.executable, "-m", "kbtool"]
 AGENT, PERSON = AGENT_ENV, PERSON_ENV
 QUESTION = "Does EAGLE help at concurrency 32?"
 
 
-@pytest.fixture
-def run(kb):
-    runner = CliRunner()
-
-    def invoke(env, *args):
-        return runner.invoke(app, ["--kb", str(kb.root), *args], env=env)
-
-    return invoke
-
-
-def open_gaps(run, env=PERSON) -> dict[str, dict]:
-    out = run(env, "gaps", "--json")
+def open_gaps(run_as, env=PERSON) -> dict[str, dict]:
+    out = run_as(env, "gaps", "--json")
     assert out.exit_code == 0, out.output
     return {g["id"]: g for g in json.loads(out.stdout)["gaps"]}
 
 
-def answered(run, env=AGENT, *extra: str) -> tuple[str, str]:
+def answered(run_as, env=AGENT, *extra: str) -> tuple[str, str]:
     """(a gap a person asked, a finding that closes it, written by env: an agent unless said)."""
-    gap = run(PERSON, "add", "gap", "--title", QUESTION, "--field", "priority=high").stdout.strip()
-    added = run(env, "add-finding", "--title", "EAGLE at c=32", "-m", "throughput=10307tok/s", "--closes", gap, *extra)
+    gap = run_as(PERSON, "add", "gap", "--title", QUESTION, "--field", "priority=high").stdout.strip()
+    added = run_as(
+        env, "add-finding", "--title", "EAGLE at c=32", "-m", "throughput=10307tok/s", "--closes", gap, *extra
+    )
     assert added.exit_code == 0, added.output
     return gap, added.stdout.strip()
 
 
-def test_an_agents_answer_leaves_the_gap_open_awaiting_review(run, kb):
-    gap, finding = answered(run)
+def test_an_agents_answer_leaves_the_gap_open_awaiting_review(run_as, kb):
+    gap, finding = answered(run_as)
     assert kb.get(gap).card.closed_by == [finding]  # the record of what answered it, written with the finding
 
-    listed = open_gaps(run)[gap]
+    listed = open_gaps(run_as)[gap]
     assert listed["awaiting_review"] == [finding] and "reopened" not in listed
-    assert f"{gap}  {QUESTION}  (answered by {finding}, awaiting review)" in run(PERSON, "gaps").stdout
-    assert json.loads(run(PERSON, "stats", "--json").stdout)["open_gaps"] == 1
-    brief = run(PERSON, "brief")
+    assert f"{gap}  {QUESTION}  (answered by {finding}, awaiting review)" in run_as(PERSON, "gaps").stdout
+    assert json.loads(run_as(PERSON, "stats", "--json").stdout)["open_gaps"] == 1
+    brief = run_as(PERSON, "brief")
     assert f"- {gap} [high, answered by {finding}, awaiting review]: {QUESTION}" in brief.stdout
     assert finding in brief.stdout.split("## Waiting for review", 1)[1]  # and a person is asked to look
-    problems = json.loads(run(PERSON, "lint", "--json", "--skip", "duplicates").stdout)["problems"]
+    problems = json.loads(run_as(PERSON, "lint", "--json", "--skip", "duplicates").stdout)["problems"]
     assert "reopened-gap" not in {p["code"] for p in problems}  # nothing fell: an answer waits
 
 
-def test_confirming_the_answer_closes_the_gap_without_writing_it(run, kb):
-    gap, finding = answered(run)
+def test_confirming_the_answer_closes_the_gap_without_writing_it(run_as, kb):
+    gap, finding = answered(run_as)
     gap_file = kb.root / "kb" / "gap" / f"{gap}.md"
     before = gap_file.read_text()
-    assert run(PERSON, "confirm", finding).exit_code == 0
-    assert gap not in open_gaps(run) and gap not in run(PERSON, "gaps").stdout
-    assert json.loads(run(PERSON, "stats", "--json").stdout)["open_gaps"] == 0
-    assert gap not in run(PERSON, "brief").stdout
+    assert run_as(PERSON, "confirm", finding).exit_code == 0
+    assert gap not in open_gaps(run_as) and gap not in run_as(PERSON, "gaps").stdout
+    assert json.loads(run_as(PERSON, "stats", "--json").stdout)["open_gaps"] == 0
+    assert gap not in run_as(PERSON, "brief").stdout
     assert gap_file.read_text() == before
     changed = git(kb.root, "show", "--name-only", "--format=", "HEAD").split()
     assert changed == [f"kb/finding/{finding}.md"]  # the confirm wrote the finding alone
 
 
-def test_a_refuted_answer_answers_nothing(run, kb):
-    gap, finding = answered(run)
-    assert run(PERSON, "refute", finding, "--reason", "measured with a cold cache").exit_code == 0
-    listed = open_gaps(run)[gap]
+def test_a_refuted_answer_answers_nothing(run_as, kb):
+    gap, finding = answered(run_as)
+    assert run_as(PERSON, "refute", finding, "--reason", "measured with a cold cache").exit_code == 0
+    listed = open_gaps(run_as)[gap]
     assert listed["reopened"] == f"closed only by refuted finding {finding}" and "awaiting_review" not in listed
-    problems = json.loads(run(PERSON, "lint", "--json", "--skip", "duplicates").stdout)["problems"]
+    problems = json.loads(run_as(PERSON, "lint", "--json", "--skip", "duplicates").stdout)["problems"]
     assert [p["id"] for p in problems if p["code"] == "reopened-gap"] == [gap]
     # the agent withdrawing its own unreviewed answer: the same
-    other, withdrawn = answered(run)
-    assert run(AGENT, "retire", withdrawn, "--reason", "wrong concurrency").exit_code == 0
-    assert open_gaps(run)[other]["reopened"] == f"closed only by retired finding {withdrawn}"
+    other, withdrawn = answered(run_as)
+    assert run_as(AGENT, "retire", withdrawn, "--reason", "wrong concurrency").exit_code == 0
+    assert open_gaps(run_as)[other]["reopened"] == f"closed only by retired finding {withdrawn}"
 
 
-def test_a_persons_own_confirmed_finding_is_a_verdict_and_closes_the_gap(run, kb):
-    gap, finding = answered(run, PERSON)
+def test_a_persons_own_confirmed_finding_is_a_verdict_and_closes_the_gap(run_as, kb):
+    gap, finding = answered(run_as, PERSON)
     assert kb.get(finding).card.status == "confirmed" and kb.get(finding).card.provenance.agent is None
-    assert gap not in open_gaps(run)
+    assert gap not in open_gaps(run_as)
 
 
-def test_a_persons_tentative_finding_awaits_their_confirm(run, kb):
-    gap, finding = answered(run, PERSON, "--status", "tentative")
-    assert open_gaps(run)[gap]["awaiting_review"] == [finding]
-    assert run(PERSON, "confirm", finding).exit_code == 0
-    assert gap not in open_gaps(run)
+def test_a_persons_tentative_finding_awaits_their_confirm(run_as, kb):
+    gap, finding = answered(run_as, PERSON, "--status", "tentative")
+    assert open_gaps(run_as)[gap]["awaiting_review"] == [finding]
+    assert run_as(PERSON, "confirm", finding).exit_code == 0
+    assert gap not in open_gaps(run_as)
 
 
-def test_a_newer_answer_awaiting_review_is_said_rather_than_the_fallen_one(run, kb):
-    gap, first = answered(run)
-    assert run(PERSON, "refute", first, "--reason", "cold cache").exit_code == 0
-    again = run(AGENT, "add-finding", "--title", "EAGLE at c=32, warm", "-m", "throughput=9900tok/s", "--closes", gap)
+def test_a_newer_answer_awaiting_review_is_said_rather_than_the_fallen_one(run_as, kb):
+    gap, first = answered(run_as)
+    assert run_as(PERSON, "refute", first, "--reason", "cold cache").exit_code == 0
+    again = run_as(
+        AGENT, "add-finding", "--title", "EAGLE at c=32, warm", "-m", "throughput=9900tok/s", "--closes", gap
+    )
     second = again.stdout.strip()
-    listed = open_gaps(run)[gap]
+    listed = open_gaps(run_as)[gap]
     assert listed["awaiting_review"] == [second] and "reopened" not in listed
-    problems = json.loads(run(PERSON, "lint", "--json", "--skip", "duplicates").stdout)["problems"]
+    problems = json.loads(run_as(PERSON, "lint", "--json", "--skip", "duplicates").stdout)["problems"]
     assert "reopened-gap" not in {p["code"] for p in problems}  # measured anew: the review queue has it
 
 
-def test_a_locked_gate_that_passes_gives_the_verdict_that_closes_it(run, kb):
+def test_a_locked_gate_that_passes_gives_the_verdict_that_closes_it(run_as, kb):
     passing = 'python3 -c "print(\'{\\"throughput\\": 10307}\')"'
-    gate = run(
+    gate = run_as(
         PERSON, "add", "gate", "--title", "Throughput at c=32 over 10k", "--status", "confirmed",
         "--field", f"check.command={passing}", "--field", "check.metric=throughput",
         "--field", "check.op=>=", "--field", "check.threshold=10000",
     ).stdout.strip()  # fmt: skip
-    assert run(PERSON, "gate", "lock").exit_code == 0
-    gap, finding = answered(run)
-    assert gap in open_gaps(run)
-    passed = run(PERSON, "gate", "run", gate, "--confirms", finding)
+    assert run_as(PERSON, "gate", "lock").exit_code == 0
+    gap, finding = answered(run_as)
+    assert gap in open_gaps(run_as)
+    passed = run_as(PERSON, "gate", "run", gate, "--confirms", finding)
     assert passed.exit_code == 0, passed.output
-    assert gap not in open_gaps(run)
+    assert gap not in open_gaps(run_as)
 
 
 def test_over_mcp_an_agents_answer_awaits_review_until_a_person_confirms(kb, fast_env):
