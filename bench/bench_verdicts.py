@@ -10,7 +10,7 @@ change. Each way, over every choice of the A runs it can take, and over B agains
 - between runs: k runs a side, Welch's interval over the runs' means (kb's verdict now).
 A "call" is better, worse or changed: a verdict that the two differ.
 
-    python bench/bench_verdicts.py [--runs tests/data/h100-serving] [--k 2]
+    python bench/bench_verdicts.py [--runs tests/data/h100-serving] [--k 3]
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def line(name: str, results: list[dict[str, str]]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, default=Path(__file__).resolve().parents[1] / "tests/data/h100-serving")
-    parser.add_argument("--k", type=int, default=2, help="runs a side for the between-runs way")
+    parser.add_argument("--k", type=int, default=3, help="runs a side for the between-runs way")
     args = parser.parse_args()
     labels = runs_by_label(args.runs)
     same, k = labels["A"], args.k

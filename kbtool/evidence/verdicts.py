@@ -1,15 +1,17 @@
 """A change's verdict names the variation it accounts for.
 
 Requests inside one run vary less than runs do: clocks, the allocator, launch jitter and order move a whole
-run. On one H100, back-to-back runs of one configuration differed by up to 30.5% in mean TTFT while each
+run. On one H100, back-to-back runs of one configuration differed by up to 67% in mean TTFT while each
 run's per-request bootstrap interval was a few percent wide (tests/data/h100-serving/, bench/bench_verdicts.py:
-judged by their requests, 14 of 24 metric verdicts called identical runs different), so an interval from one
+judged by their requests, 92 of 144 metric verdicts called identical runs different), so an interval from one
 run's requests says nothing about the configuration. What each verdict stands on:
 
 - **between runs**: several runs on each side. The change of the means gets Welch's interval from the runs'
-  spread (each run is one observation, its requests averaged into it). Measured on those H100 runs: every split
-  of four identical runs into two against two gave no clear change on every metric, where taking one side's
-  spread for a side of one run called an identical run worse (the runs have outliers a few runs do not show).
+  spread (each run is one observation, its requests averaged into it). Measured on those H100 runs: nine
+  identical runs taken three at a time in the order made gave no clear change on every metric; over every
+  split into three against three, 2.3% of metric verdicts called them different (under the nominal 5%), all
+  where the three slow runs sat on one side, which no test over three runs can tell from a change. Taking one
+  side's spread for a side of one run called an identical run worse (runs have outliers a few runs miss).
 - **the scores' standard errors**: an accuracy score with the harness's stderr (lm-evaluation-harness) varies
   with the task's items, which that stderr measures; judged as normal.
 - otherwise **no verdict** (a side with one run). The change is shown with the within-run interval, labelled
