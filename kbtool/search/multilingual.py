@@ -86,7 +86,10 @@ class MultilingualEmbedder:
     dimension = 512
     batch_size = 32
 
-    def __init__(self, threads: int = 2):
+    # One BLAS thread. OpenBLAS threads spin while they wait, so two of them on a machine whose cores are busy
+    # (kb serve's transport, the BM25 leg, MiniLM's query, other jobs) made a query's vector 16 ms at the
+    # median instead of 3.3 ms, and 64 Chinese chunks 4.6-6.1 s instead of 1.1-1.3 s (2-core EPYC, load ~4)
+    def __init__(self, threads: int = 1):
         self._threads = threads
         self._model: Any = None
         self._loading = threading.Lock()
