@@ -23,7 +23,7 @@ from kbtool.model import markdown
 from kbtool.model.errors import KbError
 from kbtool.skills.bundled import kb_skill_text
 from kbtool.surfaces.mcp import prompts
-from kbtool.surfaces.mcp.shelf import Shelf
+from kbtool.surfaces.mcp.shelf import Shelf, call_writes
 from kbtool.surfaces.mcp.tools import brief, curating, gates, reading, writing
 from kbtool.surfaces.mcp.tools.base import Tool
 
@@ -95,6 +95,7 @@ class KbServer(MCPServer):
             )
         if name in self._takes:
             arguments = checked_arguments(name, self._takes[name], arguments)
+        call_writes.set(name in self._writers)
         return await super().call_tool(name, _python_names(arguments), context)
 
     def _may_write(self, context: Any) -> bool:

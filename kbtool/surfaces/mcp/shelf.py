@@ -1,7 +1,10 @@
-"""The knowledge bases one `kb serve` serves, by name, and the one thread their calls run on.
+"""The knowledge bases one `kb serve` serves, by name, and the two threads their calls run on.
 
-The calls run one at a time on a single worker thread: the facade and its SQLite index are not meant for
-concurrent use, one embedding model (KnowledgeBase.open_several) is shared by all the bases, and the event
+A KnowledgeBase object and its SQLite index are not meant for concurrent use, so each runs on one thread:
+the writer's objects take the calls of tools that may write, one at a time, and the reader's, the same
+folders opened again (as a second process would open them, sharing the embedding models), take the reading
+tools' calls. A search then never waits behind a write's commit and embedding: under 32 MCP clients its
+p99 halved (bench/RESULTS.md), and a read after a write sees it, as the index follows the folder. The event
 loop stays free for the transport. A KbError becomes a tool error carrying its one-line message; anything
 else is logged and reported as a tool error too, so no input can take the server down.
 """
@@ -9,7 +12,9 @@ else is logged and reported as a tool error too, so no input can take the server
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -24,6 +29,9 @@ from kbtool.surfaces.mcp.answers import with_notices
 
 log = logging.getLogger("kb.serve")
 T = TypeVar("T")
+# whether the tool being answered may write (KbServer.call_tool sets it): a write runs on the writer, a read
+# on the reader, each with its own KnowledgeBase of the same folder
+call_writes: contextvars.ContextVar[bool] = contextvars.ContextVar("kb_serve_writing", default=True)
 
 
 class Shelf:
@@ -33,6 +41,9 @@ class Shelf:
         if not bases:
             raise BadInput("no knowledge base to serve")
         self.worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve")
+        self.reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kb-serve-read")
+        self._readers: dict[str, KnowledgeBase] = {}
+        self._opening = threading.Lock()
         self.bases = dict(bases)
         self.default = next(iter(self.bases))
         self.read_only = read_only
@@ -47,12 +58,25 @@ class Shelf:
     async def answer(self, name: str | None, work: Callable[[KnowledgeBase], CallToolResult]) -> CallToolResult:
         """WORK on the knowledge base named (the default when None), on the worker, its notices in the answer."""
         kb = self.pick(name)
-        return await self.run(lambda: _noticed(kb, work))
+        if call_writes.get():
+            return await self.run(lambda: _noticed(kb, work))
+        key = name or self.default
+        return await self.run(lambda: _noticed(self.reading(key), work), self.reader)
 
-    async def run(self, work: Callable[[], T]) -> T:
+    def reading(self, name: str) -> KnowledgeBase:
+        """The reader's KnowledgeBase of the base named: the same folder opened again, sharing its models."""
+        with self._opening:
+            if name not in self._readers:
+                base = self.bases[name]
+                opened = KnowledgeBase.open(base.root)
+                opened._embedder = base.semantic_embedder()
+                self._readers[name] = opened
+            return self._readers[name]
+
+    async def run(self, work: Callable[[], T], executor: ThreadPoolExecutor | None = None) -> T:
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self.worker, work)
+            return await loop.run_in_executor(executor or self.worker, work)
         except KbError as exc:
             raise ToolError(str(exc)) from None
         except Exception as exc:
@@ -60,9 +84,13 @@ class Shelf:
             raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from None
 
     def warm(self) -> None:
-        """Bring each keyword index up to date before the first search asks; the model follows in the background."""
-        for kb in self.bases.values():
-            self.worker.submit(_warm_up, kb)
+        """Bring each reader's keyword index up to date before the first search asks; the model follows in the
+        background. The writer's index follows at its first write, from the vectors the reader stored."""
+        for name in self.bases:
+            self.reader.submit(self._warm_reader, name)
+
+    def _warm_reader(self, name: str) -> None:
+        _warm_up(self.reading(name))
 
     def served(self) -> ServedKbs:
         return ServedKbs(
