@@ -4,7 +4,7 @@ A KnowledgeBase object and its SQLite index are not meant for concurrent use, so
 the writer's objects take the calls of tools that may write, one at a time, and the reader's, the same
 folders opened again (as a second process would open them, sharing the embedding models), take the reading
 tools' calls. A search then never waits behind a write's commit and embedding: under 32 MCP clients its
-p99 halved (bench/RESULTS.md), and a read after a write sees it, as the index follows the folder. The event
+p99 fell to a third (bench/RESULTS.md), and a read after a write sees it, as the index follows the folder. The event
 loop stays free for the transport. A KbError becomes a tool error carrying its one-line message; anything
 else is logged and reported as a tool error too, so no input can take the server down.
 """
