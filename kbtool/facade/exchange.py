@@ -203,6 +203,7 @@ class Exchange(KnowledgeBaseCore):
         for rel in stream.files:
             if rel not in carried and not any(rel.startswith(folder + "/") for folder in folders):
                 raise BadInput(f"{origin}: {rel} is not a file a gate of the export runs ($KB_ROOT/PATH)")
+        _refuse_skills(stream, self.root, self.config.limits.skill_bytes, origin)
         if stream.config is not None:
             try:
                 parse_config(stream.config)
@@ -279,6 +280,16 @@ class Exchange(KnowledgeBaseCore):
             self.note(f"kb.toml: this knowledge base's own is kept; {origin} holds another")
             return {}
         return {CONFIG_FILE: stream.config}
+
+
+def _refuse_skills(stream: Stream, root: Path, limit: int, origin: str) -> None:
+    """A skill the export brings is held to `kb skill import`'s size limit and security scan, whole."""
+    from kbtool.skills.arriving import stream_refusals
+
+    refused = stream_refusals(root, stream.skill_files, limit)
+    if refused:
+        more = f" (and {len(refused) - 1} more skill(s))" if len(refused) > 1 else ""
+        raise BadInput(f"{origin}: {refused[0]}{more}; nothing written")
 
 
 def _stream_folders(gate: Gate, root: Path, files: set[str]) -> list[str]:
