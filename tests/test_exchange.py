@@ -155,7 +155,7 @@ DAMAGE = {
     ),
     "a file no gate runs": (
         lambda ls: [*ls, json.dumps({"type": "file", "path": "gates/other.py", "text": "print(1)"})],
-        "not a file a gate of the export runs",
+        "not a file a locked gate of the export runs",
     ),
     "a gate's file changed": (
         lambda ls: edited(ls, "file", lambda r: {**r, "text": "print(1)"}),

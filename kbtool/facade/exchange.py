@@ -87,10 +87,11 @@ class Exchange(KnowledgeBaseCore):
         return [header_line(self.config.kb.name, left), *lines]
 
     def _gate_lines(self, gates: list[StoredCard], left: list[str]) -> list[str]:
-        """Each gate's lock (a lock kb.lock no longer holds still binds: carried as one), the files its
-        command runs and its run log. A locked gate whose files changed since is refused: its lock could
-        not be checked where it lands."""
-        from kbtool.curation.gate_lock import file_problems, named_files
+        """Each locked gate's lock (a lock kb.lock no longer holds still binds: carried as one) with the files
+        its command runs, and each gate's run log. A locked gate whose files changed since is refused: its lock
+        could not be checked where it lands. An unlocked gate's files, and a lock covering a file no import
+        takes (kbtool.curation.gate_lock.arrival_refusal), stay here, said."""
+        from kbtool.curation.gate_lock import arrival_refusal, file_problems, named_files
         from kbtool.curation.gate_runs import gate_run_log
         from kbtool.store.exchange import file_line, lock_line, runs_line
 
@@ -99,15 +100,23 @@ class Exchange(KnowledgeBaseCore):
         lines: list[str] = []
         for stored in gates:
             gate, lock = gate_of(stored), locks.get(stored.id)
-            if lock is not None:
+            named = named_files(gate, self.root)
+            left += [f"gate {stored.id!r} runs {named.outside_why(p)}" for p in named.outside]
+            left += [f"gate {stored.id!r} runs $KB_ROOT/{p}, which is missing" for p in named.missing]
+            refused = [(p, why) for p in sorted(lock.files if lock else ()) if (why := arrival_refusal(p))]
+            if lock is None and named.hashes:
+                left.append(
+                    f"the files gate {stored.id!r} runs ({', '.join(sorted(named.hashes))}): it is not locked, and an "
+                    f"import takes only a locked gate's files (kb gate lock {stored.id})"
+                )
+            elif refused:
+                left.append(f"the lock and files of gate {stored.id!r}: it runs {refused[0][0]} ({refused[0][1]})")
+            elif lock is not None:
                 problems = file_problems(gate, lock, self.root)
                 if problems:
                     raise BadInput(f"{problems[0][1]}; nothing exported")
                 lines.append(lock_line(stored.id, lock.sha256, lock.files))
-            named = named_files(gate, self.root)
-            left += [f"gate {stored.id!r} runs {named.outside_why(p)}" for p in named.outside]
-            left += [f"gate {stored.id!r} runs $KB_ROOT/{p}, which is missing" for p in named.missing]
-            lines += [file_line("file", p, (self.root / p).read_bytes()) for p in sorted(named.hashes)]
+                lines += [file_line("file", p, (self.root / p).read_bytes()) for p in sorted(lock.files)]
             log = self.root / gate_run_log(stored.id)
             if log.is_file():
                 lines.append(runs_line(stored.id, log.read_text(encoding="utf-8")))
@@ -125,6 +134,8 @@ class Exchange(KnowledgeBaseCore):
             if rel.startswith(f"{SKILLS_DIR}/") and rel.count("/") >= 2:
                 if (self.root / rel).is_symlink():
                     left.append(f"{rel}: a symbolic link")
+                elif any(part.startswith(".") for part in rel.split("/")):
+                    left.append(f"{rel}: hidden, and kb skill import takes no hidden file")
                 elif (self.root / rel).is_file():
                     lines.append(file_line("skill-file", rel, (self.root / rel).read_bytes()))
         config, dropped = without_folder_sources((self.root / CONFIG_FILE).read_text(encoding="utf-8"))
@@ -184,8 +195,11 @@ class Exchange(KnowledgeBaseCore):
         )
 
     def _check_stream(self, stream: Stream, origin: str) -> None:
-        """Each lock against its gate and its files, each file against the gates that run it, and kb.toml."""
-        from kbtool.curation.gate_lock import gate_hash
+        """Each lock against its gate and its files, each file against the locks, the skills, and kb.toml. A
+        file arrives only as a locked gate's (the lock that comes with it lists it, with its hash, and the
+        gate's command runs it), under gates/, never hidden: anything else (an agent's settings, a CI
+        workflow, a raw card, a run log, git's hooks, an unlocked gate's script) refuses the import."""
+        from kbtool.curation.gate_lock import arrival_refusal, gate_hash
         from kbtool.store.config import parse_config
 
         gates = {card.id: (card, body) for card, body in stream.cards if isinstance(card, Gate)}
@@ -193,16 +207,20 @@ class Exchange(KnowledgeBaseCore):
             card, body = gates[gate_id]
             if gate_hash(card, body) != sha:
                 raise BadInput(f"{origin}: the lock of gate {gate_id!r} does not match the gate in the export")
+            runs = _stream_folders(card, self.root, set(stream.files))
             for rel, locked in files.items():
+                why = arrival_refusal(rel)
+                if why is None and not any(rel.startswith(f"{folder}/") for folder in runs):
+                    why = f"the lock of gate {gate_id!r} lists it, but its command does not run it"
+                if why is not None:
+                    raise BadInput(f"{origin}: {rel}: {why}; nothing written")
                 if rel not in stream.files or _sha(stream.files[rel]) != locked:
                     raise BadInput(f"{origin}: {rel}, which locked gate {gate_id!r} runs, is missing or changed")
-        # a locked gate brings the files its lock covers; an unlocked one, those in the folders it runs from
         carried = {rel for _, files in stream.locks.values() for rel in files}
-        unlocked = [card for gate_id, (card, _) in gates.items() if gate_id not in stream.locks]
-        folders = {f for card in unlocked for f in _stream_folders(card, self.root, set(stream.files))}
         for rel in stream.files:
-            if rel not in carried and not any(rel.startswith(folder + "/") for folder in folders):
-                raise BadInput(f"{origin}: {rel} is not a file a gate of the export runs ($KB_ROOT/PATH)")
+            if rel not in carried:
+                why = arrival_refusal(rel) or "not a file a locked gate of the export runs ($KB_ROOT/PATH)"
+                raise BadInput(f"{origin}: {rel}: {why}; nothing written")
         _refuse_skills(stream, self.root, self.config.limits.skill_bytes, origin)
         if stream.config is not None:
             try:

@@ -142,10 +142,15 @@ def _safe_path(path: Any, where: str, under: str | None = None) -> str:
         raise BadInput(f"{where}: path is not text")
     parts = PurePosixPath(path).parts
     escapes = path.startswith("/") or "\\" in path or any(p in ("..", ".", "") for p in path.split("/"))
-    if escapes or parts[0] in (".git", ".kb"):
+    if escapes or parts[0] == ".kb":
         raise BadInput(f"{where}: path {path!r} is outside " + (f"{under}/" if under else "the knowledge base"))
+    if any(p.lower() == ".git" for p in parts):  # at any depth: a repository inside runs its hooks too
+        raise BadInput(f"{where}: path {path!r} is in a .git folder, git's own; nothing arrives there")
     if under is not None and (parts[0] != under or len(parts) < 3):
         raise BadInput(f"{where}: path {path!r} is outside {under}/ (a skill's file is {under}/NAME/FILE)")
+    hidden = next((p for p in parts if p.startswith(".")), None)
+    if under is not None and hidden is not None:
+        raise BadInput(f"{where}: path {path!r}: {hidden} is hidden, and kb skill import takes no hidden file")
     return path
 
 

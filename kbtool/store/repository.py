@@ -109,7 +109,8 @@ class Store:
     # --- paths -----------------------------------------------------------------
 
     def inside(self, path: Path | str) -> Path:
-        """The absolute path, refusing anything that escapes the KB root."""
+        """The absolute path, refusing anything that escapes the KB root, or leads into a .git folder (git's
+        own: its hooks run on the next commit), as written or through a link."""
         full = (self.root / path).resolve()
         if full != self.root and self.root not in full.parents:
             written = Path(os.path.normpath(self.root / path))
@@ -117,6 +118,8 @@ class Store:
             if linked is not None:
                 raise OutsidePath(f"{self.refusal(linked)}; nothing was written")
             raise OutsidePath(f"{path}: outside the knowledge base at {self.root}")
+        if any(part.lower() == ".git" for part in (*Path(path).parts, *full.relative_to(self.root).parts)):
+            raise OutsidePath(f"{path}: in a .git folder, which is git's own; nothing was written")
         return full
 
     def relative(self, path: Path) -> str:
