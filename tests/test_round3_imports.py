@@ -279,6 +279,28 @@ def test_an_import_refuses_to_overwrite_an_uncommitted_edit_of_a_card(kb, tmp_pa
     assert "what I found by hand" in (fresh.root / "kb" / "gap" / "a-gap.md").read_text()
 
 
+def test_document_and_from_kb_imports_refuse_it_too(kb, tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "setup.md").write_text("# Setup\n\nInstall the driver.\n")
+    assert run(kb.root, "import", str(docs)).exit_code == 0
+    [card] = (kb.root / "kb" / "reference").glob("*.md")
+    card.write_text(card.read_text() + "\nA note by hand.\n")
+    (docs / "setup.md").write_text("# Setup\n\nInstall the driver, then reboot.\n")
+    refused(run(kb.root, "import", str(docs)), card.stem, "uncommitted")
+    assert "A note by hand." in card.read_text()
+
+    team = kbtool.init(tmp_path / "team", name="team")
+    gap = team.add("gap", "Does FP8 hold accuracy?", values={"question": "Does it?"})
+    assert run(kb.root, "import", "--from-kb", str(team.root)).exit_code == 0
+    copy = kb.root / "kb" / "gap" / f"{gap.id}.md"
+    copy.write_text(copy.read_text() + "\nMy own lead.\n")
+    team.edit(gap.id, values={"question": "Does it, at 128k?"})
+    count = commit_count(kb.root)
+    refused(run(kb.root, "import", "--from-kb", str(team.root)), gap.id, "uncommitted")
+    assert "My own lead." in copy.read_text() and commit_count(kb.root) == count
+
+
 # --- 6. kb.toml keeps this knowledge base's identity; run logs never travel -------------------------------
 
 

@@ -182,6 +182,7 @@ class Exchange(KnowledgeBaseCore):
             others.update(self._skill_writes(stream))
             others.update(self._config_write(stream, source.name))
             writes.update(others)
+            self.store.refuse_uncommitted(writes, source.name)
             commit = None
             if writes:
                 subject = f"kb import {source.name}: {counts[0]} added, {counts[1]} updated"

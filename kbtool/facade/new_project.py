@@ -134,6 +134,7 @@ def import_from_kb(
                     files += len(runs)
             if clashes:
                 raise CarryConflict(clashes, "here", f"in {recorded}", f"kb import --from-kb {location}")
+            target.store.refuse_uncommitted(writes, f"kb import --from-kb {location}")
             sha = None
             if writes:
                 carried = f", {files} file(s) their gates run" if files else ""

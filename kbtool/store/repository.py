@@ -36,7 +36,7 @@ from pathlib import Path
 import git
 from filelock import FileLock, Timeout
 
-from kbtool.model.errors import AmbiguousId, KbError, OutsidePath, ReadOnly
+from kbtool.model.errors import AmbiguousId, Conflict, KbError, OutsidePath, ReadOnly
 from kbtool.model.vocabulary import CONFIG_FILE, STATE_DIR
 from kbtool.store.atomic_files import missing_dirs, remove_temp_files, replace_file
 from kbtool.store.commits import commit_message
@@ -342,6 +342,28 @@ class Store:
 
             self.journaled(files, write_files, commit)
             return self.repo.head.commit.hexsha
+
+    def uncommitted(self, rels: Iterable[str]) -> list[str]:
+        """Those of rels whose file here is not as HEAD holds it: edited, staged, deleted, or never committed."""
+        wanted = set(rels)
+        if not wanted:
+            return []
+        out = self.repo.git.status("--porcelain", "-z", "--no-renames", "--untracked-files=all")
+        return sorted(entry[3:] for entry in out.split("\0") if entry[3:] in wanted)
+
+    def refuse_uncommitted(self, rels: Iterable[str], origin: str) -> None:
+        """Conflict, naming the first, when a write from elsewhere (an import) would replace a file of rels that
+        holds changes no commit has: git could not give them back."""
+        dirty = self.uncommitted(rels)
+        if not dirty:
+            return
+        rel = dirty[0]
+        parts = rel.split("/")
+        what = f"card {parts[-1].removesuffix('.md')!r} ({rel})" if parts[0] == CARDS_DIR and len(parts) == 3 else rel
+        raise Conflict(
+            f"{origin}: {what} holds uncommitted changes here, which this would overwrite; commit them (git add "
+            f"{rel}; git commit) or set them aside, then try again; nothing written"
+        )
 
     def journaled(self, rels: Iterable[str], prepare: Callable[[], None], land: Callable[[], None]) -> None:
         """A change to the files at rels that moves HEAD: prepare() gets it ready (writes files), land() makes
