@@ -369,9 +369,11 @@ UTF16_SECRET = f"aws_access_key_id = {ACCESS_KEY}\n".encode("utf-16")
     "files",
     [
         {"skills/measure-tpot/notes.txt": UTF16_SECRET},
+        {"skills/measure-tpot/notes.txt": f"key = {ACCESS_KEY}\n".encode("utf-16-le")},  # no byte-order mark
+        {"skills/measure-tpot/notes.txt": f"key = {ACCESS_KEY}\n".encode("utf-32")},
         {f"skills/measure-tpot/{ACCESS_KEY}.txt": b"nothing here\n"},
     ],
-    ids=["utf-16 text", "a file name"],
+    ids=["utf-16 text", "utf-16 without its mark", "utf-32 text", "a file name"],
 )
 def test_a_key_in_utf16_text_or_in_a_file_name_is_refused_by_import(files, kb, tmp_path):
     records = skill_records({"skills/measure-tpot/SKILL.md": SKILL_OK.encode(), **files})
