@@ -129,6 +129,14 @@ def test_a_jsonl_skill_over_the_skill_limit_is_refused_before_it_is_read(kb, tmp
     assert run(kb.root, "import", str(stream_file(tmp_path, skill_records(small), "ok.jsonl"))).exit_code == 0
 
 
+def test_a_30_mb_skill_file_is_refused_at_the_default_limit(kb, tmp_path):
+    data = bytes(30 << 20)  # over the default skill_bytes (20 MiB), under import_bytes
+    records = skill_records({"skills/measure-tpot/SKILL.md": SKILL_OK.encode(), "skills/measure-tpot/w.bin": data})
+    before = tree_state(kb.root)
+    refused(run(kb.root, "import", str(stream_file(tmp_path, records))), "skills/measure-tpot", "skill_bytes")
+    assert tree_state(kb.root) == before
+
+
 def unsafe_skill_by_hand(root: Path) -> None:
     """An unsafe skill committed with git itself, past every kb check: as an old kb or a hand commit left it."""
     (root / "skills" / "setup-env").mkdir(parents=True)
@@ -255,6 +263,15 @@ def test_a_gate_lock_never_covers_git_and_no_copy_writes_there(tmp_path):
     assert not (project.root / "gates" / "g" / ".git").exists()
     exported = run(team.root, "export").stdout
     assert ".git/" not in exported
+
+
+def test_no_write_lands_in_git_s_folder_even_through_a_link(kb, tmp_path):
+    """gates/ here a link to .git/hooks (inside the knowledge base, so no link out): a gate's file arriving
+    there would be a hook git runs on the next commit."""
+    (kb.root / "gates").symlink_to(kb.root / ".git" / "hooks")
+    records = forged_gate('sh "$KB_ROOT/gates/g/run.sh"', {"gates/g/run.sh": b"echo 1\n"})
+    refused(run(kb.root, "import", str(stream_file(tmp_path, records))), "gates/g/run.sh", ".git")
+    assert not (kb.root / ".git" / "hooks" / "g").exists()
 
 
 # --- 3. an import never overwrites an uncommitted edit ----------------------------------------------------
