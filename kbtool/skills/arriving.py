@@ -6,7 +6,8 @@ no --trust here: a skill a person has read and trusts comes in by `kb skill impo
 
 A skill is judged whole, as it would be once the files land (the files already here with those arriving), so
 an unsafe script cannot come in beside a SKILL.md that was clean on its own; the size is measured before
-anything is read for the scan."""
+anything is read for the scan. A finding the skill here already has (a person imported it with --trust) is
+not the arrival's: kb lint names it (skill-unsafe), and a change elsewhere in the skill still lands."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import git
 
 from kbtool.skills.registry import folder_files, size_refusal
-from kbtool.skills.scan import refusal, scan_files
+from kbtool.skills.scan import ScanFinding, refusal, scan_files
 from kbtool.store.files import link_out
 from kbtool.store.incoming import changes
 from kbtool.store.repository import SKILLS_DIR
@@ -24,13 +25,20 @@ from kbtool.store.repository import SKILLS_DIR
 HINT = "a skill the scan refuses comes in only by `kb skill import --trust`, once a person read it (`kb skill scan`)"
 
 
-def skill_refusal(name: str, files: Mapping[str, bytes], limit: int) -> str | None:
-    """Why the skill `name`, whose folder would hold files (by path inside it), may not come in; None when it may."""
+def skill_refusal(name: str, files: Mapping[str, bytes], limit: int, here: Mapping[str, bytes]) -> str | None:
+    """Why the skill `name`, whose folder would hold files (by path inside it) where it now holds here, may not
+    come in; None when it may."""
     where = f"{SKILLS_DIR}/{name}"
     too_big = size_refusal(sum(len(data) for data in files.values()), limit)
     if too_big:
         return f"{where}: {too_big}"
-    return refusal(where, scan_files(dict(files)), HINT)
+    known = {_key(f) for f in scan_files(dict(here))} if here else set()
+    return refusal(where, [f for f in scan_files(dict(files)) if _key(f) not in known], HINT)
+
+
+def _key(finding: ScanFinding) -> tuple[str, str, str]:
+    """A finding apart from its line, which an edit above it moves."""
+    return finding.path, finding.rule, finding.message
 
 
 def by_skill(paths: Iterable[str]) -> dict[str, list[str]]:
@@ -51,7 +59,7 @@ def stream_refusals(root: Path, arriving: Mapping[str, bytes], limit: int) -> li
         folder = root / SKILLS_DIR / name
         here = folder_files(folder) if folder.is_dir() and link_out(root, folder) is None else {}
         files = {**here, **{rel.split("/", 2)[2]: arriving[rel] for rel in rels}}
-        why = skill_refusal(name, files, limit)
+        why = skill_refusal(name, files, limit, here)
         if why:
             found.append(why)
     return found
@@ -63,20 +71,29 @@ def commit_refusals(repo: git.Repo, old: str, new: str, limit: int) -> list[str]
     touched = by_skill(c.path for c in changes(repo, old, new) if c.status != "D")
     found = []
     for name in sorted(touched):
-        prefix = f"{SKILLS_DIR}/{name}/"
-        listing = repo.git.ls_tree("-r", "-l", "-z", new, "--", prefix).split("\0")
-        entries = []  # (path inside the folder, blob, size)
-        for row in filter(None, listing):
-            meta, path = row.split("\t", 1)
-            _mode, kind, blob, size = meta.split()
-            if kind == "blob":
-                entries.append((path.removeprefix(prefix), blob, int(size) if size.isdigit() else 0))
+        entries = _tree(repo, new, name)
         too_big = size_refusal(sum(size for _, _, size in entries), limit)
         if too_big:
-            found.append(f"{prefix.rstrip('/')}: {too_big}")
+            found.append(f"{SKILLS_DIR}/{name}: {too_big}")
             continue
-        files = {path: repo.git.get_object_data(blob)[3] for path, blob, _ in entries}
-        why = skill_refusal(name, files, limit)
+        files, here = _read(repo, entries), _read(repo, _tree(repo, old, name))
+        why = skill_refusal(name, files, limit, here)
         if why:
             found.append(why)
     return found
+
+
+def _tree(repo: git.Repo, commit: str, name: str) -> list[tuple[str, str, int]]:
+    """(path inside the folder, blob, size) of each file of skills/NAME/ at commit, from git's tree."""
+    prefix = f"{SKILLS_DIR}/{name}/"
+    entries = []
+    for row in filter(None, repo.git.ls_tree("-r", "-l", "-z", commit, "--", prefix).split("\0")):
+        meta, path = row.split("\t", 1)
+        _mode, kind, blob, size = meta.split()
+        if kind == "blob":
+            entries.append((path.removeprefix(prefix), blob, int(size) if size.isdigit() else 0))
+    return entries
+
+
+def _read(repo: git.Repo, entries: list[tuple[str, str, int]]) -> dict[str, bytes]:
+    return {path: repo.git.get_object_data(blob)[3] for path, blob, _ in entries}
