@@ -256,17 +256,34 @@ def team_with_gate(tmp_path: Path, script: str, extra: dict[str, str] | None = N
     return team
 
 
-def test_import_from_kb_and_new_project_bring_no_file_outside_gates(tmp_path):
-    team = team_with_gate(tmp_path, ".claude/hooks/check.sh")
+@pytest.mark.parametrize("script", [".claude/hooks/check.sh", "skills/helper/run.sh"])
+def test_import_from_kb_and_new_project_bring_no_file_outside_gates(script, tmp_path):
+    team = team_with_gate(tmp_path, script)  # locked there: the lock covers it
     project = kbtool.init(tmp_path / "project", name="project")
     before = tree_state(project.root)
-    refused(run(project.root, "import", "--from-kb", str(team.root)), ".claude/hooks/check.sh")
+    refused(run(project.root, "import", "--from-kb", str(team.root)), script)
     assert tree_state(project.root) == before
     made = CliRunner().invoke(
         app, ["new-project", "p", "--from", str(team.root), "--for", "hardware=H100", "--dir", str(tmp_path / "p")]
     )
-    refused(made, ".claude/hooks/check.sh")
+    refused(made, script)
     assert not (tmp_path / "p").exists()
+
+
+def test_an_unlocked_gates_files_stay_in_its_origin(tmp_path):
+    team = kbtool.init(tmp_path / "team", name="team")
+    (team.root / "gates" / "g").mkdir(parents=True)
+    (team.root / "gates" / "g" / "check.sh").write_text("echo '{\"m\": 0.5}'\n")
+    git(team.root, "add", "gates")
+    git(team.root, "commit", "-qm", "a script")
+    check = {"command": 'sh "$KB_ROOT/gates/g/check.sh"', "metric": "m", "op": "<=", "threshold": 1}
+    gate = team.add("gate", "m stays low", status="draft", values={"check": check}).id  # never locked
+    project = kbtool.init(tmp_path / "project", name="project")
+    copied = run(project.root, "import", "--from-kb", str(team.root))
+    assert copied.exit_code == 0 and "not locked there" in copied.stderr, copied.output
+    assert (project.root / "kb" / "gate" / f"{gate}.md").is_file() and not (project.root / "gates").exists()
+    exported = run(team.root, "export")
+    assert '"type": "file"' not in exported.stdout and "it is not locked" in exported.stderr, exported.output
 
 
 def test_a_gate_lock_never_covers_git_and_no_copy_writes_there(tmp_path):
