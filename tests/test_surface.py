@@ -53,7 +53,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"daemons", "incoming", "lock_history", "repository", "sources"},
         {"history", "sync", "importer", "exchange", "carry"},
     ],
-    "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry"}, {"install"}],
+    "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry", "arriving"}, {"install"}],
     "agents": [{"targets", "config_files"}, {"hooks"}, {"setup"}],
     "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
     "search": [

@@ -351,21 +351,23 @@ def duplicates(cards: list[StoredCard], vectors: dict[str, np.ndarray], threshol
 
 
 def skill_problems(store: Store, vectors: dict[str, np.ndarray], threshold: float) -> list[Problem]:
-    """Specification violations (errors) and discoverability warnings of every skill in skills/, and the
-    links there that lead out of the knowledge base (errors: no read follows them)."""
+    """Specification violations (errors) and discoverability warnings of every skill in skills/, the links there
+    that lead out of the knowledge base (errors: no read follows them), and what the security scan refuses."""
     from kbtool.skills.spec import InvalidSkill, discoverability, load_skill, skill_folders
 
     out: list[Problem] = []
     loaded = []
     relative = store.relative
     links: list[LinkOut] = []
-    for folder in skill_folders(store.root / SKILLS_DIR, store.root, links.append):
+    folders = skill_folders(store.root / SKILLS_DIR, store.root, links.append)
+    for folder in folders:
         rel = relative(folder / "SKILL.md")
         try:
             loaded.append((rel, load_skill(folder, rel)))
         except InvalidSkill as exc:
             out += [Problem(rel, "skill-invalid", violation, folder.name) for violation in exc.violations]
     out += [link_problem(store, found) for found in links]
+    out += unsafe_skills(store, folders)
     for rel, skill in loaded:
         out += [Problem(rel, code, message, skill.name, "warning") for code, message in discoverability(skill)]
     named = [(rel, s) for rel, s in loaded if s.name in vectors]
@@ -382,6 +384,24 @@ def skill_problems(store: Store, vectors: dict[str, np.ndarray], threshold: floa
             )
         )
     return out
+
+
+def unsafe_skills(store: Store, folders: list[Path]) -> list[Problem]:
+    """The high-severity findings of the security scan in each skill here (errors): a skill that came in past
+    it (a hand commit, an older kb, --trust) is named, as `kb skill import` would have refused it."""
+    from kbtool.skills.scan import at_least, scan_skill
+
+    return [
+        Problem(
+            store.relative(folder / found.path),
+            "skill-unsafe",
+            f"{found.rule}{f' at line {found.line}' if found.line else ''}: {found.message}; `kb skill import` "
+            "refuses it: read it, then remove what it does or the skill",
+            folder.name,
+        )
+        for folder in folders
+        for found in at_least(scan_skill(folder), "high")
+    ]
 
 
 # --- a new finding among the existing ones --------------------------------------------

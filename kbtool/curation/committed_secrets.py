@@ -1,4 +1,5 @@
-"""`kb lint`'s secrets check: credentials already committed, anywhere in the tree and in any commit message.
+"""`kb lint`'s secrets check: credentials already committed, anywhere in the tree (in a file, or as its name) and
+in any commit message.
 
 Writes are checked as they happen (kbtool/store/secrets.py); this finds what got in before, or by hand:
 every tracked file (cards, skills, runs/, kb.toml, notes, ...) and the cards and skills on disk not yet
@@ -33,8 +34,12 @@ def committed_secrets(store: Store, ignore: list[str]) -> list[Problem]:
     only rewriting history removes that, so it is said, not failed on forever."""
     cache = _load(store.state_dir / CACHE_FILE)
     found: dict[str, list[list[int | str]]] = {}
-    problems = []
-    for rel in _files(store, ignore):
+    files = _files(store, ignore)
+    problems = [  # a key saved as a file's name travels as surely as one inside it
+        Problem(rel, "secret", f"its name looks like a credential ({_kinds(named)}); {REMEDY}", _owner(rel))
+        for rel, named in secrets.secrets_in_names(files).items()
+    ]
+    for rel in files:
         path = store.root / rel
         if path.is_symlink() or not path.is_file():  # a link is not followed: it can point anywhere
             continue
@@ -66,6 +71,10 @@ def committed_secrets(store: Store, ignore: list[str]) -> list[Problem]:
         )
         for sha, line, kind in messages
     ]
+
+
+def _kinds(found: list[secrets.Secret]) -> str:
+    return ", ".join(dict.fromkeys(s.kind for s in found))
 
 
 def _files(store: Store, ignore: list[str]) -> list[str]:

@@ -38,12 +38,15 @@ __all__ = [
     "gate_hash",
     "lock_entry",
     "lock_history",
+    "arrival_refusal",
     "named_files",
     "parse_lock",
     "render_lock",
 ]
 
 CACHE_FOLDER = "__pycache__"
+GATES_DIR = "gates"  # where a gate's scripts live: the only folder a gate's files arrive in from elsewhere
+GIT_DIR = ".git"
 # folders of the knowledge base a lock cannot cover whole: kb writes there (cards, run logs, derived state)
 KB_FOLDERS = {"kb": "where the cards live", "runs": "where gate runs are logged", ".kb": "kb's derived state"}
 KB_FOLDERS |= {".git": "git's own folder", "skills": "where the skills live"}
@@ -100,6 +103,8 @@ def named_files(gate: Gate, root: Path) -> NamedFiles:
         found.folders.append(folder.relative_to(root).as_posix())
         for file in sorted(folder.rglob("*")):
             rel = file.relative_to(root).as_posix()
+            if _of_git(file, root):
+                continue  # a repository inside the folder: git's own files change under it and run as its hooks
             if file.is_symlink() and leads_out(root, file):
                 found.outside.append(rel)
                 found.links[rel] = os.readlink(file)
@@ -133,10 +138,35 @@ def _folder_of(written: str, root: Path, found: NamedFiles) -> Path | None:
     return folder
 
 
+def _of_git(path: Path, root: Path) -> bool:
+    """Whether path is in a .git folder (of the knowledge base, or of a repository inside it), as written or
+    where a symbolic link inside the knowledge base leads."""
+    parts = path.relative_to(root).parts
+    if path.is_symlink():
+        resolved = path.resolve()
+        parts += resolved.relative_to(root).parts if resolved.is_relative_to(root) else ()
+    return any(part.lower() == GIT_DIR for part in parts)
+
+
+def arrival_refusal(rel: str) -> str | None:
+    """Why a gate's file may not arrive from another knowledge base (an import's file record, a copy by import
+    --from-kb or new-project), or None: only a file under gates/, and no hidden file or folder on its way, which
+    a tool may run on its own (git's hooks, direnv's .envrc, an agent's settings)."""
+    parts = rel.split("/")
+    if parts[0] != GATES_DIR or len(parts) < 2:
+        return f"only the files a locked gate runs under {GATES_DIR}/ arrive with it"
+    hidden = next((part for part in parts if part.startswith(".")), None)
+    if hidden is not None:
+        return f"{hidden} is hidden, and a tool may run a hidden file on its own; none arrives with a gate"
+    return None
+
+
 def too_wide(folder: str) -> str | None:
     """Why a folder cannot be a gate's (its lock would cover the whole knowledge base, or files kb writes)."""
     if folder in ("", "."):
         return "at the knowledge base's root: its folder is the whole knowledge base"
+    if any(part.lower() == GIT_DIR for part in folder.split("/")):
+        return f"in {GIT_DIR}/, {KB_FOLDERS[GIT_DIR]}"
     top = folder.split("/", 1)[0]
     if top in KB_FOLDERS and (top != "skills" or folder == "skills"):
         return f"in {top}/, {KB_FOLDERS[top]}"

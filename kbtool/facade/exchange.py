@@ -1,6 +1,8 @@
 """A whole knowledge base as JSON Lines, out and back in (the format: kbtool.store.exchange): its cards, each
-gate's lock with the files its command runs and its run log, its skills and kb.toml. An import is one
-commit; it never replaces a locked gate, its lock, or a file here that differs from the export's."""
+locked gate's lock with the files its command runs, its skills and kb.toml. An import is one commit; it never
+replaces a locked gate, its lock, a file here that differs from the export's or holds uncommitted changes, nor
+this knowledge base's identity ([kb] in kb.toml). A gate's run log never travels: a pass is kb's to compute
+where it is judged (a line of another machine's log, or a forged one, would be trusted as one)."""
 
 from __future__ import annotations
 
@@ -35,14 +37,9 @@ def _sha(data: bytes) -> str:
 
 def _said(written: Iterable[str]) -> str:
     """What an import wrote besides cards, in a few words however many skill files it holds."""
-    from kbtool.curation.gate_runs import GATE_RUNS_DIR
-
     rels = list(written)
     parts = [p for p in (LOCK_FILE, CONFIG_FILE) if p in rels]
-    counts = {
-        "skill file(s)": sum(r.startswith(f"{SKILLS_DIR}/") for r in rels),
-        "gate run log(s)": sum(r.startswith(f"{GATE_RUNS_DIR}/") for r in rels),
-    }
+    counts = {"skill file(s)": sum(r.startswith(f"{SKILLS_DIR}/") for r in rels)}
     counts["file(s) gates run"] = len(rels) - len(parts) - sum(counts.values())
     return ", ".join(parts + [f"{n} {what}" for what, n in counts.items() if n])
 
@@ -87,35 +84,45 @@ class Exchange(KnowledgeBaseCore):
         return [header_line(self.config.kb.name, left), *lines]
 
     def _gate_lines(self, gates: list[StoredCard], left: list[str]) -> list[str]:
-        """Each gate's lock (a lock kb.lock no longer holds still binds: carried as one), the files its
-        command runs and its run log. A locked gate whose files changed since is refused: its lock could
-        not be checked where it lands."""
-        from kbtool.curation.gate_lock import file_problems, named_files
-        from kbtool.curation.gate_runs import gate_run_log
-        from kbtool.store.exchange import file_line, lock_line, runs_line
+        """Each locked gate's lock (a lock kb.lock no longer holds still binds: carried as one) with the files
+        its command runs. A locked gate whose files changed since is refused: its lock could not be checked
+        where it lands. An unlocked gate's files, a lock covering a file no import takes
+        (kbtool.curation.gate_lock.arrival_refusal) and the gates' run logs stay here, said."""
+        from kbtool.curation.gate_lock import arrival_refusal, file_problems, named_files
+        from kbtool.curation.gate_runs import GATE_RUNS_DIR, gate_run_log
+        from kbtool.store.exchange import file_line, lock_line
 
         locks = self.gate_locks()
         locks.update({gate_id: lock for gate_id, (_, lock) in self.dropped_locks().items()})
         lines: list[str] = []
+        logs = 0
         for stored in gates:
             gate, lock = gate_of(stored), locks.get(stored.id)
-            if lock is not None:
+            logs += (self.root / gate_run_log(stored.id)).is_file()
+            named = named_files(gate, self.root)
+            left += [f"gate {stored.id!r} runs {named.outside_why(p)}" for p in named.outside]
+            left += [f"gate {stored.id!r} runs $KB_ROOT/{p}, which is missing" for p in named.missing]
+            refused = [(p, why) for p in sorted(lock.files if lock else ()) if (why := arrival_refusal(p))]
+            if lock is None and named.hashes:
+                left.append(
+                    f"the files gate {stored.id!r} runs ({', '.join(sorted(named.hashes))}): it is not locked, and an "
+                    f"import takes only a locked gate's files (kb gate lock {stored.id})"
+                )
+            elif refused:
+                left.append(f"the lock and files of gate {stored.id!r}: it runs {refused[0][0]} ({refused[0][1]})")
+            elif lock is not None:
                 problems = file_problems(gate, lock, self.root)
                 if problems:
                     raise BadInput(f"{problems[0][1]}; nothing exported")
                 lines.append(lock_line(stored.id, lock.sha256, lock.files))
-            named = named_files(gate, self.root)
-            left += [f"gate {stored.id!r} runs {named.outside_why(p)}" for p in named.outside]
-            left += [f"gate {stored.id!r} runs $KB_ROOT/{p}, which is missing" for p in named.missing]
-            lines += [file_line("file", p, (self.root / p).read_bytes()) for p in sorted(named.hashes)]
-            log = self.root / gate_run_log(stored.id)
-            if log.is_file():
-                lines.append(runs_line(stored.id, log.read_text(encoding="utf-8")))
+                lines += [file_line("file", p, (self.root / p).read_bytes()) for p in sorted(lock.files)]
+        if logs:
+            left.append(f"{logs} gate run log(s) ({GATE_RUNS_DIR}/): a pass is judged where a gate runs, not carried")
         return lines
 
     def _whole_kb_lines(self, left: list[str]) -> list[str]:
         """Every skill file git tracks (as bytes: text, or base64) and kb.toml; the tracked files no record
-        carries are said, not silently dropped."""
+        carries are said, not silently dropped (the gates' run logs by _gate_lines)."""
         from kbtool.curation.gate_runs import GATE_RUNS_DIR
         from kbtool.store.exchange import config_line, file_line, without_folder_sources
 
@@ -125,6 +132,8 @@ class Exchange(KnowledgeBaseCore):
             if rel.startswith(f"{SKILLS_DIR}/") and rel.count("/") >= 2:
                 if (self.root / rel).is_symlink():
                     left.append(f"{rel}: a symbolic link")
+                elif any(part.startswith(".") for part in rel.split("/")):
+                    left.append(f"{rel}: hidden, and kb skill import takes no hidden file")
                 elif (self.root / rel).is_file():
                     lines.append(file_line("skill-file", rel, (self.root / rel).read_bytes()))
         config, dropped = without_folder_sources((self.root / CONFIG_FILE).read_text(encoding="utf-8"))
@@ -146,16 +155,17 @@ class Exchange(KnowledgeBaseCore):
         return lines
 
     def _files_gates_run(self) -> set[str]:
-        """The files gates' locks cover (every file under the folder of what a command runs): carried with
-        their gates."""
+        """The files gates' locks cover (every file under the folder of what a command runs): carried with their
+        gates, or said with them (kbtool.facade.exchange._gate_lines)."""
         from kbtool.curation.gate_lock import named_files
 
         return {p for s in self.list(kind="gate") for p in named_files(gate_of(s), self.root).hashes}
 
     def import_cards(self, path: str | os.PathLike[str]) -> ImportSummary:
         """A JSON Lines export, in one commit: cards added or updated (never a locked gate), the gates'
-        locks, files and run logs, the skills' files, and kb.toml when this knowledge base's is still as
-        `kb init` wrote it; anything bad in the file refuses the whole of it."""
+        locks and files, the skills' files, and kb.toml's settings when this knowledge base's is still as
+        `kb init` wrote it (its identity, [kb], kept); anything bad in the file refuses the whole of it. Run
+        logs (of an older export) are left out, said."""
         from kbtool.store.exchange import read_stream
 
         source = Path(path)
@@ -171,12 +181,18 @@ class Exchange(KnowledgeBaseCore):
             others.update(self._skill_writes(stream))
             others.update(self._config_write(stream, source.name))
             writes.update(others)
+            self.store.refuse_uncommitted(writes, source.name)
             commit = None
             if writes:
                 subject = f"kb import {source.name}: {counts[0]} added, {counts[1]} updated"
                 commit = self.store.write(writes, commit_message(subject, "import"))
         if others:
             self.note(f"also written: {_said(others)}")
+        if stream.runs:
+            self.note(
+                f"left out: {len(stream.runs)} gate run log(s) of {source.name}: a gate's pass is judged here, "
+                "never taken from elsewhere"
+            )
         if writes:
             self._refresh_lexical()
         return ImportSummary(
@@ -184,8 +200,11 @@ class Exchange(KnowledgeBaseCore):
         )
 
     def _check_stream(self, stream: Stream, origin: str) -> None:
-        """Each lock against its gate and its files, each file against the gates that run it, and kb.toml."""
-        from kbtool.curation.gate_lock import gate_hash
+        """Each lock against its gate and its files, each file against the locks, the skills, and kb.toml. A
+        file arrives only as a locked gate's (the lock that comes with it lists it, with its hash, and the
+        gate's command runs it), under gates/, never hidden: anything else (an agent's settings, a CI
+        workflow, a raw card, a run log, git's hooks, an unlocked gate's script) refuses the import."""
+        from kbtool.curation.gate_lock import arrival_refusal, gate_hash
         from kbtool.store.config import parse_config
 
         gates = {card.id: (card, body) for card, body in stream.cards if isinstance(card, Gate)}
@@ -193,16 +212,21 @@ class Exchange(KnowledgeBaseCore):
             card, body = gates[gate_id]
             if gate_hash(card, body) != sha:
                 raise BadInput(f"{origin}: the lock of gate {gate_id!r} does not match the gate in the export")
+            runs = _stream_folders(card, self.root, set(stream.files))
             for rel, locked in files.items():
+                why = arrival_refusal(rel)
+                if why is None and not any(rel.startswith(f"{folder}/") for folder in runs):
+                    why = f"the lock of gate {gate_id!r} lists it, but its command does not run it"
+                if why is not None:
+                    raise BadInput(f"{origin}: {rel}: {why}; nothing written")
                 if rel not in stream.files or _sha(stream.files[rel]) != locked:
                     raise BadInput(f"{origin}: {rel}, which locked gate {gate_id!r} runs, is missing or changed")
-        # a locked gate brings the files its lock covers; an unlocked one, those in the folders it runs from
         carried = {rel for _, files in stream.locks.values() for rel in files}
-        unlocked = [card for gate_id, (card, _) in gates.items() if gate_id not in stream.locks]
-        folders = {f for card in unlocked for f in _stream_folders(card, self.root, set(stream.files))}
         for rel in stream.files:
-            if rel not in carried and not any(rel.startswith(folder + "/") for folder in folders):
-                raise BadInput(f"{origin}: {rel} is not a file a gate of the export runs ($KB_ROOT/PATH)")
+            if rel not in carried:
+                why = arrival_refusal(rel) or "not a file a locked gate of the export runs ($KB_ROOT/PATH)"
+                raise BadInput(f"{origin}: {rel}: {why}; nothing written")
+        _refuse_skills(stream, self.root, self.config.limits.skill_bytes, origin)
         if stream.config is not None:
             try:
                 parse_config(stream.config)
@@ -230,10 +254,8 @@ class Exchange(KnowledgeBaseCore):
         return writes, (added, updated, unchanged)
 
     def _gate_writes(self, stream: Stream, origin: str) -> dict[str, str | bytes | None]:
-        """kb.lock with the export's locks added, the files the gates run, and the run logs (lines this
-        knowledge base's log lacks appended, as sync does)."""
+        """kb.lock with the export's locks added, and the files the gates run."""
         from kbtool.curation.gate_lock import GateLock, render_lock
-        from kbtool.curation.gate_runs import gate_run_log
 
         writes: dict[str, str | bytes | None] = {}
         here = self.gate_locks()
@@ -252,13 +274,6 @@ class Exchange(KnowledgeBaseCore):
                 raise Conflict(f"{rel}: here already, and not the file the export's gate runs; nothing written")
             if not file.exists():
                 writes[rel] = data
-        for gate_id, text in stream.runs.items():
-            log = self.store.inside(gate_run_log(gate_id))
-            mine = log.read_text(encoding="utf-8") if log.is_file() else ""
-            kept = set(mine.splitlines(keepends=True))
-            new = [line for line in text.splitlines(keepends=True) if line not in kept]
-            if new:
-                writes[gate_run_log(gate_id)] = (mine + "".join(new)).encode("utf-8")
         return writes
 
     def _skill_writes(self, stream: Stream) -> dict[str, str | bytes | None]:
@@ -270,15 +285,34 @@ class Exchange(KnowledgeBaseCore):
         return writes
 
     def _config_write(self, stream: Stream, origin: str) -> dict[str, str | bytes | None]:
-        """The export's kb.toml, when this one is still as `kb init` wrote it (one commit of it): one edited
-        here is this knowledge base's own settings, kept, and that is said."""
+        """The export's kb.toml settings under this knowledge base's own identity ([kb]: its name and id, which
+        copies, sources and teammates' clones know it by), when this one is still as `kb init` wrote it (one
+        commit of it, nothing changed since): one edited here, committed or not, is this knowledge base's own
+        settings, kept, and that is said."""
+        from kbtool.store.exchange import with_identity_of
+
         mine = (self.root / CONFIG_FILE).read_text(encoding="utf-8")
         if stream.config is None or stream.config == mine:
             return {}
-        if len(self.store.history(CONFIG_FILE)) > 1:
-            self.note(f"kb.toml: this knowledge base's own is kept; {origin} holds another")
+        kept = f"kb.toml: this knowledge base's own is kept; {origin} holds another"
+        if self.store.uncommitted([CONFIG_FILE]) or len(self.store.history(CONFIG_FILE)) > 1:
+            self.note(kept)
             return {}
-        return {CONFIG_FILE: stream.config}
+        theirs = with_identity_of(stream.config, mine)
+        if theirs is None:
+            self.note(f"{kept} (its [kb] table could not be set apart from its settings)")
+            return {}
+        return {} if theirs == mine else {CONFIG_FILE: theirs}
+
+
+def _refuse_skills(stream: Stream, root: Path, limit: int, origin: str) -> None:
+    """A skill the export brings is held to `kb skill import`'s size limit and security scan, whole."""
+    from kbtool.skills.arriving import stream_refusals
+
+    refused = stream_refusals(root, stream.skill_files, limit)
+    if refused:
+        more = f" (and {len(refused) - 1} more skill(s))" if len(refused) > 1 else ""
+        raise BadInput(f"{origin}: {refused[0]}{more}; nothing written")
 
 
 def _stream_folders(gate: Gate, root: Path, files: set[str]) -> list[str]:

@@ -77,6 +77,7 @@ class Imports(KnowledgeBaseCore):
                 ):
                     writes[stored.path] = markdown.render(card.model_copy(update={"status": "retired"}), stored.body)
                     retired += 1
+            self.store.refuse_uncommitted(writes, f"kb import {path}")
             commit = None
             if writes:
                 subject = f"kb import {collection}: {added} added, {updated} updated, {retired} retired"

@@ -134,6 +134,7 @@ def import_from_kb(
                     files += len(runs)
             if clashes:
                 raise CarryConflict(clashes, "here", f"in {recorded}", f"kb import --from-kb {location}")
+            target.store.refuse_uncommitted(writes, f"kb import --from-kb {location}")
             sha = None
             if writes:
                 carried = f", {files} file(s) their gates run" if files else ""
@@ -158,22 +159,34 @@ def _chosen(
 
 def _files_a_gate_runs(origin: KnowledgeBase, target: KnowledgeBase, gate: Gate, recorded: str) -> dict[str, bytes]:
     """The files of the origin a copied gate's command runs, to write at the same paths here (those here
-    already, the same, left as they are). Refused when one is missing there, or no longer what the
-    origin's kb.lock holds (its gate would not run there either), or here with other content."""
-    from kbtool.curation.gate_lock import file_problems, named_files
+    already, the same, left as they are): only a gate the origin's kb.lock locks brings them, each one its
+    lock covers, under gates/ and none hidden (kbtool.curation.gate_lock.arrival_refusal). Refused when one
+    is missing there, or no longer what the origin's kb.lock holds (its gate would not run there either), or
+    here with other content, or outside what may arrive. An unlocked gate's files stay there, said."""
+    from kbtool.curation.gate_lock import arrival_refusal, file_problems, named_files
 
     named = named_files(gate, origin.root)
+    lock = origin.gate_locks().get(gate.id)
+    if lock is None:
+        if named.hashes:
+            target.note(
+                f"{recorded}: gate {gate.id!r} is not locked there, so the file(s) it runs ({', '.join(named.hashes)}) "
+                "were not copied: only a locked gate's files arrive"
+            )
+        return {}
     absent = named.outside + named.missing
     if absent:
         raise BadInput(
             f"{recorded}: gate {gate.id!r} runs $KB_ROOT/{absent[0]}, which that knowledge base does not hold"
         )
-    lock = origin.gate_locks().get(gate.id)
-    changed = file_problems(gate, lock, origin.root) if lock is not None else []
+    changed = file_problems(gate, lock, origin.root)
     if changed:
         raise Conflict(f"{recorded}: {changed[0][1]}; nothing was copied")
+    refused = next(((rel, why) for rel in sorted(lock.files) if (why := arrival_refusal(rel))), None)
+    if refused is not None:
+        raise BadInput(f"{recorded}: {refused[0]}, which gate {gate.id!r} runs: {refused[1]}; nothing written")
     out: dict[str, bytes] = {}
-    for rel in named.hashes:
+    for rel in lock.files:
         source, here = origin.root / rel, target.root / rel
         data = source.read_bytes()
         if here.exists() and here.read_bytes() == data:

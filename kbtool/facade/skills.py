@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import Environment
 from kbtool.model.contracts import RejectedSkill, SkillBrief, SkillImport, SkillList, page_of
-from kbtool.model.errors import Conflict, InvalidField, KbError
+from kbtool.model.errors import BadInput, Conflict, InvalidField, KbError
 from kbtool.model.fields import parse_filters
 from kbtool.store.commits import commit_message
 
@@ -72,10 +72,15 @@ class Skills(KnowledgeBaseCore):
             rejected=[RejectedSkill(path=r.path, violations=r.violations) for r in rejected],
         )
 
-    def export_skills(self, names: Iterable[str], to: str | os.PathLike[str]) -> builtins.list[Path]:
-        """Copy skills to to/<name>/ (e.g. .claude/skills), replacing earlier exports of them."""
+    def export_skills(
+        self, names: Iterable[str], to: str | os.PathLike[str], trust: bool = False
+    ) -> builtins.list[Path]:
+        """Copy skills to to/<name>/ (e.g. .claude/skills), replacing earlier exports of them. A skill the
+        security scan finds high-severity issues in is refused unless trust: whatever way it came into
+        skills/, an agent would load it from there."""
         from kbtool.skills.bundled import KB_SKILL, kb_skill_folder
         from kbtool.skills.registry import export
+        from kbtool.skills.scan import refusal, scan_skill
 
         folders = []
         for name in names:  # every name checked before anything is copied
@@ -84,6 +89,11 @@ class Skills(KnowledgeBaseCore):
             else:
                 found = self.skill(name)
                 folders.append((self.root / found.path, found.name))
+        hint = "read every finding with `kb skill scan`; --trust exports it anyway"
+        for folder, name in folders if not trust else []:
+            refused = refusal(name, scan_skill(folder), hint)
+            if refused:
+                raise BadInput(f"{refused}; nothing exported")
         return [export(folder, name, Path(to)) for folder, name in folders]
 
     def pack_skill(

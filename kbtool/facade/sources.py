@@ -53,11 +53,16 @@ class Sources(KnowledgeBaseCore):
         conflict raises SyncConflict and leaves this knowledge base as it was (kbtool.store.sync), unless
         take names a side for it: ours|theirs:[CARD_ID:]FIELD. A force-pushed remote raises
         RemoteRewritten, unless accept_rewrite."""
+        from kbtool.skills.arriving import commit_refusals
         from kbtool.store.merge import Take
         from kbtool.store.sync import sync
 
         takes = [Take.parse(value) for value in take]
-        result = sync(self.store, remote, takes, accept_rewrite)
+        limit = self.config.limits.skill_bytes
+        # a teammate's skill lands only as `kb skill import` would take it: within the limit, and scanned
+        result = sync(
+            self.store, remote, takes, accept_rewrite, lambda repo, old, new: commit_refusals(repo, old, new, limit)
+        )
         if result.changed:
             self._refresh_lexical()
         return result

@@ -70,7 +70,11 @@ def folder_files(folder: Path) -> dict[str, bytes]:
 
 def too_big(folder: Path, limit: int) -> str | None:
     """Why a skill folder is refused for its size (its files measured, none read), or None."""
-    size = sum(path.stat().st_size for _, path in _skill_files(folder))
+    return size_refusal(sum(path.stat().st_size for _, path in _skill_files(folder)), limit)
+
+
+def size_refusal(size: int, limit: int) -> str | None:
+    """Why a skill whose files hold size bytes is refused, or None: the one limit every way in applies."""
     if size <= limit:
         return None
     return (

@@ -6,11 +6,13 @@ could not carry]}), then
   for an environment), in path order; lossless both ways: a card read back renders to the very text it
   was exported from (dates travel as ISO strings and are read back as dates);
 - lock: {"type": "lock", "gate": ID, "sha256": ..., "files": {path: sha256}}, a gate's kb.lock entry;
-- file: {"type": "file", "path": ..., "text" or "base64": ...}, a file of the knowledge base a gate's command
-  runs ($KB_ROOT/PATH);
-- gate-runs: {"type": "gate-runs", "gate": ID, "text": ...}, a gate's run log (runs/gates/ID.jsonl) as it is;
+- file: {"type": "file", "path": ..., "text" or "base64": ...}, a file of the knowledge base a locked gate's
+  command runs ($KB_ROOT/PATH, under gates/);
 - skill-file: {"type": "skill-file", "path": "skills/NAME/...", "text" or "base64": ...}, every file of a skill;
 - config: {"type": "config", "text": ...}, kb.toml without its [[sources]] that name a folder on this machine.
+
+A gate-runs record ({"type": "gate-runs", "gate": ID, "text": ...}, a gate's run log) is what exports made
+before run logs stopped travelling hold: it still reads, and an import leaves it out.
 
 An export of version 1 (cards only, `{"card": ..., "body": ...}` without a type) still reads. This module
 checks what a stream says on its own (types, paths, that each lock's gate is in it); the facade checks
@@ -84,10 +86,6 @@ def file_line(kind: str, path: str, data: bytes) -> str:
         return _line({"type": kind, "path": path, "base64": base64.b64encode(data).decode("ascii")})
 
 
-def runs_line(gate_id: str, text: str) -> str:
-    return _line({"type": "gate-runs", "gate": gate_id, "text": text})
-
-
 def config_line(text: str) -> str:
     return _line({"type": "config", "text": text})
 
@@ -123,6 +121,36 @@ def without_folder_sources(text: str) -> tuple[str, list[str]]:
     return out, said
 
 
+KB_TABLE = re.compile(r"\s*\[\s*kb\s*\]\s*(?:#.*)?$")
+TABLE = re.compile(r"\s*\[")
+
+
+def _kb_table(lines: list[str]) -> tuple[int, int] | None:
+    """Where kb.toml's [kb] table is among its lines: (its header's index, the next table's), or None."""
+    start = next((i for i, line in enumerate(lines) if KB_TABLE.match(line)), None)
+    if start is None:
+        return None
+    return start, next((i for i in range(start + 1, len(lines)) if TABLE.match(lines[i])), len(lines))
+
+
+def with_identity_of(text: str, mine: str) -> str | None:
+    """text (an export's kb.toml) with its [kb] table, the identity of the knowledge base it came from, replaced
+    by mine's, line by line so the rest keeps its comments and order; None when the result would not read as
+    text's settings under mine's [kb] (a [kb] written as dotted keys, say)."""
+    lines, own = text.splitlines(keepends=True), mine.splitlines(keepends=True)
+    theirs, ours = _kb_table(lines), _kb_table(own)
+    block = own[ours[0] : ours[1]] if ours else []
+    if block and not block[-1].endswith("\n"):
+        block[-1] += "\n"
+    out = "".join(lines[: theirs[0]] + block + lines[theirs[1] :] if theirs else block + lines)
+    try:
+        expected = {**toml_document(text), "kb": toml_document(mine).get("kb")}
+        same = toml_document(out) == {k: v for k, v in expected.items() if v is not None}
+    except Unparsable:
+        same = False
+    return out if same else None
+
+
 @dataclass
 class Stream:
     """What an export holds, each record checked on its own; files hold bytes, paths from the root."""
@@ -142,10 +170,15 @@ def _safe_path(path: Any, where: str, under: str | None = None) -> str:
         raise BadInput(f"{where}: path is not text")
     parts = PurePosixPath(path).parts
     escapes = path.startswith("/") or "\\" in path or any(p in ("..", ".", "") for p in path.split("/"))
-    if escapes or parts[0] in (".git", ".kb"):
+    if escapes or parts[0] == ".kb":
         raise BadInput(f"{where}: path {path!r} is outside " + (f"{under}/" if under else "the knowledge base"))
+    if any(p.lower() == ".git" for p in parts):  # at any depth: a repository inside runs its hooks too
+        raise BadInput(f"{where}: path {path!r} is in a .git folder, git's own; nothing arrives there")
     if under is not None and (parts[0] != under or len(parts) < 3):
         raise BadInput(f"{where}: path {path!r} is outside {under}/ (a skill's file is {under}/NAME/FILE)")
+    hidden = next((p for p in parts if p.startswith(".")), None)
+    if under is not None and hidden is not None:
+        raise BadInput(f"{where}: path {path!r}: {hidden} is hidden, and kb skill import takes no hidden file")
     return path
 
 

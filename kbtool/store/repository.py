@@ -36,7 +36,7 @@ from pathlib import Path
 import git
 from filelock import FileLock, Timeout
 
-from kbtool.model.errors import AmbiguousId, KbError, OutsidePath, ReadOnly
+from kbtool.model.errors import AmbiguousId, Conflict, KbError, OutsidePath, ReadOnly
 from kbtool.model.vocabulary import CONFIG_FILE, STATE_DIR
 from kbtool.store.atomic_files import missing_dirs, remove_temp_files, replace_file
 from kbtool.store.commits import commit_message
@@ -109,7 +109,8 @@ class Store:
     # --- paths -----------------------------------------------------------------
 
     def inside(self, path: Path | str) -> Path:
-        """The absolute path, refusing anything that escapes the KB root."""
+        """The absolute path, refusing anything that escapes the KB root, or leads into a .git folder (git's
+        own: its hooks run on the next commit), as written or through a link."""
         full = (self.root / path).resolve()
         if full != self.root and self.root not in full.parents:
             written = Path(os.path.normpath(self.root / path))
@@ -117,6 +118,8 @@ class Store:
             if linked is not None:
                 raise OutsidePath(f"{self.refusal(linked)}; nothing was written")
             raise OutsidePath(f"{path}: outside the knowledge base at {self.root}")
+        if any(part.lower() == ".git" for part in (*Path(path).parts, *full.relative_to(self.root).parts)):
+            raise OutsidePath(f"{path}: in a .git folder, which is git's own; nothing was written")
         return full
 
     def relative(self, path: Path) -> str:
@@ -339,6 +342,28 @@ class Store:
 
             self.journaled(files, write_files, commit)
             return self.repo.head.commit.hexsha
+
+    def uncommitted(self, rels: Iterable[str]) -> list[str]:
+        """Those of rels whose file here is not as HEAD holds it: edited, staged, deleted, or never committed."""
+        wanted = set(rels)
+        if not wanted:
+            return []
+        out = self.repo.git.status("--porcelain", "-z", "--no-renames", "--untracked-files=all")
+        return sorted(entry[3:] for entry in out.split("\0") if entry[3:] in wanted)
+
+    def refuse_uncommitted(self, rels: Iterable[str], origin: str) -> None:
+        """Conflict, naming the first, when a write from elsewhere (an import) would replace a file of rels that
+        holds changes no commit has: git could not give them back."""
+        dirty = self.uncommitted(rels)
+        if not dirty:
+            return
+        rel = dirty[0]
+        parts = rel.split("/")
+        what = f"card {parts[-1].removesuffix('.md')!r} ({rel})" if parts[0] == CARDS_DIR and len(parts) == 3 else rel
+        raise Conflict(
+            f"{origin}: {what} holds uncommitted changes here, which this would overwrite; commit them (git add "
+            f"{rel}; git commit) or set them aside, then try again; nothing written"
+        )
 
     def journaled(self, rels: Iterable[str], prepare: Callable[[], None], land: Callable[[], None]) -> None:
         """A change to the files at rels that moves HEAD: prepare() gets it ready (writes files), land() makes

@@ -96,6 +96,20 @@ TEMPLATE = re.compile(r"\$\{.*\}|\{\{.*\}\}|^<.*>$|^\{.*\}$|^\$\(.*\)$|^\$\w+$|^
 SERVICE_PREFIX = re.compile(r"^(?:[A-Za-z]{1,10}[_-])+")  # hf_, sk-proj-, ghp_, xoxb-: not the secret part
 MASK = frozenset("xX*#•0-_. ")
 PRINTABLE_RUN = re.compile(rb"[\x20-\x7e]{8,}")  # what strings(1) shows of a binary file
+# and what `strings -e l / b / L / B` shows: text of 2 or 4 bytes a character (UTF-16 and UTF-32, either byte order),
+# each with the encoding that reads it; a key saved by a Windows editor or PowerShell's `>` is UTF-16
+WIDE_RUNS = (
+    (re.compile(rb"(?:[\x20-\x7e]\x00\x00\x00){8,}"), "utf-32-le"),
+    (re.compile(rb"(?:\x00\x00\x00[\x20-\x7e]){8,}"), "utf-32-be"),
+    (re.compile(rb"(?:[\x20-\x7e]\x00){8,}"), "utf-16-le"),
+    (re.compile(rb"(?:\x00[\x20-\x7e]){8,}"), "utf-16-be"),
+)
+BOMS = (  # the byte-order marks of wide text, longest first (UTF-32 LE's opens as UTF-16 LE's does)
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
 ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?[A-Za-z_][\w.-]*\s*[:=]")  # NAME=value, name: value
 WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
@@ -165,13 +179,41 @@ def is_placeholder(value: str) -> bool:
 
 
 def secrets_in_file(rel: str, content: str | bytes) -> list[Secret]:
-    """find_secrets over a file kb writes, by its type; a binary one (not UTF-8, or holding NUL: a skill's
-    asset) by the printable runs in it, as strings(1) shows them, each at line 0."""
+    """find_secrets over a file kb writes, by its type; UTF-16 or UTF-32 text with its byte-order mark as the
+    text it is; any other binary one (not UTF-8, or holding NUL: a skill's asset, wide text without a mark) by
+    the printable runs in it, one byte or several a character, as strings(1) shows them, each at line 0."""
     text = _as_text(content)
     if text is not None:
         return find_secrets(text, rel)
-    runs = b"\n".join(PRINTABLE_RUN.findall(content if isinstance(content, bytes) else b""))
-    return [Secret(0, s.kind, s.value) for s in find_secrets(runs.decode("ascii"), "binary.txt")]
+    data = content if isinstance(content, bytes) else b""
+    wide = _wide_text(data)
+    if wide is not None:
+        return find_secrets(wide, rel)
+    runs = [run.decode("ascii") for run in PRINTABLE_RUN.findall(data)]
+    runs += [run.decode(encoding) for pattern, encoding in WIDE_RUNS for run in pattern.findall(data)]
+    return [Secret(0, s.kind, s.value) for s in find_secrets("\n".join(runs), "binary.txt")]
+
+
+def _wide_text(data: bytes) -> str | None:
+    """The text of UTF-16 or UTF-32 bytes that open with their byte-order mark; None for other bytes."""
+    encoding = next((name for bom, name in BOMS if data.startswith(bom)), None)
+    if encoding is None:
+        return None
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError:
+        return None
+
+
+def secrets_in_names(rels: list[str]) -> dict[str, list[Secret]]:
+    """The paths whose very name looks like a credential (a key saved as a file's name: `AKIA....txt`), each
+    with what was found; the names are scanned as lines of plain text, all at once."""
+    names = [re.sub(r"[\r\n]", " ", rel) for rel in rels]
+    found: dict[str, list[Secret]] = {}
+    for secret in find_secrets("\n".join(names) + "\n", "names.txt"):
+        if 0 < secret.line <= len(rels):
+            found.setdefault(rels[secret.line - 1], []).append(secret)
+    return found
 
 
 def added_secrets(rel: str, new: str | bytes, old: bytes | None) -> list[Secret]:
@@ -196,19 +238,25 @@ def added_secrets(rel: str, new: str | bytes, old: bytes | None) -> list[Secret]
 
 
 def check_write(files: Mapping[str, str | bytes | None], before: Mapping[str, bytes | None], message: str) -> None:
-    """BadInput, in one line, when a write would commit a credential in a file or its commit message."""
+    """BadInput, in one line, when a write would commit a credential in a file, a file's name (one new here)
+    or its commit message."""
     for rel, content in files.items():
         if content is not None and (found := added_secrets(rel, content, before.get(rel))):
             raise BadInput(_refusal(rel, found))
+    named = secrets_in_names([rel for rel, content in files.items() if content is not None and before.get(rel) is None])
+    if named:
+        raise BadInput(_refusal(*next(iter(named.items())), by_name=True))
     if found := find_secrets(message, "message.txt"):
         raise BadInput(_refusal("the commit message", found))
 
 
-def _refusal(where: str, found: list[Secret]) -> str:
+def _refusal(where: str, found: list[Secret], by_name: bool = False) -> str:
     where = where if where.isprintable() else repr(where)  # a file name holding a newline stays one line
-    shown = "; ".join(map(str, found[:3])) + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
+    said = [s.kind for s in found] if by_name else list(map(str, found))
+    shown = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
+    what = "its name looks like a credential" if by_name else "looks like a credential"
     return (
-        f"{where}: looks like a credential ({shown}); what kb writes is committed and travels to every clone, "
+        f"{where}: {what} ({shown}); what kb writes is committed and travels to every clone, "
         "so nothing was written. Remove it, or pass --allow-secret if it is not one"
     )
 

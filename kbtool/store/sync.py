@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,10 +115,19 @@ class SyncResult:
         )
 
 
+# what a higher layer refuses of a move from one commit to another (a skill the security scan refuses): one line each
+Vet = Callable[[git.Repo, str, str], list[str]]
+
+
 def sync(
-    store: Store, remote: str = "origin", takes: list[Take] | None = None, accept_rewrite: bool = False
+    store: Store,
+    remote: str = "origin",
+    takes: list[Take] | None = None,
+    accept_rewrite: bool = False,
+    vet: Vet | None = None,
 ) -> SyncResult:
-    """Fetch, integrate, push (see the module); takes settle conflicts, and each must settle one."""
+    """Fetch, integrate, push (see the module); takes settle conflicts, and each must settle one. vet judges
+    what would land, beside kbtool.store.incoming's checks."""
     with store.lock():
         repo = store.repo
         if remote not in [r.name for r in repo.remotes]:
@@ -141,7 +151,7 @@ def sync(
                 rewound = _rewound_from(
                     repo, [s for s in seen if s is not None], upstream, remote, branch, accept_rewrite
                 )
-                _integrate(store, repo, upstream, remote, result, rewound)
+                _integrate(store, repo, upstream, remote, result, rewound, vet)
             _unsettled(result.taken)
             if _push(repo, remote, branch, upstream, result):
                 result.changed = _changed(repo, before)
@@ -205,7 +215,7 @@ def _exists(repo: git.Repo, ref: str) -> bool:
 
 
 def _integrate(
-    store: Store, repo: git.Repo, upstream: str, remote: str, result: SyncResult, rewound: str | None
+    store: Store, repo: git.Repo, upstream: str, remote: str, result: SyncResult, rewound: str | None, vet: Vet | None
 ) -> None:
     head, theirs = repo.head.commit.hexsha, repo.commit(upstream).hexsha
     base = rewound or repo.git.merge_base(head, theirs)
@@ -217,6 +227,7 @@ def _integrate(
     else:
         target = theirs if base == head else _merged_commit(store, repo, head, theirs, base, upstream, remote, result)
     refused = incoming.problems(repo, store.root, head, target, load_config(store.root).limits)
+    refused += vet(repo, head, target) if vet is not None and not refused else []
     if refused:
         more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
         raise BadInput(f"sync with {remote} refused: {refused[0]}{more}; this knowledge base is as it was")

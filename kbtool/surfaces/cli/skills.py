@@ -165,10 +165,14 @@ def skill_import(
 def skill_export(
     names: Annotated[list[str], typer.Argument(metavar="NAME ...", help="The skills to export.")],
     to: Annotated[Path, typer.Option("--to", help="The folder to copy them into, e.g. .claude/skills.")],
+    trust: Annotated[
+        bool, typer.Option("--trust", help="Export despite high-severity findings of the security scan: you read them.")
+    ] = False,
     kb: KbPath = None,
 ) -> None:
-    """Copy skills to DIR/NAME/ (replacing an earlier export) for an agent to load."""
-    for target in open_kb(kb).export_skills(names, to):
+    """Copy skills to DIR/NAME/ (replacing an earlier export) for an agent to load. Each is scanned first (see
+    `kb skill scan`)."""
+    for target in open_kb(kb).export_skills(names, to, trust):
         typer.echo(str(target))
 
 
