@@ -328,11 +328,13 @@ class KnowledgeBaseCore:
         status: str | None = None,
         values: dict[str, Any] | None = None,
         agent: str | None = None,
+        client: str | None = None,
     ) -> StoredCard:
         """A new card from a title, `key=value` fields and/or already-typed values.
 
         agent: the agent writing it (see kbtool.curation.review): the card is a draft (or tentative) that
-        names the agent, and id, status and the links and provenance kb records are not the agent's to set."""
+        names the agent, and id, status and the links and provenance kb records are not the agent's to set.
+        client: the name the agent's MCP client gave itself, recorded beside it as a label."""
         model = model_for(kind)
         fields = list(fields)
         data: dict[str, Any] = {"kind": kind, "title": title, "tags": list(tags)}
@@ -343,7 +345,7 @@ class KnowledgeBaseCore:
                 raise BadInput(
                     "an agent's gate is written as a draft: a person reviews its command before it is locked or run"
                 )
-            data["provenance"] = {"agent": agent}
+            data["provenance"] = {"agent": agent, **({"client": client} if client else {})}
         if status is not None:
             data["status"] = checked_status(status)
         data = merge(data, values or {})
