@@ -279,11 +279,13 @@ def test_mcp_edit_refuses_dangling_and_self_links_as_link_does(kb, fast_env):
     asyncio.run(go())
 
 
-def test_a_cli_edit_is_held_to_the_same_links(cli, kb):
-    card = kb.add("gap", "Is it bound?").id
+def test_an_agents_cli_edit_is_held_to_the_same_links(run_as, kb):
+    from conftest import AGENT_ENV
+
+    card = kb.add("gap", "Is it bound?", agent=AGENT_ENV["KB_AGENT"]).id
     before = tree_state(kb.root)
     for value, words in (("no-such-card", "no-such-card"), (card, "itself")):
-        result = cli("edit", card, "--field", f"links.related={value}")
+        result = run_as(AGENT_ENV, "edit", card, "--field", f"links.related={value}")
         assert result.exit_code == 2 and words in result.stderr, result.output
         assert len(result.stderr.strip().splitlines()) == 1
     assert tree_state(kb.root) == before
