@@ -454,6 +454,10 @@ def test_the_secret_refusal_suggests_only_what_the_surface_offers(kb, cli, fast_
     assert by_cli.exit_code == 2 and "--allow-secret" in by_cli.stderr  # this command offers it
 
     # a command without the option does not offer it either
-    packed = cli("skill", "pack", "h100-pack", "--description", f"Packs for H100; key {ACCESS_KEY}")
+    rule = {"rule": "Keep FP8 scales per block", "applies_to": {"hardware": "H100"}}
+    kb.add("constraint", "FP8 scales per block", status="confirmed", values=rule)
+    packed = cli(
+        "skill", "pack", "--name", "h100-pack", "--for", "hardware=H100", "--description", f"H100; {ACCESS_KEY}"
+    )
     assert packed.exit_code == 2 and "looks like a credential" in packed.stderr, packed.output
     assert "--allow-secret" not in packed.stderr
