@@ -87,14 +87,14 @@ class KnowledgeBaseCore:
         self.store.allow_secrets = allowed
 
     @property
-    def secret_override(self) -> str | None:
+    def credential_override(self) -> str | None:
         """What a refusal of a credential tells a person to do to write it anyway ("pass --allow-secret"): the
         surface's own way, or None where it has none (MCP, a command without the option)."""
-        return self.store.secret_override
+        return self.store.credential_override
 
-    @secret_override.setter
-    def secret_override(self, how: str | None) -> None:
-        self.store.secret_override = how
+    @credential_override.setter
+    def credential_override(self, how: str | None) -> None:
+        self.store.credential_override = how
 
     def load_file(self, path: Path) -> StoredCard:
         return StoredCard.read(path, self.root)

@@ -106,7 +106,7 @@ class Store:
         self.allow_secrets = False
         # how the surface writing lets a person say so, for the refusal to offer ("pass --allow-secret");
         # None where there is no way, so a refusal over MCP offers nothing MCP does not have
-        self.secret_override: str | None = None
+        self.credential_override: str | None = None
         self.card_links_out: list[LinkOut] = []  # found by the last card_paths(): left out, kb lint names them
 
     # --- paths -----------------------------------------------------------------
@@ -330,7 +330,7 @@ class Store:
             paths = {rel: self.inside(rel) for rel in files}
             if not self.allow_secrets:  # every file and the message, before anything is touched
                 before = {rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()}
-                check_write(files, before, message, self.secret_override)
+                check_write(files, before, message, self.credential_override)
 
             def write_files() -> None:
                 for rel, text in files.items():

@@ -206,7 +206,7 @@ def open_kb(path: Path | None, allow_secret: bool | None = None) -> KnowledgeBas
 
     base = KnowledgeBase.open(root_of(path))
     base.allow_secrets = bool(allow_secret)
-    base.secret_override = "pass --allow-secret" if allow_secret is not None else None
+    base.credential_override = "pass --allow-secret" if allow_secret is not None else None
     OPENED.append(base)
     return base
 
