@@ -26,6 +26,7 @@ from web_server import form_of, request, running_ui
 
 import kbtool
 from conftest import git, tree_state
+from kbtool.model.cards import Provenance
 
 TOKEN_A = "token-of-agent-a-7f3e9c21d0b4"
 TOKEN_B = "token-of-agent-b-1c8d44e0a9f2"
@@ -63,7 +64,8 @@ def text_of(result: Any) -> str:
     return result.content[0].text
 
 
-def provenance(kb: kbtool.KnowledgeBase, ref: str) -> kbtool.StoredCard:
+def provenance(kb: kbtool.KnowledgeBase, ref: str) -> Provenance:
+    """The card's provenance as its file says it now (another process wrote it)."""
     return kbtool.open(kb.root).get(ref).card.provenance
 
 
@@ -129,7 +131,7 @@ def test_the_shared_token_is_one_agent_and_tokens_come_from_the_environment_too(
     assert provenance(kb, shared).agent == "shared"
 
 
-def test_over_stdio_the_agent_is_kb_agent_or_its_session(kb, fast_env, tmp_path):
+def test_over_stdio_the_agent_is_kb_agent_or_its_session(kb, fast_env):
     async def go() -> None:
         async with stdio_as(kb, fast_env, client="agent-a") as first:
             card = (await call(first, "add_card", kind="gap", title="Is the KV cache hot?")).structured_content["id"]
@@ -313,10 +315,16 @@ def project(tmp_path: Path) -> dict[str, Any]:
 
 
 def test_paths_an_agent_names_are_read_only_under_the_kb_or_the_project(kb, fast_env, project):
+    in_kb = kb.root / "runs" / "candidate"  # the knowledge base's own folder is read too
+    in_kb.mkdir(parents=True)
+    vllm_runs(in_kb, "run", [6100.0, 6150.0, 6080.0])
+
     async def go() -> None:
         async with stdio_as(kb, fast_env, cwd=project["folder"]) as client:
             compared = await call(client, "compare", candidate=project["candidate"], baseline=project["baseline"])
             assert not compared.is_error, text_of(compared)
+            from_kb = await call(client, "compare", candidate=str(in_kb), baseline=project["baseline"])
+            assert not from_kb.is_error, text_of(from_kb)
             relative = await call(client, "compare", candidate="candidate", baseline="baseline")
             assert not relative.is_error, text_of(relative)
 
