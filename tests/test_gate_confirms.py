@@ -73,7 +73,8 @@ def test_over_mcp_a_comparison_confirms_only_a_finding_from_the_exports_it_read(
     env = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
 
     async def go() -> None:
-        async with stdio(kb, env) as client:
+        # started in the engine's project, as an agent starts it: its runs are read there (issue 43)
+        async with stdio(kb, env, cwd=project) as client:
 
             async def add(**args) -> str:
                 added = await call(client, "add_finding", **args)

@@ -185,9 +185,11 @@ def test_an_agent_records_a_sweep_over_mcp_and_closes_a_gap(kb, tmp_path):
     env = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
     gap = kb.add("gap", "Does SGLang beat vLLM on Llama-3.1-8B at every rate?").id
     candidate, baseline = sweep_sides(tmp_path)
+    lm_eval = tmp_path / "lm-eval.json"  # an agent's exports are in its project, where it starts kb serve
+    shutil.copy(DATA / "lm-eval" / "results_2025-08-17T08-36-22.283186.json", lm_eval)
 
     async def go():
-        async with stdio(kb, env) as client:
+        async with stdio(kb, env, cwd=tmp_path) as client:
             added = await call(
                 client,
                 "add_finding",
@@ -204,7 +206,7 @@ def test_an_agent_records_a_sweep_over_mcp_and_closes_a_gap(kb, tmp_path):
                 client,
                 "add_finding",
                 title="Nothing in common",
-                artifact=[str(DATA / "lm-eval" / "results_2025-08-17T08-36-22.283186.json")],
+                artifact=[str(lm_eval)],
                 baseline_artifacts=[str(baseline[0])],
                 closes=gap,
             )

@@ -93,8 +93,13 @@ def seeded(kb: kbtool.KnowledgeBase) -> kbtool.KnowledgeBase:
 
 
 @asynccontextmanager
-async def stdio(kb: kbtool.KnowledgeBase, env: dict[str, str], *flags: str) -> AsyncIterator[Client]:
-    params = StdioServerParameters(command=KB[0], args=[*KB[1:], "--kb", str(kb.root), "serve", *flags], env=env)
+async def stdio(
+    kb: kbtool.KnowledgeBase, env: dict[str, str], *flags: str, cwd: Path | None = None
+) -> AsyncIterator[Client]:
+    """`kb serve` over stdio, started in cwd: the project the agent works in, whose files it may name."""
+    params = StdioServerParameters(
+        command=KB[0], args=[*KB[1:], "--kb", str(kb.root), "serve", *flags], env=env, cwd=cwd
+    )
     async with Client(params, read_timeout_seconds=60) as client:
         yield client
 
@@ -183,12 +188,14 @@ def test_search_get_and_a_finding_added_through_mcp_is_found(seeded, env):
             )
             assert again.structured_content["hits"][0]["id"] == new_id
             stored = seeded.get(new_id).card
-            # an agent's finding waits for review: tentative, and it names the client that wrote it
+            # an agent's finding waits for review: tentative, and it names the agent that wrote it: over stdio the
+            # server's session (no $KB_AGENT here), never the name the client gave itself, which is a label (issue 43)
             assert stored.status == "tentative" and {e.metric for e in stored.evidence} == {
                 "ruler_accuracy",
                 "decode_tps",
             }
-            assert stored.provenance.agent == "mcp:mcp" and stored.provenance.reviewed_by is None
+            assert stored.provenance.agent.startswith("mcp:session-") and stored.provenance.reviewed_by is None
+            assert stored.provenance.client == "mcp"  # the SDK client's default name
             # it answers the gap, which stays open until a person confirms it (issue 42)
             [answered] = (await call(client, "gaps")).structured_content["gaps"]
             assert answered["closed_by"] == [new_id] and answered["awaiting_review"] == [new_id]
@@ -866,7 +873,8 @@ def test_an_agent_compares_repeated_runs_and_records_them_with_their_verdicts(se
         sides[side] = vllm_runs(tmp_path / side, "run", values)
 
     async def go():
-        async with stdio(seeded, env) as client:
+        # started in the project holding the runs, as an agent starts it: paths are read there (issue 43)
+        async with stdio(seeded, env, cwd=tmp_path) as client:
             compared = await call(
                 client, "compare", candidate=str(tmp_path / "candidate"), baseline=str(tmp_path / "baseline")
             )

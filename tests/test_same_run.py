@@ -145,22 +145,27 @@ def test_add_finding_refuses_its_baseline_being_its_own_run_and_closes_no_gap(cl
 def test_mcp_compare_and_add_finding_refuse_a_run_against_itself(kb, tmp_path, monkeypatch):
     monkeypatch.setenv("KB_EMBEDDER", "hashing")
     monkeypatch.setenv("KB_DAEMON", "0")
-    copy, _ = copies(tmp_path, VLLM)
+    # the agent's project holds its exports, and kb serve is started there: paths are read there (issue 43)
+    project = tmp_path / "project"
+    project.mkdir()
+    run = project / VLLM.name
+    shutil.copy(VLLM, run)
+    copy, _ = copies(project, run)
     before = tree_state(kb.root)
 
     async def go():
         params = StdioServerParameters(
-            command=KB[0], args=[*KB[1:], "--kb", str(kb.root), "serve"], env=dict(os.environ)
+            command=KB[0], args=[*KB[1:], "--kb", str(kb.root), "serve"], env=dict(os.environ), cwd=project
         )
         async with Client(params, read_timeout_seconds=60) as client:
-            compared = await client.call_tool("compare", {"candidate": str(VLLM), "baseline": str(copy)})
+            compared = await client.call_tool("compare", {"candidate": str(run), "baseline": str(copy)})
             added = await client.call_tool(
-                "add_finding", {"title": "Faster", "artifact": str(VLLM), "baseline_artifacts": [str(VLLM)]}
+                "add_finding", {"title": "Faster", "artifact": str(run), "baseline_artifacts": [str(run)]}
             )
-            twice = await client.call_tool("add_finding", {"title": "Twice", "artifact": [str(VLLM), str(copy)]})
+            twice = await client.call_tool("add_finding", {"title": "Twice", "artifact": [str(run), str(copy)]})
             return compared, added, twice
 
     for answer in asyncio.run(go()):
         assert answer.is_error and "one run" in answer.content[0].text, answer.content
-        assert str(VLLM) in answer.content[0].text
+        assert str(run) in answer.content[0].text
     assert tree_state(kb.root) == before

@@ -191,7 +191,7 @@ def test_mcp_writes_are_checked_and_cannot_be_allowed(kb, fast_env):
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    mine = kb.add("gap", "Mine to withdraw?", agent="mcp:mcp")  # the name the SDK client gets
+    mine = kb.add("gap", "Mine to withdraw?", agent="lab-bot")  # the server's agent: $KB_AGENT below
     before = commit_count(kb.root)
     cases = [
         ("add_card", {"kind": "gap", "title": "Tagged?", "tags": ["decode", GITHUB_TOKEN]}),
@@ -203,7 +203,11 @@ def test_mcp_writes_are_checked_and_cannot_be_allowed(kb, fast_env):
     ]
 
     async def go():
-        params = StdioServerParameters(command=KB_COMMAND[0], args=[*KB_COMMAND[1:], "--kb", str(kb.root), "serve"])
+        params = StdioServerParameters(
+            command=KB_COMMAND[0],
+            args=[*KB_COMMAND[1:], "--kb", str(kb.root), "serve"],
+            env={**fast_env, "KB_AGENT": "lab-bot"},
+        )
         async with Client(params, read_timeout_seconds=60) as client:
             for tool, args in cases:
                 result = await client.call_tool(tool, args)

@@ -117,8 +117,9 @@ def test_an_agent_does_every_step_of_the_kb_skill_over_mcp_alone(tmp_path):
     baseline = [str(p / "profile_export_aiperf.json") for p in sorted((project / "runs" / "baseline").iterdir())]
 
     async def walk() -> set[str]:
+        # started in the project, as an agent starts it: its runs are read there (issue 43)
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "kbtool", "--kb", str(root), "serve"], env=ENV
+            command=sys.executable, args=["-m", "kbtool", "--kb", str(root), "serve"], env=ENV, cwd=project
         )
         async with Client(params, read_timeout_seconds=120) as client:
             agent = Agent(client)

@@ -97,7 +97,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     ],
     "surfaces.web": [{"access", "charts", "render"}, {"views"}, {"app", "site"}],
     # tools/ is a layer of surfaces.mcp: its modules stand on answers and shelf, and server registers them
-    "surfaces.mcp": [{"answers", "prompts"}, {"shelf"}, {"tools"}, {"server"}, {"transports"}],
+    "surfaces.mcp": [{"answers", "identity", "prompts"}, {"shelf"}, {"tools"}, {"server"}, {"transports"}],
     "surfaces.mcp.tools": [{"base"}, {"reading", "writing", "curating", "gates", "brief"}],
     "surfaces.daemon": [{"operations"}, {"client"}, {"server"}],
     "surfaces.cli": [

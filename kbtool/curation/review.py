@@ -4,8 +4,9 @@ Agents write most cards, and an agent's claim is a lead until someone checks it:
 finding recorded over MCP must not turn up in a B200 knowledge pack as a fact, and a gate
 an agent proposed must not be locked and run as if a person had written it. So:
 
-- an agent's card carries `provenance.agent` (the MCP client's name, or the agent named by
-  the environment of a CLI call) and lands as `tentative` or `draft`, never `confirmed`;
+- an agent's card carries `provenance.agent` (over MCP the agent the server knows it as: its token's name,
+  $KB_AGENT or its session; in a CLI call the agent its environment names) and lands as `tentative` or
+  `draft`, never `confirmed`; the name an MCP client gives itself is kept as `provenance.client`, a label;
 - an agent cannot set the fields that decide trust and identity: id, status, the links review relies
   on (supersedes, closes: kb sets them through supersede and --closes) and who wrote or reviewed a
   card; it may name where its knowledge comes from (provenance.url, commit, license, attribution,
@@ -23,6 +24,7 @@ MCP surface, where every write is an agent's.
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import date
 from typing import Any
@@ -49,13 +51,29 @@ AGENT_SETTABLE = {
 }
 
 
+# A name kb records for an agent or a client: what a person reads in `kb review` and a trailer of a commit
+LABEL_CHARS = 64
+
+
+def clean_label(text: str | None) -> str | None:
+    """text as a name kb may record (provenance, a commit's trailers): control and format characters out (a
+    newline would start a trailer of its own, U+202E turn the text around), runs of space made one, at most
+    LABEL_CHARS characters; None when nothing is left."""
+    if text is None:
+        return None
+    kept = "".join(" " if c.isspace() else c for c in text if c.isspace() or unicodedata.category(c)[0] != "C")
+    label = " ".join(kept.split())[:LABEL_CHARS].rstrip()
+    return label or None
+
+
 def agent_from_env(environ: Mapping[str, str] | None = None) -> str | None:
     """The agent running this command, when its environment says so: $KB_AGENT (set it to name
     yours), then $AI_AGENT, then the markers of known agents; None for a person at a terminal."""
     env = os.environ if environ is None else environ
     for variable in ("KB_AGENT", "AI_AGENT"):
-        if env.get(variable, "").strip():
-            return env[variable].strip()
+        named = clean_label(env.get(variable))
+        if named:
+            return named
     return next((name for variable, name in AGENT_MARKERS if env.get(variable, "").strip()), None)
 
 

@@ -12,7 +12,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from kbtool.curation.review import agent_status, check_agent_edit, check_agent_fields
+from kbtool.curation.review import AGENT_SETTABLE, agent_status, check_agent_edit, check_agent_fields
 from kbtool.model import markdown
 from kbtool.model.applicability import Environment, nothing_to_judge
 from kbtool.model.cards import CardBase, checked_status, fill_defaults, id_problem, unique_id
@@ -85,6 +85,16 @@ class KnowledgeBaseCore:
     @allow_secrets.setter
     def allow_secrets(self, allowed: bool) -> None:
         self.store.allow_secrets = allowed
+
+    @property
+    def credential_override(self) -> str | None:
+        """What a refusal of a credential tells a person to do to write it anyway ("pass --allow-secret"): the
+        surface's own way, or None where it has none (MCP, a command without the option)."""
+        return self.store.credential_override
+
+    @credential_override.setter
+    def credential_override(self, how: str | None) -> None:
+        self.store.credential_override = how
 
     def load_file(self, path: Path) -> StoredCard:
         return StoredCard.read(path, self.root)
@@ -328,11 +338,13 @@ class KnowledgeBaseCore:
         status: str | None = None,
         values: dict[str, Any] | None = None,
         agent: str | None = None,
+        client: str | None = None,
     ) -> StoredCard:
         """A new card from a title, `key=value` fields and/or already-typed values.
 
         agent: the agent writing it (see kbtool.curation.review): the card is a draft (or tentative) that
-        names the agent, and id, status and the links and provenance kb records are not the agent's to set."""
+        names the agent, and id, status and the links and provenance kb records are not the agent's to set.
+        client: the name the agent's MCP client gave itself, recorded beside it as a label."""
         model = model_for(kind)
         fields = list(fields)
         data: dict[str, Any] = {"kind": kind, "title": title, "tags": list(tags)}
@@ -343,13 +355,13 @@ class KnowledgeBaseCore:
                 raise BadInput(
                     "an agent's gate is written as a draft: a person reviews its command before it is locked or run"
                 )
-            data["provenance"] = {"agent": agent}
+            data["provenance"] = {"agent": agent, **({"client": client} if client else {})}
         if status is not None:
             data["status"] = checked_status(status)
         data = merge(data, values or {})
         data = merge(data, parse_assignments(fields, model))
         fill_defaults(data)
-        return self._create(data, body, origin=f"new {kind}")
+        return self._create(data, body, origin=f"new {kind}", check_links=agent is not None)
 
     def add_from_text(self, kind: str, text: str, origin: str, agent: str | None = None) -> StoredCard:
         """A new card from a whole card file (frontmatter + body)."""
@@ -360,7 +372,7 @@ class KnowledgeBaseCore:
         if agent is not None:
             check_agent_fields(data, (), origin)
             data.update(status=agent_status(None, "draft"), provenance={**data.get("provenance", {}), "agent": agent})
-        return self._create(data, body.lstrip("\n"), origin)
+        return self._create(data, body.lstrip("\n"), origin, check_links=agent is not None)
 
     def _create(
         self,
@@ -368,7 +380,9 @@ class KnowledgeBaseCore:
         body: str,
         origin: str,
         extra_writes: Callable[[CardBase], dict[str, str]] | None = None,
+        check_links: bool = False,
     ) -> StoredCard:
+        """check_links: an agent's card, whose links are checked as `link` checks them (_checked_links)."""
         data.setdefault("provenance", {})
         data["provenance"].setdefault("created", date.today())
         if "author" not in data["provenance"]:
@@ -386,6 +400,8 @@ class KnowledgeBaseCore:
             else:
                 data["id"] = unique_id(data, ids)
             card = validate_card(drop_none(data), origin)
+            if check_links:
+                card = self._checked_links(card, None)
             path = self.store.card_path(card.kind, card.id)
             rel = self.store.relative(path)
             writes = {rel: self._render(card, body, origin), **(extra_writes(card) if extra_writes else {})}
@@ -440,7 +456,7 @@ class KnowledgeBaseCore:
     ) -> StoredCard:
         """Change a card, one commit (none when nothing changed). An agent edits the text and scope of the
         unreviewed cards it wrote, not the fields review decides (status, most links and provenance): see
-        kbtool.curation.review."""
+        kbtool.curation.review; the links it gives are checked as `link` checks them."""
         fields = list(fields)
         if agent is not None:
             check_agent_fields(
@@ -461,12 +477,43 @@ class KnowledgeBaseCore:
             data = merge(data, values or {})
             data = merge(data, parse_assignments(fields, type(current.card)))
             card = validate_card(drop_none(data), current.path)
+            if agent is not None:
+                card = self._checked_links(card, current.card)
             new_body = current.body if body is None else body
             text = self._render(card, new_body, current.path)
             if text == markdown.render(current.card, current.body):
                 return current
             self.store.write({current.path: text}, card_message("edit", card))
         return StoredCard(card, markdown.normalize_body(new_body), current.path)
+
+    def _link_target(self, own: str, target: str, remove: bool = False) -> str:
+        """The id a link names: an existing card's (a unique prefix resolved), here or in a source (SOURCE:ID),
+        never the card's own; to remove, any id as written."""
+        if remove:
+            return target
+        if ":" in target:  # a source's card: it must be there, named as the source's hits name it
+            base, rest = self.owner_of(target)
+            return f"{target.partition(':')[0]}:{base.get(rest).id}"
+        found = self.get(target).id
+        if found == own:
+            raise BadInput(f"link: {own} cannot link to itself")
+        return found
+
+    def _checked_links(self, card: CardBase, before: CardBase | None) -> CardBase:
+        """The card with each related or contradicts link it gains (what `link` sets) checked as `link` checks
+        it, however an agent gave it (edit's fields, a new card's): to a card that exists, a unique prefix
+        resolved to its id, never to itself. Links it had already stay as they are. A person's own fields are
+        taken as written, and kb lint reports a link that leads nowhere."""
+        update: dict[str, builtins.list[str]] = {}
+        for relation in AGENT_SETTABLE["links"]:
+            had = set(getattr(before.links, relation)) if before is not None else set()
+            given = list(getattr(card.links, relation))
+            resolved = list(dict.fromkeys(t if t in had else self._link_target(card.id, t) for t in given))
+            if resolved != given:
+                update[relation] = resolved
+        if not update:
+            return card
+        return card.model_copy(update={"links": card.links.model_copy(update=update)})
 
     def _check_editable(self, stored: StoredCard) -> None:
         """A locked gate is immutable: the way to change it is a new gate that supersedes it."""

@@ -101,11 +101,13 @@ def card_plan(
     agent: str | None,
     existing: list[dict[str, Any]],
     strict: bool = False,
+    client: str | None = None,
 ) -> FindingPlan:
     """The card's data among the existing findings' (their frontmatter): with strict, likely duplicates
     or contradictions refuse it (CheckFailed), else they are only reported. Its environment is where it was
     measured: what the exports say (on their evidence entries) and what the writer gave, never the machine kb
-    runs on, which is recorded_on, where the card was written."""
+    runs on, which is recorded_on, where the card was written. client: the name the agent's MCP client gave
+    itself, recorded as a label beside the agent."""
     data: dict[str, Any] = {
         "kind": "finding",
         "title": finding.title,
@@ -119,7 +121,8 @@ def card_plan(
     }
     if repo:
         data["repo"] = repo
-    data["provenance"] = {k: v for k, v in (("project", finding.project), ("agent", agent)) if v}
+    writer = (("project", finding.project), ("agent", agent), ("client", client if agent else None))
+    data["provenance"] = {k: v for k, v in writer if v}
     related = related_findings(data, existing)
     if strict and (related["duplicates"] or related["contradictions"]):
         raise CheckFailed(

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.cards import CardBase, Finding
 from kbtool.model.contracts import Compared, Comparison, FindingAdded, FindingInput, Plotted, relations
-from kbtool.model.errors import BadInput, CardNotFound, InvalidCard
+from kbtool.model.errors import AmbiguousId, BadInput, CardNotFound, InvalidCard, OutsidePath
 from kbtool.model.records import StoredCard, gap_of
+from kbtool.store.files import ReadFrom
 
 if TYPE_CHECKING:
     from kbtool.evidence.repeats import Floors
@@ -23,7 +24,14 @@ if TYPE_CHECKING:
 class Findings(KnowledgeBaseCore):
     """Findings from evidence, their supersession and status, and evidence compared and drawn."""
 
-    def record_finding(self, finding: FindingInput, agent: str | None = None, strict: bool = False) -> FindingAdded:
+    def record_finding(
+        self,
+        finding: FindingInput,
+        agent: str | None = None,
+        strict: bool = False,
+        client: str | None = None,
+        read_from: ReadFrom | None = None,
+    ) -> FindingAdded:
         """Record a measured finding in one commit (`kb add-finding`, MCP add_finding), the keyword index
         updated; returns its id and its likely duplicates and contradictions among existing findings.
 
@@ -32,13 +40,14 @@ class Findings(KnowledgeBaseCore):
         (kbtool.evidence.run_evidence); runs at different loads are refused unless ignore_conditions names
         the condition. Nothing measured, nothing written: BadInput. With strict, likely duplicates or
         contradictions refuse it (CheckFailed). An agent's finding is tentative until reviewed
-        (kbtool.curation.review). What to record is planned in kbtool.facade.finding_plan; here it is read
-        and written."""
+        (kbtool.curation.review), and names the client it came through (client, a label). read_from: where the
+        exports may be read from (an agent's: kbtool.store.files.ReadFrom); None, anywhere. What to record is
+        planned in kbtool.facade.finding_plan; here it is read and written."""
         from kbtool.facade.finding_plan import card_plan, measured, requested
 
         said = len(self.notices)
         asked = requested(finding, agent)
-        found = measured(finding, asked, self._runs(finding))
+        found = measured(finding, asked, self._runs(finding, read_from))
         for note in found.notes:
             self.note(note)
         repo = _repository(finding.repo)
@@ -46,7 +55,7 @@ class Findings(KnowledgeBaseCore):
         existing = [c.data for c in self.summaries(kind="finding")]
         # where the card was written; where it was measured is what its exports and its writer say
         recorded_on = self.machine_environment()
-        plan = card_plan(finding, found, recorded_on, repo, closes, agent, existing, strict)
+        plan = card_plan(finding, found, recorded_on, repo, closes, agent, existing, strict, client)
         stored = self._create(plan.data, plan.body, origin="new finding", extra_writes=self._closing(gap))
         self._refresh_lexical()
         if closes and not (stored.card.status == "confirmed" and agent is None):
@@ -66,13 +75,18 @@ class Findings(KnowledgeBaseCore):
             notes=self.notices[said:],
         )
 
-    def _runs(self, finding: FindingInput) -> RunEvidence | None:
-        """The benchmark runs the finding names, read and judged; None when it names none."""
+    def _runs(self, finding: FindingInput, read_from: ReadFrom | None = None) -> RunEvidence | None:
+        """The benchmark runs the finding names, read and judged; None when it names none. With read_from, a
+        path outside its folders is refused before any is read."""
         runs = finding.artifacts()
         if not runs:
             return None
         from kbtool.evidence.run_evidence import evidence_from_runs
 
+        named = [*runs, *(finding.baseline_from or [])]
+        if read_from is not None:
+            for path in named:
+                read_from.check(path, "an export")
         return evidence_from_runs(
             [Path(run) for run in runs],
             [Path(run) for run in finding.baseline_from or []],
@@ -117,17 +131,24 @@ class Findings(KnowledgeBaseCore):
         return gap.id, gap
 
     def compare(
-        self, candidate: str, baseline: str, metric_name: str = "metric", ignore: Iterable[str] = ()
+        self,
+        candidate: str,
+        baseline: str,
+        metric_name: str = "metric",
+        ignore: Iterable[str] = (),
+        read_from: ReadFrom | None = None,
     ) -> Comparison:
         """`kb compare`: each metric both sides measured under the same load, with intervals and a verdict
         (kbtool.evidence.repeats). A side is an export, a folder of exports (one run each), or a finding's id.
         Runs at different loads are refused, naming the condition (kbtool.evidence.pairing), unless its key is
-        in ignore; what could not be compared is in the notes."""
+        in ignore; what could not be compared is in the notes. read_from: where a side's path may be read
+        (an agent's); None, anywhere."""
         from kbtool.evidence.repeats import compare
         from kbtool.evidence.runs import model_of
         from kbtool.evidence.same_run import refuse_same_runs
 
-        ours_read, theirs_read = self._runs_of(candidate, metric_name), self._runs_of(baseline, metric_name)
+        ours_read = self._runs_of(candidate, metric_name, read_from, "candidate")
+        theirs_read = self._runs_of(baseline, metric_name, read_from, "baseline")
         refuse_same_runs(ours_read, theirs_read)  # a run against itself, or given twice, is refused
         ours, our_names = [r["evidence"] for r in ours_read], [r["name"] for r in ours_read]
         theirs, their_names = [r["evidence"] for r in theirs_read], [r["name"] for r in theirs_read]
@@ -201,19 +222,30 @@ class Findings(KnowledgeBaseCore):
 
         return noise_floors(((f.id, f.data) for f in self.summaries(kind="finding")), model)
 
-    def _runs_of(self, ref: str, metric_name: str) -> builtins.list[dict[str, Any]]:
+    def _runs_of(
+        self, ref: str, metric_name: str, read_from: ReadFrom | None = None, side: str = "candidate"
+    ) -> builtins.list[dict[str, Any]]:
         """A side's runs: each one's evidence, name (for notes), scope and identity (kbtool.evidence.same_run);
-        a finding is one, known by its id and its exports' sha256."""
+        a finding is one, known by its id and its exports' sha256. A path outside read_from's folders is never
+        looked at: the side is a finding's id, or refused in words that do not say whether the path exists."""
         from kbtool.evidence.runs import invalid_runs, runs_in
 
         path = Path(ref)
-        if path.exists():
+        readable = read_from is None or read_from.allows(ref)
+        if readable and path.exists():
             runs = runs_in(path, metric_name)
             for why in invalid_runs(runs):
                 self.note(f"an invalid run is compared: {why}")
             return runs
-        base, rest = self.owner_of(ref)
-        found = base.card_or_skill(rest)
+        try:
+            base, rest = self.owner_of(ref)
+            found = base.card_or_skill(rest)
+        except (CardNotFound, AmbiguousId, OutsidePath):
+            if readable or read_from is None:
+                raise
+            raise OutsidePath(
+                f"{side}: not a finding of this knowledge base, and {read_from.refusal}; nothing was read"
+            ) from None
         if not isinstance(found, StoredCard) or found.card.kind != "finding":
             raise BadInput(f"{ref}: not an export, a folder of runs, or a finding")
         data = found.to_dict()

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kbtool.curation.review import clean_label
 from kbtool.facade.curation import Curation
 from kbtool.facade.exchange import Exchange
 from kbtool.facade.findings import Findings
@@ -106,7 +107,12 @@ class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, 
                 total=len(waiting),
                 see_all="kb review",
                 items=[
-                    BriefItem(id=c.id, title=c.card.title, marks=[c.card.kind, f"by {c.card.provenance.agent}"])
+                    BriefItem.of(
+                        c.id,
+                        c.card.title,
+                        marks=[c.card.kind, f"by {clean_label(c.card.provenance.agent)}"],
+                        unreviewed=True,
+                    )
                     for c in waiting[: BRIEF_LIMITS["review"]]
                 ],
             ),
@@ -127,7 +133,9 @@ def _section(found: builtins.list[CardSummary], limit_of: str, see_all: str) -> 
             "gap": [s.get("priority", default="medium"), *filter(None, [gap_note(s.data)])],
             "finding": [s.status, str(s.get("provenance", "created") or "undated")],
         }.get(s.kind, [])
-        items.append(BriefItem(id=s.id, title=s.title, detail=detail, marks=marks, applies=s.applies))
+        # an agent's card nobody reviewed: its words quoted and cut in every session's brief
+        unreviewed = bool(s.get("provenance", "agent")) and not s.get("provenance", "reviewed_by")
+        items.append(BriefItem.of(s.id, s.title, detail, marks, s.applies, unreviewed))
     return BriefSection(total=len(found), see_all=see_all.strip(), items=items)
 
 

@@ -192,19 +192,6 @@ class Review(KnowledgeBaseCore):
         self._refresh_lexical()
         return StoredCard(card, current.body, current.path)
 
-    def _link_target(self, own: str, target: str, remove: bool) -> str:
-        """The id a link names: an existing card's (a unique prefix resolved), here or in a source (SOURCE:ID);
-        to remove, any id as written."""
-        if remove:
-            return target
-        if ":" in target:  # a source's card: it must be there, named as the source's hits name it
-            base, rest = self.owner_of(target)
-            return f"{target.partition(':')[0]}:{base.get(rest).id}"
-        found = self.get(target).id
-        if found == own:
-            raise BadInput(f"link: {own} cannot link to itself")
-        return found
-
     def set_status(self, ref: str, status: str, reason: str | None = None, agent: str | None = None) -> StoredCard:
         """Move a card to confirmed, refuted or retired, or reopen a gap ("open": what closed it is
         cleared), in one commit with the reason. A person's confirm and refute are `confirm` and

@@ -163,6 +163,9 @@ class Provenance(Model):
     agent: str | None = Field(
         default=None, description="the agent that wrote the card; it stays unreviewed until reviewed_by is set"
     )
+    client: str | None = Field(
+        default=None, description="the name the agent's MCP client gave itself: a label, never who the agent is"
+    )
     reviewed_by: str | None = Field(default=None, description="the person (or gate:ID) who confirmed or refuted it")
     reviewed: date | None = None
     url: str | None = Field(

@@ -9,6 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbtool.model.errors import OutsidePath
+
 
 def links_in(folder: Path) -> list[tuple[str, str]]:
     """(path relative to folder, where it points) of every symbolic link below folder, without
@@ -65,3 +67,34 @@ def link_out(boundary: Path, path: Path) -> LinkOut | None:
         if current.is_symlink() and leads_out(boundary, current):
             return LinkOut(current, os.readlink(current))
     return None
+
+
+# --- files a caller names ---------------------------------------------------------------------------------
+# A person at the CLI reads any file they can. An agent over MCP names paths on the server's machine, whose
+# answers it reads back: kb reads for it only under the folders it works in, and never says whether a path
+# outside them exists (an error "no such file" for one and "not an export" for another would be a probe).
+
+
+@dataclass(frozen=True)
+class ReadFrom:
+    """The folders a caller may have kb read the files it names from (none: no path at all), and what the
+    refusal says of a path elsewhere, the same words whether or not it exists."""
+
+    folders: tuple[Path, ...]
+    refusal: str
+
+    def allows(self, given: str | os.PathLike[str]) -> bool:
+        """Whether the path, every link on it followed (from the working folder when relative), lies in one of
+        the folders; nothing is read, and a missing path is judged by its name as a present one is."""
+        resolved = Path(os.path.realpath(given))
+        return any(resolved == folder or folder in resolved.parents for folder in map(_real, self.folders))
+
+    def check(self, given: str | os.PathLike[str], what: str) -> Path:
+        """The path given, when allowed; else BadInput naming `what` (artifact, candidate), never the path."""
+        if not self.allows(given):
+            raise OutsidePath(f"{what}: {self.refusal}; nothing was read")
+        return Path(given)
+
+
+def _real(folder: Path) -> Path:
+    return Path(os.path.realpath(folder))

@@ -104,6 +104,9 @@ class Store:
         # a write whose text looks like a credential is refused unless a person says it is not one
         # (the CLI's --allow-secret); nothing an agent calls over MCP can set it
         self.allow_secrets = False
+        # how the surface writing lets a person say so, for the refusal to offer ("pass --allow-secret");
+        # None where there is no way, so a refusal over MCP offers nothing MCP does not have
+        self.credential_override: str | None = None
         self.card_links_out: list[LinkOut] = []  # found by the last card_paths(): left out, kb lint names them
 
     # --- paths -----------------------------------------------------------------
@@ -330,7 +333,7 @@ class Store:
             paths = {rel: self.inside(rel) for rel in files}
             if not self.allow_secrets:  # every file and the message, before anything is touched
                 before = {rel: (p.read_bytes() if p.exists() else None) for rel, p in paths.items()}
-                check_write(files, before, message)
+                check_write(files, before, message, self.credential_override)
 
             def write_files() -> None:
                 for rel, text in files.items():

@@ -237,27 +237,34 @@ def added_secrets(rel: str, new: str | bytes, old: bytes | None) -> list[Secret]
     return [s for s in found if (s.kind, s.value) not in there]
 
 
-def check_write(files: Mapping[str, str | bytes | None], before: Mapping[str, bytes | None], message: str) -> None:
+def check_write(
+    files: Mapping[str, str | bytes | None],
+    before: Mapping[str, bytes | None],
+    message: str,
+    override: str | None = None,
+) -> None:
     """BadInput, in one line, when a write would commit a credential in a file, a file's name (one new here)
-    or its commit message."""
+    or its commit message. override: how the caller's surface lets a person write one anyway ("pass
+    --allow-secret"), said in the refusal; None where there is no way (MCP, a command without the option):
+    the refusal offers none."""
     for rel, content in files.items():
         if content is not None and (found := added_secrets(rel, content, before.get(rel))):
-            raise BadInput(_refusal(rel, found))
+            raise BadInput(_refusal(rel, found, override))
     named = secrets_in_names([rel for rel, content in files.items() if content is not None and before.get(rel) is None])
     if named:
-        raise BadInput(_refusal(*next(iter(named.items())), by_name=True))
+        raise BadInput(_refusal(*next(iter(named.items())), override, by_name=True))
     if found := find_secrets(message, "message.txt"):
-        raise BadInput(_refusal("the commit message", found))
+        raise BadInput(_refusal("the commit message", found, override))
 
 
-def _refusal(where: str, found: list[Secret], by_name: bool = False) -> str:
+def _refusal(where: str, found: list[Secret], override: str | None, by_name: bool = False) -> str:
     where = where if where.isprintable() else repr(where)  # a file name holding a newline stays one line
     said = [s.kind for s in found] if by_name else list(map(str, found))
     shown = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
     what = "its name looks like a credential" if by_name else "looks like a credential"
     return (
         f"{where}: {what} ({shown}); what kb writes is committed and travels to every clone, "
-        "so nothing was written. Remove it, or pass --allow-secret if it is not one"
+        "so nothing was written. Remove it" + (f", or {override} if it is not one" if override else "")
     )
 
 

@@ -440,6 +440,17 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    agent_token: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent-token",
+            metavar="NAME=TOKEN",
+            help="Over HTTP, an agent's own bearer token: a call carrying it writes as agent NAME (who may edit "
+            "what); repeat for each agent (default: $KB_AGENT_TOKENS, name=token,name2=token2). --token's agent "
+            "is `shared`.",
+            show_default=False,
+        ),
+    ] = None,
     read_only: Annotated[
         bool, typer.Option("--read-only", help="Offer only the reading tools (no writer is offered).")
     ] = False,
@@ -456,15 +467,22 @@ def serve(
 ) -> None:
     """Serve knowledge bases to agents over MCP: stdio by default, or streamable HTTP."""
     token = token or os.environ.get("KB_TOKEN") or None
+    agent_tokens = agent_token or [t for t in os.environ.get("KB_AGENT_TOKENS", "").split(",") if t.strip()]
     try:
         from kbtool.surfaces.mcp import transports as mcp_transports
+        from kbtool.surfaces.mcp.identity import parse_agent_tokens
     except ImportError as exc:
         raise BadInput(f"kb serve needs the MCP SDK ({exc.name} is missing): pip install 'kbtool[mcp]'") from None
     if http is None and token:
         raise BadInput("--token applies to --http; over stdio the client that started kb serve is the only peer")
+    if http is None and agent_token:
+        raise BadInput(
+            "--agent-token applies to --http; over stdio the agent is $KB_AGENT, else the session's own name"
+        )
+    tokens = parse_agent_tokens(agent_tokens, token) if http is not None else {}
     served = mcp_transports.open_served(kb or [str(root_of(None))])
     if http is not None:
-        mcp_transports.serve_http(served, http, token, read_only)
+        mcp_transports.serve_http(served, http, token, read_only, tokens)
     else:
         mcp_transports.serve_stdio(served, read_only)
 

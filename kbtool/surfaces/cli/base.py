@@ -197,13 +197,16 @@ def root_of(path: Path | None) -> Path:
     return resolve_root(path if path is not None else _invocation["kb"])
 
 
-def open_kb(path: Path | None, allow_secret: bool = False) -> KnowledgeBase:
-    """The command's --kb, else the one given before the command (`kb --kb PATH list`)."""
+def open_kb(path: Path | None, allow_secret: bool | None = None) -> KnowledgeBase:
+    """The command's --kb, else the one given before the command (`kb --kb PATH list`). allow_secret: the
+    command's --allow-secret (AllowSecret), None for a command without it: a refusal of a credential then
+    does not offer it."""
     # imported here, not at the top: `kb search` answered by the daemon never needs pydantic or git
     from kbtool.facade.knowledge_base import KnowledgeBase
 
     base = KnowledgeBase.open(root_of(path))
-    base.allow_secrets = allow_secret
+    base.allow_secrets = bool(allow_secret)
+    base.credential_override = "pass --allow-secret" if allow_secret is not None else None
     OPENED.append(base)
     return base
 

@@ -23,6 +23,7 @@ from kbtool.model import markdown
 from kbtool.model.errors import KbError
 from kbtool.skills.bundled import kb_skill_text
 from kbtool.surfaces.mcp import prompts
+from kbtool.surfaces.mcp.identity import Caller, Identities, client_name, request_headers
 from kbtool.surfaces.mcp.shelf import Shelf, call_writes
 from kbtool.surfaces.mcp.tools import brief, curating, gates, reading, writing
 from kbtool.surfaces.mcp.tools.base import Tool
@@ -74,13 +75,13 @@ def checked_arguments(tool: str, takes: set[str], arguments: dict[str, Any]) -> 
 
 
 class KbServer(MCPServer):
-    """The SDK's server, holding each call to the arguments its tool declares (checked_arguments), and over
-    HTTP each call of a writing tool to the server's token (write_token)."""
+    """The SDK's server, holding each call to the arguments its tool declares (checked_arguments), and each
+    call of a writing tool to an agent the server knows (identities: over HTTP, a call with a token)."""
 
     shelf: Shelf | None = None  # the knowledge bases served: each tool reaches them through its Context
+    identities: Identities = Identities()  # who each call is (kbtool/surfaces/mcp/identity.py); build_server sets it
     _takes: dict[str, set[str]] | None = None  # each tool's parameters, read once: tools are all declared by then
     _writers: set[str] = set()  # the tools not marked read-only
-    write_token: str | None = None  # over HTTP: what a request must carry as its bearer token to write
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         if self._takes is None:
@@ -88,26 +89,20 @@ class KbServer(MCPServer):
             self._writers = {t.name for t in tools if not (t.annotations and t.annotations.read_only_hint)}
             # `kb` is taken even where one knowledge base is served and the schemas leave it out
             self._takes = {t.name: {*t.input_schema.get("properties", {}), "kb"} for t in tools}
-        if name in self._writers and self.write_token is not None and not self._may_write(context):
+        if name in self._writers and self.caller(context).agent is None:
             raise ToolError(
                 f"{name} writes to the knowledge base, which needs this server's token: send it as "
-                "Authorization: Bearer TOKEN (kb serve printed it when it started)"
+                "Authorization: Bearer TOKEN (kb serve printed it when it started, or --agent-token gave yours)"
             )
         if name in self._takes:
             arguments = checked_arguments(name, self._takes[name], arguments)
         call_writes.set(name in self._writers)
         return await super().call_tool(name, _python_names(arguments), context)
 
-    def _may_write(self, context: Any) -> bool:
-        """Whether the HTTP request of this call carried the token (the transport refused a wrong one already;
-        on loopback one without it reaches the reading tools)."""
-        from kbtool.surfaces.web.access import bearer_token, same_token
-
-        try:
-            headers = getattr(context.request_context.request, "headers", None)
-        except (AttributeError, ValueError):  # no request context: not a call that came over HTTP
-            headers = None
-        return headers is not None and same_token(bearer_token(headers.get("authorization")), self.write_token or "")
+    def caller(self, context: Any) -> Caller:
+        """Who makes this call: the agent its token (or this stdio session) stands for, never the name its client
+        gives (the transport refused a wrong token already; on loopback a call without one only reads)."""
+        return self.identities.caller(request_headers(context), client_name(context))
 
     async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
         return await super().get_prompt(name, _python_names(arguments or {}), context)
@@ -188,13 +183,14 @@ def build_server(
     served: KnowledgeBase | Mapping[str, KnowledgeBase],
     read_only: bool = False,
     warm_on_start: bool = False,
-    write_token: str | None = None,
+    identities: Identities | None = None,
 ) -> tuple[MCPServer, Shelf]:
     """The MCP server over one knowledge base, or several by name (the first is the default; every tool
     takes `kb` to name another, and the `kbs` tool lists them); with read_only the writers are not
     offered at all. warm_on_start: the indexes warm up as the server starts serving (over stdio, once
-    fd 1 is the protocol's and anything a library prints goes to stderr). write_token: over HTTP, the
-    bearer token a call of a writing tool must come with."""
+    fd 1 is the protocol's and anything a library prints goes to stderr). identities: who each call is (over
+    HTTP, the agents' tokens a call of a writing tool must come with); default, one session's agent, as
+    over stdio."""
     from collections.abc import AsyncIterator
     from contextlib import asynccontextmanager
 
@@ -221,7 +217,7 @@ def build_server(
         log_level="DEBUG" if os.environ.get("KB_DEBUG") else "WARNING",
         lifespan=warming if warm_on_start else None,
     )
-    server.write_token = write_token
+    server.identities = identities or Identities.for_stdio(os.environ)
     server.shelf = shelf
 
     register_tools(server, read_only)

@@ -1,7 +1,8 @@
-"""How `kb serve` reaches its clients: stdio, or streamable HTTP behind a bearer token and kb.toml's request
-limits (size, rate). Over HTTP every write needs the token, on loopback too (any local user reaches
-loopback), so a server started without one makes one and prints it; on loopback reads need none, beyond
-it every request does. The tools themselves are kbtool/surfaces/mcp/tools/.
+"""How `kb serve` reaches its clients: stdio, or streamable HTTP behind bearer tokens and kb.toml's request
+limits (size, rate). Over HTTP every write needs a token, on loopback too (any local user reaches
+loopback), so a server started with none makes one and prints it; on loopback reads need none, beyond
+it every request does. Each agent may have a token of its own (--agent-token NAME=TOKEN), which is who it
+is (kbtool/surfaces/mcp/identity.py). The tools themselves are kbtool/surfaces/mcp/tools/.
 """
 
 from __future__ import annotations
@@ -9,13 +10,15 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from kbtool.facade.knowledge_base import KnowledgeBase
 from kbtool.model.errors import BadInput
 from kbtool.store.locate import named_root
+from kbtool.surfaces.mcp.identity import Identities
 from kbtool.surfaces.mcp.server import build_server
-from kbtool.surfaces.web.access import bearer_of, is_loopback, listening_socket, new_token, same_token
+from kbtool.surfaces.web.access import bearer_of, is_loopback, listening_socket, new_token
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -28,16 +31,16 @@ def parse_address(address: str) -> tuple[str, int]:
 
 class BearerToken:
     """ASGI middleware: a request with an `Authorization` header must carry `Bearer <token>` (the scheme in any
-    case), else 401; one without gets 401 too unless reads_open (on loopback: the writing tools then refuse
-    it themselves, KbServer.call_tool)."""
+    case) with one of the server's tokens, else 401; one without gets 401 too unless reads_open (on loopback:
+    the writing tools then refuse it themselves, KbServer.call_tool)."""
 
-    def __init__(self, app: Any, token: str, reads_open: bool = False):
-        self.app, self.token, self.reads_open = app, token, reads_open
+    def __init__(self, app: Any, identities: Identities, reads_open: bool = False):
+        self.app, self.identities, self.reads_open = app, identities, reads_open
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             sent = b"authorization" in dict(scope.get("headers") or [])
-            if not same_token(bearer_of(scope), self.token) and (sent or not self.reads_open):
+            if not self.identities.accepts(bearer_of(scope)) and (sent or not self.reads_open):
                 error = "unauthorized: send Authorization: Bearer <token>"
                 await _refuse(send, 401, error, ((b"www-authenticate", b"Bearer"),))
                 return
@@ -163,28 +166,38 @@ def transport_security(host: str) -> Any:
     )
 
 
-def serve_http(kb: KnowledgeBase | dict[str, KnowledgeBase], address: str, token: str | None, read_only: bool) -> None:
+def serve_http(
+    kb: KnowledgeBase | dict[str, KnowledgeBase],
+    address: str,
+    token: str | None,
+    read_only: bool,
+    agent_tokens: Mapping[str, str] | None = None,
+) -> None:
+    """agent_tokens: token -> the agent it stands for (parse_agent_tokens); token: the server's one token, the
+    agent `shared`. With neither, the server makes a token and prints it once."""
     import uvicorn
 
     host, port = parse_address(address)
-    if not is_loopback(host) and not token:
+    agent_tokens = dict(agent_tokens or {})
+    if not is_loopback(host) and not (token or agent_tokens):
         raise BadInput(
-            f"--http {address}: serving beyond loopback needs --token (or KB_TOKEN); "
-            "every request must then carry it as a bearer token"
+            f"--http {address}: serving beyond loopback needs --token (or KB_TOKEN) or --agent-token; "
+            "every request must then carry one as a bearer token"
         )
-    made = token is None
-    token = token or new_token()
-    server, shelf = build_server(kb, read_only, write_token=token)
+    made = token is None and not agent_tokens
+    token = new_token() if made else token
+    identities = Identities.for_http(token, agent_tokens)
+    server, shelf = build_server(kb, read_only, identities=identities)
     app: Any = server.streamable_http_app(host=host, transport_security=transport_security(host), stateless_http=False)
     limits = shelf.pick(None).config.limits  # the default knowledge base's kb.toml sets the server's limits
     app = RequestLimits(app, limits.request_bytes, limits.requests_per_minute)
-    app = BearerToken(app, token, reads_open=is_loopback(host))
+    app = BearerToken(app, identities, reads_open=is_loopback(host))
     sock, url = listening_socket(host, port, "--http")
     shelf.warm()
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     if made:  # shown once, as Jupyter shows its token; one given is never printed
         needs = f" (writes need Authorization: Bearer {token})"
     else:
-        needs = " (bearer token required)" if not is_loopback(host) else " (writes need the bearer token)"
+        needs = " (bearer token required)" if not is_loopback(host) else " (writes need a bearer token)"
     print(f"kb: serving MCP at {url}/mcp{needs}", file=sys.stderr, flush=True)
     uvicorn.Server(config).run(sockets=[sock])

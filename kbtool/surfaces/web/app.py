@@ -172,11 +172,16 @@ def refute(kb: KnowledgeBase, ref: str, fields: dict[str, str]) -> str:
 
 
 def edit(kb: KnowledgeBase, ref: str, fields: dict[str, str]) -> str:
+    """The fields the form sent, and only those: a field left out (a script posting the title alone) keeps
+    what the card says, one sent empty (tags) is emptied; a title sent blank is refused."""
+    title = fields.get("title")
+    if title is not None and not title.strip():
+        raise BadInput("title: a card needs one; nothing was saved")
     kb.edit(
         ref,
-        title=fields.get("title") or None,
-        tags=fields.get("tags", "").split(),
-        body=fields.get("body", "").replace("\r\n", "\n"),
+        title=title,
+        tags=fields["tags"].split() if "tags" in fields else None,
+        body=fields["body"].replace("\r\n", "\n") if "body" in fields else None,
     )
     return "edited"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -18,6 +19,8 @@ from pydantic import Field
 from kbtool.facade.knowledge_base import KnowledgeBase
 from kbtool.model.contracts import SEARCH_KINDS, SearchRequest
 from kbtool.model.vocabulary import KINDS, STATUSES
+from kbtool.store.files import ReadFrom
+from kbtool.surfaces.mcp.identity import Caller
 from kbtool.surfaces.mcp.shelf import Shelf
 
 # destructive and idempotent hints mean something only when a tool is not read-only (the MCP spec): left out,
@@ -99,12 +102,39 @@ async def on(ctx: Context, kb: str | None, work: Callable[[KnowledgeBase], CallT
     return await shelf_of(ctx).answer(kb, work)
 
 
-def agent_name(ctx: Context | None) -> str:
-    """Who writes through this connection: the MCP client's name as it introduced itself."""
-    params = getattr(getattr(ctx, "session", None), "client_params", None) if ctx is not None else None
-    info = getattr(params, "client_info", None)
-    name = getattr(info, "name", None)
-    return f"mcp:{name}" if isinstance(name, str) and name.strip() else "mcp"
+def caller(ctx: Context) -> Caller:
+    """Who makes this call, as the server knows it (KbServer.caller): the agent its token or session stands
+    for, never the name the client gives itself, which is only a label."""
+    caller_of = getattr(ctx.mcp_server, "caller", None)
+    found = caller_of(ctx) if caller_of is not None else None
+    if not isinstance(found, Caller):
+        raise ToolError("this server knows no agents")
+    return found
+
+
+def writer(ctx: Context) -> tuple[str, str | None]:
+    """(the agent that writes, the client label) of a writing tool's call; the server let no call without an
+    agent reach a writer (KbServer.call_tool)."""
+    found = caller(ctx)
+    if found.agent is None:
+        raise ToolError("this call writes, and comes from no agent this server knows: send its token")
+    return found.agent, found.client
+
+
+def read_from(ctx: Context, base: KnowledgeBase) -> ReadFrom:
+    """Where the files this call names may be read from: the knowledge base, and the project folder (the
+    server's working folder, where the agent started it, and kb.toml [gates] project); nowhere for a call over
+    HTTP without a token."""
+    if not caller(ctx).reads_paths:
+        return ReadFrom((), "over HTTP a path is read only for a call that carries a token (Authorization: Bearer)")
+    folders = [base.root, Path.cwd()]
+    if base.config.gates.project:
+        folders.append(base.root / Path(base.config.gates.project).expanduser())
+    return ReadFrom(
+        tuple(folders),
+        "a path is read only under the knowledge base or the project folder (where kb serve was started, or "
+        "kb.toml [gates] project)",
+    )
 
 
 def present(**values: Any) -> dict[str, Any]:

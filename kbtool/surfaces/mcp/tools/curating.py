@@ -23,9 +23,9 @@ from kbtool.surfaces.mcp.tools.base import (
     Limit,
     Offset,
     Tool,
-    agent_name,
     on,
     tool,
+    writer,
 )
 
 # what an agent may set (check_agent_status): confirming is a person's, so offering it only invites a refusal
@@ -56,7 +56,7 @@ async def supersede(
 ) -> Annotated[CallToolResult, StatusChange]:
     """Mark OLD superseded by NEW (one commit); search ranks OLD last. Not gates, nor a confirmed card by
     an unconfirmed one."""
-    agent = agent_name(ctx)
+    agent, _ = writer(ctx)
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         old_card, new_card = base.supersede(old, new, reason, agent=agent)
@@ -80,7 +80,7 @@ async def set_status(
 ) -> Annotated[CallToolResult, StatusChange]:
     """Withdraw (refuted, retired) an unreviewed card you wrote, or reopen a gap (open); one commit with the
     reason. Confirming is a person's, or a locked gate's."""
-    agent = agent_name(ctx)
+    agent, _ = writer(ctx)
     return await on(
         ctx, kb, lambda base: answers.status_set(status_change(base.set_status(id, status, reason, agent=agent)))
     )
@@ -100,7 +100,7 @@ async def edit(
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, CardEdited]:
     """Edit a card you wrote, until a person reviews it (one commit). Others' cards: add your own and link it."""
-    agent = agent_name(ctx)
+    agent, _ = writer(ctx)
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         before = base.get(id).version
@@ -120,7 +120,7 @@ async def link(
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, CardEdited]:
     """Link a card you wrote to others (related, or contradicts: a result that disagrees), or unlink; one commit."""
-    agent = agent_name(ctx)
+    agent, _ = writer(ctx)
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         before = base.get(id).version

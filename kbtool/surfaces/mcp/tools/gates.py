@@ -12,7 +12,7 @@ from kbtool.evidence import formats
 from kbtool.facade.knowledge_base import KnowledgeBase
 from kbtool.model.contracts import Comparison, GateRunResult, LockCheck
 from kbtool.surfaces.mcp import answers
-from kbtool.surfaces.mcp.tools.base import READS, RUNS, KbChoice, Tool, on, tool
+from kbtool.surfaces.mcp.tools.base import READS, RUNS, KbChoice, Tool, on, read_from, tool
 
 # the rows a compare shows unless metrics are named: an AIPerf export has 65, ~7k tokens of rows and their JSON
 FIRST_METRICS = 6
@@ -33,7 +33,7 @@ async def compare(
     (better, worse, no clear change); runs at different loads are refused."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
-        whole = base.compare(candidate, baseline, ignore=ignore_conditions or [])
+        whole = base.compare(candidate, baseline, ignore=ignore_conditions or [], read_from=read_from(ctx, base))
         # the headline each format declares first (kbtool.evidence.formats), shown when measured
         return answers.comparison(whole.only(metrics, FIRST_METRICS, formats.headline_names()), whole)
 

@@ -13,7 +13,19 @@ from kbtool.facade.knowledge_base import KnowledgeBase
 from kbtool.model.contracts import CardAdded, FindingAdded, FindingInput, SkillPacked
 from kbtool.model.vocabulary import DIRECTIONS, KINDS
 from kbtool.surfaces.mcp import answers
-from kbtool.surfaces.mcp.tools.base import CHANGES, WRITES, For, KbChoice, NewTags, Tool, agent_name, on, present, tool
+from kbtool.surfaces.mcp.tools.base import (
+    CHANGES,
+    WRITES,
+    For,
+    KbChoice,
+    NewTags,
+    Tool,
+    on,
+    present,
+    read_from,
+    tool,
+    writer,
+)
 
 # dict[str, Any] and not the union of what a value may be: the schema stays short, and FindingInput checks each
 Metrics = Annotated[
@@ -66,7 +78,7 @@ async def add_finding(
 ) -> Annotated[CallToolResult, FindingAdded]:
     """Record a measured finding (one commit, tentative until reviewed); answers its id and likely
     duplicates or contradictions."""
-    agent = agent_name(ctx)
+    agent, client = writer(ctx)
     given = present(
         title=title,
         claim=claim,
@@ -88,7 +100,8 @@ async def add_finding(
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         finding = FindingInput.parse(given, "add_finding")
-        return answers.finding_added(base.record_finding(finding, agent=agent))
+        added = base.record_finding(finding, agent=agent, client=client, read_from=read_from(ctx, base))
+        return answers.finding_added(added)
 
     return await on(ctx, kb, answer)
 
@@ -111,10 +124,12 @@ async def add_card(
 ) -> Annotated[CallToolResult, CardAdded]:
     """Add a card of any kind as a draft for a person to review (one commit); a gate stays unrunnable
     until a person confirms it."""
-    agent = agent_name(ctx)
+    agent, client = writer(ctx)
 
     def answer(base: KnowledgeBase) -> CallToolResult:
-        stored = base.add(kind, title, tags=tags or (), body=body, status="draft", values=fields or {}, agent=agent)
+        stored = base.add(
+            kind, title, tags=tags or (), body=body, status="draft", values=fields or {}, agent=agent, client=client
+        )
         return answers.card_added(CardAdded(id=stored.id, path=stored.path, status=stored.card.status))
 
     return await on(ctx, kb, answer)
