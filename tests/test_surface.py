@@ -39,6 +39,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "store": [
         {
             "atomic_files",
+            "lock_holder",
             "commits",
             "config",
             "files",
