@@ -302,3 +302,84 @@ def test_stop_all_still_stops_real_daemons(env, tmp_path):
     out = run_kb(env, tmp_path, "daemon", "stop", "--all")
     assert out.returncode == 0 and out.stdout.count("stopped the kb search daemon") == 2, out.stdout + out.stderr
     assert not any(daemons.alive(pid) for pid in pids)
+
+
+# --- item 9: a hook never blocks on input it cannot read ---------------------------------------------------------
+
+
+def run_hook(root: Path, event: str, given: bytes | None, cwd: Path, **kwargs) -> subprocess.CompletedProcess[bytes]:
+    """`kb --kb ROOT hook EVENT` as Claude Code runs it: the hook input on stdin, the agent's folder as cwd."""
+    env = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+    return subprocess.run(
+        [sys.executable, "-m", "kbtool", "--kb", str(root), "hook", event],
+        input=given,
+        capture_output=True,
+        cwd=cwd,
+        env=env,
+        timeout=60,
+        **kwargs,
+    )
+
+
+def stop_input(**fields: object) -> dict[str, object]:
+    return {"session_id": "s", "transcript_path": "/dev/null", "hook_event_name": "Stop", **fields}
+
+
+UNREADABLE = {
+    "nested arrays": b"[" * 200_000 + b"]" * 200_000,
+    "nested objects": b'{"a":' * 100_000 + b"1" + b"}" * 100_000,
+    "nested inside a valid object": json.dumps(stop_input()).encode()[:-1]
+    + b', "x": '
+    + b"[" * 50_000
+    + b"]" * 50_000
+    + b"}",
+    "a cwd too long for a path": json.dumps(stop_input(cwd="/" + "a" * 5000)).encode(),
+    "a cwd with a component too long": json.dumps(stop_input(cwd="/tmp/" + "b" * 300 + "/x")).encode(),
+    "a cwd with a NUL": json.dumps(stop_input(cwd="/tmp/a\u0000b")).encode(),
+    "a cwd that is a number": json.dumps(stop_input(cwd=12)).encode(),
+    "a cwd that is a file": json.dumps(stop_input(cwd="/etc/hostname")).encode(),
+    "not UTF-8": b'{"cwd": "\xff\xfe"}',
+    "a lone surrogate": b'{"cwd": "\\ud800"}',
+    "not JSON": b"{",
+    "JSON that is not an object": b"[1, 2]",
+    "nothing": b"",
+}
+
+
+@pytest.mark.parametrize("event", ["stop", "session-start"])
+@pytest.mark.parametrize("given", list(UNREADABLE), ids=list(UNREADABLE))
+def test_a_hook_given_input_it_cannot_read_lets_the_agent_go_on(kb, tmp_path, event, given):
+    """Claude Code reads exit 2 as "block" and any other non-zero exit as a failed hook: input kb cannot read is
+    neither. Exit 0, nothing on stdout (no decision), one line on stderr saying why."""
+    out = run_hook(kb.root, event, UNREADABLE[given], tmp_path)
+    assert out.returncode == 0, out.stderr.decode(errors="replace")[-400:]
+    assert out.stdout in (b"",) or event == "session-start" and out.stdout.startswith(b"{"), out.stdout[:200]
+    assert b"Traceback" not in out.stderr and out.stderr.count(b"\n") <= 1, out.stderr[-400:]
+
+
+def test_a_hook_whose_stdin_cannot_be_read_lets_the_agent_go_on(kb, tmp_path):
+    write_only = os.open(tmp_path / "out", os.O_WRONLY | os.O_CREAT)  # reading it fails (EBADF)
+    try:
+        out = run_hook(kb.root, "stop", None, tmp_path, stdin=write_only)
+    finally:
+        os.close(write_only)
+    assert out.returncode == 0 and out.stdout == b"", out.stderr
+    assert out.stderr.startswith(b"kb hook stop: ") and out.stderr.count(b"\n") == 1, out.stderr
+
+
+def test_a_hook_given_a_flood_reads_a_bounded_amount_and_lets_the_agent_go_on(kb, tmp_path):
+    flood = json.dumps(stop_input(cwd=str(tmp_path), pad="x" * (40 << 20))).encode()
+    started = time.monotonic()
+    out = run_hook(kb.root, "stop", flood, tmp_path)
+    assert out.returncode == 0 and out.stdout == b"" and b"kb hook stop: " in out.stderr, out.stderr[-300:]
+    assert time.monotonic() - started < 30
+
+
+def test_a_hook_with_readable_input_still_answers(kb, tmp_path):
+    """The guard changes nothing for input it can read: the session start adds the brief."""
+    given = json.dumps(
+        {"session_id": "s", "hook_event_name": "SessionStart", "source": "startup", "cwd": str(tmp_path)}
+    )
+    out = run_hook(kb.root, "session-start", given.encode(), tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
