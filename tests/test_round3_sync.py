@@ -15,7 +15,7 @@ import time
 import pytest
 
 import kbtool
-from conftest import commit_count, git, run_kb, tree_state
+from conftest import commit_count, git, run_kb, shared_remote, tree_state
 from kbtool.store import repository
 
 # --- item 7: opposite promotes ------------------------------------------------------------------------------------
@@ -198,3 +198,121 @@ def test_an_unlocked_gate_is_promoted_as_a_card_as_before(pair, fast_env):
     out = run_kb(fast_env, one.root, "promote", gate, "--to", str(two.root))
     assert out.returncode == 0, out.stderr
     assert not (two.root / "kb.lock").exists() or gate not in (two.root / "kb.lock").read_text()
+
+
+# --- item 10: kb sync --accept-rewrite takes only this knowledge base, and never drops a lock -----------------------
+
+
+@pytest.fixture
+def team(tmp_path, fast_env):
+    """(bare remote, alice, bob, {who: env}): each engineer's kb with a HOME of their own."""
+    envs = {}
+    for who in ("alice", "bob"):
+        (tmp_path / f"home-{who}").mkdir()
+        envs[who] = {**fast_env, "HOME": str(tmp_path / f"home-{who}")}
+    return (*shared_remote(tmp_path), envs)
+
+
+def synced(envs: dict[str, dict[str, str]], *sides: tuple[str, kbtool.KnowledgeBase]) -> None:
+    for who, side in sides:
+        out = run_kb(envs[who], side.root, "sync")
+        assert out.returncode == 0, out.stderr
+
+
+def refused_whole(out, bob: kbtool.KnowledgeBase, bare, before, remote_head: str) -> None:
+    """A refused sync: one line, and neither side moved."""
+    assert out.returncode in (1, 2) and out.stderr.count("\n") == 1, out.stdout + out.stderr
+    assert tree_state(bob.root) == before and git(bare, "rev-parse", "HEAD") == remote_head
+
+
+def test_accept_rewrite_refuses_another_knowledge_base_and_sends_nothing(team, tmp_path):
+    bare, alice, bob, envs = team
+    private = bob.add("gap", "Is our unreleased kernel faster at batch 1?")  # bob's, not yet synced
+    other = kbtool.init(tmp_path / "other", name="other")
+    other.add("gap", "Something else entirely?")
+    branch = git(bob.root, "branch", "--show-current").strip()
+    git(other.root, "push", "-q", "--force", str(bare), f"HEAD:refs/heads/{branch}")  # another KB in the team's place
+    before, remote_head = tree_state(bob.root), git(bare, "rev-parse", "HEAD")
+    out = run_kb(envs["bob"], bob.root, "sync", "--accept-rewrite")
+    refused_whole(out, bob, bare, before, remote_head)
+    for words in (other.kb_id, bob.kb_id, "another knowledge base"):
+        assert words in out.stderr, out.stderr
+    assert private.id not in git(bare, "ls-tree", "-r", "--name-only", "HEAD")
+
+
+def test_a_plain_sync_with_another_knowledge_base_is_refused_too(team, tmp_path):
+    bare, alice, bob, envs = team
+    other = kbtool.init(tmp_path / "other", name="other")
+    branch = git(bob.root, "branch", "--show-current").strip()
+    git(other.root, "push", "-q", "--force", str(bare), f"HEAD:refs/heads/{branch}")
+    before, remote_head = tree_state(bob.root), git(bare, "rev-parse", "HEAD")
+    out = run_kb(envs["bob"], bob.root, "sync")
+    refused_whole(out, bob, bare, before, remote_head)
+    assert other.kb_id in out.stderr and "if the purge was meant" not in out.stderr, out.stderr  # not a rewrite
+
+
+def gate_with_script(side: kbtool.KnowledgeBase) -> str:
+    folder = side.root / "gates" / "tpot"
+    folder.mkdir(parents=True)
+    (folder / "check.py").write_text(CHECK)
+    git(side.root, "add", "gates")
+    git(side.root, "commit", "-qm", "the gate's script")
+    check = {"command": COMMAND, "metric": "tpot_ms", "op": "<=", "threshold": 12}
+    gate = side.add("gate", "TPOT under 12 ms", status="confirmed", values={"check": check}).id
+    assert side.lock_gates([gate])[0] == [gate]
+    return gate
+
+
+def test_accept_rewrite_refuses_a_history_that_dropped_a_lock(team):
+    bare, alice, bob, envs = team
+    gate = gate_with_script(alice)
+    synced(envs, ("alice", alice), ("bob", bob))
+    git(alice.root, "reset", "-q", "--hard", "HEAD~1")  # the lock commit, gone: the gate is editable there
+    git(alice.root, "push", "-q", "--force", "origin", "HEAD")
+    bob.add("gap", "Does NVFP4 hold accuracy on GSM8K?")
+    before, remote_head = tree_state(bob.root), git(bare, "rev-parse", "HEAD")
+    out = run_kb(envs["bob"], bob.root, "sync", "--accept-rewrite")
+    refused_whole(out, bob, bare, before, remote_head)
+    assert gate in out.stderr and "lock" in out.stderr, out.stderr
+    assert gate in json.loads((bob.root / "kb.lock").read_text())["gates"]
+    edit = run_kb(envs["bob"], bob.root, "edit", gate, "--field", "check.threshold=50")
+    assert edit.returncode != 0 and "locked" in edit.stderr
+
+
+def test_accept_rewrite_refuses_a_history_that_changed_a_locked_file(team):
+    """The rewrite keeps kb.lock word for word and swaps the script it locks: the entry is there, the lock is not."""
+    bare, alice, bob, envs = team
+    gate = gate_with_script(alice)
+    synced(envs, ("alice", alice), ("bob", bob))
+    lock, card = (alice.root / "kb.lock").read_text(), (alice.root / "kb" / "gate" / f"{gate}.md").read_text()
+    git(alice.root, "reset", "-q", "--hard", "HEAD~3")  # before the script, the gate and its lock
+    (alice.root / "gates" / "tpot").mkdir(parents=True)
+    (alice.root / "gates" / "tpot" / "check.py").write_text(CHECK.replace("float(sys.argv[1])", "1.0"))
+    (alice.root / "kb" / "gate").mkdir(parents=True, exist_ok=True)
+    (alice.root / "kb" / "gate" / f"{gate}.md").write_text(card)
+    (alice.root / "kb.lock").write_text(lock)
+    git(alice.root, "add", "-A")
+    git(alice.root, "commit", "-qm", "the gate, squashed")
+    git(alice.root, "push", "-q", "--force", "origin", "HEAD")
+    before, remote_head = tree_state(bob.root), git(bare, "rev-parse", "HEAD")
+    out = run_kb(envs["bob"], bob.root, "sync", "--accept-rewrite")
+    refused_whole(out, bob, bare, before, remote_head)
+    assert gate in out.stderr and "gates/tpot/check.py" in out.stderr, out.stderr
+
+
+def test_accept_rewrite_of_this_knowledge_base_that_keeps_its_locks_goes_through(team):
+    bare, alice, bob, envs = team
+    gate = gate_with_script(alice)
+    secret = alice.add("gap", "Leaked token in the launch script?")
+    synced(envs, ("alice", alice), ("bob", bob))
+    git(alice.root, "reset", "-q", "--hard", "HEAD~1")  # the purge of the last card; the lock stays
+    git(alice.root, "push", "-q", "--force", "origin", "HEAD")
+    mine = bob.add("gap", "Does NVFP4 hold accuracy on GSM8K?")
+    out = run_kb(envs["bob"], bob.root, "sync", "--accept-rewrite")
+    assert out.returncode == 0, out.stderr
+    files = git(bare, "ls-tree", "-r", "--name-only", "HEAD")
+    assert (
+        secret.id not in files and mine.id in files and gate in json.loads((bob.root / "kb.lock").read_text())["gates"]
+    )
+    verify = run_kb(envs["bob"], bob.root, "gate", "verify")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
