@@ -383,3 +383,92 @@ def test_a_hook_with_readable_input_still_answers(kb, tmp_path):
     out = run_hook(kb.root, "session-start", given.encode(), tmp_path)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+
+
+# --- Low: a Ctrl-C at any moment of a kb process is exit 130 and one line ----------------------------------------
+
+# `kb ARGS` run as `python -m kbtool` is, after sending itself SIGINT at one moment of its life (a hook in the process,
+# so the moment is exact however loaded the machine is): while kb's modules load, as the command exits, as the
+# interpreter shuts down.
+AT_MOMENT = textwrap.dedent(
+    """
+    import os, signal, sys, runpy
+    moment, sys.argv = sys.argv[1], ["kb", *sys.argv[2:]]
+
+    def interrupt():
+        os.kill(os.getpid(), signal.SIGINT)
+
+    if moment == "loading":  # as kb's CLI module begins to load, the slow part of the first second
+        class Finder:
+            def find_spec(self, name, path=None, target=None):
+                if name == "kbtool.surfaces.cli":
+                    sys.meta_path.remove(self)
+                    interrupt()
+                return None
+        sys.meta_path.insert(0, Finder())
+    else:  # as click ends the command (its sys.exit), or once the interpreter runs its exit handlers
+        import atexit
+
+        def profile(frame, event, arg):
+            if event == "c_call" and getattr(arg, "__name__", None) == "exit" and arg.__module__ == "sys":
+                sys.setprofile(None)
+                interrupt() if moment == "exiting" else atexit.register(interrupt)  # run before those kb made
+        sys.setprofile(profile)
+    runpy.run_module("kbtool", run_name="__main__", alter_sys=True)
+    """
+)
+
+
+def interrupted_at(moment: str, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+    command = [sys.executable, "-c", AT_MOMENT, moment, "--kb", str(root), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+
+
+@pytest.mark.parametrize("moment", ["loading", "exiting", "shutting-down"])
+@pytest.mark.parametrize(
+    "command", [["list"], ["add", "gap", "--title", "Asked while interrupted?"]], ids=["read", "write"]
+)
+def test_a_ctrl_c_at_any_moment_is_exit_130_and_one_line(kb, moment, command):
+    out = interrupted_at(moment, kb.root, *command)
+    assert out.returncode == 130, (out.returncode, out.stderr)
+    assert "Traceback" not in out.stderr and "Aborted" not in out.stderr, out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kb: interrupted"), out.stderr
+    added = (kb.root / "kb" / "gap" / "asked-while-interrupted.md").exists()
+    assert ("nothing was committed" in lines[0]) == (not added), out.stderr  # the line says what happened
+    if moment == "loading":
+        assert not added and out.stdout == ""
+
+
+def test_ctrl_c_at_random_moments_of_a_real_run_is_never_exit_0(kb):
+    """As the adversarial runs did it: SIGINT from outside at seeded moments of `kb add`'s first second and a half;
+    each lands while the process lives (it is checked not to have exited), so each must say 130."""
+    import random
+
+    env = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
+    rng = random.Random(43)
+    landed = 0
+    for n in range(8):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kbtool", "--kb", str(kb.root), "add", "gap", "--title", f"Question {n}?"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        time.sleep(rng.uniform(0.05, 1.5))
+        state = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if proc.poll() is None and state != "Z":
+            proc.send_signal(2)
+            landed += 1
+            signalled = True
+        else:
+            signalled = False
+        stdout, stderr = proc.communicate(timeout=60)
+        if signalled:
+            assert proc.returncode == 130 and "Traceback" not in stderr, (n, proc.returncode, stderr)
+            assert stderr.count("kb: interrupted") == 1, stderr
+        else:
+            assert proc.returncode == 0, stderr
+    assert landed >= 3  # most moments fall within the run
