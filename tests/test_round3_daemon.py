@@ -1,6 +1,8 @@
-"""The search daemon against another local user, and `kb daemon stop --all` against processes that only look like
-daemons (issue 43: item 4 and a Low). Real daemons started by real `kb search` processes; the other user is
-uid 65534 (nobody), played by a child process that drops to it, where the tests run as root."""
+"""The kb process against what round three of the adversarial runs found (issue 43): the search daemon against
+another local user (item 4), `kb daemon stop --all` against processes that only look like daemons, the hooks
+against input they cannot read (item 9), and Ctrl-C at any moment of a kb process (Lows). Real daemons started by
+real `kb search` processes; the other user is uid 65534 (nobody), played by a child process that drops to it,
+where the tests run as root; each fault bounded to seconds."""
 
 from __future__ import annotations
 
@@ -441,31 +443,42 @@ def test_a_ctrl_c_at_any_moment_is_exit_130_and_one_line(kb, moment, command):
         assert not added and out.stdout == ""
 
 
+# `kb ARGS` as `python -m kbtool` runs it, once Python itself has started (a signal while the interpreter imports its
+# site module is Python's to handle, before any of kb exists): it writes a byte to the fd given first.
+STARTED = (
+    "import os, sys, runpy; fd = int(sys.argv[1]); os.write(fd, b'.'); os.close(fd); sys.argv = ['kb', *sys.argv[2:]]; "
+    "runpy.run_module('kbtool', run_name='__main__', alter_sys=True)"
+)
+
+
 def test_ctrl_c_at_random_moments_of_a_real_run_is_never_exit_0(kb):
-    """As the adversarial runs did it: SIGINT from outside at seeded moments of `kb add`'s first second and a half;
-    each lands while the process lives (it is checked not to have exited), so each must say 130."""
+    """As the adversarial runs did it: SIGINT from outside at seeded moments of `kb add`'s first 1.2 s; each that
+    lands while the process lives (it is checked not to have exited) must end it with 130 and one line."""
     import random
 
     env = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
     rng = random.Random(43)
     landed = 0
     for n in range(8):
+        started, tell = os.pipe()
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kbtool", "--kb", str(kb.root), "add", "gap", "--title", f"Question {n}?"],
+            [sys.executable, "-c", STARTED, str(tell), "--kb", str(kb.root), "add", "gap", "--title", f"Question {n}?"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            pass_fds=(tell,),
         )
-        time.sleep(rng.uniform(0.05, 1.5))
+        os.close(tell)
+        os.read(started, 1)
+        os.close(started)
+        time.sleep(rng.uniform(0.0, 1.2))
         state = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        if proc.poll() is None and state != "Z":
+        signalled = proc.poll() is None and state != "Z"
+        if signalled:
             proc.send_signal(2)
             landed += 1
-            signalled = True
-        else:
-            signalled = False
-        stdout, stderr = proc.communicate(timeout=60)
+        _, stderr = proc.communicate(timeout=60)
         if signalled:
             assert proc.returncode == 130 and "Traceback" not in stderr, (n, proc.returncode, stderr)
             assert stderr.count("kb: interrupted") == 1, stderr

@@ -16,8 +16,6 @@ import sys
 import time
 from pathlib import Path
 
-from kbtool.store.atomic_files import replace_file
-
 HOLDER_FILE = "write.lock.holder"  # in the state folder, beside write.lock
 COMMAND_CHARS = 160
 
@@ -25,8 +23,8 @@ COMMAND_CHARS = 160
 def record(state_dir: Path) -> None:
     """Called by the lock's new holder (best effort: a holder that cannot say so still holds the lock)."""
     entry = {"pid": os.getpid(), "command": _command(), "since": time.time()}
-    with contextlib.suppress(OSError):
-        replace_file(state_dir / HOLDER_FILE, json.dumps(entry) + "\n")
+    with contextlib.suppress(OSError):  # no fsync, no temp file: a torn record reads as none (described)
+        (state_dir / HOLDER_FILE).write_text(json.dumps(entry) + "\n", encoding="utf-8")
 
 
 def clear(state_dir: Path) -> None:

@@ -11,7 +11,6 @@ answers another user's client. A refusal is ForeignSocket; the client then searc
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import stat
@@ -30,10 +29,14 @@ def private_dir() -> Path:
     /tmp/kb-UID; made 0700 if missing; ForeignSocket when it is not a folder of this user's alone."""
     runtime = os.environ.get("XDG_RUNTIME_DIR", "")
     folder = Path("/tmp") / f"kb-{os.geteuid()}"
-    if runtime and Path(runtime).is_absolute() and len(runtime) < UNIX_PATH_MAX - 30:
+    if runtime and Path(runtime).is_absolute() and Path(runtime).is_dir() and len(runtime) < UNIX_PATH_MAX - 30:
         folder = Path(runtime) / "kb"
-    with contextlib.suppress(FileExistsError):
+    try:
         os.mkdir(folder, 0o700)  # the umask can only take bits away
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise ForeignSocket(f"{folder}: cannot make it ({exc.strerror})") from None
     try:
         found = os.lstat(folder)
     except OSError as exc:
