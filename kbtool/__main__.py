@@ -1,3 +1,21 @@
-from kbtool.surfaces.cli import main
+"""`python -m kbtool` and the `kb` command (pyproject's entry point): the CLI, entered so that a Ctrl-C while its
+modules load (most of its first second, before the CLI's own handlers are in place) ends it as one during a
+command does: one line, exit 130 (kbtool/store/interrupts.py), not a KeyboardInterrupt traceback."""
 
-main()
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    try:
+        from kbtool.surfaces.cli import main as run_cli
+
+        run_cli()
+    except KeyboardInterrupt:  # only before the CLI's handlers were in place: it says every later one itself
+        print("kb: interrupted; nothing was committed", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+if __name__ == "__main__":
+    main()

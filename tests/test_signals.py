@@ -3,8 +3,10 @@ install) is run in a forked child that gets SIGKILL (nothing of it runs after th
 alone, so a git command it started carries on) at a seeded random moment of its run.
 
 After each: git is clean and `git fsck` passes, `kb lint` passes, no temp file or merge worktree is left,
-and the change is whole or absent, as the exit status says: 0 made it, 130 did not. A SIGINT that comes
-once the commit has begun waits for it, and the command then finishes (kbtool/store/interrupts.py)."""
+and the change is whole or absent, as the command says: 0 made it (no signal came while it ran); 130 was
+interrupted, and its one line says whether the change was made. A SIGINT that comes once the commit has
+begun waits for it, and the command then finishes, says so, and exits 130 all the same
+(kbtool/store/interrupts.py)."""
 
 from __future__ import annotations
 
@@ -165,11 +167,17 @@ def on_disk(root: Path, rel: str) -> str | None:
 
 
 def said_what_happened(outcome: Outcome, sig: int, made: bool) -> None:
-    """0 means made, 130 means not made; a SIGKILL says nothing."""
+    """0 means made (the signal came after kb had ended); 130 means interrupted, and its one line says whether
+    the change was made; a SIGKILL says nothing."""
     if sig == signal.SIGKILL and outcome.status == -signal.SIGKILL:
         return
     assert outcome.status in (0, 130), outcome
-    assert (outcome.status == 0) == made, outcome
+    if outcome.status == 0:
+        assert made, outcome
+    else:
+        said = [line for line in outcome.output.splitlines() if line.startswith("kb: interrupted")]
+        assert len(said) == 1, outcome
+        assert ("nothing was committed" not in said[0]) == made, outcome
     assert "Traceback" not in outcome.output, outcome.output
 
 
@@ -367,10 +375,11 @@ def test_a_killed_skill_install_is_finished_or_undone_by_the_next_command(tmp_pa
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_while_git_commits_lets_the_command_finish(kb, sig):
     """Sent to kb alone while its git commit runs: the commit lands, the files stay, and the command
-    reports the card added (before, the files were put back while git went on to commit them)."""
+    reports the card added (before, the files were put back while git went on to commit them), then says it
+    was interrupted after the change was committed, and exits 128 + the signal (never 0: issue 43)."""
     args = ["add", "gap", "--title", "Signalled mid-commit?"]
     outcome = faulted(kb.root, args, sig, NEVER, prepare=signal_in_git("commit", sig))
-    assert outcome.status == 0, outcome
+    assert outcome.status == 128 + sig, outcome
     assert "signalled-mid-commit" in outcome.output and "interrupted after the change was committed" in outcome.output
     recovered(kb.root)
     rel = "kb/gap/signalled-mid-commit.md"

@@ -39,6 +39,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "store": [
         {
             "atomic_files",
+            "lock_holder",
             "commits",
             "config",
             "files",
@@ -99,7 +100,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     # tools/ is a layer of surfaces.mcp: its modules stand on answers and shelf, and server registers them
     "surfaces.mcp": [{"answers", "identity", "prompts"}, {"shelf"}, {"tools"}, {"server"}, {"transports"}],
     "surfaces.mcp.tools": [{"base"}, {"reading", "writing", "curating", "gates", "brief"}],
-    "surfaces.daemon": [{"operations"}, {"client"}, {"server"}],
+    "surfaces.daemon": [{"operations", "peers"}, {"client"}, {"server"}],
     "surfaces.cli": [
         {"base"},
         {"briefing", "curating", "daemon", "evidence", "gates", "install", "reuse", "search", "skills", "web"},

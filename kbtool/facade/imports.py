@@ -4,22 +4,33 @@ back in: kbtool.facade.exchange); and `kb promote`, a card of this knowledge bas
 
 from __future__ import annotations
 
+import hashlib
 import os
 from datetime import date
 from pathlib import Path
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model import markdown
+from kbtool.model.cards import Gate
 from kbtool.model.contracts import ImportSummary
 from kbtool.model.errors import BadInput, Conflict, KbError
 from kbtool.model.fields import drop_none, merge
-from kbtool.model.records import StoredCard
+from kbtool.model.records import StoredCard, gate_of
 from kbtool.model.validation import validate_card
-from kbtool.store.carry import CarryConflict, Promoted, Unmergeable, carried, changed_at, checked_side, text_at
+from kbtool.store.carry import (
+    CarryConflict,
+    Promoted,
+    Unmergeable,
+    carried,
+    changed_at,
+    checked_side,
+    text_at,
+    uncommitted,
+)
 from kbtool.store.commits import commit_message
 from kbtool.store.git_identity import author_name
 from kbtool.store.locate import find_root
-from kbtool.store.repository import CARDS_DIR, SKILLS_DIR
+from kbtool.store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, is_file, locked_in_order
 from kbtool.store.sources import team_remote
 
 
@@ -101,7 +112,8 @@ class Imports(KnowledgeBaseCore):
         # re-import through the team's git source, on any teammate's machine, knows the copy for what it is
         recorded = team_remote(team.root) or str(team.root)
         team.store.require_writable()
-        with team.store.lock(), self.store.lock():
+        with locked_in_order(team.store, self.store):  # one order for every process: opposite promotes never deadlock
+            _refuse_uncommitted(team, recorded, [])
             rel = team.store.relative(team.store.card_path(stored.card.kind, stored.id))
             there = team.store.card_file(stored.id)
             if there is not None and team.store.relative(there) != rel:
@@ -120,14 +132,17 @@ class Imports(KnowledgeBaseCore):
                 raise Conflict(f"{recorded}: {stored.id} was removed there since it was last promoted; nothing written")
             merged = incoming if ours is None else self._merged_up(team, stored, base, ours, incoming, rel, take, to)
             self._promoted_copy(stored, merged, recorded, "0" * 40)  # checked before either write
-            if merged != ours and ours is not None and stored.id in team.gate_locks():
+            locked_there = stored.id in team.gate_locks() or stored.id in team.dropped_locks()
+            if merged != ours and ours is not None and locked_there:
                 raise Conflict(f"{recorded}: gate {stored.id!r} is locked there (kb.lock); nothing written")
+            writes: dict[str, str | bytes | None] = {rel: merged} if merged != ours else {}
+            if not locked_there:
+                writes.update(self._lock_carried(stored, team, merged, recorded))
+            _refuse_uncommitted(team, recorded, list(writes))
             commit = None
-            if merged != ours:
+            if writes:
                 subject = f"kb promote {stored.id} from {self.config.kb.name}"
-                commit = team.store.write(
-                    {rel: merged}, commit_message(subject, "promote", project=self.config.kb.name)
-                )
+                commit = team.store.write(writes, commit_message(subject, "promote", project=self.config.kb.name))
             at = commit or team.store.head()
             assert at is not None  # the team's card is committed there: the base of the next promotion
             copy = self._promoted_copy(stored, merged, recorded, at, team.kb_id)
@@ -137,6 +152,55 @@ class Imports(KnowledgeBaseCore):
                 noted = self.store.write({stored.path: copy}, message)
         edited_there = ours is not None and base is not None and ours != base
         return Promoted(stored.id, recorded, commit, noted, merged=edited_there and commit is not None)
+
+    def _lock_carried(
+        self, stored: StoredCard, team: KnowledgeBaseCore, merged: str, recorded: str
+    ) -> dict[str, str | bytes | None]:
+        """A gate locked here goes up locked: the files its lock covers (each under gates/, as locked here) and
+        its kb.lock entry, for the card as the team gets it. Refused (Conflict), with nothing written, when its
+        lock does not hold here (a file or the card changed since, an entry changed without a relock), or the
+        team holds another file where one goes or beside them. Nothing for any other card."""
+        from kbtool.curation.gate_lock import GateLock, gate_hash, render_lock
+
+        dropped = self.dropped_locks().get(stored.id)
+        lock = self.gate_locks().get(stored.id) or (dropped[1] if dropped else None)
+        if stored.card.kind != "gate" or lock is None:
+            return {}
+        name = f"gate {stored.id!r}"
+        tampered = self.lock_history().tampered.get(stored.id)
+        if tampered is not None:
+            raise Conflict(f"{tampered.message(stored.path)}; a lock that does not hold here is not promoted")
+        if gate_hash(gate_of(stored), stored.body) != lock.sha256:
+            raise Conflict(f"{name} changed since it was locked (kb gate verify names it); nothing written")
+        files: dict[str, str | bytes | None] = {}
+        for path, digest in sorted(lock.files.items()):
+            if not path.startswith("gates/"):
+                raise Conflict(
+                    f"{name}: its lock covers {path}; only files under gates/ go up with a gate; nothing written"
+                )
+            here = self.store.inside(path)
+            data = here.read_bytes() if is_file(here) else None
+            if data is None or hashlib.sha256(data).hexdigest() != digest:
+                raise Conflict(
+                    f"{name}: {path} changed since the gate was locked (kb gate verify names it); nothing written"
+                )
+            elsewhere = team.store.inside(path)
+            if elsewhere.exists() or elsewhere.is_symlink():
+                if not is_file(elsewhere) or elsewhere.is_symlink() or elsewhere.read_bytes() != data:
+                    raise Conflict(
+                        f"{recorded}: {path} there is another file than the one {name} runs here; nothing written"
+                    )
+                continue
+            files[path] = data
+        for folder in sorted({str(Path(p).parent) for p in lock.files}):
+            for found in sorted((team.root / folder).rglob("*")) if (team.root / folder).is_dir() else []:
+                rel = found.relative_to(team.root).as_posix()
+                if rel not in lock.files and "__pycache__" not in found.parts and not found.is_dir():
+                    raise Conflict(f"{recorded}: {rel} is in the folder {name}'s lock covers; nothing written")
+        card, body = markdown.parse(merged, f"kb promote {stored.id}")
+        assert isinstance(card, Gate)  # the gate here, as the team gets it
+        entry = GateLock(gate_hash(card, body), dict(lock.files))
+        return {**files, LOCK_FILE: render_lock({**team.gate_locks(), stored.id: entry})}
 
     def _promotion_target(self, to: str) -> KnowledgeBaseCore:
         named = {s.name: s for s in self.config.sources}
@@ -197,6 +261,18 @@ class Imports(KnowledgeBaseCore):
             data["links"] = links
         origin = f"kb promote {stored.id}"
         return self._render(validate_card(drop_none(data), origin), body, origin)
+
+
+def _refuse_uncommitted(team: KnowledgeBaseCore, recorded: str, writes: list[str]) -> None:
+    """A promote commits its own change there and nothing else: a tracked file changed and not committed, or an
+    untracked file where it writes, is refused, naming them."""
+    found = uncommitted(team.store.repo, writes)
+    if found:
+        shown = ", ".join(found[:5]) + (f" (and {len(found) - 5} more)" if len(found) > 5 else "")
+        raise BadInput(
+            f"{recorded}: uncommitted changes there ({shown}); kb promote commits only what it carries: commit "
+            "or stash them there first; nothing written"
+        )
 
 
 def _as_promoted(team: KnowledgeBaseCore, stored: StoredCard, project: str | None, known: set[str]) -> str:

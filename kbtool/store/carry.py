@@ -85,6 +85,15 @@ def changed_at(repo: git.Repo, rel: str) -> int:
         return 0
 
 
+def uncommitted(repo: git.Repo, writes: list[str]) -> list[str]:
+    """What a carry must not commit along with its own change: every tracked file changed and not committed
+    (staged or not), and any untracked file at a path it writes."""
+    changed = [line[3:] for line in repo.git.status("--porcelain", "--untracked-files=no").splitlines()]
+    tracked = set(repo.git.ls_files("--", *writes).splitlines()) if writes else set()
+    root = Path(repo.working_dir)
+    return changed + [rel for rel in writes if rel not in tracked and (root / rel).exists()]
+
+
 def carried(name: str, base: str | None, ours: str, theirs: str, later: str, take: str | None) -> str:
     """ours with theirs' changes since base, field by field; Unmergeable names each clash (unless take
     settles every clash for one side). Without a base every field the two differ in is a clash."""
@@ -95,4 +104,13 @@ def carried(name: str, base: str | None, ours: str, theirs: str, later: str, tak
     return merge_card(name, base, ours, theirs, later, settle=take)
 
 
-__all__ = ["CarryConflict", "Promoted", "Unmergeable", "carried", "changed_at", "checked_side", "text_at"]
+__all__ = [
+    "CarryConflict",
+    "Promoted",
+    "Unmergeable",
+    "carried",
+    "changed_at",
+    "checked_side",
+    "text_at",
+    "uncommitted",
+]

@@ -2,7 +2,10 @@
 `kb status` can show a knowledge base's daemon and `kb daemon stop --all` can find every one.
 
 A daemon writes its entry (atomically) once its socket is bound and removes it when it exits; an entry
-whose process is gone (killed, a reboot) is stale, and the first reader removes it. Nothing here imports
+whose process is gone (killed, a reboot) is stale, and the first reader removes it. An entry is a claim, not
+proof (a pid is reused, a file can be written by anything): before kb counts or signals the process it names,
+/proc must say it is this user's, runs exactly the command a daemon of that root runs, and began before the
+entry was written (is_daemon). Nothing here imports
 more than the standard library: `kb status` and `kb daemon stop` are light commands.
 """
 
@@ -20,7 +23,13 @@ from pathlib import Path
 from kbtool.store.atomic_files import replace_file
 from kbtool.store.locate import cache_dir
 
-DAEMON_MARK = "kbtool.surfaces.daemon.server"  # in a daemon's command line: a reused pid is not one of ours
+DAEMON_MARK = "kbtool.surfaces.daemon.server"  # the daemon's module
+# what a daemon runs: `python -P -c DAEMON_CODE PACKAGE_PARENT ROOT` (kbtool/surfaces/daemon/client.py)
+DAEMON_CODE = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from kbtool.surfaces.daemon.server import main; main(sys.argv[1:])"
+)
+START_SLACK_S = 1.0  # /proc's start time is in clock ticks: an entry written within a tick of the start
 
 
 @dataclass(frozen=True)
@@ -63,8 +72,8 @@ def running(root: Path) -> DaemonEntry | None:
     found = _read(path)
     if found is None:
         return None
-    if not alive(found.pid):
-        path.unlink(missing_ok=True)  # stale: the process is gone
+    if found.root != str(root) or not is_daemon(found):
+        path.unlink(missing_ok=True)  # stale: the process is gone, or the pid is another program's now
         return None
     return found
 
@@ -86,22 +95,58 @@ def _read(path: Path) -> DaemonEntry | None:
 
 
 def alive(pid: int) -> bool:
-    """Whether pid is a running kb daemon: not gone, not a zombie waiting for its parent, and (where /proc
-    tells) running kb's daemon code, so a pid the system reused for another program is never signalled."""
+    """Whether pid is a running process of this user: not gone, not a zombie waiting for its parent."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's process now holds the pid
+    except PermissionError:  # another user's process holds the pid
         return False
-    proc = Path(f"/proc/{pid}")
-    if not proc.is_dir():
+    if not Path(f"/proc/{pid}").is_dir():
         return True  # no /proc (macOS): the pid exists, which is all that can be told cheaply
-    with contextlib.suppress(OSError):
-        if _status_field(pid, "State").startswith("Z"):
-            return False
-        return DAEMON_MARK in (proc / "cmdline").read_bytes().decode(errors="replace")
-    return False
+    try:
+        return not _status_field(pid, "State").startswith("Z") and _uid(pid) == os.geteuid()
+    except OSError:
+        return False  # gone meanwhile
+
+
+def is_daemon(entry: DaemonEntry) -> bool:
+    """Whether the process entry names is the kb daemon of entry.root: alive and this user's, running exactly
+    a daemon's command for that root, and started before the entry was written (a pid reused since is not).
+    Without /proc (macOS) only alive() can be told."""
+    if not alive(entry.pid):
+        return False
+    proc = Path(f"/proc/{entry.pid}")
+    if not proc.is_dir():
+        return True
+    try:
+        argv = [a.decode(errors="replace") for a in (proc / "cmdline").read_bytes().split(b"\0")[:-1]]
+        began = _started(entry.pid)
+    except (OSError, ValueError, IndexError):
+        return False
+    return _daemon_argv(argv, entry.root) and began <= entry.started + START_SLACK_S
+
+
+def _daemon_argv(argv: list[str], root: str) -> bool:
+    """The command line of a daemon of root: kb's own (python -P -c DAEMON_CODE PARENT ROOT) or the documented
+    manual start (python -m kbtool.surfaces.daemon.server ROOT)."""
+    if argv[-1:] != [root]:
+        return False
+    return argv[1:-2] == ["-P", "-c", DAEMON_CODE] and len(argv) == 6 or argv[1:-1] == ["-m", DAEMON_MARK]
+
+
+def _uid(pid: int) -> int:
+    """The effective uid of pid (/proc/PID/status: Uid real, effective, saved, fs)."""
+    return int(_status_field(pid, "Uid").split()[1])
+
+
+def _started(pid: int) -> float:
+    """When pid began, as an epoch time: /proc/PID/stat's start time (clock ticks after boot) and the boot time."""
+    stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    ticks = int(stat[stat.rindex(")") + 2 :].split()[19])  # field 22; the name in () may hold spaces
+    lines = Path("/proc/stat").read_text(encoding="utf-8").splitlines()
+    boot = next(int(line.split()[1]) for line in lines if line.startswith("btime"))
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _status_field(pid: int, name: str) -> str:
@@ -123,10 +168,12 @@ def rss_bytes(pid: int) -> int | None:
 
 
 def terminate(entry: DaemonEntry, wait_s: float = 10.0) -> bool:
-    """SIGTERM to a daemon that did not stop when asked over its socket; True once it is gone."""
-    if alive(entry.pid):
-        with contextlib.suppress(OSError):
-            os.kill(entry.pid, signal.SIGTERM)
+    """SIGTERM to a daemon that did not stop when asked over its socket; True once it is gone. Only a process
+    is_daemon says is that daemon is signalled."""
+    if not is_daemon(entry):
+        return True  # the daemon it names is gone: its pid is no process, or another program's now
+    with contextlib.suppress(OSError):
+        os.kill(entry.pid, signal.SIGTERM)
     return wait_gone(entry.pid, wait_s)
 
 

@@ -9,8 +9,15 @@ Outside a section a signal acts as usual, and the interrupted code puts back wha
 
 The CLI runs each command inside `command()`: there SIGTERM and SIGHUP raise `Terminated` (so
 cleanup runs, as it does for Ctrl-C), and once a critical section has completed, the command runs to
-its end however it is signalled: a change that was committed is reported as done, never as
-interrupted. A second signal after that one interrupts at once.
+its end however it is signalled, and says its change is complete. A second signal after that one
+interrupts at once.
+
+A signal is never swallowed: the kb CLI's process (handle_for_this_process) remembers every signal it
+receives, from its first line to its last (while its modules load, during the command, as it exits, as
+the interpreter shuts down), and ends with 128 + the first one's number (130 for Ctrl-C) and one line
+saying whether the change was made, never with a traceback and never with 0. Its very last Python code
+(_last_word) blocks the signals, takes any still pending, and ends the process itself, so none can come
+in a moment nobody looks.
 
 Only the main thread's handlers are Python's to change: a section in another thread (the MCP server and
 the web view write from worker threads) blocks the signals in that thread's mask alone, and the server's
@@ -19,7 +26,11 @@ own shutdown goes on as it would.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,6 +57,10 @@ class _State:
     completed: bool = False  # a critical section of this command finished: finish the command too
     saved: dict[int, Any] = field(default_factory=dict)  # handlers the outermost section replaced
     whole_process: bool = False  # handle_for_this_process() was called: the kb CLI's own process
+    received: list[int] = field(default_factory=list)  # every signal the CLI's process received, first first
+    said: bool = False  # the line saying the command was interrupted was written
+    decided: int | None = None  # the exit status final_status() gave
+    heard: int = 0  # how many of received final_status() knew of
 
 
 _state = _State()
@@ -57,20 +72,29 @@ def _in_main_thread() -> bool:
 
 def _record(signum: int, _frame: FrameType | None) -> None:
     _state.pending.append(signum)
+    _state.received.append(signum)
 
 
 def _interrupt(signum: int) -> None:
-    if signum == signal.SIGINT:
+    """Within a command Ctrl-C is KeyboardInterrupt, as code expects; outside it (arguments being parsed, the
+    command ended) Terminated, which click does not turn into its own exit."""
+    if signum == signal.SIGINT and _state.in_command:
         raise KeyboardInterrupt
     raise Terminated(signum)
 
 
 def _command_handler(signum: int, _frame: FrameType | None) -> None:
     """The CLI's handler outside critical sections."""
+    _state.received.append(signum)
     if _state.completed and not _state.pending:
         _state.pending.append(signum)  # the change is made: finish the command, then say so
         return
     _interrupt(signum)
+
+
+def _record_late(signum: int, _frame: FrameType | None) -> None:
+    """The CLI's handler once its command is over: the exit status says it (final_status, _last_word)."""
+    _state.received.append(signum)
 
 
 @contextmanager
@@ -115,19 +139,67 @@ def _leave(completed: bool) -> None:
 
 def handle_for_this_process() -> None:
     """The kb CLI's process: the command handler for its whole life, so a signal just before the command
-    starts, or after it ends (and its change is made), is treated as one during it."""
+    starts, or after it ends (and its change is made), is treated as one during it; and the last word at
+    exit (see the module)."""
     if _in_main_thread():
         for signum in SIGNALS:
             signal.signal(signum, _command_handler)
+        if not _state.whole_process:
+            atexit.register(_last_word)  # before anything the command registers: run after all of it
         _state.whole_process = True
+        _state.received, _state.said, _state.decided, _state.heard = [], False, None, 0
 
 
-def ignore_from_now_on() -> None:
-    """The CLI's command is over and its exit status decided: a signal while the interpreter shuts down (when
-    Python puts back the default handlers, which would end the process as if it were interrupted) is ignored."""
+def hold_from_now_on() -> None:
+    """The CLI's command is over: a signal from now on acts on nothing, and is only remembered for the exit
+    status (final_status, then _last_word)."""
     if _in_main_thread():
         for signum in SIGNALS:
-            signal.signal(signum, signal.SIG_IGN)
+            signal.signal(signum, _record_late)
+
+
+def say(line: str) -> None:
+    """The one line a command says when it is interrupted (on stderr)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+    _state.said = True
+
+
+def interrupted_line() -> str:
+    """What an interrupted command says of its change."""
+    if _state.completed:
+        return "kb: interrupted after the change was committed; it is complete"
+    return "kb: interrupted; nothing was committed"
+
+
+def final_status(code: int) -> int:
+    """The CLI process's exit status: code, unless it received a signal, then 128 + the first one's number,
+    said in one line if nothing said it yet."""
+    if _state.received:
+        if not _state.said:
+            say(interrupted_line())
+        code = 128 + _state.received[0]
+    _state.decided, _state.heard = code, len(_state.received)
+    return code
+
+
+def _last_word() -> None:
+    """The CLI process's last Python code (see the module): a signal that came after final_status still ends it
+    as interrupted; none can come after this looks (they are blocked, and the process ends here)."""
+    if _state.decided is None:  # main did not get to decide (it is not the CLI's own run): Python goes on
+        return
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, set(SIGNALS))
+        _state.received += sorted(set(signal.sigpending()) & set(SIGNALS))
+    code = _state.decided
+    if len(_state.received) > _state.heard and code < 128:
+        if not _state.said:
+            say(interrupted_line())
+        code = 128 + _state.received[_state.heard]
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 @contextmanager

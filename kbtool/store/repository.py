@@ -38,6 +38,7 @@ from filelock import FileLock, Timeout
 
 from kbtool.model.errors import AmbiguousId, Conflict, KbError, OutsidePath, ReadOnly
 from kbtool.model.vocabulary import CONFIG_FILE, STATE_DIR
+from kbtool.store import lock_holder
 from kbtool.store.atomic_files import missing_dirs, remove_temp_files, replace_file
 from kbtool.store.commits import commit_message
 from kbtool.store.config import default_config_text
@@ -282,15 +283,26 @@ class Store:
 
     @contextmanager
     def lock(self) -> Iterator[None]:
+        """The knowledge base's write lock, for as long as the block runs (again, when this store holds it
+        already). A wait over LOCK_TIMEOUT_S is refused saying which lock and who holds it (lock_holder.py)."""
         self.require_writable()
         held = self._write_lock
         try:
-            with held.acquire(timeout=LOCK_TIMEOUT_S):
-                if held.lock_counter == 1:  # the outermost hold: no other writer is live
-                    self.recover()
-                yield
+            held.acquire(timeout=LOCK_TIMEOUT_S)
         except Timeout:
-            raise StoreError(f"another kb process has held the write lock for {LOCK_TIMEOUT_S} s; try again") from None
+            raise StoreError(
+                f"waited {LOCK_TIMEOUT_S} s for the write lock of {self.root} ({self.state_dir / 'write.lock'}), "
+                f"held by {lock_holder.described(self.state_dir)}; nothing was written; try again once it is done"
+            ) from None
+        try:
+            if held.lock_counter == 1:  # the outermost hold: no other writer is live
+                lock_holder.record(self.state_dir)
+                self.recover()
+            yield
+        finally:
+            if held.lock_counter == 1:
+                lock_holder.clear(self.state_dir)
+            held.release()
 
     def recover_if_interrupted(self) -> None:
         """For readers: undo a dead writer's half-done write before anything reads the files (a stat
@@ -539,6 +551,17 @@ class Store:
         except git.GitCommandError:
             return False
         return True
+
+
+@contextmanager
+def locked_in_order(*stores: Store) -> Iterator[None]:
+    """The write locks of several knowledge bases (`kb promote`: the team's and this one's), taken in one order
+    for every process, by the lock file's path: two commands that each need the same two locks (opposite
+    promotes) never hold one each while they wait for the other."""
+    with contextlib.ExitStack() as held:
+        for store in sorted(stores, key=lambda s: str((s.state_dir / "write.lock").resolve())):
+            held.enter_context(store.lock())
+        yield
 
 
 def _refusal(exc: BaseException) -> str:

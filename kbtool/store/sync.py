@@ -30,11 +30,13 @@ from pathlib import Path
 import git
 
 from kbtool.model import markdown
-from kbtool.model.errors import BadInput, CheckFailed
+from kbtool.model.errors import BadInput, CheckFailed, KbError
+from kbtool.model.vocabulary import CONFIG_FILE
 from kbtool.store import incoming
 from kbtool.store.commits import commit_message
-from kbtool.store.config import load_config
+from kbtool.store.config import load_config, parse_config
 from kbtool.store.git_runner import git_reason
+from kbtool.store.lock_file import parse_lock
 from kbtool.store.lock_history import Tampering, arriving_tampering, lock_history
 from kbtool.store.merge import (
     Clash,
@@ -145,6 +147,7 @@ def sync(
         for _attempt in range(ATTEMPTS):
             seen = [_resolved(repo, ref) for ref in (synced, upstream)]
             _fetch(repo, remote, branch)
+            _refuse_another_kb(repo, upstream, remote, branch)
             _refuse_sending_tampering(repo, upstream, remote)
             before = repo.head.commit.hexsha
             if _exists(repo, upstream):
@@ -224,6 +227,7 @@ def _integrate(
     result.received += len(repo.git.rev_list(f"{head}..{theirs}").split())
     if rewound:
         target, result.rewritten = _merged_commit(store, repo, head, theirs, base, upstream, remote, result), True
+        _refuse_unlocking(repo, head, target, remote, upstream.removeprefix("refs/remotes/"))
     else:
         target = theirs if base == head else _merged_commit(store, repo, head, theirs, base, upstream, remote, result)
     refused = incoming.problems(repo, store.root, head, target, load_config(store.root).limits)
@@ -238,6 +242,69 @@ def _integrate(
     changed = [c.path for c in moves]
     move = ("reset", "--keep", "--quiet") if rewound else ("merge", "--ff-only", "--quiet")
     store.journaled(changed, lambda: None, lambda: _git(repo, *move, target))
+
+
+def _refuse_another_kb(repo: git.Repo, upstream: str, remote: str, branch: str) -> None:
+    """The remote's branch holds another knowledge base (another kb.toml [kb] id; where either has none, another
+    first commit): a sync never merges into it, nor pushes this one's cards there, --accept-rewrite or not."""
+    if not _exists(repo, upstream):
+        return
+    here, there = _identity(repo, "HEAD"), _identity(repo, upstream)
+    declared = here[0] is not None and there[0] is not None
+    # a knowledge base made before ids (the starter KB) by its first commit, unless a shallow clone hides it
+    if here[0] == there[0] if declared else (None in (here[1], there[1]) or here[1] == there[1]):
+        return
+    what = "id" if declared else "first commit"
+    shown = (there[0], here[0]) if declared else (there[1], here[1])
+    raise BadInput(
+        f"sync with {remote} refused: {remote}/{branch} holds another knowledge base ({what} {shown[0]} there, "
+        f"{shown[1]} here); kb syncs a knowledge base only with its own clones, and --accept-rewrite takes a "
+        f"rewritten history of this one only; nothing was sent or received; check the remote (git remote -v)"
+    )
+
+
+def _identity(repo: git.Repo, rev: str) -> tuple[str | None, str | None]:
+    """(kb.toml's [kb] id at rev, rev's first root commit): who a history is. A shallow clone's roots are where its
+    history was cut, so it names none."""
+    declared = None
+    text = _show(repo, rev, CONFIG_FILE)
+    if text:
+        with contextlib.suppress(KbError):
+            declared = parse_config(text).kb.id
+    if str(repo.git.rev_parse("--is-shallow-repository")).strip() == "true":
+        return declared, None
+    roots = repo.git.rev_list("--max-parents=0", rev).split()
+    return declared, min(roots) if roots else None
+
+
+def _refuse_unlocking(repo: git.Repo, head: str, target: str, remote: str, where: str) -> None:
+    """An accepted rewrite never takes a lock: each gate locked here keeps its kb.lock entry, its card and every
+    file the entry covers as they are here, or nothing lands and nothing is sent (a force-push that dropped a
+    lock commit would otherwise leave the gate unlocked and editable in every clone that accepts it)."""
+    ours, theirs = parse_lock(_show(repo, head, LOCK_FILE)), parse_lock(_show(repo, target, LOCK_FILE))
+    for gate, entry in sorted(ours.items()):
+        if gate not in theirs:
+            change = f"has no kb.lock entry for locked gate {gate!r}"
+        else:
+            paths = [f"kb/gate/{gate}.md", *sorted(entry.files)]
+            changed = [LOCK_FILE] * (theirs[gate] != entry) + [
+                p for p in paths if _blob(repo, head, p) != _blob(repo, target, p)
+            ]
+            if not changed:
+                continue
+            change = f"changes {', '.join(changed)} of locked gate {gate!r}"
+        raise CheckFailed(
+            f"sync with {remote} refused: the rewritten history of {where} {change}; taking it "
+            "would unlock the gate here, and a rewrite never drops a lock; this knowledge base is as it was and "
+            "nothing was sent; ask who force-pushed to put the lock back as it is here, then sync again"
+        )
+
+
+def _blob(repo: git.Repo, rev: str, rel: str) -> str | None:
+    try:
+        return str(repo.git.rev_parse("--verify", "--quiet", f"{rev}:{rel}"))
+    except git.GitCommandError:
+        return None
 
 
 def _refuse_tampering(repo: git.Repo, head: str, target: str, remote: str) -> None:

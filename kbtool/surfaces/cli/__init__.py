@@ -526,14 +526,28 @@ __all__ = ["app", "main"]  # what the entry point, the docs generator and the te
 
 
 def main() -> None:
+    """The kb command: its exit status is the command's, or 128 + a signal it received at any moment (said in one
+    line; kbtool/store/interrupts.py)."""
     from kbtool.store import interrupts
 
     interrupts.handle_for_this_process()
+    code = 1
     try:
-        app(prog_name="kb")
-    except interrupts.Terminated as exc:  # before the command began (during it, the command says so itself)
-        typer.echo("kb: interrupted; nothing was committed", err=True)
-        raise SystemExit(interrupts.exit_code(exc)) from None
-    finally:
-        interrupts.ignore_from_now_on()
-        say_identity()  # the command has exited (typer ends in SystemExit): what is said once is said now
+        try:
+            app(prog_name="kb")
+        finally:
+            interrupts.hold_from_now_on()  # the command is over: a signal now only sets the exit status
+    except SystemExit as exc:  # typer ends every command so
+        code = _status(exc.code)
+    except (KeyboardInterrupt, interrupts.Terminated) as exc:  # before the command began, or as it ended
+        code = interrupts.exit_code(exc)
+    say_identity()  # what is said once is said now
+    raise SystemExit(interrupts.final_status(code))
+
+
+def _status(code: object) -> int:
+    """SystemExit's code as an exit status (a message, as Python would: said on stderr, status 1)."""
+    if code is None or isinstance(code, int):
+        return code or 0
+    typer.echo(str(code), err=True)
+    return 1

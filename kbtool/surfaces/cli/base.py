@@ -37,7 +37,8 @@ class KbGroup(TyperGroup):
         with interrupts.command() as finished_despite:
             result = self._invoke(ctx)
         if finished_despite:  # the signal came once the change was committed: it is done, and says so
-            typer.echo("kb: note: interrupted after the change was committed; it is complete", err=True)
+            interrupts.say(interrupts.interrupted_line())
+            raise typer.Exit(128 + finished_despite[0])  # interrupted all the same: never 0
         return result
 
     def _invoke(self, ctx: Any) -> Any:
@@ -49,7 +50,7 @@ class KbGroup(TyperGroup):
                 if interrupts.committed_before_interrupt()
                 else "nothing was committed"
             )
-            typer.echo(f"kb: interrupted; {done}", err=True)
+            interrupts.say(f"kb: interrupted; {done}")
             raise typer.Exit(interrupts.exit_code(exc)) from None
         except KbError as exc:
             typer.echo(f"kb: error: {one_line(str(exc), type(exc).__name__)}", err=True)

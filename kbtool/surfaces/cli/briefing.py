@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from kbtool.model.errors import KbError
+from kbtool.model.errors import KbError, one_line
 from kbtool.surfaces.cli.base import For, JsonOut, KbPath, app, git_top, make_app, open_kb, print_json, project_dir
 
 if TYPE_CHECKING:
@@ -35,41 +37,70 @@ def brief(applies_for: For = None, kb: KbPath = None, as_json: JsonOut = False) 
         typer.echo(answer.text(), nl=False)
 
 
-def _hook_input() -> dict[str, Any] | None:
+MAX_HOOK_INPUT = 1 << 20  # bytes of stdin a hook reads: Claude Code's input is a few hundred (the transcript by path)
+
+
+class Unreadable(Exception):
+    """Hook input kb cannot read; its message says why, in a few words."""
+
+
+def _hook_input() -> dict[str, Any]:
     """Claude Code's hook input: a JSON object on stdin (session_id, transcript_path, cwd, hook_event_name,
-    and the event's own fields); None when stdin is not one."""
+    and the event's own fields); Unreadable when stdin is not one kb can read."""
     try:
-        data = json.loads(sys.stdin.read() or "null")
+        raw = sys.stdin.buffer.read(MAX_HOOK_INPUT + 1)
+    except OSError as exc:
+        raise Unreadable(f"stdin cannot be read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_HOOK_INPUT:
+        raise Unreadable(f"stdin holds over {MAX_HOOK_INPUT >> 20} MB")
+    try:
+        data = json.loads(raw.decode("utf-8") or "null")
     except (ValueError, UnicodeDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
+        raise Unreadable("stdin is not a JSON object") from None
+    except RecursionError:
+        raise Unreadable("stdin is JSON nested too deeply to read") from None
+    if not isinstance(data, dict):
+        raise Unreadable("stdin is not a JSON object")
+    return data
 
 
 def _project_of(given: dict[str, Any]) -> Path:
+    """The agent's project: the git repository holding the input's cwd (or this process's), whatever cwd holds."""
     cwd = given.get("cwd")
-    here = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else Path.cwd()
-    return git_top(here) or here
+    try:
+        here = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else Path.cwd()
+        return git_top(here) or here
+    except (OSError, ValueError):  # a path too long, a NUL, a folder that cannot be entered
+        raise Unreadable(f"cwd {str(cwd)[:60]!r}... is not a folder kb can read") from None
 
 
 # A hook must never break the agent's session: Claude Code reads a non-zero exit as a failed hook (exit 2
-# even blocks), so every fault here (stdin that is not the documented JSON, no knowledge base, a kb.lock
-# that does not parse) ends with exit 0 and no output, saying why on stderr only (shown in verbose mode).
+# even blocks), so every fault here (stdin that is not the documented JSON or cannot be read, a cwd no path
+# can be, no knowledge base, a kb.lock that does not parse, a bug in kb) ends with exit 0 and no output,
+# saying why in one line on stderr only (shown in verbose mode).
+
+
+@contextmanager
+def _never_breaks(event: str, outcome: str) -> Iterator[None]:
+    try:
+        yield
+    except Unreadable as exc:
+        typer.echo(f"kb hook {event}: {exc}; {outcome}", err=True)
+    except KbError as exc:
+        typer.echo(f"kb hook {event}: {one_line(str(exc), type(exc).__name__)}; {outcome}", err=True)
+    except Exception as exc:  # a bug, or input kb did not foresee: the session goes on all the same
+        said = one_line(f"{type(exc).__name__}: {exc}", type(exc).__name__)
+        typer.echo(f"kb hook {event}: internal error ({said}); {outcome}", err=True)
 
 
 @hook_app.command("session-start")
 def hook_session_start(kb: KbPath = None) -> None:
     """SessionStart (sources startup, resume, compact): print `kb brief` as the session's additional context."""
-    given = _hook_input()
-    if given is None:
-        typer.echo("kb hook session-start: stdin is not a JSON object; nothing added", err=True)
-        return
-    try:
+    with _never_breaks("session-start", "nothing added"):
+        given = _hook_input()
         text = open_kb(kb).brief(default_dir=_project_of(given)).text()
-    except KbError as exc:
-        typer.echo(f"kb hook session-start: {exc}; nothing added", err=True)
-        return
-    output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
-    typer.echo(json.dumps(output, ensure_ascii=False))
+        output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        typer.echo(json.dumps(output, ensure_ascii=False))
 
 
 @hook_app.command("stop")
@@ -78,19 +109,13 @@ def hook_stop(kb: KbPath = None) -> None:
     kb made of the candidate as it is now, judged in the project the gate ran in (not the hook's cwd); let it
     stop when Claude Code says a stop hook already kept it going (stop_hook_active), so it never blocks
     forever."""
-    given = _hook_input()
-    if given is None:
-        typer.echo("kb hook stop: stdin is not a JSON object; the agent may stop", err=True)
-        return
-    if given.get("stop_hook_active") is True:  # kb already kept it going once this turn: it stops now
-        return
-    try:
+    with _never_breaks("stop", "the agent may stop"):
+        given = _hook_input()
+        if given.get("stop_hook_active") is True:  # kb already kept it going once this turn: it stops now
+            return
         unmet = [g for g in open_kb(kb).gate_standings(_project_of(given)) if not g.met]
-    except KbError as exc:
-        typer.echo(f"kb hook stop: {exc}; the agent may stop", err=True)
-        return
-    if unmet:
-        typer.echo(json.dumps({"decision": "block", "reason": stop_reason(unmet)}, ensure_ascii=False))
+        if unmet:
+            typer.echo(json.dumps({"decision": "block", "reason": stop_reason(unmet)}, ensure_ascii=False))
 
 
 def stop_reason(unmet: list[GateStanding]) -> str:

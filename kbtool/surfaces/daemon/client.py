@@ -24,6 +24,7 @@ from kbtool.model.vocabulary import CONFIG_FILE
 from kbtool.store import daemons
 from kbtool.store.daemons import DaemonEntry
 from kbtool.store.locate import state_dir
+from kbtool.surfaces.daemon.peers import UNIX_PATH_MAX, ForeignSocket, check_peer, private_dir
 
 PROTOCOL = 2  # 2: the daemon sends HEARTBEAT while a request waits or runs
 START_TIMEOUT_S = 60.0  # until the daemon's socket accepts (it binds before loading the model)
@@ -42,11 +43,12 @@ STOP_WAIT_S = 5.0  # for a daemon asked to stop to exit, before it gets SIGTERM
 
 def socket_path(root: Path) -> Path:
     """In the state folder (.kb/, or the cache for a read-only knowledge base) when it fits in a unix
-    socket address (108 bytes), else in the temp folder."""
+    socket address (108 bytes), else in this user's private folder for sockets (peers.private_dir:
+    ForeignSocket when that folder is not this user's alone)."""
     local = state_dir(root) / "daemon.sock"
-    if len(str(local)) < 100:
+    if len(str(local)) < UNIX_PATH_MAX:
         return local
-    return Path("/tmp") / f"kb-{os.getuid()}-{hashlib.sha1(str(root).encode()).hexdigest()[:16]}.sock"
+    return private_dir() / f"{hashlib.sha1(str(root).encode()).hexdigest()[:16]}.sock"
 
 
 def build_id(root: Path) -> str:
@@ -117,7 +119,10 @@ def _ask(root: Path, message: dict[str, Any], restarted: bool = False, start: bo
     line = json.dumps(message, ensure_ascii=False).encode() + b"\n"
     if len(line) > MAX_REQUEST:
         raise DaemonUnavailable(f"the request is over the daemon's {MAX_REQUEST // (1 << 20)} MB")
-    sock, started = _connect(root) if start else (_try_connect(socket_path(root)), None)
+    try:
+        sock, started = _connect(root) if start else (_try_connect(socket_path(root)), None)
+    except ForeignSocket as exc:  # another user's socket or folder: never sent a query
+        raise DaemonUnavailable(f"kb will not use its daemon's socket: {exc}") from None
     if sock is None:
         raise DaemonUnavailable("no search daemon is running")
     try:
@@ -183,14 +188,20 @@ def _read_line(sock: socket.socket) -> dict[str, Any]:
 
 
 def _try_connect(path: Path) -> socket.socket | None:
+    """A connection to the daemon at path; None when nothing listens there; ForeignSocket when another user
+    does (nothing is sent to it, and its socket is left where it is)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(CONNECT_TIMEOUT_S)
     try:
         sock.connect(str(path))
+        check_peer(sock, f"the process listening at {path}")
         return sock
     except OSError:
         sock.close()
         return None
+    except ForeignSocket:
+        sock.close()
+        raise
 
 
 def _exited(daemon: subprocess.Popen[bytes], wait_s: float = 5.0) -> bool:
@@ -252,15 +263,14 @@ def daemon_command(root: Path) -> list[str]:
     from goes first: a knowledge base may hold a folder named kbtool (this repository does; a hostile
     clone might), and the daemon must neither run its code nor differ from the client that asks."""
     package_parent = str(Path(__file__).resolve().parents[3])  # the folder holding kbtool/
-    code = (
-        "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-        "from kbtool.surfaces.daemon.server import main; main(sys.argv[1:])"
-    )
-    return [sys.executable, "-P", "-c", code, package_parent, str(root)]
+    return [sys.executable, "-P", "-c", daemons.DAEMON_CODE, package_parent, str(root)]
 
 
 def _wait_gone(root: Path, timeout: float = 10.0) -> None:
-    path = socket_path(root)
+    try:
+        path = socket_path(root)
+    except ForeignSocket:
+        return  # no daemon of this user can be there
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and path.exists():
         time.sleep(0.02)
@@ -272,7 +282,11 @@ def stop_daemon(root: Path) -> bool:
     if entry is not None:
         return stop_running(entry)
     # one this registry does not know (started by an older kb): its socket is all there is to ask
-    if not _ask_to_stop(socket_path(root)):
+    try:
+        asked = _ask_to_stop(socket_path(root))
+    except ForeignSocket:
+        return False
+    if not asked:
         return False
     _wait_gone(root)
     return True
@@ -286,8 +300,11 @@ def stop_running(entry: DaemonEntry) -> bool:
 
 
 def _ask_to_stop(path: Path) -> bool:
-    """False when nothing listens at path."""
-    sock = _try_connect(path)
+    """False when nothing of this user's listens at path."""
+    try:
+        sock = _try_connect(path)
+    except ForeignSocket:
+        return False
     if sock is None:
         return False
     try:

@@ -13,6 +13,8 @@ worker (the index is not for two threads at once). While a client's request wait
 goes to it every HEARTBEAT_S: a client that hears nothing for a few seconds knows the daemon is
 stopped or gone and searches in its own process. A request must be a JSON object nested no deeper
 than MAX_DEPTH: a hostile one cannot exhaust the parser's stack.
+Only this user's clients are heard: a connection from another user is closed unread (peers.py), and the
+socket file is made mode 0600.
 Before each search the index refreshes itself if the store changed, so a card written by
 any process is found by the next query. It exits after kb.toml's [daemon] idle_minutes (default 15;
 0: never; $KB_DAEMON_IDLE, in seconds, overrides it) without a request, when asked to stop (a stop
@@ -42,6 +44,7 @@ from kbtool.store import daemons
 from kbtool.store.config import DaemonSection
 from kbtool.surfaces.daemon import operations
 from kbtool.surfaces.daemon.client import HEARTBEAT, MAX_REQUEST, PROTOCOL, build_id, socket_path
+from kbtool.surfaces.daemon.peers import ForeignSocket, check_peer
 
 READ_DEADLINE_S = 5.0  # for a whole request: a kb client sends it as soon as it connects
 HEARTBEAT_S = 0.5
@@ -199,6 +202,12 @@ class Daemon:
                 continue
             except OSError:  # the listener was shut down: asked to stop
                 return
+            try:
+                check_peer(conn, "a client")
+            except (ForeignSocket, OSError) as exc:  # another user's: not a byte read from it or sent to it
+                print(f"kb daemon {os.getpid()} refused a connection: {exc}", flush=True)
+                conn.close()
+                continue
             if not self.clients.acquire(blocking=False):
                 conn.close()  # too many at once: the client searches in its own process
                 continue
@@ -252,7 +261,12 @@ def serve(root: Path) -> None:
     path = socket_path(root)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     path.unlink(missing_ok=True)
-    server.bind(str(path))
+    # the socket file this user's alone from the moment it exists (still one thread: the umask is the process's)
+    umask = os.umask(0o177)
+    try:
+        server.bind(str(path))
+    finally:
+        os.umask(umask)
     server.listen(64)
     daemon = Daemon(root, server)
     daemons.register(root, path)
@@ -279,6 +293,9 @@ def main(argv: list[str]) -> None:
     except KbError as exc:
         print(f"kb daemon: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except ForeignSocket as exc:  # its socket's folder is not this user's alone: no socket, no daemon
+        print(f"kb daemon: {exc}", file=sys.stderr)
+        sys.exit(2)
     print(f"kb daemon {os.getpid()} exiting after {time.perf_counter() - started:.0f} s", flush=True)
 
 
