@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -236,6 +237,7 @@ def test_agent_install_writes_each_clients_files_and_uninstall_undoes_exactly_th
         entry = server_entry(base / config_rel)
         assert Path(entry["command"]).is_absolute()
         assert entry["args"][-3:] == ["serve", "--kb", str(kb.root)]
+        assert entry["env"] == {"KB_AGENT": client}  # who its sessions write as: the install's name, not the client's
         text = (base / config_rel).read_text()
         assert "docs-mcp" in text and ("o3" in text or "dark" in text)  # the user's own settings kept
     assert all(line.startswith("added") for line in out.stdout.splitlines()), out.stdout
@@ -313,6 +315,36 @@ def test_an_agent_starts_kb_from_the_configuration_install_wrote(kb, env, tmp_pa
             assert [g["priority"] for g in gaps] == ["high"]
 
     asyncio.run(go())
+
+
+def test_every_session_of_an_installed_agent_is_the_same_agent(kb, env, tmp_path):
+    """Over stdio the agent is the install's configured name, so a later session edits what an earlier one
+    wrote; a server started without it is an agent of its own and may not."""
+    project = tmp_path / "project"
+    project.mkdir()
+    out = kb_run(env, "--kb", str(kb.root), "agent", "install", "--claude", "--dir", str(project), cwd=project)
+    assert out.returncode == 0, out.stderr
+    entry = json.loads((project / ".mcp.json").read_text())["mcpServers"]["kb"]
+
+    async def session(extra: dict[str, str], tool: str, args: dict) -> Any:
+        clean = {k: v for k, v in env.items() if k != "KB_AGENT"}
+        params = StdioServerParameters(
+            command=entry["command"], args=entry["args"], env={**clean, **extra}, cwd=str(project)
+        )
+        async with Client(params, read_timeout_seconds=60) as client:
+            return await client.call_tool(tool, args)
+
+    added = asyncio.run(
+        session(entry["env"], "add_finding", {"title": "Decode at 212 tok/s on B200", "metrics": {"tok_s": "212tok/s"}})
+    )
+    assert not added.is_error, added.content[0].text
+    card = added.structured_content["id"]
+    edited = asyncio.run(session(entry["env"], "edit", {"id": card, "title": "Decode at 214 tok/s on B200"}))
+    assert not edited.is_error, edited.content[0].text
+    assert kb.get(card).card.title == "Decode at 214 tok/s on B200"
+    assert kb.get(card).card.provenance.agent == "claude"
+    stranger = asyncio.run(session({}, "edit", {"id": card, "title": "Decode at 999 tok/s on B200"}))
+    assert stranger.is_error and kb.get(card).card.title == "Decode at 214 tok/s on B200"
 
 
 def test_a_claude_code_plugin_of_the_knowledge_base(kb, env, tmp_path):

@@ -81,6 +81,13 @@ def kb_skill_source(kb_root: Path) -> str:
     return f"kb:{KB_SKILL}" if (kb_root / SKILLS_DIR / KB_SKILL / SKILL_FILE).is_file() else BUNDLED
 
 
+def server_entry(runs: list[str], named: list[tuple[str | None, Path]], read_only: bool, client: str) -> dict[str, Any]:
+    """The MCP entry for one client. KB_AGENT names the agent its sessions write as: over stdio the server
+    takes the agent's name from there and never from what the client calls itself (a session without it is
+    an agent of its own, which cannot edit what the last session wrote)."""
+    return {"command": runs[0], "args": [*runs[1:], *serve_args(named, read_only)], "env": {"KB_AGENT": client}}
+
+
 def targets(clients: Iterable[str], scope: str, project: Path, home: Path | None) -> list[Target]:
     chosen = list(dict.fromkeys(clients))
     if not chosen:
@@ -115,17 +122,17 @@ def install_into(
             "pip install 'kbtool[mcp]', or --agents for the kb skill alone; nothing was written"
         )
     runs = kb_command()
-    entry: dict[str, Any] = {"command": runs[0], "args": [*runs[1:], *serve_args(named, read_only)]}
     default_root = named[0][1]
     changes: list[SetupChange] = []
     for t in chosen:  # a dry pass: a foreign entry or an unreadable file stops it all here
-        _check_writable(t, name, entry)
+        _check_writable(t, name, server_entry(runs, named, read_only, t.client))
         settings = hooks_file(t)
         if hooks and settings is not None:
             check_hooks_file(settings, t.client)
-    command = " ".join([entry["command"], *entry["args"]])
     for t in chosen:
         if t.config is not None and t.config_format is not None:
+            entry = server_entry(runs, named, read_only, t.client)
+            command = " ".join([entry["command"], *entry["args"]])
             what = put_server(t.config, t.config_format, name, entry)
             changes.append(SetupChange(what, t.config, f"MCP server {name!r}: {command}"))
         for done in install(kb_skill_source(default_root), t.skills, default_root):
