@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -185,11 +186,15 @@ def final_status(code: int) -> int:
 
 def _last_word() -> None:
     """The CLI process's last Python code (see the module): a signal that came after final_status still ends it
-    as interrupted; none can come after this looks (they are blocked, and the process ends here)."""
+    as interrupted; none can come after this looks (they are blocked, and the process ends here). What the
+    interpreter's own shutdown would do for kb happens first: objects in reference cycles are collected (the
+    index's SQLite connection closes, and checkpoints its write-ahead log) and the output is flushed."""
     if _state.decided is None:  # main did not get to decide (it is not the CLI's own run): Python goes on
         return
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_BLOCK, set(SIGNALS))
+    gc.collect()
+    if hasattr(signal, "sigpending"):
         _state.received += sorted(set(signal.sigpending()) & set(SIGNALS))
     code = _state.decided
     if len(_state.received) > _state.heard and code < 128:
