@@ -1,0 +1,75 @@
+"""What a project carries up to its team, and how the team looks from the project, can be trusted (issue 44):
+`kb promote` keeps the links to the team's own cards (a gap it closes closes there once reviewed there; a card it
+supersedes is marked on both sides), and refuses in one line (with --json too)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import kbtool
+from conftest import git, run_kb
+
+
+@pytest.fixture
+def team(tmp_path) -> kbtool.KnowledgeBase:
+    team = kbtool.init(tmp_path / "team", name="team")
+    team.add("gap", "Does FP8 KV hold at 128k context?")
+    team.add("constraint", "No accuracy loss against the BF16 oracle", status="confirmed", values={"rule": "0.5 pt"})
+    return team
+
+
+@pytest.fixture
+def project(tmp_path, team) -> kbtool.KnowledgeBase:
+    project = kbtool.init(tmp_path / "sammie", name="sammie")
+    config = project.root / "kb.toml"
+    config.write_text(config.read_text() + '\n[[sources]]\nname = "team"\npath = "../team"\n')
+    git(project.root, "commit", "-qam", "read the team's knowledge base")
+    return kbtool.open(project.root)
+
+
+def of_kind(base: kbtool.KnowledgeBase, kind: str) -> str:
+    return next(c.id for c in base.cards() if c.card.kind == kind)
+
+
+def test_promote_keeps_links_to_the_teams_cards_and_the_gap_closes_there_once_confirmed(project, team, fast_env):
+    gap, rule = of_kind(team, "gap"), of_kind(team, "constraint")
+    finding = project.record_finding(  # an agent's: a lead until a person reviews it
+        kbtool.FindingInput(title="FP8 KV holds at 128k", metrics={"accuracy": "0.91"}, closes=f"team:{gap}"),
+        agent="claude-code",
+    ).id
+    assert run_kb(fast_env, project.root, "link", finding, f"team:{rule}").returncode == 0
+    promoted = run_kb(fast_env, project.root, "promote", finding, "--to", "team")
+    assert promoted.returncode == 0, promoted.stderr
+    there = kbtool.open(team.root).get(finding).card
+    assert there.links.closes == [gap] and there.links.related == [rule]  # the team's own ids there
+    assert "ok" in run_kb(fast_env, team.root, "lint", "--skip", "duplicates").stdout
+    # unreviewed there: the gap awaits review; a person confirms it there: closed there, and for a new project
+    listed = {g["id"]: g for g in json.loads(run_kb(fast_env, team.root, "gaps", "--json").stdout)["gaps"]}
+    assert listed[gap]["awaiting_review"] == [finding]
+    assert run_kb(fast_env, team.root, "confirm", finding).returncode == 0
+    assert gap not in run_kb(fast_env, team.root, "gaps").stdout
+    # the project's card still names the team's cards as it did (no link to a card it lacks)
+    here = kbtool.open(project.root).get(finding).card
+    assert here.links.closes == [f"team:{gap}"] and here.links.related == [f"team:{rule}"]
+    linted = run_kb(fast_env, project.root, "lint", "--skip", "duplicates", "--skip", "drift")
+    assert "broken-link" not in linted.stdout, linted.stdout
+
+
+def test_a_promoted_supersedes_link_arrives_on_both_sides(project, team, fast_env):
+    rule = of_kind(team, "constraint")
+    made = run_kb(
+        fast_env, project.root, "add", "constraint", "--title", "No accuracy loss at 128k context",
+        "-f", "rule=0.5 pt at 128k too", "--status", "confirmed", "--json",
+    )  # fmt: skip
+    mine = json.loads(made.stdout)["id"]
+    assert run_kb(fast_env, project.root, "supersede", f"team:{rule}", mine, "--reason", "128k").returncode == 0
+    promoted = run_kb(fast_env, project.root, "promote", mine, "--to", "team")
+    assert promoted.returncode == 0, promoted.stderr
+    team = kbtool.open(team.root)
+    assert team.get(mine).card.links.supersedes == [rule]
+    old = team.get(rule).card
+    assert old.status == "superseded" and old.links.superseded_by == [mine]
+    assert "ok" in run_kb(fast_env, team.root, "lint", "--skip", "duplicates").stdout
+    assert git(team.root, "status", "--porcelain") == ""  # one commit carries both
