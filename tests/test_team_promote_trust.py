@@ -73,3 +73,39 @@ def test_a_promoted_supersedes_link_arrives_on_both_sides(project, team, fast_en
     assert old.status == "superseded" and old.links.superseded_by == [mine]
     assert "ok" in run_kb(fast_env, team.root, "lint", "--skip", "duplicates").stdout
     assert git(team.root, "status", "--porcelain") == ""  # one commit carries both
+
+
+# --- a project sees the team as it is ----------------------------------------------------------------------------
+
+
+def test_a_team_gap_the_project_closed_shows_closed_in_its_search_and_list(project, team, fast_env):
+    gap = of_kind(team, "gap")
+    finding = project.record_finding(
+        kbtool.FindingInput(title="FP8 KV holds at 128k", metrics={"accuracy": "0.91"}, closes=f"team:{gap}"),
+        agent="claude-code",
+    ).id
+
+    def standing(*args: str) -> str | None:
+        hits = json.loads(run_kb(fast_env, project.root, "search", "FP8 KV 128k context", "--json").stdout)["hits"]
+        return next(h for h in hits if h["id"] == f"team:{gap}").get("standing")
+
+    assert standing() == f"answered by {finding}, awaiting review"
+    shown = run_kb(fast_env, project.root, "search", "FP8 KV 128k context").stdout
+    assert f"team:{gap}  [gap, draft; answered by {finding}, awaiting review]" in shown, shown
+    assert run_kb(fast_env, project.root, "confirm", finding).returncode == 0
+    assert standing() == "closed here"
+    listed = run_kb(fast_env, project.root, "list", "--kind", "gap").stdout
+    assert "draft (closed here)" in listed, listed
+    cards = json.loads(run_kb(fast_env, project.root, "list", "--kind", "gap", "--json").stdout)["cards"]
+    assert next(c for c in cards if c["id"] == f"team:{gap}")["standing"] == "closed here"
+
+
+def test_a_copy_whose_team_original_was_retired_says_so_in_list_and_search(project, team, fast_env):
+    rule = of_kind(team, "constraint")
+    assert run_kb(fast_env, project.root, "import", "--from-kb", str(team.root)).returncode == 0
+    assert kbtool.open(project.root).get(rule).card.status == "confirmed"
+    assert run_kb(fast_env, team.root, "retire", rule, "--reason", "the oracle moved to FP16").returncode == 0
+    listed = run_kb(fast_env, project.root, "list", "--kind", "constraint").stdout
+    assert "confirmed (retired in team)" in listed, listed
+    hits = json.loads(run_kb(fast_env, project.root, "search", "accuracy loss BF16 oracle", "--json").stdout)["hits"]
+    assert next(h for h in hits if h["id"] == rule)["standing"] == "retired in team"
