@@ -109,3 +109,23 @@ def test_a_copy_whose_team_original_was_retired_says_so_in_list_and_search(proje
     assert "confirmed (retired in team)" in listed, listed
     hits = json.loads(run_kb(fast_env, project.root, "search", "accuracy loss BF16 oracle", "--json").stdout)["hits"]
     assert next(h for h in hits if h["id"] == rule)["standing"] == "retired in team"
+
+
+def test_a_folder_source_replaced_by_another_knowledge_base_is_refused_naming_both(project, team, fast_env):
+    rule = of_kind(team, "constraint")
+    assert f"team:{rule}" in run_kb(fast_env, project.root, "list").stdout  # read once: its identity noted
+    was = team.kb_id
+    team.root.rename(team.root.with_name("team-old"))
+    other = kbtool.init(team.root, name="team")  # another knowledge base in the same folder
+    other.add("constraint", "Something else entirely", status="confirmed", values={"rule": "x"})
+    listed = run_kb(fast_env, project.root, "list")
+    assert "something-else-entirely" not in listed.stdout
+    assert was in listed.stderr and other.kb_id in listed.stderr, listed.stderr
+    updated = run_kb(fast_env, project.root, "sources", "update")
+    assert updated.returncode == 2 and updated.stderr.count("\n") == 1, updated.stderr
+    assert was in updated.stderr and other.kb_id in updated.stderr
+    pinned = project.root / ".kb" / "sources" / "team.id"
+    assert str(pinned) in updated.stderr  # the way to take the new one, as said, works
+    pinned.unlink()
+    assert run_kb(fast_env, project.root, "sources", "update").returncode == 0
+    assert "team:something-else-entirely" in run_kb(fast_env, project.root, "list").stdout

@@ -114,3 +114,28 @@ def missing_source(source: SourceSection, where: Path) -> str:
             return f"its copy {where} holds no knowledge base; run `kb sources update` (or check its url)"
         return f"not copied to this machine yet; run `kb sources update` (or `kb sync`) to clone {source.url}"
     return f"no knowledge base at {where}; clone it there, or point its path (or a url) in kb.toml at it"
+
+
+def replaced_source(state_dir: Path, source: SourceSection, where: Path, kb_id: str | None) -> str | None:
+    """Why a folder source is refused: the knowledge base there is not the one this machine read there before
+    (another [kb] id), naming both identities; None when it is, or on the first read (its identity is recorded
+    then, under .kb/, for the next). A git source's copy is kb's own and is not checked here."""
+    if source.url is not None or kb_id is None:
+        return None
+    seen = state_dir / "sources" / f"{source.name}.id"
+    try:
+        before = seen.read_text(encoding="utf-8").strip()
+    except OSError:
+        before = ""
+    if before and before != kb_id:
+        return (
+            f"{where} is the knowledge base {kb_id} now, not {before} read there before; point its path in "
+            f"kb.toml at {before}'s folder, or, if {kb_id} is meant to replace it, delete {seen}"
+        )
+    if not before:
+        try:
+            seen.parent.mkdir(parents=True, exist_ok=True)
+            seen.write_text(kb_id + "\n", encoding="utf-8")
+        except OSError:
+            pass  # a read-only .kb: the source is read unpinned, as before ids
+    return None
