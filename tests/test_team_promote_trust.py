@@ -129,3 +129,20 @@ def test_a_folder_source_replaced_by_another_knowledge_base_is_refused_naming_bo
     pinned.unlink()
     assert run_kb(fast_env, project.root, "sources", "update").returncode == 0
     assert "team:something-else-entirely" in run_kb(fast_env, project.root, "list").stdout
+
+
+def test_a_refused_promote_answers_json_too(project, team, fast_env):
+    made = run_kb(
+        fast_env, project.root, "add", "constraint", "--title", "No accuracy loss against the BF16 oracle",
+        "-f", "rule=1 pt", "--json",
+    )  # fmt: skip
+    mine = json.loads(made.stdout)["id"]
+    assert mine == of_kind(team, "constraint")  # the same id the team holds, never promoted from here
+    before = git(team.root, "rev-parse", "HEAD")
+    out = run_kb(fast_env, project.root, "promote", mine, "--to", "team", "--json")
+    assert out.returncode == 1, out.stderr
+    answer = json.loads(out.stdout)
+    assert answer["refused"] is True and answer["exit"] == 1
+    assert f"kb: error: {answer['error']}\n" == out.stderr
+    assert {"field": "rule", "ours": "0.5 pt", "theirs": "1 pt"}.items() <= answer["conflicts"][0].items()
+    assert git(team.root, "rev-parse", "HEAD") == before
