@@ -146,3 +146,46 @@ def test_a_refused_promote_answers_json_too(project, team, fast_env):
     assert f"kb: error: {answer['error']}\n" == out.stderr
     assert {"field": "rule", "ours": "0.5 pt", "theirs": "1 pt"}.items() <= answer["conflicts"][0].items()
     assert git(team.root, "rev-parse", "HEAD") == before
+
+
+def clone_of(remote, where, who: str):
+    import subprocess
+
+    subprocess.run(["git", "clone", "-q", str(remote), str(where)], check=True, capture_output=True)
+    git(where, "config", "user.name", who)
+    git(where, "config", "user.email", f"{who}@example.invalid")
+    return where
+
+
+def test_new_project_from_a_clone_with_unpushed_cards_says_so(tmp_path, team, fast_env):
+    import subprocess
+
+    bare = tmp_path / "server" / "team.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(team.root), str(bare)], check=True)
+    mine = clone_of(bare, tmp_path / "alice" / "team", "alice")
+    kbtool.open(mine).add("constraint", "Not pushed yet", status="confirmed", values={"rule": "local only"})
+    made = run_kb(fast_env, tmp_path, "new-project", "p", "--from", str(mine), "--for", "hardware=H100",
+                  "--dir", str(tmp_path / "p"))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert f"{mine} holds 1 commit(s) not pushed to it" in made.stdout, made.stdout
+
+
+def test_a_remote_whose_head_names_a_missing_branch_is_refused_and_repaired_by_sources_update(tmp_path, team, fast_env):
+    import subprocess
+
+    bare = tmp_path / "server" / "team.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(team.root), str(bare)], check=True)
+    branch = git(bare, "symbolic-ref", "--short", "HEAD").strip()
+    mine = clone_of(bare, tmp_path / "alice" / "team", "alice")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/gone")  # the server's HEAD names a branch it lacks
+    made = run_kb(fast_env, tmp_path, "new-project", "p", "--from", str(mine), "--for", "hardware=H100",
+                  "--dir", str(tmp_path / "p"))  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert f"HEAD names a branch it does not have (its branches: {branch})" in made.stdout, made.stdout
+    project = tmp_path / "p"
+    assert not (project / ".kb" / "sources" / "team").exists()  # no half-made copy
+    refused = run_kb(fast_env, project, "sources", "update")
+    assert refused.returncode == 2 and "ref =" in refused.stderr and refused.stderr.count("\n") == 1
+    git(bare, "symbolic-ref", "HEAD", f"refs/heads/{branch}")  # fixed there
+    assert run_kb(fast_env, project, "sources", "update").returncode == 0
+    assert run_kb(fast_env, project, "show", f"team:{of_kind(team, 'gap')}").returncode == 0

@@ -37,13 +37,14 @@ def update(root: Path, state_dir: Path, source: SourceSection) -> str:
         if (root / source.url).is_dir()
         else check_git_url(source.url, f"source {source.name}: url")
     )
+    fresh = not (where / ".git").is_dir()
     try:
-        if not (where / ".git").is_dir():
+        if fresh:
             shutil.rmtree(where, ignore_errors=True)
             where.parent.mkdir(parents=True, exist_ok=True)
             clone(url, where, "no-checkout")
         run_git("fetch", "--quiet", "--tags", "--force", "origin", cwd=where)
-        ref = source.ref or run_git("rev-parse", "--abbrev-ref", "origin/HEAD", cwd=where).removeprefix("origin/")
+        ref = source.ref or _remote_head(where, source)
         for candidate in (f"origin/{ref}", f"refs/tags/{ref}", ref):
             try:
                 commit = run_git("rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}", cwd=where)
@@ -54,8 +55,28 @@ def update(root: Path, state_dir: Path, source: SourceSection) -> str:
             raise BadInput(f"source {source.name}: no branch, tag or commit {ref!r} in {source.url}")
         run_git("checkout", "--quiet", "--force", "--detach", commit, cwd=where)
         return commit
-    except GitFailed as exc:
-        raise BadInput(f"source {source.name}: {exc}") from None
+    except (GitFailed, BadInput) as exc:
+        if fresh:  # nothing half-made: a copy that never read a commit is cloned anew next time
+            shutil.rmtree(where, ignore_errors=True)
+        said = f"source {source.name}: {exc}" if isinstance(exc, GitFailed) else str(exc)  # ours names it already
+        raise BadInput(said) from None
+
+
+def _remote_head(where: Path, source: SourceSection) -> str:
+    """The branch the source's remote HEAD names, asked anew on every update (a remote whose HEAD moved, or
+    named a branch it lacked, is read right once it is fixed there); refused naming its branches when the
+    branch it names is not there."""
+    try:
+        run_git("remote", "set-head", "origin", "--auto", cwd=where)
+        return run_git("rev-parse", "--abbrev-ref", "origin/HEAD", cwd=where).strip().removeprefix("origin/")
+    except GitFailed:
+        listed = run_git("for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin", cwd=where).split()
+        branches = ", ".join(b for b in listed if b != "HEAD") or "none"
+        raise BadInput(
+            f"source {source.name}: {source.url}'s HEAD names a branch it does not have (its branches: "
+            f'{branches}); name one as ref = "BRANCH" in its [[sources]] table, or fix HEAD there, then '
+            "kb sources update"
+        ) from None
 
 
 def head_commit(where: Path) -> tuple[str, int] | None:
