@@ -189,3 +189,25 @@ def test_a_remote_whose_head_names_a_missing_branch_is_refused_and_repaired_by_s
     git(bare, "symbolic-ref", "HEAD", f"refs/heads/{branch}")  # fixed there
     assert run_kb(fast_env, project, "sources", "update").returncode == 0
     assert run_kb(fast_env, project, "show", f"team:{of_kind(team, 'gap')}").returncode == 0
+
+
+def test_sources_list_never_calls_a_failed_fetch_a_fetch(tmp_path, team, fast_env):
+    import os
+    import subprocess
+    import time
+
+    bare = tmp_path / "server" / "team.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(team.root), str(bare)], check=True)
+    project = kbtool.init(tmp_path / "p", name="p")
+    config = project.root / "kb.toml"
+    config.write_text(config.read_text() + f'\n[[sources]]\nname = "team"\nurl = "{bare}"\n')
+    git(project.root, "commit", "-qam", "read the team's knowledge base")
+    assert run_kb(fast_env, project.root, "sources", "update").returncode == 0
+    copy = project.root / ".kb" / "sources" / "team" / ".git"
+    two_days_ago = time.time() - 2 * 86400
+    for name in os.listdir(copy):  # the last fetch, two days ago
+        os.utime(copy / name, (two_days_ago, two_days_ago))
+    bare.rename(tmp_path / "server-down")  # then the remote is out of reach
+    assert run_kb(fast_env, project.root, "sources", "update").returncode == 2
+    listed = run_kb(fast_env, project.root, "sources", "list").stdout
+    assert "fetched just now" not in listed and "fetched 2 days ago" in listed, listed

@@ -14,6 +14,8 @@ from kbtool.store.config import SourceSection
 from kbtool.store.git_runner import GitFailed, clone, run_git
 from kbtool.store.git_urls import check_git_url
 
+FETCHED = "kb-fetched"  # in a git source's copy's .git: touched after each fetch that succeeded
+
 
 def source_root(root: Path, state_dir: Path, source: SourceSection) -> Path:
     if source.path is not None:
@@ -44,6 +46,7 @@ def update(root: Path, state_dir: Path, source: SourceSection) -> str:
             where.parent.mkdir(parents=True, exist_ok=True)
             clone(url, where, "no-checkout")
         run_git("fetch", "--quiet", "--tags", "--force", "origin", cwd=where)
+        (where / ".git" / FETCHED).touch()  # after it succeeded: a failed fetch rewrites FETCH_HEAD too
         ref = source.ref or _remote_head(where, source)
         for candidate in (f"origin/{ref}", f"refs/tags/{ref}", ref):
             try:
@@ -121,11 +124,14 @@ def team_remote(root: Path) -> str | None:
 
 
 def last_fetch(where: Path) -> float | None:
-    """When a git source's copy was last fetched (epoch seconds): git rewrites FETCH_HEAD on every fetch."""
-    try:
-        return (where / ".git" / "FETCH_HEAD").stat().st_mtime
-    except OSError:
-        return None
+    """When a git source's copy was last fetched with success (epoch seconds): kb touches FETCHED after each
+    (git rewrites FETCH_HEAD on a failed fetch too); FETCH_HEAD for a copy fetched before kb did so."""
+    for name in (FETCHED, "FETCH_HEAD"):
+        try:
+            return (where / ".git" / name).stat().st_mtime
+        except OSError:
+            continue
+    return None
 
 
 def missing_source(source: SourceSection, where: Path) -> str:
