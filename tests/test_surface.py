@@ -92,6 +92,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     "facade": [
         {"shadows", "finding_plan"},  # pure: findings plans with finding_plan, core reads copies with shadows
         {"core"},
+        {"card_standing"},  # how a card stands here beyond its status: list and search show it
         {"curation", "exchange", "findings", "gates", "imports", "review", "search", "skills", "sources", "status"},
         {"knowledge_base"},
         {"new_project"},

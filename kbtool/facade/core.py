@@ -140,7 +140,7 @@ class KnowledgeBaseCore:
         """Each source that is there to read, opened once; one that is not (a git source never
         updated, a folder gone) is left out with a notice saying how to get it."""
         if self._sources is None:
-            from kbtool.store.sources import missing_source, source_root
+            from kbtool.store.sources import missing_source, replaced_source, source_root
 
             self._sources = []
             for source in self.config.sources:
@@ -150,6 +150,10 @@ class KnowledgeBaseCore:
                     continue
                 try:
                     opened = type(self)(resolve_root(where))
+                    replaced = replaced_source(self.store.state_dir, source, where, opened.kb_id)
+                    if replaced is not None:
+                        self.note(f"source {source.name} left out: {replaced}")
+                        continue
                     self._sources.append((source.name, opened))
                 except KbError as exc:
                     self.note(f"source {source.name} left out ({exc}); {missing_source(source, where)}")

@@ -127,7 +127,11 @@ class Curation(KnowledgeBaseCore):
         else:
             found = self.applying(self.summaries(kind, status, tags, where), applies_for, only_applying)
         shown, page = page_of(found, offset, limit)
-        return CardPage(cards=[ListedCard.model_validate(c.to_dict()) for c in shown], **page)
+        from kbtool.facade.card_standing import standings
+
+        said = standings(self, shown)
+        listed = [ListedCard.model_validate({**c.to_dict(), "standing": said.get(c.id)}) for c in shown]
+        return CardPage(cards=listed, **page)
 
     def card_page_json(
         self,

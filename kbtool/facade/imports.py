@@ -125,19 +125,21 @@ class Imports(KnowledgeBaseCore):
             last = then.commit if then and same_origin and then.id == stored.id else None
             # the project named once, when the card first goes up (a copy of the team's card keeps the team's)
             project = None if last else self.config.kb.name
-            incoming = _as_promoted(team, stored, project, set(team.ids()) | {stored.id})
+            names = self._names_of(team)
+            incoming = _as_promoted(team, stored, project, set(team.ids()) | {stored.id}, names)
             base = text_at(team.store.repo, last, rel) if last else None
             ours = there.read_text(encoding="utf-8") if there is not None else None
             if ours is None and base is not None:
                 raise Conflict(f"{recorded}: {stored.id} was removed there since it was last promoted; nothing written")
             merged = incoming if ours is None else self._merged_up(team, stored, base, ours, incoming, rel, take, to)
-            self._promoted_copy(stored, merged, recorded, "0" * 40)  # checked before either write
+            self._promoted_copy(stored, merged, recorded, "0" * 40, None, names)  # checked before either write
             locked_there = stored.id in team.gate_locks() or stored.id in team.dropped_locks()
             if merged != ours and ours is not None and locked_there:
                 raise Conflict(f"{recorded}: gate {stored.id!r} is locked there (kb.lock); nothing written")
             writes: dict[str, str | bytes | None] = {rel: merged} if merged != ours else {}
             if not locked_there:
                 writes.update(self._lock_carried(stored, team, merged, recorded))
+            writes.update(_linked_there(team, stored.id, merged, recorded))
             _refuse_uncommitted(team, recorded, list(writes))
             commit = None
             if writes:
@@ -145,7 +147,7 @@ class Imports(KnowledgeBaseCore):
                 commit = team.store.write(writes, commit_message(subject, "promote", project=self.config.kb.name))
             at = commit or team.store.head()
             assert at is not None  # the team's card is committed there: the base of the next promotion
-            copy = self._promoted_copy(stored, merged, recorded, at, team.kb_id)
+            copy = self._promoted_copy(stored, merged, recorded, at, team.kb_id, names)
             noted = None
             if copy != markdown.render(stored.card, stored.body):
                 message = commit_message(f"kb promote {stored.id} to {recorded}", "promote", to=f"{recorded}@{at}")
@@ -243,19 +245,42 @@ class Imports(KnowledgeBaseCore):
         card, body = markdown.parse(merged, f"{team.root}: {rel}")
         return team._render(card, body, f"{team.root}: {rel}")
 
+    def _names_of(self, team: KnowledgeBaseCore) -> set[str]:
+        """The names this knowledge base's sources give the team's (SOURCE:ID links to its cards): those of the
+        same identity or folder."""
+        return {
+            name
+            for name, base in self.source_bases()
+            if base.root == team.root or (team.kb_id is not None and base.kb_id == team.kb_id)
+        }
+
     def _promoted_copy(
-        self, stored: StoredCard, merged: str, recorded: str, commit: str, kb_id: str | None = None
+        self,
+        stored: StoredCard,
+        merged: str,
+        recorded: str,
+        commit: str,
+        kb_id: str | None,
+        names: set[str],
     ) -> str:
         """This knowledge base's card after a promotion: the merged card, keeping its own links to cards the team
-        lacks, recording where it went (provenance.origin)."""
+        lacks, recording where it went (provenance.origin). A link the team's card has as ID is kept as this
+        one wrote it (SOURCE:ID), or read through a source when this knowledge base has no card ID."""
         card, body = markdown.parse(merged, f"{recorded}: {stored.id}")
         data = markdown.card_data(card)
         data["provenance"] = {
             **data.get("provenance", {}),
             "origin": {"kb": recorded, "id": stored.id, "commit": commit, "kb_id": kb_id},
         }
-        links: dict[str, list[str]] = dict(data.get("links") or {})
-        for kind, ids in markdown.card_data(stored.card).get("links", {}).items():
+        own = markdown.card_data(stored.card).get("links", {})
+        held = set(self.ids())
+        name = min(names) if names else None
+        links: dict[str, list[str]] = {}
+        for kind, ids in (data.get("links") or {}).items():
+            written = {_on_team(i, names): i for i in own.get(kind, [])}
+            here = [written.get(i) or (i if i in held or name is None else f"{name}:{i}") for i in ids]
+            links[kind] = list(dict.fromkeys(here))
+        for kind, ids in own.items():
             links[kind] = [*links.get(kind, []), *(i for i in ids if i not in links.get(kind, []))]
         if links:
             data["links"] = links
@@ -275,15 +300,50 @@ def _refuse_uncommitted(team: KnowledgeBaseCore, recorded: str, writes: list[str
         )
 
 
-def _as_promoted(team: KnowledgeBaseCore, stored: StoredCard, project: str | None, known: set[str]) -> str:
+def _on_team(link: str, names: set[str]) -> str:
+    """A link as the team's knowledge base names it: SOURCE:ID, where SOURCE is the team, is its own ID there."""
+    source, sep, rest = link.partition(":")
+    return rest if sep and source in names else link
+
+
+def _linked_there(team: KnowledgeBaseCore, promoted: str, merged: str, recorded: str) -> dict[str, str | None]:
+    """The team's cards the promoted one links to, written as kb writes them when such a link is made there, so
+    each link holds on both sides: a gap it closes names it in closed_by (closed once a person confirms it
+    there, kbtool.curation.gap_standing), a card it supersedes is superseded by it (as kb supersede does)."""
+    from kbtool.model.records import gap_of
+
+    card, _ = markdown.parse(merged, f"{recorded}: {promoted}")
+    writes: dict[str, str | None] = {}
+    for gap_id in card.links.closes:
+        gap = team.get(gap_id)
+        if gap.card.kind == "gap" and promoted not in gap_of(gap).closed_by:
+            named = gap.card.model_copy(update={"closed_by": [*gap_of(gap).closed_by, promoted]})
+            writes[gap.path] = team._render(named, gap.body, f"{recorded}: {gap.path}")
+    for old_id in card.links.supersedes:
+        old = team.get(old_id)
+        if promoted in old.card.links.superseded_by and old.card.status == "superseded":
+            continue
+        links = old.card.links.model_copy(update={"superseded_by": [*old.card.links.superseded_by, promoted]})
+        marked = old.card.model_copy(update={"status": "superseded", "links": links})
+        writes[old.path] = team._render(marked, old.body, f"{recorded}: {old.path}")
+    return writes
+
+
+def _as_promoted(
+    team: KnowledgeBaseCore, stored: StoredCard, project: str | None, known: set[str], names: set[str]
+) -> str:
     """The card as the team's knowledge base takes it: its provenance saying which project it came from,
-    not whose copy it is, and links only to cards the team holds (kb lint there would call others broken)."""
+    not whose copy it is, and links only to cards the team holds (kb lint there would call others broken),
+    a link to the team's card through a source (SOURCE:ID, names: the team's names here) as its own ID there."""
     data = markdown.card_data(stored.card)
     provenance = {k: v for k, v in (data.get("provenance") or {}).items() if k != "origin"}
     data["provenance"] = {**provenance, "project": provenance.get("project") or project}
     if data["provenance"]["project"] is None:
         del data["provenance"]["project"]
-    links = {kind: [i for i in ids if i in known] for kind, ids in (data.get("links") or {}).items()}
+    links = {
+        kind: list(dict.fromkeys(t for t in (_on_team(i, names) for i in ids) if t in known))
+        for kind, ids in (data.get("links") or {}).items()
+    }
     data["links"] = {kind: ids for kind, ids in links.items() if ids}
     if not data["links"]:
         del data["links"]

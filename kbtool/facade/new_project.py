@@ -334,6 +334,8 @@ def new_project(
             said = f"the source is {recorded}" + (
                 f" ({location}'s git remote origin, which teammates' clones reach)" if by_remote else ""
             )
+            if by_remote:
+                said += _unpushed(origin.root, location)
         settings = (root / "kb.toml").read_text(encoding="utf-8") + (
             "\n# the knowledge base this project started from (kb new-project); search, list and gaps read it\n"
             f"[[sources]]\nname = {json.dumps(label)}\n{where_from}\n"
@@ -366,6 +368,23 @@ def new_project(
         if created:
             shutil.rmtree(root, ignore_errors=True)  # all or nothing: no half-made project is left
         raise
+
+
+def _unpushed(clone: Path, location: str) -> str:
+    """What a teammate's clone holds that its remote lacks, said: the project copies from the clone, but
+    records the remote, so those commits' cards are not what teammates' clones (or kb sources update) read."""
+    from kbtool.store.git_runner import GitFailed, run_git
+
+    try:
+        count = int(run_git("rev-list", "--count", "HEAD", "--not", "--remotes=origin", cwd=clone).strip() or 0)
+    except (GitFailed, ValueError):
+        return ""
+    if not count:
+        return ""
+    return (
+        f"; {location} holds {count} commit(s) not pushed to it: cards copied from them are not in the source "
+        f"teammates read until they are pushed (kb sync in {location})"
+    )
 
 
 def _applies(data: dict[str, Any], filters: list[Filter]) -> bool:

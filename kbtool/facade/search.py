@@ -152,7 +152,7 @@ class Search(KnowledgeBaseCore):
             result = self._applying(result, environment, wanted.only_applying, wanted.k)
         if request.env:
             result = self._flag_elsewhere(result)
-        return result
+        return _with_standing(self, result)
 
     def _cjk_warming(self) -> bool:
         building = self._cjk_building
@@ -500,6 +500,18 @@ def _on_one_scale(results: builtins.list[builtins.list[SearchHit]], explain: boo
             score, explained = on_common_scale(hit.score, hit.explain, factors) if hit.explain else (hit.score, None)
             out.append(hit.model_copy(update={"score": round(score, 6), "explain": explained if explain else None}))
     return out
+
+
+def _with_standing(kb: KnowledgeBaseCore, result: SearchResult) -> SearchResult:
+    """Each hit whose status alone misleads here marked with how it stands (kbtool.facade.card_standing): a gap
+    closed, a team's gap closed by this project, a copy whose original the team retired."""
+    from kbtool.facade.card_standing import hit_standings
+
+    said = hit_standings(kb, [h.id for h in result.hits if h.kind != "skill"])
+    if not said:
+        return result
+    hits = [h.model_copy(update={"standing": said[h.id]}) if h.id in said else h for h in result.hits]
+    return SearchResult(query=result.query, hits=hits)
 
 
 def _copies_for_originals(hits: builtins.list[SearchHit], copied: dict[str, str]) -> builtins.list[SearchHit]:

@@ -19,9 +19,19 @@ class Sources(KnowledgeBaseCore):
 
     def update_sources(self) -> builtins.list[tuple[str, str]]:
         """`kb sources update`: each git source fetched and moved to its ref; (name, commit) of each."""
-        from kbtool.store.sources import update
+        from kbtool.model.errors import Conflict
+        from kbtool.store.sources import kb_identity, replaced_source, source_root, update
 
         done = [(source.name, update(self.root, self.store.state_dir, source)) for source in self.config.sources]
+        for source in self.config.sources:  # a folder read in place: refused if another knowledge base is there now
+            where = source_root(self.root, self.store.state_dir, source)
+            if source.url is None and (where / "kb.toml").is_file():
+                from kbtool.store.config import load_config
+
+                kb_id = kb_identity(where, load_config(where).kb.id)
+                replaced = replaced_source(self.store.state_dir, source, where, kb_id)
+                if replaced is not None:
+                    raise Conflict(f"source {source.name}: {replaced}")
         self._sources = None
         return done
 

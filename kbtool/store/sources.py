@@ -14,6 +14,8 @@ from kbtool.store.config import SourceSection
 from kbtool.store.git_runner import GitFailed, clone, run_git
 from kbtool.store.git_urls import check_git_url
 
+FETCHED = "kb-fetched"  # in a git source's copy's .git: touched after each fetch that succeeded
+
 
 def source_root(root: Path, state_dir: Path, source: SourceSection) -> Path:
     if source.path is not None:
@@ -37,13 +39,15 @@ def update(root: Path, state_dir: Path, source: SourceSection) -> str:
         if (root / source.url).is_dir()
         else check_git_url(source.url, f"source {source.name}: url")
     )
+    fresh = not (where / ".git").is_dir()
     try:
-        if not (where / ".git").is_dir():
+        if fresh:
             shutil.rmtree(where, ignore_errors=True)
             where.parent.mkdir(parents=True, exist_ok=True)
             clone(url, where, "no-checkout")
         run_git("fetch", "--quiet", "--tags", "--force", "origin", cwd=where)
-        ref = source.ref or run_git("rev-parse", "--abbrev-ref", "origin/HEAD", cwd=where).removeprefix("origin/")
+        (where / ".git" / FETCHED).touch()  # after it succeeded: a failed fetch rewrites FETCH_HEAD too
+        ref = source.ref or _remote_head(where, source)
         for candidate in (f"origin/{ref}", f"refs/tags/{ref}", ref):
             try:
                 commit = run_git("rev-parse", "--verify", "--quiet", f"{candidate}^{{commit}}", cwd=where)
@@ -54,8 +58,28 @@ def update(root: Path, state_dir: Path, source: SourceSection) -> str:
             raise BadInput(f"source {source.name}: no branch, tag or commit {ref!r} in {source.url}")
         run_git("checkout", "--quiet", "--force", "--detach", commit, cwd=where)
         return commit
-    except GitFailed as exc:
-        raise BadInput(f"source {source.name}: {exc}") from None
+    except (GitFailed, BadInput) as exc:
+        if fresh:  # nothing half-made: a copy that never read a commit is cloned anew next time
+            shutil.rmtree(where, ignore_errors=True)
+        said = f"source {source.name}: {exc}" if isinstance(exc, GitFailed) else str(exc)  # ours names it already
+        raise BadInput(said) from None
+
+
+def _remote_head(where: Path, source: SourceSection) -> str:
+    """The branch the source's remote HEAD names, asked anew on every update (a remote whose HEAD moved, or
+    named a branch it lacked, is read right once it is fixed there); refused naming its branches when the
+    branch it names is not there."""
+    try:
+        run_git("remote", "set-head", "origin", "--auto", cwd=where)
+        return run_git("rev-parse", "--abbrev-ref", "origin/HEAD", cwd=where).strip().removeprefix("origin/")
+    except GitFailed:
+        listed = run_git("for-each-ref", "--format=%(refname:lstrip=3)", "refs/remotes/origin", cwd=where).split()
+        branches = ", ".join(b for b in listed if b != "HEAD") or "none"
+        raise BadInput(
+            f"source {source.name}: {source.url}'s HEAD names a branch it does not have (its branches: "
+            f'{branches}); name one as ref = "BRANCH" in its [[sources]] table, or fix HEAD there, then '
+            "kb sources update"
+        ) from None
 
 
 def head_commit(where: Path) -> tuple[str, int] | None:
@@ -100,11 +124,14 @@ def team_remote(root: Path) -> str | None:
 
 
 def last_fetch(where: Path) -> float | None:
-    """When a git source's copy was last fetched (epoch seconds): git rewrites FETCH_HEAD on every fetch."""
-    try:
-        return (where / ".git" / "FETCH_HEAD").stat().st_mtime
-    except OSError:
-        return None
+    """When a git source's copy was last fetched with success (epoch seconds): kb touches FETCHED after each
+    (git rewrites FETCH_HEAD on a failed fetch too); FETCH_HEAD for a copy fetched before kb did so."""
+    for name in (FETCHED, "FETCH_HEAD"):
+        try:
+            return (where / ".git" / name).stat().st_mtime
+        except OSError:
+            continue
+    return None
 
 
 def missing_source(source: SourceSection, where: Path) -> str:
@@ -114,3 +141,28 @@ def missing_source(source: SourceSection, where: Path) -> str:
             return f"its copy {where} holds no knowledge base; run `kb sources update` (or check its url)"
         return f"not copied to this machine yet; run `kb sources update` (or `kb sync`) to clone {source.url}"
     return f"no knowledge base at {where}; clone it there, or point its path (or a url) in kb.toml at it"
+
+
+def replaced_source(state_dir: Path, source: SourceSection, where: Path, kb_id: str | None) -> str | None:
+    """Why a folder source is refused: the knowledge base there is not the one this machine read there before
+    (another [kb] id), naming both identities; None when it is, or on the first read (its identity is recorded
+    then, under .kb/, for the next). A git source's copy is kb's own and is not checked here."""
+    if source.url is not None or kb_id is None:
+        return None
+    seen = state_dir / "sources" / f"{source.name}.id"
+    try:
+        before = seen.read_text(encoding="utf-8").strip()
+    except OSError:
+        before = ""
+    if before and before != kb_id:
+        return (
+            f"{where} is the knowledge base {kb_id} now, not {before} read there before; point its path in "
+            f"kb.toml at {before}'s folder, or, if {kb_id} is meant to replace it, delete {seen}"
+        )
+    if not before:
+        try:
+            seen.parent.mkdir(parents=True, exist_ok=True)
+            seen.write_text(kb_id + "\n", encoding="utf-8")
+        except OSError:
+            pass  # a read-only .kb: the source is read unpinned, as before ids
+    return None

@@ -13,7 +13,7 @@ from pydantic import (
 )
 
 from kbtool.model.contracts.base import Payload, SearchKind, StatusName, T
-from kbtool.model.contracts.search import AppliesMark, CardBrief
+from kbtool.model.contracts.search import STANDING, AppliesMark, CardBrief
 
 # --- reading -----------------------------------------------------------------------------------
 
@@ -42,6 +42,7 @@ class ListedCard(CardBrief):
     path: str
     kb: str | None = Field(None, exclude_if=lambda value: value is None, description="its source, if not this one")
     applies: AppliesMark = None
+    standing: str | None = Field(None, exclude_if=lambda value: value is None, description=STANDING)
 
 
 class CardPage(Page):

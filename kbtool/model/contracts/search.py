@@ -81,6 +81,8 @@ class SearchRequest(Payload):
 
 
 # how a card applies to the environment a read is for (--for, kb.toml [environment]); left out without one
+# how a card stands here when its status alone misleads (kbtool.facade.card_standing)
+STANDING = "a gap closed or answered; a copy whose original was retired"
 AppliesMark = Annotated[
     Applies | None,
     Field(
@@ -124,6 +126,7 @@ class SearchHit(CardBrief):
         description="with env: why this finding may not hold here (another GPU, engine or driver version)",
     )
     applies: AppliesMark = None
+    standing: str | None = Field(None, exclude_if=lambda value: value is None, description=STANDING)
     # the legs that ran, each {"rank", "score", "normalized"} or null when the card is not in it, with the
     # fusion's "weights", "demoted" and the best chunk's "chunk_heading"; left out unless asked for
     explain: dict[str, Any] | None = Field(None, exclude_if=lambda value: value is None)

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kbtool.model.errors import BadInput
+from kbtool.model.errors import BadInput, KbError, one_line
 from kbtool.surfaces.cli.base import (
     For,
     JsonOut,
@@ -114,11 +114,29 @@ def promote(
     field by field; a field both changed differently stops it (exit 1, nothing written) unless --take
     (ours: the team's value, theirs: this one's). The card here then records where it went and at which
     commit, so `kb import --from-kb` refreshes it. A git source: promote into your clone, and kb sync there."""
-    done = open_kb(kb).promote(card, to, take)
+    try:
+        done = open_kb(kb).promote(card, to, take)
+    except KbError as exc:
+        if as_json:  # a refusal a script can read too: the same line as stderr's, and each clash whole
+            print_json(_refusal(exc))
+        raise
     if as_json:
         print_json(done.to_dict())
     else:
         typer.echo(done.line())
+
+
+def _refusal(exc: KbError) -> dict[str, Any]:
+    """A refused command's --json answer: why (as stderr says it), its exit status, and any clashes."""
+    clashes = getattr(exc, "clashes", None) or []
+    return {
+        "refused": True,
+        "error": one_line(str(exc), type(exc).__name__),
+        "exit": exc.exit_code,
+        "conflicts": [
+            {"file": c.path, "field": c.field, "ours": c.ours_value, "theirs": c.theirs_value} for c in clashes
+        ],
+    }
 
 
 @app.command()

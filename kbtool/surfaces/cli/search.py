@@ -115,7 +115,8 @@ def _leg_rank(leg: dict[str, Any] | None) -> str:
 def print_hits(result: dict[str, Any], explain: bool) -> None:
     for n, hit in enumerate(result["hits"], 1):
         applies = f"  applies: {hit['applies']}" if hit.get("applies") else ""
-        typer.echo(f"{n:>2}. {hit['id']}  [{hit['kind']}, {hit['status']}]  {hit['score']:.4f}{applies}")
+        status = f"{hit['status']}; {hit['standing']}" if hit.get("standing") else hit["status"]
+        typer.echo(f"{n:>2}. {hit['id']}  [{hit['kind']}, {status}]  {hit['score']:.4f}{applies}")
         typer.echo(f"    {hit['title']}")
         if hit.get("source"):
             typer.echo(f"    from {source_line(hit['source'])}")

@@ -38,17 +38,21 @@ def _list(kb: Any, args: dict[str, Any]) -> Any:
     pairs, only = _strings(args, "for"), bool(args.get("only_applying"))
     everywhere = bool(args.get("sources")) and bool(kb.config.sources)
     if args.get("brief"):
-        found = kb.summaries_everywhere(*query) if everywhere else kb.summaries(*query)
-        return [_row(s) for s in kb.applying(found, pairs, only)]
+        from kbtool.facade.card_standing import standings
+
+        found = kb.applying(kb.summaries_everywhere(*query) if everywhere else kb.summaries(*query), pairs, only)
+        said = standings(kb, found)
+        return [_row(s, said.get(s.id)) for s in found]
     if args.get("json_text") and not everywhere and not (only or kb.environment_for(pairs)):
         return kb.card_page_json(*query)  # made where the cached cards are
     page = kb.card_page(*query, pairs, only, sources=everywhere).to_json()
     return json.dumps(page, ensure_ascii=False, indent=1) if args.get("json_text") else page
 
 
-def _row(summary: Any) -> list[str]:
+def _row(summary: Any, standing: str | None) -> list[str]:
     applies = [summary.applies] if summary.applies else []
-    return [summary.id, summary.kind, summary.status, *applies, summary.title]
+    status = f"{summary.status} ({standing})" if standing else summary.status
+    return [summary.id, summary.kind, status, *applies, summary.title]
 
 
 def _strings(args: dict[str, Any], key: str) -> list[str]:

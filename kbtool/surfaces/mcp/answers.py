@@ -138,7 +138,7 @@ def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
     spent = 0
     for hit, data in zip(found.hits, found.to_json()["hits"], strict=True):
         snippet = one_line(hit.snippet, SNIPPET_CHARS)
-        line = f"{hit.id} [{brackets(hit.kind, hit.status, hit.applies)}] {hit.title} — {snippet}"
+        line = f"{hit.id} [{brackets(hit.kind, hit.status, hit.standing, hit.applies)}] {hit.title} — {snippet}"
         if hit.may_not_apply:
             line += f" (may not apply here: {'; '.join(hit.may_not_apply)})"
         cost = len(line) + 1 + len(json.dumps(data)) + 2

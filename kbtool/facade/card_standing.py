@@ -1,0 +1,85 @@
+"""How a card stands here when its own status does not say it (issue 44): a gap that findings closed (its
+status stays what it was written with: closing is judged at read time, kbtool.curation.gap_standing), a
+source's gap a finding of this project closed for it alone (`--closes team:GAP`), and a copy of a team card
+whose original was retired (or refuted, superseded) there since. List and search show it beside the status."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from kbtool.model.contracts.reading import gap_note
+from kbtool.model.records import CardSummary
+from kbtool.model.vocabulary import INACTIVE_STATUSES
+
+if TYPE_CHECKING:
+    from kbtool.facade.core import KnowledgeBaseCore
+
+
+def standings(kb: KnowledgeBaseCore, cards: Iterable[CardSummary]) -> dict[str, str]:
+    """id -> a few words on how each card stands here, for those whose status alone misleads: "closed", "closed
+    here", "closed in SOURCE", "answered by F, awaiting review", "reopened: ...", "retired in SOURCE"."""
+    cards = list(cards)
+    if not cards:
+        return {}
+    copied = {copy: original for original, copy in kb.copied_originals().items()}
+    closing: dict[str, list[str]] | None = None
+    found: dict[str, str] = {}
+    for card in cards:
+        said = None
+        if card.kind == "gap" and card.status not in INACTIVE_STATUSES:
+            if ":" in card.id and closing is None:  # SOURCE:ID -> the cards here whose links.closes name it
+                closing = {}
+                for own in kb.summaries():
+                    for target in own.get("links", "closes") or []:
+                        closing.setdefault(target, []).append(own.id)
+            said = _gap(kb, card, closing or {})
+        if said is None and card.id in copied:
+            said = _original(kb, card, copied[card.id])
+        if said:
+            found[card.id] = said
+    return found
+
+
+def _gap(kb: KnowledgeBaseCore, gap: CardSummary, closing: dict[str, list[str]]) -> str | None:
+    from kbtool.curation.gap_standing import gap_standing
+
+    owner, rest = kb.owner_of(gap.id)
+    there = owner.index.by_id(rest)
+    closed_by = list((there.get("closed_by") if there else None) or [])
+    own = gap_standing(closed_by, owner.index.by_ids(closed_by)) if closed_by else None
+    name = gap.id.partition(":")[0] if owner is not kb else None
+    if own is not None and own.closed:
+        return f"closed in {name}" if name else "closed"
+    here = closing.get(gap.id, []) if name else []
+    if here:
+        standing = gap_standing(here, kb.index.by_ids(here))
+        if standing.closed:
+            return "closed here"
+        if standing.awaiting:
+            theirs = [f"{name}:{ref}" for ref in (own.awaiting if own else ())]
+            return gap_note({"awaiting_review": [*standing.awaiting, *theirs]})
+    if own is None:
+        return None
+    awaiting = [f"{name}:{ref}" if name else ref for ref in own.awaiting]
+    return gap_note({"awaiting_review": awaiting, "reopened": own.reopened})
+
+
+def _original(kb: KnowledgeBaseCore, copy: CardSummary, original: str) -> str | None:
+    """A copy whose original (SOURCE:ID) is no longer standing there while the copy is: its status there."""
+    owner, rest = kb.owner_of(original)
+    there = owner.index.by_id(rest)
+    if there is None or there.status not in INACTIVE_STATUSES or copy.status in INACTIVE_STATUSES:
+        return None
+    return f"{there.status} in {original.partition(':')[0]}"
+
+
+def hit_standings(kb: KnowledgeBaseCore, ids: Iterable[str]) -> dict[str, str]:
+    """standings() of the cards with these ids (a search's hits: ID here, SOURCE:ID a source's)."""
+    cards = []
+    for ref in ids:
+        owner, rest = kb.owner_of(ref)
+        found = owner.index.by_id(rest)
+        if found is not None:
+            cards.append(found if owner is kb else found.from_source(ref.partition(":")[0]))
+    return standings(kb, cards)
