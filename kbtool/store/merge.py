@@ -2,11 +2,14 @@
 
 A card merges field by field, not line by line: a field one side changed takes that side's value;
 a field both changed the same way is kept; tags, evidence and links both changed are unioned;
-status (with who reviewed it and when) follows the side that changed the card later. Any other
-field both sides changed differently is a conflict, named with both values, and nothing is
-guessed, unless the user took a side for it (`kb sync --take ours|theirs:[CARD_ID:]FIELD`, a Take). The
-body merges as text (git merge-file); overlapping edits there are a conflict too. The merged card must
-still validate. A gate run log (runs/gates/ID.jsonl, append-only) keeps every line either side added.
+a verdict (status, who reviewed it and when: one unit, so a status is never credited to the other side's
+reviewer) that both sides changed is taken whole from the side that changed the card later when both
+reached the same status, and is a conflict when they differ (a refute never silently loses to a confirm
+made before syncing). Any other field both sides changed differently is a conflict, named with both
+values, and nothing is guessed, unless the user took a side for it (`kb sync --take
+ours|theirs:[CARD_ID:]FIELD`, a Take; `status` takes that side's whole verdict). The body merges as text
+(git merge-file); overlapping edits there are a conflict too. The merged card must still validate. A
+gate run log (runs/gates/ID.jsonl, append-only) keeps every line either side added.
 kb.lock merges gate by gate: a gate locked on either side stays locked (kb never unlocks one: a lock
 outlives its line, store/lock_history.py), and one gate locked with two hashes is a conflict.
 
@@ -32,7 +35,7 @@ from kbtool.model.validation import validate_card
 from kbtool.store.lock_file import LOCK_VERSION
 
 UNIONED = ("tags", "evidence", "links")  # fields (and all under them) whose lists both sides' items join
-FOLLOW_STATUS = (("status",), ("provenance", "reviewed_by"), ("provenance", "reviewed"))
+REVIEW = (("status",), ("provenance", "reviewed_by"), ("provenance", "reviewed"))  # a verdict: one unit
 IDENTITY = (("kind",), ("title",), ("provenance", "author"), ("provenance", "created"), ("provenance", "origin"))
 LOCK_FIELD = "lock"  # the field a gate's kb.lock entry is named by in a Clash and a Take
 SIDES = ("ours", "theirs")
@@ -152,8 +155,6 @@ def _merge(base: Any, ours: Any, theirs: Any, at: tuple[str, ...], job: _Merging
         return theirs
     if base == theirs:
         return ours
-    if at in FOLLOW_STATUS:
-        return ours if job.later == "ours" else theirs
     if isinstance(ours, dict) and isinstance(theirs, dict):
         start = base if isinstance(base, dict) else {}
         out = {}
@@ -228,6 +229,8 @@ def merge_card(
     if base is None:
         _refuse_two_cards(rel, ours_data, theirs_data)
     job = _Merging(rel, later, takes or [])
+    verdict = _merge_review(base_data if base is not None else {}, ours_data, theirs_data, job, settle is not None)
+    ours_data, theirs_data = (_with_review(d, verdict) for d in (ours_data, theirs_data))
     data = _merge(base_data if base is not None else MISSING, ours_data, theirs_data, (), job)
     body = merge_text(base_body, ours_body, theirs_body)
     if body is None:
@@ -244,10 +247,54 @@ def merge_card(
     return markdown.render(card, body or "")
 
 
-def _pick(data: dict[str, Any], at: tuple[str, ...]) -> Any:
+def _review(data: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(_pick(data, at, MISSING) for at in REVIEW)
+
+
+def _merge_review(
+    base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], job: _Merging, settle: bool
+) -> tuple[Any, ...]:
+    """The card's verdict, merged as one unit (see the module); a clash names both verdicts and who gave
+    them, and --take SIDE:[CARD_ID:]status settles it with that side's whole verdict."""
+    start, mine, other = _review(base), _review(ours), _review(theirs)
+    if mine == other or other == start:
+        return mine
+    if mine == start:
+        return other
+    if mine[0] == other[0]:  # one verdict from two people: the later review, whole
+        return mine if job.later == "ours" else other
+    side = _taken(job.takes, job.rel, job.card_id, ("status",))
+    if side is None and not settle:
+        job.clashes.append(
+            Clash(job.rel, "status", _verdict(mine), _verdict(other), "", _verdict(mine), _verdict(other))
+        )
+    return other if side == "theirs" else mine
+
+
+def _verdict(review: tuple[Any, ...]) -> str:
+    """'refuted by bob (2026-12-07)', as a clash shows a verdict."""
+    status, by, when = (None if v is MISSING else v for v in review)
+    return f"{status}{f' by {by}' if by else ''}{f' ({when})' if when else ''}"
+
+
+def _with_review(data: dict[str, Any], verdict: tuple[Any, ...]) -> dict[str, Any]:
+    """data with its verdict replaced by the merged one (both sides then agree on it)."""
+    out = {**data, "provenance": dict(data.get("provenance") or {})}
+    for at, value in zip(REVIEW, verdict, strict=True):
+        holder = out if len(at) == 1 else out["provenance"]
+        if value is MISSING:
+            holder.pop(at[-1], None)
+        else:
+            holder[at[-1]] = value
+    if not out["provenance"] and "provenance" not in data:
+        del out["provenance"]
+    return out
+
+
+def _pick(data: dict[str, Any], at: tuple[str, ...], absent: Any = None) -> Any:
     value: Any = data
     for key in at:
-        value = value.get(key) if isinstance(value, dict) else None
+        value = value.get(key, absent) if isinstance(value, dict) else absent
     return value
 
 
