@@ -168,3 +168,22 @@ def test_one_verdict_from_two_people_keeps_the_later_reviewer_whole(team):
     assert run_kb(envs["carol"], kbs["carol"].root, "confirm", fid).returncode == 0
     assert sync(envs, kbs, "carol").returncode == 0
     assert review_of(kbs["carol"], fid)[0] == "confirmed" and review_of(kbs["carol"], fid)[1] in ("bob", "carol")
+
+
+# --- 5: an empty remote, or a deleted remote branch, is pushed to -----------------------------------------
+
+
+def test_a_deleted_remote_branch_and_an_empty_remote_are_pushed_to(team):
+    bare, kbs, envs = team
+    branch = git(kbs["alice"].root, "symbolic-ref", "--short", "HEAD").strip()
+    git(bare, "update-ref", "-d", f"refs/heads/{branch}")  # deleted there: alice's origin/BRANCH is stale
+    out = sync(envs, kbs, "alice")
+    assert out.returncode == 0 and not out.stdout.startswith("up to date"), out.stdout + out.stderr
+    assert git(bare, "rev-parse", branch) == git(kbs["alice"].root, "rev-parse", "HEAD")
+
+    subprocess.run(["rm", "-rf", str(bare)], check=True)  # the remote made again, empty
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    out = sync(envs, kbs, "carol")
+    assert out.returncode == 0 and "sent" in out.stdout and not out.stdout.startswith("up to date"), out.stdout
+    assert git(bare, "rev-parse", branch) == git(kbs["carol"].root, "rev-parse", "HEAD")
+    assert sync(envs, kbs, "bob").returncode == 0  # and the others go on from it

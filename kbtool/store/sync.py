@@ -168,7 +168,11 @@ def _fetch(repo: git.Repo, remote: str, branch: str) -> None:
         repo.git.fetch("--quiet", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
     except git.GitCommandError as exc:
         if "couldn't find remote ref" in str(exc.stderr):
-            return  # a remote without this branch yet: the push creates it
+            # a remote without this branch (empty, or the branch deleted there): the push creates it. A
+            # remote-tracking ref left from before would say the remote already has this clone's commits
+            with contextlib.suppress(git.GitCommandError):
+                repo.git.update_ref("-d", f"refs/remotes/{remote}/{branch}")
+            return
         raise BadInput(f"git fetch {remote}: {git_reason(exc)}") from None
 
 
