@@ -187,3 +187,141 @@ def test_a_deleted_remote_branch_and_an_empty_remote_are_pushed_to(team):
     assert out.returncode == 0 and "sent" in out.stdout and not out.stdout.startswith("up to date"), out.stdout
     assert git(bare, "rev-parse", branch) == git(kbs["carol"].root, "rev-parse", "HEAD")
     assert sync(envs, kbs, "bob").returncode == 0  # and the others go on from it
+
+
+# --- 10: what goes out is checked as what comes in -------------------------------------------------------
+
+
+def test_sync_does_not_push_what_lint_flags(team):
+    bare, kbs, envs = team
+    alice = kbs["alice"]
+    fid = finding_id(alice)
+    card = alice.root / "kb" / "finding" / f"{fid}.md"
+    card.write_text(card.read_text() + "<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> origin/master\n")
+    (alice.root / "kb" / "gap").mkdir(exist_ok=True)
+    (alice.root / "kb" / "gap" / "broken.md").write_text("---\nid: broken\nkind: gap\n---\n")
+    (alice.root / "kb" / "notes.txt").write_text("scratch\n")
+    git(alice.root, "add", "kb")
+    git(alice.root, "commit", "-qm", "work in progress")
+    sent, before = git(bare, "rev-parse", "HEAD"), tree_state(alice.root)
+
+    out = sync(envs, kbs, "alice")
+    assert out.returncode == 2, out.stdout + out.stderr
+    for words in (f"kb/finding/{fid}.md: a git conflict marker", "kb/gap/broken.md:", "kb/notes.txt: not a card"):
+        assert words in out.stderr, (words, out.stderr)
+    assert "nothing was sent" in out.stderr and out.stderr.count("\n") == 1, out.stderr
+    assert git(bare, "rev-parse", "HEAD") == sent and tree_state(alice.root) == before
+    answered = sync(envs, kbs, "alice", "--json")  # --json answers a refusal too (it printed nothing)
+    report = json.loads(answered.stdout)
+    assert answered.returncode == 2 and report["exit"] == 2 and "kb/notes.txt: not a card" in report["refused"]
+
+
+# --- 11, and a body conflict: every conflict sync reports is settled by --take, and shows its text -------
+
+
+def commit_file(root: Path, rel: str, text: str | None, message: str) -> None:
+    """A hand edit (text) or deletion (None) of rel, committed."""
+    if text is None:
+        git(root, "rm", "-q", rel)
+    else:
+        (root / rel).write_text(text)
+        git(root, "add", rel)
+    git(root, "commit", "-qm", message)
+
+
+def test_edit_against_delete_and_a_text_file_are_settled_by_take(team):
+    _, kbs, envs = team
+    alice, bob = kbs["alice"], kbs["bob"]
+    fid = finding_id(alice)
+    commit_file(alice.root, "NOTES.md", "# Team notes\nbatch 64 is the default\n", "notes")
+    everyone_synced(envs, kbs)
+    alice.edit(fid, fields=["claim=FP8 KV cache gives +12% decode tok/s on H100"])
+    commit_file(alice.root, "NOTES.md", "# Team notes\nbatch 128 is the default\n", "notes: 128")
+    assert sync(envs, kbs, "alice").returncode == 0
+    commit_file(bob.root, f"kb/finding/{fid}.md", None, "drop the FP8 finding")
+    commit_file(bob.root, "NOTES.md", "# Team notes\nbatch 32 is the default\n", "notes: 32")
+
+    out = sync(envs, kbs, "bob", "--json")
+    assert out.returncode == 1, out.stderr
+    found = {(c["file"], c["card"], c["field"]) for c in json.loads(out.stdout)["conflicts"]}
+    assert found == {(f"kb/finding/{fid}.md", fid, "file"), ("NOTES.md", "NOTES.md", "file")}, found
+    assert "batch 32 is the default" in out.stderr and "batch 128 is the default" in out.stderr, out.stderr
+    took = sync(envs, kbs, "bob", "--take", f"theirs:{fid}:file", "--take", "ours:NOTES.md:file")
+    assert took.returncode == 0, took.stderr
+    assert kbtool.open(bob.root).get(fid).card.claim == "FP8 KV cache gives +12% decode tok/s on H100"
+    assert (bob.root / "NOTES.md").read_text() == "# Team notes\nbatch 32 is the default\n"
+
+
+def test_a_body_conflict_shows_both_texts(team):
+    _, kbs, envs = team
+    alice, bob = kbs["alice"], kbs["bob"]
+    fid = finding_id(alice)
+    rel = f"kb/finding/{fid}.md"
+    text = (alice.root / rel).read_text()
+    commit_file(alice.root, rel, text + "\nMeasured with CUDA graphs on.\n", "body: graphs")
+    assert sync(envs, kbs, "alice").returncode == 0
+    commit_file(bob.root, rel, text + "\nMeasured eager, graphs off.\n", "body: eager")
+    out = sync(envs, kbs, "bob")
+    assert out.returncode == 1 and f"{rel}: body:" in out.stderr, out.stderr
+    assert "Measured eager, graphs off." in out.stderr and "Measured with CUDA graphs on." in out.stderr
+
+
+def test_a_tag_removed_on_one_side_does_not_come_back(team):
+    _, kbs, envs = team
+    alice, bob = kbs["alice"], kbs["bob"]
+    fid = finding_id(alice)
+    alice.edit(fid, fields=["tags=fp8"])  # kv-cache taken out
+    assert sync(envs, kbs, "alice").returncode == 0
+    bob.edit(fid, fields=["tags=kv-cache", "tags=h100"])  # h100 added, kv-cache untouched
+    assert sync(envs, kbs, "bob").returncode == 0
+    assert kbtool.open(bob.root).get(fid).card.tags == ["h100", "fp8"]
+
+
+# --- --accept-rewrite: no empty commit, and each of this clone's operations kept as it was --------------
+
+
+def test_accept_rewrite_keeps_each_operation_and_adds_no_empty_commit(team):
+    bare, kbs, envs = team
+    alice, bob = kbs["alice"], kbs["bob"]
+    alice.add("gap", "Leaked token in the launch script?")
+    everyone_synced(envs, kbs)
+    git(alice.root, "reset", "-q", "--hard", "HEAD~1")  # the purge
+    git(alice.root, "push", "-q", "--force", "origin", "HEAD")
+    purged = git(bare, "rev-parse", "HEAD").strip()
+
+    assert sync(envs, kbs, "carol", "--accept-rewrite").returncode == 0  # carol has nothing of her own
+    assert git(kbs["carol"].root, "rev-parse", "HEAD").strip() == purged == git(bare, "rev-parse", "HEAD").strip()
+
+    first = bob.add("gap", "Does NVFP4 hold accuracy on GSM8K?")
+    second = bob.add("gap", "Is FlashInfer faster than FA3 at batch 1?")
+    mine = git(bob.root, "log", "-2", "--format=%s%n%b", "HEAD").strip()
+    out = sync(envs, kbs, "bob", "--accept-rewrite")
+    assert out.returncode == 0, out.stderr
+    assert git(bare, "rev-list", "--count", f"{purged}..HEAD").strip() == "2"  # two operations, two commits
+    assert git(bare, "log", "-2", "--format=%s%n%b", "HEAD").strip() == mine
+    ids = {c.id for c in kbtool.open(bob.root).cards()}
+    assert {first.id, second.id} <= ids
+
+
+# --- 8: a take never leaves a gate whose card and lock disagree ---------------------------------------
+
+
+def test_taking_one_sides_lock_and_the_others_gate_is_refused(team):
+    bare, kbs, envs = team
+    alice, bob = kbs["alice"], kbs["bob"]
+    check = {"command": "python3 check.py", "metric": "ttft", "op": "<", "threshold": 12}
+    gate = alice.add("gate", "ttft under target", status="confirmed", values={"check": check}).id
+    everyone_synced(envs, kbs)
+    alice.edit(gate, fields=["check.threshold=10"])
+    alice.lock_gates([gate])
+    bob.edit(gate, fields=["check.threshold=15"])
+    bob.lock_gates([gate])
+    assert sync(envs, kbs, "alice").returncode == 0
+    before, remote_head = tree_state(bob.root), git(bare, "rev-parse", "HEAD")
+
+    out = sync(envs, kbs, "bob", "--take", f"ours:{gate}:lock", "--take", f"theirs:{gate}:check")
+    assert out.returncode == 2 and f"kb/gate/{gate}.md: gate {gate}: its kb.lock entry" in out.stderr, out.stderr
+    assert tree_state(bob.root) == before and git(bare, "rev-parse", "HEAD") == remote_head
+    took = sync(envs, kbs, "bob", "--take", f"ours:{gate}:lock", "--take", f"ours:{gate}:check")
+    assert took.returncode == 0, took.stderr
+    assert run_kb(envs["bob"], bob.root, "gate", "verify").returncode == 0

@@ -1,7 +1,8 @@
 """Three-way merges of what two clones changed in the same file, for `kb sync`.
 
 A card merges field by field, not line by line: a field one side changed takes that side's value;
-a field both changed the same way is kept; tags, evidence and links both changed are unioned;
+a field both changed the same way is kept; tags, evidence and links both changed join
+three-way (what either added is kept, what either removed stays removed);
 a verdict (status, who reviewed it and when: one unit, so a status is never credited to the other side's
 reviewer) that both sides changed is taken whole from the side that changed the card later when both
 reached the same status, and is a conflict when they differ (a refute never silently loses to a confirm
@@ -21,6 +22,7 @@ name, so they are a conflict that only a rename settles.
 
 from __future__ import annotations
 
+import difflib
 import json
 import subprocess
 import tempfile
@@ -37,6 +39,7 @@ from kbtool.store.lock_file import LOCK_VERSION
 UNIONED = ("tags", "evidence", "links")  # fields (and all under them) whose lists both sides' items join
 REVIEW = (("status",), ("provenance", "reviewed_by"), ("provenance", "reviewed"))  # a verdict: one unit
 IDENTITY = (("kind",), ("title",), ("provenance", "author"), ("provenance", "created"), ("provenance", "origin"))
+WHOLE_FILE = "file"  # the field a whole file is named by (edited against deleted, overlapping text edits)
 LOCK_FIELD = "lock"  # the field a gate's kb.lock entry is named by in a Clash and a Take
 SIDES = ("ours", "theirs")
 MISSING: Any = object()
@@ -100,7 +103,7 @@ class Take:
         return self.card in (None, card_id) and at[: len(want)] == want
 
 
-def _taken(takes: list[Take], rel: str, card_id: str, at: tuple[str, ...]) -> str | None:
+def taken_side(takes: list[Take], rel: str, card_id: str, at: tuple[str, ...]) -> str | None:
     """The side a take chose for this clash (the one naming the card wins over one for every card)."""
     for take in sorted(takes, key=lambda t: t.card is None):
         if take.matches(card_id, at):
@@ -123,13 +126,19 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def _union(ours: list[Any], theirs: list[Any]) -> list[Any]:
-    seen = {json.dumps(item, sort_keys=True, default=str) for item in ours}
-    out = list(ours)
+def _union(base: list[Any], ours: list[Any], theirs: list[Any]) -> list[Any]:
+    """Both sides' items, three-way: an item either side added joins, and one either side removed stays
+    removed (a tag taken out here does not come back from the other side's list)."""
+
+    def key(item: Any) -> str:
+        return json.dumps(item, sort_keys=True, default=str)
+
+    was, kept = {key(item) for item in base}, {key(item) for item in theirs}
+    out = [item for item in ours if key(item) in kept or key(item) not in was]
+    seen = {key(item) for item in out} | {key(item) for item in ours}
     for item in theirs:
-        key = json.dumps(item, sort_keys=True, default=str)
-        if key not in seen:
-            seen.add(key)
+        if key(item) not in seen and key(item) not in was:
+            seen.add(key(item))
             out.append(item)
     return out
 
@@ -165,14 +174,29 @@ def _merge(base: Any, ours: Any, theirs: Any, at: tuple[str, ...], job: _Merging
                 out[key] = value
         return out
     if at and at[0] in UNIONED and isinstance(ours, list) and isinstance(theirs, list):
-        return _union(ours, theirs)
-    side = _taken(job.takes, job.rel, job.card_id, at)
+        return _union(base if isinstance(base, list) else [], ours, theirs)
+    side = taken_side(job.takes, job.rel, job.card_id, at)
     if side is not None:
         return ours if side == "ours" else theirs
     job.clashes.append(
         Clash(job.rel, ".".join(at) or "(the card)", _shown(ours), _shown(theirs), "", _plain(ours), _plain(theirs))
     )
     return ours
+
+
+def text_clash(rel: str, name: str, base: str, ours: str, theirs: str, card: str = "") -> Clash:
+    """Overlapping edits of a text (a body, a file that is not a card): the line shows each side's first
+    changed line, --json each side's whole text."""
+    return Clash(rel, name, _first_change(base, ours), _first_change(base, theirs), card, ours, theirs)
+
+
+def _first_change(base: str, text: str) -> str:
+    """The first line (not blank) text added or changed against base, shown short."""
+    lines = text.splitlines()
+    steps = difflib.SequenceMatcher(None, base.splitlines(), lines, autojunk=False).get_opcodes()
+    added = (line for tag, _, _, start, end in steps if tag in ("replace", "insert") for line in lines[start:end])
+    first = next((line.strip() for line in added if line.strip()), None)
+    return "(lines removed)" if first is None else _shown(first)
 
 
 def _plain(value: Any) -> Any:
@@ -234,9 +258,9 @@ def merge_card(
     data = _merge(base_data if base is not None else MISSING, ours_data, theirs_data, (), job)
     body = merge_text(base_body, ours_body, theirs_body)
     if body is None:
-        side = _taken(job.takes, rel, job.card_id, ("body",)) or ("ours" if settle else None)
+        side = taken_side(job.takes, rel, job.card_id, ("body",)) or ("ours" if settle else None)
         if side is None:
-            job.clashes.append(Clash(rel, "body", "edited here", "edited there, in the same lines"))
+            job.clashes.append(text_clash(rel, "body", base_body, ours_body, theirs_body))
         body = ours_body if side == "ours" else theirs_body
     if job.clashes and not settle:
         raise Unmergeable(job.clashes)
@@ -263,7 +287,7 @@ def _merge_review(
         return other
     if mine[0] == other[0]:  # one verdict from two people: the later review, whole
         return mine if job.later == "ours" else other
-    side = _taken(job.takes, job.rel, job.card_id, ("status",))
+    side = taken_side(job.takes, job.rel, job.card_id, ("status",))
     if side is None and not settle:
         job.clashes.append(
             Clash(job.rel, "status", _verdict(mine), _verdict(other), "", _verdict(mine), _verdict(other))
@@ -331,7 +355,7 @@ def merge_lock(base: str | None, ours: str, theirs: str, takes: list[Take]) -> s
         elif mine == start.get(gate):
             gates[gate] = other
         else:
-            side = _taken(takes, "kb.lock", gate, (LOCK_FIELD,))
+            side = taken_side(takes, "kb.lock", gate, (LOCK_FIELD,))
             if side is None:
                 ours_sha, theirs_sha = (str(entry.get("sha256", ""))[:12] for entry in (mine, other))
                 clashes.append(Clash("kb.lock", LOCK_FIELD, ours_sha, theirs_sha, gate, mine, other))
