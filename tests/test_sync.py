@@ -68,7 +68,8 @@ def test_a_card_both_sides_edited_merges_field_by_field(remote_and_clones, env):
     assert git(bob.root, "log", "-1", "--format=%B").strip().endswith("kb-op: sync")
 
 
-def test_status_follows_the_later_change(remote_and_clones, env):
+def test_opposite_verdicts_stop_the_sync_and_take_settles_them_whole(remote_and_clones, env):
+    """Issue 44: two people's opposite verdicts are a conflict, not the later one's (see test_team_sync_trust)."""
     _, alice, bob = remote_and_clones
     fid = finding_id(alice)
     bob.edit(fid, fields=["tags=kv-cache", "tags=bob"])
@@ -77,7 +78,9 @@ def test_status_follows_the_later_change(remote_and_clones, env):
     subprocess.run(["git", "commit", "--amend", "--no-edit", "--quiet"], cwd=bob.root, env=old, check=True)
     alice.refute(fid, "the baseline ran without CUDA graphs", reviewer="alice")
     assert kb_run(env, alice.root, "sync").returncode == 0
-    assert kb_run(env, bob.root, "sync").returncode == 0
+    stopped = kb_run(env, bob.root, "sync")
+    assert stopped.returncode == 1 and "status: here confirmed by bob" in stopped.stderr, stopped.stderr
+    assert kb_run(env, bob.root, "sync", "--take", f"theirs:{fid}:status").returncode == 0
     card = kbtool.open(bob.root).get(fid).card
     assert card.status == "refuted" and card.provenance.reviewed_by == "alice" and "bob" in card.tags
 

@@ -20,6 +20,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kbtool.curation.gate_reach import command_reach
 from kbtool.evidence.values import sha256_file
@@ -28,6 +29,10 @@ from kbtool.model.errors import BadInput
 from kbtool.store.files import leads_out, link_out
 from kbtool.store.lock_file import LOCK_VERSION, GateLock, parse_lock, render_lock
 from kbtool.store.lock_history import lock_history
+from kbtool.store.repository import LOCK_FILE
+
+if TYPE_CHECKING:
+    import git
 
 __all__ = [
     "LOCK_VERSION",
@@ -276,3 +281,44 @@ def file_problems(gate: Gate, lock: GateLock, root: Path) -> list[tuple[str, str
             continue
         out.append((path, why))
     return out
+
+
+def disagreeing_locks(repo: git.Repo, old: str, new: str) -> list[str]:
+    """The gates whose kb.lock entry at commit new does not match their card or a file it covers there, of
+    those the move from old touched (the entry, the card or a covered file): one line each. A sync's merge
+    can make one by taking one side's lock and the other side's card (`--take ours:G:lock` with
+    `--take theirs:G:check`); a gate like that would fail verify in every clone."""
+    from git import GitCommandError  # only when a sync asks
+
+    from kbtool.model import markdown
+
+    def show(rev: str, rel: str) -> bytes | None:
+        try:
+            return bytes(repo.git.show(f"{rev}:{rel}", stdout_as_string=False, strip_newline_in_stdout=False))
+        except GitCommandError:
+            return None
+
+    lock, before = (parse_lock((show(rev, LOCK_FILE) or b"").decode("utf-8", "replace")) for rev in (new, old))
+    touched = set(repo.git.diff("--name-only", old, new).splitlines())
+    found = []
+    for gate, entry in sorted(lock.items()):
+        card = f"kb/gate/{gate}.md"
+        if before.get(gate) == entry and card not in touched and not set(entry.files) & touched:
+            continue
+        text = show(new, card)
+        if text is None:
+            continue
+        parsed, body = markdown.parse(text.decode("utf-8", "replace"), card)
+        wrong = [card] * (not isinstance(parsed, Gate) or gate_hash(parsed, body) != entry.sha256) + [
+            rel for rel, digest in sorted(entry.files.items()) if _digest(show(new, rel)) != digest
+        ]
+        if wrong:
+            found.append(
+                f"{', '.join(wrong)}: gate {gate}: its kb.lock entry and what it locks disagree after the merge; take "
+                f"one side for both (--take SIDE:{gate}:lock with the same SIDE for the gate's fields)"
+            )
+    return found
+
+
+def _digest(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()

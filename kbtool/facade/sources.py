@@ -11,6 +11,8 @@ from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.errors import KbError
 
 if TYPE_CHECKING:
+    import git
+
     from kbtool.store.sync import SyncResult
 
 
@@ -63,16 +65,20 @@ class Sources(KnowledgeBaseCore):
         conflict raises SyncConflict and leaves this knowledge base as it was (kbtool.store.sync), unless
         take names a side for it: ours|theirs:[CARD_ID:]FIELD. A force-pushed remote raises
         RemoteRewritten, unless accept_rewrite."""
+        from kbtool.curation.gate_lock import disagreeing_locks
         from kbtool.skills.arriving import commit_refusals
         from kbtool.store.merge import Take
         from kbtool.store.sync import sync
 
         takes = [Take.parse(value) for value in take]
         limit = self.config.limits.skill_bytes
+
         # a teammate's skill lands only as `kb skill import` would take it: within the limit, and scanned
-        result = sync(
-            self.store, remote, takes, accept_rewrite, lambda repo, old, new: commit_refusals(repo, old, new, limit)
-        )
+        def vet(repo: git.Repo, old: str, new: str) -> builtins.list[str]:
+            # a gate merged as one side's lock and the other side's card would fail verify in every clone
+            return commit_refusals(repo, old, new, limit) + disagreeing_locks(repo, old, new)
+
+        result = sync(self.store, remote, takes, accept_rewrite, vet)
         if result.changed:
             self._refresh_lexical()
         return result

@@ -5,11 +5,16 @@ moves to it, every file the move adds or changes must be something this knowledg
 written itself: a card in kb/<kind>/<id>.md that validates, within the size limit, named by its id; a
 kb.toml that loads; no symbolic link (it can point anywhere: `kb/x.md -> /etc/passwd`) and no
 submodule anywhere. An untracked file of this clone where the move would write is refused too, rather
-than left for git to refuse halfway.
+than left for git to refuse halfway. A card holding a git conflict marker (a merge left half-done and
+committed) is refused too.
+
+The same checks judge what a sync would send (outgoing): what this clone committed must be something kb
+could have written, or every teammate's sync would fail on it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +28,8 @@ from kbtool.store.config import LimitsSection, parse_config
 
 CARDS_DIR = "kb"
 SYMLINK, SUBMODULE = "120000", "160000"
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # git's empty tree: what a first push is a move from
+MARKER = re.compile(r"^(<{7}|={7}|>{7})( |$)", re.MULTILINE)  # a line git merge leaves in a conflicted file
 
 
 @dataclass(frozen=True)
@@ -46,8 +53,10 @@ def changes(repo: git.Repo, old: str, new: str) -> list[ChangedPath]:
     return found
 
 
-def problems(repo: git.Repo, root: Path, old: str, new: str, limits: LimitsSection) -> list[str]:
-    """Why moving this clone from commit old to commit new may not happen (one line each); empty when it may."""
+def problems(repo: git.Repo, root: Path, old: str, new: str, limits: LimitsSection, arriving: bool = True) -> list[str]:
+    """Why moving this clone from commit old to commit new may not happen (one line each); empty when it may.
+    arriving False: what this clone would send (from the commit the remote has, or EMPTY_TREE), so its own
+    files standing where they are is no problem."""
     found = []
     for change in changes(repo, old, new):
         if change.status == "D":
@@ -55,7 +64,7 @@ def problems(repo: git.Repo, root: Path, old: str, new: str, limits: LimitsSecti
         why = _problem(repo, change, limits)
         if why:
             found.append(f"{change.path}: {why}")
-        elif change.status == "A" and _occupied(root, change.path):
+        elif arriving and change.status == "A" and _occupied(root, change.path):
             found.append(f"{change.path}: an untracked file of this clone is in the way; move it away and sync again")
     return found
 
@@ -94,6 +103,8 @@ def _card_problem(repo: git.Repo, change: ChangedPath, limits: LimitsSection) ->
     kind, card_id = parts[1], parts[2].removesuffix(".md")
 
     def check(text: str) -> None:
+        if MARKER.search(text):
+            raise KbError("a git conflict marker (<<<<<<<, =======, >>>>>>>): finish the merge, then commit")
         card, _ = markdown.parse(text, change.path)
         if card.id != card_id:
             raise KbError(f"id {card.id!r} differs from the file name")

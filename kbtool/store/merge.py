@@ -1,12 +1,16 @@
 """Three-way merges of what two clones changed in the same file, for `kb sync`.
 
 A card merges field by field, not line by line: a field one side changed takes that side's value;
-a field both changed the same way is kept; tags, evidence and links both changed are unioned;
-status (with who reviewed it and when) follows the side that changed the card later. Any other
-field both sides changed differently is a conflict, named with both values, and nothing is
-guessed, unless the user took a side for it (`kb sync --take ours|theirs:[CARD_ID:]FIELD`, a Take). The
-body merges as text (git merge-file); overlapping edits there are a conflict too. The merged card must
-still validate. A gate run log (runs/gates/ID.jsonl, append-only) keeps every line either side added.
+a field both changed the same way is kept; tags, evidence and links both changed join
+three-way (what either added is kept, what either removed stays removed);
+a verdict (status, who reviewed it and when: one unit, so a status is never credited to the other side's
+reviewer) that both sides changed is taken whole from the side that changed the card later when both
+reached the same status, and is a conflict when they differ (a refute never silently loses to a confirm
+made before syncing). Any other field both sides changed differently is a conflict, named with both
+values, and nothing is guessed, unless the user took a side for it (`kb sync --take
+ours|theirs:[CARD_ID:]FIELD`, a Take; `status` takes that side's whole verdict). The body merges as text
+(git merge-file); overlapping edits there are a conflict too. The merged card must still validate. A
+gate run log (runs/gates/ID.jsonl, append-only) keeps every line either side added.
 kb.lock merges gate by gate: a gate locked on either side stays locked (kb never unlocks one: a lock
 outlives its line, store/lock_history.py), and one gate locked with two hashes is a conflict.
 
@@ -18,6 +22,7 @@ name, so they are a conflict that only a rename settles.
 
 from __future__ import annotations
 
+import difflib
 import json
 import subprocess
 import tempfile
@@ -32,8 +37,9 @@ from kbtool.model.validation import validate_card
 from kbtool.store.lock_file import LOCK_VERSION
 
 UNIONED = ("tags", "evidence", "links")  # fields (and all under them) whose lists both sides' items join
-FOLLOW_STATUS = (("status",), ("provenance", "reviewed_by"), ("provenance", "reviewed"))
+REVIEW = (("status",), ("provenance", "reviewed_by"), ("provenance", "reviewed"))  # a verdict: one unit
 IDENTITY = (("kind",), ("title",), ("provenance", "author"), ("provenance", "created"), ("provenance", "origin"))
+WHOLE_FILE = "file"  # the field a whole file is named by (edited against deleted, overlapping text edits)
 LOCK_FIELD = "lock"  # the field a gate's kb.lock entry is named by in a Clash and a Take
 SIDES = ("ours", "theirs")
 MISSING: Any = object()
@@ -97,7 +103,7 @@ class Take:
         return self.card in (None, card_id) and at[: len(want)] == want
 
 
-def _taken(takes: list[Take], rel: str, card_id: str, at: tuple[str, ...]) -> str | None:
+def taken_side(takes: list[Take], rel: str, card_id: str, at: tuple[str, ...]) -> str | None:
     """The side a take chose for this clash (the one naming the card wins over one for every card)."""
     for take in sorted(takes, key=lambda t: t.card is None):
         if take.matches(card_id, at):
@@ -120,13 +126,19 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else text[:79] + "…"
 
 
-def _union(ours: list[Any], theirs: list[Any]) -> list[Any]:
-    seen = {json.dumps(item, sort_keys=True, default=str) for item in ours}
-    out = list(ours)
+def _union(base: list[Any], ours: list[Any], theirs: list[Any]) -> list[Any]:
+    """Both sides' items, three-way: an item either side added joins, and one either side removed stays
+    removed (a tag taken out here does not come back from the other side's list)."""
+
+    def key(item: Any) -> str:
+        return json.dumps(item, sort_keys=True, default=str)
+
+    was, kept = {key(item) for item in base}, {key(item) for item in theirs}
+    out = [item for item in ours if key(item) in kept or key(item) not in was]
+    seen = {key(item) for item in out} | {key(item) for item in ours}
     for item in theirs:
-        key = json.dumps(item, sort_keys=True, default=str)
-        if key not in seen:
-            seen.add(key)
+        if key(item) not in seen and key(item) not in was:
+            seen.add(key(item))
             out.append(item)
     return out
 
@@ -152,8 +164,6 @@ def _merge(base: Any, ours: Any, theirs: Any, at: tuple[str, ...], job: _Merging
         return theirs
     if base == theirs:
         return ours
-    if at in FOLLOW_STATUS:
-        return ours if job.later == "ours" else theirs
     if isinstance(ours, dict) and isinstance(theirs, dict):
         start = base if isinstance(base, dict) else {}
         out = {}
@@ -164,14 +174,29 @@ def _merge(base: Any, ours: Any, theirs: Any, at: tuple[str, ...], job: _Merging
                 out[key] = value
         return out
     if at and at[0] in UNIONED and isinstance(ours, list) and isinstance(theirs, list):
-        return _union(ours, theirs)
-    side = _taken(job.takes, job.rel, job.card_id, at)
+        return _union(base if isinstance(base, list) else [], ours, theirs)
+    side = taken_side(job.takes, job.rel, job.card_id, at)
     if side is not None:
         return ours if side == "ours" else theirs
     job.clashes.append(
         Clash(job.rel, ".".join(at) or "(the card)", _shown(ours), _shown(theirs), "", _plain(ours), _plain(theirs))
     )
     return ours
+
+
+def text_clash(rel: str, name: str, base: str, ours: str, theirs: str, card: str = "") -> Clash:
+    """Overlapping edits of a text (a body, a file that is not a card): the line shows each side's first
+    changed line, --json each side's whole text."""
+    return Clash(rel, name, _first_change(base, ours), _first_change(base, theirs), card, ours, theirs)
+
+
+def _first_change(base: str, text: str) -> str:
+    """The first line (not blank) text added or changed against base, shown short."""
+    lines = text.splitlines()
+    steps = difflib.SequenceMatcher(None, base.splitlines(), lines, autojunk=False).get_opcodes()
+    added = (line for tag, _, _, start, end in steps if tag in ("replace", "insert") for line in lines[start:end])
+    first = next((line.strip() for line in added if line.strip()), None)
+    return "(lines removed)" if first is None else _shown(first)
 
 
 def _plain(value: Any) -> Any:
@@ -228,12 +253,14 @@ def merge_card(
     if base is None:
         _refuse_two_cards(rel, ours_data, theirs_data)
     job = _Merging(rel, later, takes or [])
+    verdict = _merge_review(base_data if base is not None else {}, ours_data, theirs_data, job, settle is not None)
+    ours_data, theirs_data = (_with_review(d, verdict) for d in (ours_data, theirs_data))
     data = _merge(base_data if base is not None else MISSING, ours_data, theirs_data, (), job)
     body = merge_text(base_body, ours_body, theirs_body)
     if body is None:
-        side = _taken(job.takes, rel, job.card_id, ("body",)) or ("ours" if settle else None)
+        side = taken_side(job.takes, rel, job.card_id, ("body",)) or ("ours" if settle else None)
         if side is None:
-            job.clashes.append(Clash(rel, "body", "edited here", "edited there, in the same lines"))
+            job.clashes.append(text_clash(rel, "body", base_body, ours_body, theirs_body))
         body = ours_body if side == "ours" else theirs_body
     if job.clashes and not settle:
         raise Unmergeable(job.clashes)
@@ -244,10 +271,54 @@ def merge_card(
     return markdown.render(card, body or "")
 
 
-def _pick(data: dict[str, Any], at: tuple[str, ...]) -> Any:
+def _review(data: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(_pick(data, at, MISSING) for at in REVIEW)
+
+
+def _merge_review(
+    base: dict[str, Any], ours: dict[str, Any], theirs: dict[str, Any], job: _Merging, settle: bool
+) -> tuple[Any, ...]:
+    """The card's verdict, merged as one unit (see the module); a clash names both verdicts and who gave
+    them, and --take SIDE:[CARD_ID:]status settles it with that side's whole verdict."""
+    start, mine, other = _review(base), _review(ours), _review(theirs)
+    if mine == other or other == start:
+        return mine
+    if mine == start:
+        return other
+    if mine[0] == other[0]:  # one verdict from two people: the later review, whole
+        return mine if job.later == "ours" else other
+    side = taken_side(job.takes, job.rel, job.card_id, ("status",))
+    if side is None and not settle:
+        job.clashes.append(
+            Clash(job.rel, "status", _verdict(mine), _verdict(other), "", _verdict(mine), _verdict(other))
+        )
+    return other if side == "theirs" else mine
+
+
+def _verdict(review: tuple[Any, ...]) -> str:
+    """'refuted by bob (2026-12-07)', as a clash shows a verdict."""
+    status, by, when = (None if v is MISSING else v for v in review)
+    return f"{status}{f' by {by}' if by else ''}{f' ({when})' if when else ''}"
+
+
+def _with_review(data: dict[str, Any], verdict: tuple[Any, ...]) -> dict[str, Any]:
+    """data with its verdict replaced by the merged one (both sides then agree on it)."""
+    out = {**data, "provenance": dict(data.get("provenance") or {})}
+    for at, value in zip(REVIEW, verdict, strict=True):
+        holder = out if len(at) == 1 else out["provenance"]
+        if value is MISSING:
+            holder.pop(at[-1], None)
+        else:
+            holder[at[-1]] = value
+    if not out["provenance"] and "provenance" not in data:
+        del out["provenance"]
+    return out
+
+
+def _pick(data: dict[str, Any], at: tuple[str, ...], absent: Any = None) -> Any:
     value: Any = data
     for key in at:
-        value = value.get(key) if isinstance(value, dict) else None
+        value = value.get(key, absent) if isinstance(value, dict) else absent
     return value
 
 
@@ -284,7 +355,7 @@ def merge_lock(base: str | None, ours: str, theirs: str, takes: list[Take]) -> s
         elif mine == start.get(gate):
             gates[gate] = other
         else:
-            side = _taken(takes, "kb.lock", gate, (LOCK_FIELD,))
+            side = taken_side(takes, "kb.lock", gate, (LOCK_FIELD,))
             if side is None:
                 ours_sha, theirs_sha = (str(entry.get("sha256", ""))[:12] for entry in (mine, other))
                 clashes.append(Clash("kb.lock", LOCK_FIELD, ours_sha, theirs_sha, gate, mine, other))

@@ -39,6 +39,7 @@ from kbtool.store.git_runner import git_reason
 from kbtool.store.lock_file import parse_lock
 from kbtool.store.lock_history import Tampering, arriving_tampering, lock_history
 from kbtool.store.merge import (
+    WHOLE_FILE,
     Clash,
     Take,
     Unmergeable,
@@ -47,6 +48,8 @@ from kbtool.store.merge import (
     merge_lock,
     merge_log,
     merge_text,
+    taken_side,
+    text_clash,
     two_cards,
 )
 from kbtool.store.repository import LOCK_FILE, Store
@@ -57,7 +60,8 @@ ATTEMPTS = 3  # fetch-merge-push rounds before giving up on a remote others keep
 
 SETTLE = (
     "settle each: kb sync --take theirs:FIELD (or ours:; every card) or --take theirs:CARD_ID:FIELD (one "
-    "card; GATE_ID:lock for kb.lock), or edit it here to their value exactly; two cards with one id: rename "
+    "card; GATE_ID:lock for kb.lock; CARD_ID:file or PATH:file for a whole file), or edit it here to their value "
+    "exactly; two cards with one id: rename "
     "yours (git mv kb/KIND/ID.md kb/KIND/NEW-ID.md, set id: NEW-ID in it, commit) and sync again"
 )
 REWRITE = (
@@ -149,6 +153,7 @@ def sync(
             _fetch(repo, remote, branch)
             _refuse_another_kb(repo, upstream, remote, branch)
             _refuse_sending_tampering(repo, upstream, remote)
+            _refuse_sending_invalid(store, repo, upstream, remote)
             before = repo.head.commit.hexsha
             if _exists(repo, upstream):
                 rewound = _rewound_from(
@@ -168,7 +173,11 @@ def _fetch(repo: git.Repo, remote: str, branch: str) -> None:
         repo.git.fetch("--quiet", remote, f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}")
     except git.GitCommandError as exc:
         if "couldn't find remote ref" in str(exc.stderr):
-            return  # a remote without this branch yet: the push creates it
+            # a remote without this branch (empty, or the branch deleted there): the push creates it. A
+            # remote-tracking ref left from before would say the remote already has this clone's commits
+            with contextlib.suppress(git.GitCommandError):
+                repo.git.update_ref("-d", f"refs/remotes/{remote}/{branch}")
+            return
         raise BadInput(f"git fetch {remote}: {git_reason(exc)}") from None
 
 
@@ -344,6 +353,21 @@ def _refuse_sending_tampering(repo: git.Repo, upstream: str, remote: str) -> Non
     )
 
 
+def _refuse_sending_invalid(store: Store, repo: git.Repo, upstream: str, remote: str) -> None:
+    """What this clone's own commits (those the remote lacks) would send, checked as a teammate's sync checks
+    it (kbtool/store/incoming.py): an invalid card, a conflict marker, a file in kb/ that is not a card is
+    refused before anything moves, with the whole list, since every teammate's sync would fail on it."""
+    head = repo.head.commit.hexsha
+    there = repo.git.merge_base(head, upstream) if _exists(repo, upstream) else incoming.EMPTY_TREE
+    refused = incoming.problems(repo, store.root, there, head, load_config(store.root).limits, arriving=False)
+    if refused:
+        raise BadInput(
+            f"sync with {remote} refused: this knowledge base's commits hold what kb would not write: "
+            f"{'; '.join(refused)}; nothing was sent or received; fix each (`kb lint` shows them), commit, and "
+            "sync again"
+        )
+
+
 def _is_ancestor(repo: git.Repo, commit: str, ref: str) -> bool:
     try:
         repo.git.merge_base("--is-ancestor", commit, ref)
@@ -379,8 +403,12 @@ def _merged_commit(
     rewrite (result.rewritten pending: base is not an ancestor of theirs) the worktree starts at theirs and
     takes only this clone's own changes since base, so the commit's one parent is the remote's head."""
     rewrite = bool(repo.git.rev_list(base, f"^{theirs}").strip())
+    if rewrite and not repo.git.diff("--name-only", base, head).strip():
+        return theirs  # nothing of this clone's own to keep: the remote's head as it is, no empty commit
     with store.worktree(theirs if rewrite else head) as work:
         place = Path(work.working_dir)
+        if rewrite and _replayed(repo, work, base, head):
+            return work.head.commit.hexsha
         if not rewrite:
             with contextlib.suppress(git.GitCommandError):  # conflicts: resolved (or reported) below
                 work.git.merge("--no-ff", "--no-commit", "--quiet", theirs)
@@ -405,6 +433,25 @@ def _merged_commit(
         message = commit_message(f"kb sync: {what} {upstream.removeprefix('refs/remotes/')}", "sync")
         work.git.commit("--quiet", "--no-verify", "--allow-empty", "-m", message)
         return work.head.commit.hexsha
+
+
+def _replayed(repo: git.Repo, work: git.Repo, base: str, head: str) -> bool:
+    """This clone's own commits since base, each replayed onto the rewritten head as it was (its message,
+    kb-op trailers and author kept, so kb log still shows each operation); False, with the worktree as it
+    was, when one does not apply cleanly or a merge is among them (the field-by-field merge then takes them
+    together)."""
+    own = repo.git.rev_list("--reverse", "--topo-order", f"{base}..{head}").split()
+    if not own or repo.git.rev_list("--merges", f"{base}..{head}").strip():
+        return False
+    start = work.head.commit.hexsha
+    try:
+        work.git.cherry_pick("--allow-empty", "--keep-redundant-commits", *own)
+    except git.GitCommandError:
+        with contextlib.suppress(git.GitCommandError):
+            work.git.cherry_pick("--abort")
+        work.git.reset("--hard", "--quiet", start)
+        return False
+    return True
 
 
 def _place(work: git.Repo, place: Path, rel: str, resolved: str | None) -> None:
@@ -433,16 +480,23 @@ def _resolve(repo: git.Repo, rel: str, base: str, head: str, theirs: str, takes:
         return other
     if rel == LOCK_FILE:
         return merge_lock(old, ours or "", other or "", takes)
+    key = Path(rel).stem if CARD_FILE.match(rel) else rel  # what --take SIDE:KEY:file names
     if ours is None or other is None:
-        side = "deleted here, changed there" if ours is None else "changed here, deleted there"
-        raise Unmergeable([Clash(rel, "(the file)", *side.split(", "))])
+        side = taken_side(takes, rel, key, (WHOLE_FILE,))
+        if side is not None:
+            return ours if side == "ours" else other
+        shown = ("deleted", "changed") if ours is None else ("changed", "deleted")
+        raise Unmergeable([Clash(rel, WHOLE_FILE, *shown, key)])
     if CARD_FILE.match(rel):
         return merge_card(rel, old, ours, other, _later(repo, rel, head, theirs), takes)
     if rel.startswith("runs/") and rel.endswith(".jsonl"):
         return merge_log(old, ours, other)
     text = merge_text(old or "", ours, other)
     if text is None:
-        raise Unmergeable([Clash(rel, "(text)", "edited here", "edited there, in the same lines")])
+        side = taken_side(takes, rel, key, (WHOLE_FILE,))
+        if side is None:
+            raise Unmergeable([text_clash(rel, WHOLE_FILE, old or "", ours, other, key)])
+        text = ours if side == "ours" else other
     return text
 
 

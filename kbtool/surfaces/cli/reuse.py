@@ -39,7 +39,7 @@ def sync(
             metavar="SIDE:[CARD_ID:]FIELD",
             help="Settle a conflict with one side's value: theirs:claim (every card's claim), "
             "ours:CARD_ID:applies_to (one card's, and all under it), theirs:GATE_ID:lock (a gate's kb.lock "
-            "entry); body for the body. Repeat for more.",
+            "entry), theirs:CARD_ID:file or ours:PATH:file (a whole file); body for the body. Repeat for more.",
         ),
     ] = None,
     accept_rewrite: Annotated[
@@ -71,6 +71,10 @@ def sync(
             print_json(
                 {**found, **({"lost": exc.lost} if isinstance(exc, RemoteRewritten) else {}), "settle": exc.settle}
             )
+        raise
+    except KbError as exc:  # any other refusal: --json still answers, with the one line stderr has
+        if as_json:
+            print_json({"refused": one_line(str(exc), type(exc).__name__), "exit": exc.exit_code})
         raise
     refreshed = base.refresh_sources()  # the team's sources move with the team's knowledge base
     if as_json:
