@@ -161,6 +161,7 @@ def test_search_get_and_a_finding_added_through_mcp_is_found(seeded, env):
                 "may_not_apply",
                 "applies",
                 "explain",
+                "standing",  # only where a card's status alone misleads here
             }
             assert found.content[0].text.splitlines()[0].startswith(f"{top['id']} [constraint, ")
 
