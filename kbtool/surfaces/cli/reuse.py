@@ -137,9 +137,7 @@ def _refusal(exc: KbError) -> dict[str, Any]:
         "refused": True,
         "error": one_line(str(exc), type(exc).__name__),
         "exit": exc.exit_code,
-        "conflicts": [
-            {"file": c.path, "field": c.field, "ours": c.ours_value, "theirs": c.theirs_value} for c in clashes
-        ],
+        "conflicts": [c.as_json() for c in clashes],
     }
 
 
