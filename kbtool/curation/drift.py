@@ -7,6 +7,7 @@ saying what to do, never passed as unchanged."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,9 +70,15 @@ def _is_bare_git(location: str) -> bool:
     return Path(location).is_dir() and (Path(location) / "HEAD").is_file() and (Path(location) / "objects").is_dir()
 
 
-def drift(cards: list[StoredCard], checkouts: OriginCheckouts) -> list[Problem]:
-    """Copies whose original changed (or went) since they were copied, and, once per origin, the copies that
-    could not be checked and why."""
+def relock_advice(location: str, gate: str) -> str:
+    """The command that takes a locked gate's change from its origin: a person's, with the reason."""
+    return f'kb import --from-kb {location} --where id={gate} --relock "WHY"'
+
+
+def drift(cards: list[StoredCard], checkouts: OriginCheckouts, locked: Set[str] = frozenset()) -> list[Problem]:
+    """Copies whose original changed (or went) since they were copied, each with the command that takes the
+    change (for a gate locked here, a person's relock), and, once per origin, the copies that could not be
+    checked and why. A retired copy whose original was deleted there is settled."""
     out: list[Problem] = []
     unchecked: dict[str, tuple[StoredCard, int, str]] = {}
     for stored in cards:
@@ -79,7 +86,10 @@ def drift(cards: list[StoredCard], checkouts: OriginCheckouts) -> list[Problem]:
         if origin is None:
             continue
         checkout = checkouts.found.get(origin.kb)
-        why = checkouts.missing.get(origin.kb) if checkout is None else _changed(stored, origin, checkout, out)
+        if checkout is None:
+            why = checkouts.missing.get(origin.kb)
+        else:
+            why = _changed(stored, origin, checkout, out, stored.id in locked)
         if why is not None:
             first, n, _ = unchecked.get(origin.kb, (stored, 0, why))
             unchecked[origin.kb] = (first, n + 1, why)
@@ -90,7 +100,7 @@ def drift(cards: list[StoredCard], checkouts: OriginCheckouts) -> list[Problem]:
     return out
 
 
-def _changed(stored: StoredCard, origin: Origin, checkout: Path, out: list[Problem]) -> str | None:
+def _changed(stored: StoredCard, origin: Origin, checkout: Path, out: list[Problem], locked: bool) -> str | None:
     """Appends the drift of one copy to out; returns why it could not be checked, if it could not."""
     rel = f"{CARDS_DIR}/{stored.card.kind}/{origin.id}.md"
     git = ["git", "-C", str(checkout)]
@@ -108,8 +118,19 @@ def _changed(stored: StoredCard, origin: Origin, checkout: Path, out: list[Probl
     if not log.stdout.strip():
         return None  # unchanged there
     newest = log.stdout.split("\n", 1)[0]
-    there = subprocess.run([*git, "cat-file", "-e", f"HEAD:{rel}"], capture_output=True)
-    what = "was deleted there" if there.returncode != 0 else f"changed there since the copy (latest {newest})"
-    message = f"a copy of {origin.id} from {origin.kb}, which {what}: kb import --from-kb {origin.kb} to take it"
+    deleted = subprocess.run([*git, "cat-file", "-e", f"HEAD:{rel}"], capture_output=True).returncode != 0
+    if deleted and stored.card.status == "retired":
+        return None  # retired here too: settled
+    if deleted:
+        what = f'was deleted there: `kb retire {stored.id} --reason "deleted in {origin.kb}"` settles it'
+    elif locked:
+        what = (
+            f"changed there since the copy (latest {newest}) and is locked here: a person who has read the "
+            f"change takes it with `{relock_advice(origin.kb, origin.id)}`"
+        )
+    else:
+        taking = f"kb import --from-kb {origin.kb} --where id={origin.id}"
+        what = f"changed there since the copy (latest {newest}): `{taking}` takes it"
+    message = f"a copy of {origin.id} from {origin.kb}, which {what}"
     out.append(Problem(stored.path, "drift", message, stored.id, severity="warning"))
     return None

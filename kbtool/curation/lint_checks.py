@@ -123,7 +123,8 @@ def _drift(run: LintRun) -> list[Problem]:
     kb = run.kb
     from kbtool.curation.drift import drift, origin_checkouts
 
-    return drift(run.cards, origin_checkouts(kb.root, kb.store.state_dir, kb.config.sources, run.cards))
+    checkouts = origin_checkouts(kb.root, kb.store.state_dir, kb.config.sources, run.cards)
+    return drift(run.cards, checkouts, set(kb.gate_locks()))
 
 
 def _skills(run: LintRun) -> list[Problem]:

@@ -24,7 +24,7 @@ from kbtool.model.cards import Gate
 from kbtool.model.contracts import ImportSummary
 from kbtool.model.contracts.reading import gap_note
 from kbtool.model.errors import BadInput, Conflict, KbError, NotAKnowledgeBase
-from kbtool.model.records import CardSummary, StoredCard
+from kbtool.model.records import CardSummary, StoredCard, gate_of
 from kbtool.model.validation import validate_card
 from kbtool.store.atomic_files import Executable
 from kbtool.store.commits import commit_message
@@ -84,66 +84,194 @@ def import_from_kb(
     applicable: bool = False,
     environment: dict[str, str] | None = None,
     take: str | None = None,
+    applies_for: Iterable[str] = (),
+    relock: str | None = None,
+    agent: str | None = None,
 ) -> ImportSummary:
-    """Copy the origin's cards (of kind, matching where) into target in one commit. applicable: instead
-    the knowledge that applies to the scope where and environment name, as a pack takes it (confirmed
-    findings and active constraints, failure modes and gates that match it or hold anywhere, none scoped
-    elsewhere than the environment). Links to cards neither copied nor already here are left out (kb lint
-    would call them broken). A copy here already takes the origin's changes field by field, keeping its own
-    edits; a field both changed differently refuses the import (CarryConflict), unless take settles it."""
-    from kbtool.store.carry import CarryConflict, Unmergeable, checked_side
+    """Copy the origin's cards (of kind, matching where) into target in one commit, none scoped elsewhere
+    than target is for (kb.toml [environment], applies_for over it; said). applicable: instead the knowledge
+    that applies to the scope where and environment name, as a pack takes it (confirmed findings and active
+    constraints, failure modes and gates that match it or hold anywhere, none scoped elsewhere than the
+    environment). Links to cards neither copied nor already here are left out (kb lint would call them
+    broken). A copy here already takes the origin's changes field by field, keeping its own edits; a field
+    both changed differently refuses the import (CarryConflict), unless take settles it. A copy whose
+    original did not change there is left as it is. A gate locked here is never changed by the import: one
+    changed there is said and left, unless relock (a person's reason) takes it with `kb gate relock`."""
+    from kbtool.store.carry import CarryConflict, checked_side
 
     take = checked_side(take)
+    if relock is not None and not relock.strip():
+        raise BadInput("--relock: say why the locked gates change (it goes into the commit); nothing written")
     with temp_folder("kb-origin-") as scratch:
         origin, recorded, commit = open_origin(location, Path(scratch))
         if origin.root == target.root:
             raise BadInput(f"{location}: this very knowledge base")
         chosen = _chosen(origin, kind, where, applicable, environment)
+        if not applicable:
+            chosen = _in_scope(target, chosen, applies_for, recorded)
         target.relay_notices(f"origin {recorded}", origin)  # a card it left out (a link out of it)
         if not chosen:
             raise BadInput(f"{location}: no card matches; nothing written")
         with target.store.lock():
-            existing = {s.id: s for s in target.cards()}
-            known = set(existing) | {c.id for c in chosen}
-            locked = target.gate_locks()
-            writes: dict[str, str | bytes] = {}
-            added = updated = unchanged = files = 0
-            kb_id = origin.kb_id
-            # a copy made before the remote was recorded names the origin's folder: the same origin
-            names = {recorded, str(origin.root)}
-            clashes = []
+            plan = _Copying(target, origin, recorded, commit, take, relock is not None)
+            plan.known = {s.id for s in plan.existing.values()} | {c.id for c in chosen}
             for stored in chosen:
-                text = _copy_text(target, stored, (recorded, kb_id, commit), known)
-                old = existing.get(stored.id)
-                if old is not None:
-                    try:
-                        text = _reimported(target, origin, old, stored, text, known, take, (recorded, kb_id, names))
-                    except Unmergeable as exc:
-                        clashes += exc.clashes
-                        continue
-                if old is not None and markdown.render(old.card, old.body) == text:
-                    unchanged += 1
-                    continue
-                if old is not None and old.card.kind == "gate" and old.id in locked:
-                    raise Conflict(f"{old.path}: a locked gate here; nothing written")
-                writes[target.store.relative(target.store.card_path(stored.card.kind, stored.id))] = text
-                added, updated = (added, updated + 1) if old else (added + 1, updated)
-                if isinstance(stored.card, Gate):
-                    runs = _files_a_gate_runs(origin, target, stored.card, recorded)
-                    writes.update(runs)
-                    files += len(runs)
-            if clashes:
-                raise CarryConflict(clashes, "here", f"in {recorded}", f"kb import --from-kb {location}")
-            target.store.refuse_uncommitted(writes, f"kb import --from-kb {location}")
+                plan.copy(stored)
+            if plan.clashes:
+                raise CarryConflict(plan.clashes, "here", f"in {recorded}", f"kb import --from-kb {location}")
+            target.store.refuse_uncommitted({**plan.writes, **plan.held}, f"kb import --from-kb {location}")
+            if plan.held and agent is not None:  # before anything is written
+                raise BadInput(
+                    f"{agent} is an agent: a person relocks a gate, after reading what changed; nothing written"
+                )
             sha = None
-            if writes:
-                carried = f", {files} file(s) their gates run" if files else ""
-                subject = f"kb import --from-kb {recorded}: {added} added, {updated} updated{carried}"
+            if plan.writes:
+                carried = f", {plan.files} file(s) their gates run" if plan.files else ""
+                subject = f"kb import --from-kb {recorded}: {plan.added} added, {plan.updated} updated{carried}"
                 message = commit_message(subject, "import", origin=f"{recorded}@{commit}")
-                sha = target.store.write(writes, message)
+                sha = target.store.write(plan.writes, message)
+        if plan.held:  # each locked gate's new card and files, committed with kb.lock by a person's relock
+            sha = _relocked(target, plan.held, f"{relock} (taken from {recorded}@{commit[:12]})") or sha
     if sha:
         target.refresh_index(semantic=False)  # the copies are in the keyword leg at once; vectors follow
-    return ImportSummary(collection=recorded, added=added, updated=updated, unchanged=unchanged, retired=0, commit=sha)
+    return ImportSummary(
+        collection=recorded,
+        added=plan.added,
+        updated=plan.updated + len(_gates(plan.held)),
+        unchanged=plan.unchanged,
+        retired=0,
+        commit=sha,
+    )
+
+
+class _Copying:
+    """One import's plan, card by card: the files to commit, the locked gates' files held for their relock,
+    the counts and the clashes."""
+
+    def __init__(
+        self, target: KnowledgeBase, origin: KnowledgeBase, recorded: str, commit: str, take: str | None, relock: bool
+    ) -> None:
+        self.target, self.origin, self.recorded, self.commit = target, origin, recorded, commit
+        self.take, self.relock = take, relock
+        self.existing = {s.id: s for s in target.cards()}
+        self.known: set[str] = set(self.existing)
+        self.locked = target.gate_locks()
+        self.writes: dict[str, str | bytes] = {}
+        self.held: dict[str, str | bytes] = {}  # locked gates' new files, written only for their relock
+        self.added = self.updated = self.unchanged = self.files = 0
+        self.clashes: list[Any] = []
+        # a copy made before the remote was recorded names the origin's folder: the same origin
+        self.names = {recorded, str(origin.root)}
+
+    def copy(self, stored: StoredCard) -> None:
+        from kbtool.curation.drift import relock_advice
+        from kbtool.store.carry import Unmergeable
+
+        target, origin, recorded, kb_id = self.target, self.origin, self.recorded, self.origin.kb_id
+        old = self.existing.get(stored.id)
+        if old is not None and _copied_from(old, self.names, kb_id) and _unchanged_there(origin, old, stored):
+            self.unchanged += 1  # the original is as it was copied: nothing to take
+            return
+        text = _copy_text(target, stored, (recorded, kb_id, self.commit), self.known)
+        if old is not None:
+            try:
+                text = _reimported(
+                    target, origin, old, stored, text, self.known, self.take, (recorded, kb_id, self.names)
+                )
+            except Unmergeable as exc:
+                self.clashes += exc.clashes
+                return
+            if markdown.render(old.card, old.body) == text:
+                self.unchanged += 1
+                return
+        rel = target.store.relative(target.store.card_path(stored.card.kind, stored.id))
+        if old is not None and old.card.kind == "gate" and old.id in self.locked:
+            if self.relock:
+                self.held[rel] = text
+                self.held.update(_files_a_gate_runs(origin, target, gate_of(stored), recorded, replace=True))
+            else:
+                target.note(
+                    f"gate {old.id!r} changed in {recorded}, and it is locked here, so it was left as it is: a "
+                    f"person who has read the change takes it with `{relock_advice(recorded, old.id)}`"
+                )
+                self.unchanged += 1
+            return
+        self.writes[rel] = text
+        if old is not None:
+            self.updated += 1
+        else:
+            self.added += 1
+        if isinstance(stored.card, Gate):
+            runs = _files_a_gate_runs(origin, target, stored.card, recorded)
+            self.writes.update(runs)
+            self.files += len(runs)
+
+
+def _in_scope(
+    target: KnowledgeBase, chosen: list[StoredCard], applies_for: Iterable[str], recorded: str
+) -> list[StoredCard]:
+    """chosen less the cards scoped elsewhere than target is for (kb.toml [environment], applies_for over
+    it), those copied here already aside; how many were left out is said."""
+    from kbtool.model.applicability import applies
+
+    environment = target.environment_for(list(applies_for))
+    if not environment:
+        return chosen
+    here = {s.id for s in target.cards()}
+    kept = [
+        s
+        for s in chosen
+        if s.id in here or applies(s.card.model_dump(mode="json").get("applies_to"), environment) != "other"
+    ]
+    if len(kept) < len(chosen):
+        fields = ", ".join(f"{k}={v}" for k, v in environment.items())
+        target.note(
+            f"{len(chosen) - len(kept)} card(s) of {recorded} scoped elsewhere than this knowledge base is for "
+            f"({fields}) were left out: --for FIELD=any takes them too"
+        )
+    return kept
+
+
+def _unchanged_there(origin: KnowledgeBase, old: StoredCard, stored: StoredCard) -> bool:
+    """Whether the original of the copy old is, in the origin now, the file it was at the copy's commit."""
+    from kbtool.store.carry import text_at
+
+    then = old.card.provenance.origin
+    if then is None or then.id != stored.id:
+        return False
+    was = text_at(origin.store.repo, then.commit, stored.path)
+    return was is not None and was == (origin.root / stored.path).read_text(encoding="utf-8")
+
+
+def _relocked(target: KnowledgeBase, held: dict[str, str | bytes], reason: str) -> str | None:
+    """held (locked gates' new cards and files) written, then each gate relocked by `kb gate relock`'s own
+    path, which commits them with kb.lock; a failure puts the files back as they were."""
+    from kbtool.store.atomic_files import replace_file
+
+    before = {rel: _content(target.root / rel) for rel in held}
+    sha = None
+    try:
+        for rel, data in held.items():
+            replace_file(target.root / rel, data)
+        for gate in _gates(held):
+            sha = target.relock_gate(gate, reason) or sha
+    except BaseException:
+        for rel, was in before.items():
+            replace_file(target.root / rel, was)
+        raise
+    return sha
+
+
+def _content(path: Path) -> bytes | None:
+    """A file's content as replace_file writes it back (its executable bit kept); None when there is none."""
+    if not path.is_file():
+        return None
+    data = path.read_bytes()
+    return Executable(data) if os.access(path, os.X_OK) else data
+
+
+def _gates(held: dict[str, str | bytes]) -> list[str]:
+    return [Path(rel).stem for rel in held if rel.startswith("kb/gate/")]
 
 
 def _chosen(
@@ -157,7 +285,9 @@ def _chosen(
     return pack_cards(origin.cards(), parse_filters(list(where)), general=True, environment=environment)
 
 
-def _files_a_gate_runs(origin: KnowledgeBase, target: KnowledgeBase, gate: Gate, recorded: str) -> dict[str, bytes]:
+def _files_a_gate_runs(
+    origin: KnowledgeBase, target: KnowledgeBase, gate: Gate, recorded: str, replace: bool = False
+) -> dict[str, bytes]:
     """The files of the origin a copied gate's command runs, to write at the same paths here (those here
     already, the same, left as they are): only a gate the origin's kb.lock locks brings them, each one its
     lock covers, under gates/ and none hidden (kbtool.curation.gate_lock.arrival_refusal). Refused when one
@@ -191,7 +321,7 @@ def _files_a_gate_runs(origin: KnowledgeBase, target: KnowledgeBase, gate: Gate,
         data = source.read_bytes()
         if here.exists() and here.read_bytes() == data:
             continue
-        if here.exists():
+        if here.exists() and not replace:  # replace: a locked gate's relock takes the origin's file
             raise Conflict(
                 f"{rel}: here already, and not the file gate {gate.id!r} runs in {recorded}; nothing written"
             )

@@ -389,24 +389,39 @@ def import_cmd(
     kind: Annotated[str | None, typer.Option(help="With --from-kb: only this kind.")] = None,
     where: Where = None,
     take: TakeSide = None,
+    applies_for: For = None,
+    relock: Annotated[
+        str | None,
+        typer.Option(
+            "--relock",
+            metavar="WHY",
+            help="With --from-kb: take the changes of gates locked here too, relocking each (a person's "
+            "review; WHY goes into the commit).",
+            show_default=False,
+        ),
+    ] = None,
     kb: KbPath = None,
     allow_secret: AllowSecret = False,
     as_json: JsonOut = False,
 ) -> None:
     """Import documents as cards in one commit; importing again updates instead of duplicating. A .jsonl
     file is a card export: its cards are added or updated as they are. --from-kb copies another
-    knowledge base's cards (of --kind, matching --where); importing again merges the original's changes
-    into each copy field by field, keeping the copy's own edits (a field both changed differently stops
-    it, exit 1, unless --take), and `kb lint` says when an original changed since."""
+    knowledge base's cards (of --kind, matching --where; none scoped elsewhere than --for); importing
+    again merges the original's changes into each copy field by field, keeping the copy's own edits (a
+    field both changed differently stops it, exit 1, unless --take), and `kb lint` says when an original
+    changed since. A gate locked here changes only with --relock."""
     if (path is None) == (from_kb is None):
         raise BadInput("give a PATH to import or --from-kb LOCATION (one of them)")
-    if path is not None and (kind or where or take):
-        raise BadInput("--kind, --where and --take go with --from-kb")
+    if path is not None and (kind or where or take or applies_for or relock is not None):
+        raise BadInput("--kind, --where, --take, --for and --relock go with --from-kb")
     base = open_kb(kb, allow_secret)
     if path is None:
         from kbtool.facade.new_project import import_from_kb
 
-        summary = import_from_kb(base, str(from_kb), kind, where or [], take=take)
+        summary = import_from_kb(
+            base, str(from_kb), kind, where or [], take=take, applies_for=applies_for or [], relock=relock,
+            agent=current_agent(),
+        )  # fmt: skip
     elif path.suffix == ".jsonl":
         summary = base.import_cards(path)
     else:
