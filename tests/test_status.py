@@ -169,5 +169,6 @@ def test_status_names_each_source_with_its_commit_and_age(env, tmp_path):
         "fetched": None,  # never fetched: not copied yet
         "fetched_age_days": None,
         "kb_id": None,  # read from its copy's kb.toml, once there is one
+        "vectors": None,  # counted in its copy, once there is one
     }
     assert f"source team: {team} at {commit[:12]}, committed " in run_kb(env, root, "status").stdout

@@ -51,6 +51,9 @@ class Search(KnowledgeBaseCore):
     # vectors there are (its own keyword hits embedded first), saying how many, instead of by keywords alone
     _model_ready: bool = False
     _cjk_building: threading.Thread | None = None  # the multilingual leg's vectors, after MiniLM's (warm_in_background)
+    # a long-lived process (warm_in_background ran: the daemon, kb serve): a backlog of vectors, a source's first
+    # of all, is built on a thread, never inside a call; a one-shot command embeds what it searches
+    _long_lived: bool = False
 
     def search(
         self,
@@ -124,6 +127,8 @@ class Search(KnowledgeBaseCore):
                 f"the query has {len(request.query):,} characters, over the limit of {limit:,} "
                 "(kb.toml [limits] query_chars)"
             )
+        if self._backlog_to_warm(request, loading):
+            self.warm_in_background()  # the keyword rows now; the model and the vectors on a thread
         usable = self._with_usable_mode(request, vector is not None)
         if usable is None:
             return SearchResult(query=request.query, hits=[])
@@ -153,6 +158,19 @@ class Search(KnowledgeBaseCore):
         if request.env:
             result = self._flag_elsewhere(result)
         return _with_standing(self, result)
+
+    def _backlog_to_warm(self, request: SearchRequest, loading: bool) -> bool:
+        """Whether, in a long-lived process, more chunks lack a vector than a search embeds for itself
+        (URGENT_CHUNKS) with no background build under way: a source first searched, a model changed. Counted
+        on the keyword rows, brought up to date first (cheap: no model)."""
+        if not self._long_lived or request.mode == "bm25" or loading or self.warming():
+            return False
+        embedder = self.semantic_embedder()
+        if embedder is None:
+            return False
+        self.index.refresh_if_stale(None)
+        total, have = self.index.vector_coverage(embedder.model_id)
+        return total - have > URGENT_CHUNKS
 
     def _cjk_warming(self) -> bool:
         building = self._cjk_building
@@ -290,6 +308,7 @@ class Search(KnowledgeBaseCore):
                 continue
             if base._embedder is None and same_model and self._searcher is not None:
                 base._embedder = self._searcher.embedder  # one model for all (None when this search used none)
+            base._long_lived = self._long_lived  # a source of the daemon or kb serve is embedded on a thread too
             found = base.run_search(asked, vector if same_model else None, loading)
             results.append([h.model_copy(update={"id": f"{name}:{h.id}", "kb": name}) for h in found.hits])
             self.relay_notices(
@@ -435,6 +454,7 @@ class Search(KnowledgeBaseCore):
         from kbtool.search.multilingual import in_cjk_leg
         from kbtool.search.translation import in_chinese
 
+        self._long_lived = True
         self.index.refresh(None)
         self.index.read_postings_in_background()  # the BM25 leg from memory once read; FTS5 until then
         embedder = self.semantic_embedder()

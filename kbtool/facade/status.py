@@ -54,11 +54,15 @@ class Overview(KnowledgeBaseCore):
             note = str(exc)
         chunks, embedded = self.index.vector_coverage(model) if built and model else (0, 0)
         if built and model and embedded < chunks:
-            note = "the next search embeds the rest; hybrid answers from keywords until then"
+            note = (
+                "the rest are embedded by the next search (on a thread in the daemon and kb serve; `kb index` now); "
+                "they rank by keywords until then"
+            )
         ready = built and model is not None and embedded == chunks
         return VectorState(model=model, chunks=chunks, embedded=embedded, ready=ready, note=note)
 
     def source_states(self) -> builtins.list[SourceState]:
+        from kbtool.search.index import INDEX_FILE
         from kbtool.store.config import load_config
         from kbtool.store.sources import head_commit, kb_identity, last_fetch, source_root
 
@@ -69,8 +73,12 @@ class Overview(KnowledgeBaseCore):
             head = head_commit(where)
             commit, when = head if head else (None, None)
             fetched = last_fetch(where) if source.url else None
+            vectors = None
             try:
                 kb_id = kb_identity(where, load_config(where).kb.id) if (where / "kb.toml").is_file() else None
+                if kb_id is not None:  # searched here too: its vectors count as this knowledge base's do
+                    opened = type(self)(where)
+                    vectors = opened._vector_state((opened.store.state_dir / INDEX_FILE).exists())
             except KbError:  # a kb.toml that does not load: the source is left out, and says why, elsewhere
                 kb_id = None
             states.append(
@@ -84,6 +92,7 @@ class Overview(KnowledgeBaseCore):
                     fetched=datetime.fromtimestamp(fetched, UTC).isoformat() if fetched is not None else None,
                     fetched_age_days=int((now - fetched) // DAY_S) if fetched is not None else None,
                     kb_id=kb_id,
+                    vectors=vectors,
                 )
             )
         return states

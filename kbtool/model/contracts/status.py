@@ -41,6 +41,7 @@ class SourceState(Payload):
     fetched: str | None = Field(None, description="a git source's last fetch (ISO 8601); None for a folder")
     fetched_age_days: int | None = None
     kb_id: str | None = Field(None, description="the source's identity (its kb.toml [kb] id, or root commit)")
+    vectors: VectorState | None = Field(None, description="its chunks and their vectors, as searches here use them")
 
 
 class KbStatus(Payload):

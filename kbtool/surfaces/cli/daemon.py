@@ -63,9 +63,10 @@ def _source_line(source: dict[str, Any]) -> str:
     if source["commit"] is None:
         return f"{where}, no commit (a folder outside git, or run `kb sources update`)"
     fetched = f", fetched {source['fetched_age_days']} days ago" if source.get("fetched") else ""
+    vectors = f"; vectors: {_vectors_line(source['vectors'])}" if source.get("vectors") else ""
     return (
         f"{where} at {source['commit'][:12]}, committed {source['committed'][:10]} "
-        f"({source['age_days']} days ago){fetched}"
+        f"({source['age_days']} days ago){fetched}{vectors}"
     )
 
 

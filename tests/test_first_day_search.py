@@ -1,0 +1,101 @@
+"""A first day never waits on embedding (issue 45, item 1): in a long-lived process (the daemon, kb serve), a
+search over a source nobody has embedded yet answers from what is ready (its keyword rows, the vectors made so
+far) and says what is missing, while the source is embedded on a thread; `kb status` counts the source's
+vectors too. The source's vectors are made by an embedder that stalls its background build until released, so
+a search that waited for them could not return."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+import kbtool
+from conftest import REPO_ROOT, git, run_kb
+from kbtool.search.embeddings import HashingEmbedder
+
+
+class StalledBuild(HashingEmbedder):
+    """The hashing embedder, whose background builds (threads named kb-vectors) wait until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.released = threading.Event()
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if threading.current_thread().name == "kb-vectors":
+            assert self.released.wait(120), "never released"
+        return super().embed_documents(texts)
+
+
+def project_reading_the_starter(tmp_path) -> kbtool.KnowledgeBase:
+    """A project whose source is a fresh clone of the starter knowledge base (hundreds of chunks, none
+    embedded)."""
+    source = tmp_path / "team"
+    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(source)], check=True)
+    project = kbtool.init(tmp_path / "sammie", name="sammie")
+    project.add("finding", "CUDA graphs cut decode ITL on H100 at batch 1")
+    config = project.root / "kb.toml"
+    config.write_text(config.read_text() + '\n[[sources]]\nname = "team"\npath = "../team"\n')
+    git(project.root, "commit", "-qam", "read the team's knowledge base")
+    return project
+
+
+def searched_in_a_thread(project: kbtool.KnowledgeBase, query: str):  # type: ignore[no-untyped-def]
+    found: list[object] = []
+    search = threading.Thread(target=lambda: found.append(project.search(query, k=5)), daemon=True)
+    search.start()
+    search.join(60)
+    assert not search.is_alive(), "the search waited for the source's vectors"
+    return found[0]
+
+
+def test_a_search_over_an_unembedded_source_answers_at_once_and_says_what_is_missing(tmp_path):
+    embedder = StalledBuild()
+    project = kbtool.open(project_reading_the_starter(tmp_path).root, embedder=embedder)
+    embedder.released.set()
+    project.warm_in_background()  # as the daemon and kb serve do
+    while project.warming():
+        time.sleep(0.05)
+    embedder.released.clear()  # the project's own vectors are made; the source's stall from here on
+
+    result = searched_in_a_thread(project, "FP8 KV cache accuracy at long context")
+    assert any(h.id.startswith("team:") for h in result.hits)  # the source answers, from its keyword rows
+    said = " ".join(project.notices)
+    assert "source team" in said and ("keyword" in said or "vectors for" in said), project.notices
+    (_, team), *_ = project.source_bases()
+    total, have = team.index.vector_coverage(embedder.model_id)
+    assert have < total  # nothing embedded the source inside the search
+
+    embedder.released.set()
+    while team.warming():
+        time.sleep(0.05)
+    assert team.index.vector_coverage(embedder.model_id) == (total, total)
+    project.notices.clear()
+    searched_in_a_thread(project, "FP8 KV cache accuracy at long context")
+    assert not [n for n in project.notices if "source team" in n and "vector" in n], project.notices
+
+
+def test_a_one_shot_search_still_embeds_what_it_searches(tmp_path):
+    project = kbtool.open(project_reading_the_starter(tmp_path).root, embedder=HashingEmbedder())
+    project.search("FP8 KV cache accuracy at long context", k=5)  # no daemon: nothing would finish a thread
+    (_, team), *_ = project.source_bases()
+    total, have = team.index.vector_coverage(HashingEmbedder().model_id)
+    assert have == total > 0
+
+
+def test_status_counts_the_vectors_of_every_source(tmp_path, fast_env):
+    project = project_reading_the_starter(tmp_path)
+    shown = run_kb(fast_env, project.root, "status", "--json")
+    assert shown.returncode == 0, shown.stderr
+    (source,) = json.loads(shown.stdout)["sources"]
+    assert source["vectors"]["embedded"] == 0 and source["vectors"]["ready"] is False
+    run_kb(fast_env, project.root, "search", "FP8 KV cache")  # a one-shot search embeds the source
+    (source,) = json.loads(run_kb(fast_env, project.root, "status", "--json").stdout)["sources"]
+    vectors = source["vectors"]
+    assert vectors["chunks"] > 0 and vectors["embedded"] == vectors["chunks"] and vectors["ready"] is True
+    assert "vectors:" in run_kb(fast_env, project.root, "status").stdout.split("source team:", 1)[1]
