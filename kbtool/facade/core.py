@@ -136,6 +136,13 @@ class KnowledgeBaseCore:
 
         return kb_identity(self.root, self.config.kb.id)
 
+    def known_as(self, kb_id: str | None) -> bool:
+        """Whether kb_id (as a copy or a source recorded it) names this knowledge base: its identity, or the first
+        commit it went by before it had a [kb] id (kbtool.store.sources.known_as)."""
+        from kbtool.store.sources import known_as
+
+        return kb_id is not None and known_as(self.root, self.config.kb.id, kb_id)
+
     def source_bases(self) -> builtins.list[tuple[str, Self]]:
         """Each source that is there to read, opened once; one that is not (a git source never
         updated, a folder gone) is left out with a notice saying how to get it."""

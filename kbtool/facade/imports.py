@@ -121,7 +121,7 @@ class Imports(KnowledgeBaseCore):
                     f"{recorded}: {stored.id!r} is {team.store.relative(there)} there, not a {stored.card.kind}"
                 )
             then = stored.card.provenance.origin
-            same_origin = then is not None and (then.kb in (recorded, str(team.root)) or then.kb_id == team.kb_id)
+            same_origin = then is not None and (then.kb in (recorded, str(team.root)) or team.known_as(then.kb_id))
             last = then.commit if then and same_origin and then.id == stored.id else None
             # the project named once, when the card first goes up (a copy of the team's card keeps the team's)
             project = None if last else self.config.kb.name
@@ -248,11 +248,7 @@ class Imports(KnowledgeBaseCore):
     def _names_of(self, team: KnowledgeBaseCore) -> set[str]:
         """The names this knowledge base's sources give the team's (SOURCE:ID links to its cards): those of the
         same identity or folder."""
-        return {
-            name
-            for name, base in self.source_bases()
-            if base.root == team.root or (team.kb_id is not None and base.kb_id == team.kb_id)
-        }
+        return {name for name, base in self.source_bases() if base.root == team.root or base.known_as(team.kb_id)}
 
     def _promoted_copy(
         self,

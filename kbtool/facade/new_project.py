@@ -345,7 +345,7 @@ def _reimported(
     from kbtool.store.carry import carried, changed_at, text_at
 
     recorded, kb_id, names = origin_names
-    if not _copied_from(old, names, kb_id):
+    if not _copied_from(old, names, origin):
         raise Conflict(
             f"{old.path}: a card {stored.id!r} of this knowledge base's own is here; "
             f"it is not a copy from {recorded}, so nothing was written"
@@ -368,13 +368,14 @@ def _reimported(
     return target._render(card, body, f"{recorded}: {stored.path}")
 
 
-def _copied_from(stored: StoredCard, names: set[str], kb_id: str | None) -> bool:
+def _copied_from(stored: StoredCard, names: set[str], origin: KnowledgeBase) -> bool:
     """Whether stored is a copy of the origin's card: the origin named by its identity (wherever a teammate
-    reads it from) or, for a copy made before identities, by a location it goes by."""
-    origin = stored.card.provenance.origin
-    if origin is None or origin.id != stored.id:
+    reads it from; the first commit it went by before it had an id, too) or, for a copy made before
+    identities, by a location it goes by."""
+    then = stored.card.provenance.origin
+    if then is None or then.id != stored.id:
         return False
-    return origin.kb in names or (kb_id is not None and origin.kb_id == kb_id)
+    return then.kb in names or origin.known_as(then.kb_id)
 
 
 def _copy_text(target: KnowledgeBase, stored: StoredCard, origin: tuple[str, str | None, str], known: set[str]) -> str:

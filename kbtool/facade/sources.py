@@ -40,7 +40,7 @@ class Sources(KnowledgeBaseCore):
     def source_with_id(self, kb_id: str) -> tuple[str, Self] | None:
         """(name, the source) of the source whose identity is kb_id, wherever kb.toml says it is (a copy's
         provenance.origin.kb_id finds its origin so on any teammate's machine); None when no source is it."""
-        return next(((name, base) for name, base in self.source_bases() if base.kb_id == kb_id), None)
+        return next(((name, base) for name, base in self.source_bases() if base.known_as(kb_id)), None)
 
     def refresh_sources(self) -> builtins.list[tuple[str, str | None, str | None]]:
         """Each git source fetched and moved to its ref, as `kb sync` does after syncing, so a team's sources do

@@ -11,7 +11,7 @@ from pathlib import Path
 import git
 
 from kbtool.model.errors import BadInput, CheckFailed
-from kbtool.store.merge import Clash, Unmergeable, merge_card
+from kbtool.store.merge import TWO_CARDS, Clash, Unmergeable, merge_card
 
 SIDES = ("ours", "theirs")
 
@@ -22,11 +22,15 @@ class CarryConflict(CheckFailed):
     def __init__(self, clashes: list[Clash], ours: str, theirs: str, retry: str):
         """ours, theirs: where each side's value is ("here", "in /path/team"); retry: the command to run again."""
         shown = "; ".join(f"{c.path}: {c.field}: {ours} {c.ours}, {theirs} {c.theirs}" for c in clashes)
-        super().__init__(
-            f"{len(clashes)} field(s) changed differently on both sides; nothing written: {shown}; settle it by "
-            f"an edit on either side, or take one side for every such field: {retry} --take ours (the value "
-            f"{ours}) or --take theirs (the value {theirs})"
-        )
+        if all(c.field == TWO_CARDS for c in clashes):  # a take chooses a field's value, never one of two cards
+            advice = f"no --take makes two cards one: rename the one here, then {retry}"
+            super().__init__(f"nothing written: {shown}; {advice}")
+        else:
+            super().__init__(
+                f"{len(clashes)} field(s) changed differently on both sides; nothing written: {shown}; settle it by "
+                f"an edit on either side, or take one side for every such field: {retry} --take ours (the value "
+                f"{ours}) or --take theirs (the value {theirs})"
+            )
         self.clashes = clashes
 
 

@@ -39,6 +39,7 @@ from kbtool.store.lock_file import LOCK_VERSION
 UNIONED = ("tags", "evidence", "links")  # fields (and all under them) whose lists both sides' items join
 REVIEW = (("status",), ("provenance", "reviewed_by"), ("provenance", "reviewed"))  # a verdict: one unit
 IDENTITY = (("kind",), ("title",), ("provenance", "author"), ("provenance", "created"), ("provenance", "origin"))
+TWO_CARDS = "id"  # the field two different cards that share an id clash on
 WHOLE_FILE = "file"  # the field a whole file is named by (edited against deleted, overlapping text edits)
 LOCK_FIELD = "lock"  # the field a gate's kb.lock entry is named by in a Clash and a Take
 SIDES = ("ours", "theirs")
@@ -243,6 +244,8 @@ def merge_card(
     one of takes. settle ("ours" or "theirs", for kb import --from-kb and kb promote --take): every clash goes
     to that side instead."""
     if settle == "theirs":  # a clash keeps the first side's value: swap the sides
+        if base is None:  # two cards with one id are named as the caller gave them, here and there, before
+            _refuse_two_cards_in(rel, ours, theirs)
         return merge_card(rel, base, theirs, ours, "ours" if later == "theirs" else "theirs", takes, "ours")
     try:
         ours_data, ours_body = _whole(ours, rel)
@@ -337,8 +340,17 @@ def _refuse_two_cards(rel: str, ours: dict[str, Any], theirs: dict[str, Any]) ->
     raise Unmergeable([two_cards(rel, card_line(ours), card_line(theirs))])
 
 
+def _refuse_two_cards_in(rel: str, ours: str, theirs: str) -> None:
+    """_refuse_two_cards of two cards' texts; one that does not read is left to the merge, which names it."""
+    try:
+        ours_data, theirs_data = _whole(ours, rel)[0], _whole(theirs, rel)[0]
+    except KbError:
+        return
+    _refuse_two_cards(rel, ours_data, theirs_data)
+
+
 def two_cards(rel: str, ours: str, theirs: str) -> Clash:
-    return Clash(rel, "id", f"{ours}; two different cards", f"{theirs}; rename yours (see kb sync --help)")
+    return Clash(rel, TWO_CARDS, f"{ours}; two different cards", f"{theirs}; rename yours (see kb sync --help)")
 
 
 def merge_lock(base: str | None, ours: str, theirs: str, takes: list[Take]) -> str:

@@ -100,13 +100,26 @@ def kb_identity(root: Path, declared: str | None) -> str | None:
     history with several roots); None for a repository with no commit yet."""
     if declared:
         return declared
-    if (root / ".git" / "shallow").exists():  # a shallow clone's root is where its history was cut, not the KB's
-        return None
-    try:
-        roots = run_git("rev-list", "--max-parents=0", "HEAD", cwd=root).split()
-    except GitFailed:
-        return None
+    roots = _first_commits(root)
     return min(roots) if roots else None
+
+
+def _first_commits(root: Path) -> list[str]:
+    """The root commits of the history at root; none for a shallow clone (its roots are where its history was
+    cut, not the knowledge base's) or a repository with no commit yet."""
+    if (root / ".git" / "shallow").exists():
+        return []
+    try:
+        return run_git("rev-list", "--max-parents=0", "HEAD", cwd=root).split()
+    except GitFailed:
+        return []
+
+
+def known_as(root: Path, declared: str | None, kb_id: str) -> bool:
+    """Whether kb_id names the knowledge base at root: its [kb] id, or the first commit it went by before it had
+    one. A starter-style knowledge base given an id later stays itself to the copies and the sources that
+    noted it by its first commit, which every clone of it shares (as sync tells one from another)."""
+    return kb_id == kb_identity(root, declared) or kb_id in _first_commits(root)
 
 
 def team_remote(root: Path) -> str | None:
@@ -154,12 +167,14 @@ def replaced_source(state_dir: Path, source: SourceSection, where: Path, kb_id: 
         before = seen.read_text(encoding="utf-8").strip()
     except OSError:
         before = ""
+    if before and before != kb_id and known_as(where, kb_id, before):  # the same one, given an id since
+        before = ""
     if before and before != kb_id:
         return (
             f"{where} is the knowledge base {kb_id} now, not {before} read there before; point its path in "
             f"kb.toml at {before}'s folder, or, if {kb_id} is meant to replace it, delete {seen}"
         )
-    if not before:
+    if not before:  # recorded (again, under its id now) for the next read
         try:
             seen.parent.mkdir(parents=True, exist_ok=True)
             seen.write_text(kb_id + "\n", encoding="utf-8")
