@@ -16,7 +16,7 @@ from kbtool.model.errors import KbError
 from kbtool.model.records import Problem, StoredCard
 from kbtool.store.config import SourceSection, load_config
 from kbtool.store.repository import CARDS_DIR
-from kbtool.store.sources import kb_identity, source_root
+from kbtool.store.sources import known_as, source_root
 
 
 @dataclass
@@ -28,13 +28,14 @@ class OriginCheckouts:
     missing: dict[str, str] = field(default_factory=dict)
 
 
-def _identity(where: Path) -> str | None:
+def _is_known_as(where: Path, kb_id: str) -> bool:
+    """Whether the knowledge base at where goes by kb_id (its id, or the first commit it went by before one)."""
     if not (where / "kb.toml").is_file():
-        return None
+        return False
     try:
-        return kb_identity(where, load_config(where).kb.id)
+        return known_as(where, load_config(where).kb.id, kb_id)
     except KbError:
-        return None
+        return False
 
 
 def origin_checkouts(
@@ -46,15 +47,15 @@ def origin_checkouts(
     if not origins:
         return out
     places = [(s, source_root(root, state_dir, s)) for s in sources]
-    identities = {_identity(where): where for _, where in places} if any(kb_id for _, kb_id in origins) else {}
     for location, kb_id in origins:
         named = next((where for s, where in places if location in (s.url, s.path)), None)
         here = Path(location) if Path(location).is_dir() and (Path(location) / "kb.toml").is_file() else None
-        if kb_id is not None and kb_id in identities:
-            out.found[location] = identities[kb_id]
+        same = next((where for _, where in places if kb_id is not None and _is_known_as(where, kb_id)), None)
+        if same is not None:
+            out.found[location] = same
         elif named is not None and (named / ".git").exists():
             out.found[location] = named
-        elif (here is not None and (kb_id is None or _identity(here) == kb_id)) or _is_bare_git(location):
+        elif (here is not None and (kb_id is None or _is_known_as(here, kb_id))) or _is_bare_git(location):
             out.found[location] = Path(location)
         elif named is not None:
             out.missing[location] = "its source is not copied to this machine yet: run `kb sources update`"
