@@ -281,7 +281,17 @@ class Search(KnowledgeBaseCore):
         marked = [
             hit.model_copy(update={"applies": how}) for hit, how in self.judge(result.hits, scope, environment, only)
         ]
-        return SearchResult(query=result.query, hits=marked[:k])
+        shown = marked[:k]
+        floor = min((hit.score for hit in shown), default=0.0)
+        # those scoped elsewhere that outscore a hit shown, cut off only for not applying: said, so an agent knows
+        below = sum(1 for hit in marked[k:] if hit.applies == "other" and hit.score > floor)
+        if below:
+            fields = ", ".join(f"{key}={value}" for key, value in environment.items())
+            self.note(
+                f"{below} more match{'es' if below != 1 else ''} scoped elsewhere than {fields} lie below these "
+                f"(cards that apply come first): ask for k={k + below} to see {'them' if below != 1 else 'it'}"
+            )
+        return SearchResult(query=result.query, hits=shown)
 
     def may_not_apply(self, ref: str, target: dict[str, str] | None = None) -> builtins.list[str]:
         """Why a finding (here, or a source's as SOURCE:ID) may not hold in the target environment."""

@@ -227,8 +227,10 @@ def edit(
     allow_secret: AllowSecret = False,
     as_json: JsonOut = False,
 ) -> None:
-    """Change fields or the body of a card; one commit (none when nothing changed)."""
-    stored = open_kb(kb, allow_secret).edit(
+    """Change fields or the body of a card; one commit (none when nothing changed, said)."""
+    base = open_kb(kb, allow_secret)
+    before = base.store.head()
+    stored = base.edit(
         card_id,
         fields=field or [],
         body=body_from(body, body_file),
@@ -237,6 +239,8 @@ def edit(
         status=status,
         agent=current_agent(),
     )
+    if base.store.head() == before:
+        typer.echo(f"kb: note: nothing changed: {stored.id} already holds what was given; no commit", err=True)
     print_written(stored, as_json)
 
 

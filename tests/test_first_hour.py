@@ -1,0 +1,35 @@
+"""A person's first hour (issue 45, item 7): what a command did not do is said, not left to be guessed."""
+
+from __future__ import annotations
+
+import kbtool
+from conftest import commit_count, run_kb
+
+
+def test_an_edit_that_changes_nothing_says_so(kb, fast_env):
+    gap = kb.add("gap", "Does FP8 KV hold at 128k context?").id
+    before = commit_count(kb.root)
+    same = run_kb(fast_env, kb.root, "edit", gap, "--title", "Does FP8 KV hold at 128k context?")
+    assert same.returncode == 0 and same.stdout.strip() == gap
+    assert same.stderr == f"kb: note: nothing changed: {gap} already holds what was given; no commit\n"
+    assert commit_count(kb.root) == before
+    changed = run_kb(fast_env, kb.root, "edit", gap, "--title", "Does FP8 KV hold at 64k context?")
+    assert changed.returncode == 0 and "nothing changed" not in changed.stderr
+    assert commit_count(kb.root) == before + 1
+
+
+def test_for_says_how_many_matches_scoped_elsewhere_lie_below_the_shown_ones(kb: kbtool.KnowledgeBase, fast_env):
+    for n in range(3):
+        kb.add(
+            "finding",
+            f"NVFP4 MoE decode kernel tuning note {n}",
+            values={"claim": "NVFP4 MoE decode grouped GEMM tiles", "applies_to": {"hardware": ["B200"]}},
+        )
+    kb.add("constraint", "Decode latency is judged at concurrency 1", values={"rule": "NVFP4 decode TPOT at batch 1"})
+    kb.add("constraint", "MoE routing must match the reference", values={"rule": "MoE top-k routing as in HF"})
+    out = run_kb(fast_env, kb.root, "search", "NVFP4 MoE decode", "-k", "2", "--for", "hardware=H200")
+    assert out.returncode == 0, out.stderr
+    assert "scoped elsewhere than hardware=H200 lie below these" in out.stderr, out.stderr
+    assert "ask for k=" in out.stderr
+    everything = run_kb(fast_env, kb.root, "search", "NVFP4 MoE decode", "-k", "10", "--for", "hardware=H200")
+    assert "lie below" not in everything.stderr  # nothing is cut off when all fit
