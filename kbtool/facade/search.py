@@ -168,9 +168,15 @@ class Search(KnowledgeBaseCore):
         embedder = self.semantic_embedder()
         if embedder is None:
             return False
-        self.index.refresh_if_stale(None)
+        moved = self.index.refresh_if_stale(None) is not None
+        if not moved and self.index.embedded_with(embedder.model_id):
+            return False  # nothing new since the last look
         total, have = self.index.vector_coverage(embedder.model_id)
-        return total - have > URGENT_CHUNKS
+        if total - have > URGENT_CHUNKS:
+            return True
+        if have < total:  # a few new chunks (a card just written): embedded now, as a one-shot search does
+            self.index.refresh(embedder)
+        return False
 
     def _cjk_warming(self) -> bool:
         building = self._cjk_building

@@ -166,6 +166,10 @@ class Index:
                 dirs += [top, *sorted(p for p in top.iterdir() if p.is_dir())]
         return tuple((str(d), d.stat().st_mtime_ns) for d in dirs)
 
+    def embedded_with(self, model_id: str) -> bool:
+        """Whether this process has brought every chunk's vector of this model up to date (since the last new text)."""
+        return model_id in self._embedded_models
+
     def refresh_if_stale(self, embedder: Embedder | None, cjk: Embedder | None = None) -> RefreshStats | None:
         """For a warm process: skip the full stat scan while nothing on disk or in the index moved."""
         recent = time.monotonic() - self._last_scan < FULL_SCAN_INTERVAL_S
