@@ -33,3 +33,19 @@ def test_for_says_how_many_matches_scoped_elsewhere_lie_below_the_shown_ones(kb:
     assert "ask for k=" in out.stderr
     everything = run_kb(fast_env, kb.root, "search", "NVFP4 MoE decode", "-k", "10", "--for", "hardware=H200")
     assert "lie below" not in everything.stderr  # nothing is cut off when all fit
+
+
+def test_skill_install_kb_in_the_starter_checkout_installs_the_skill_not_the_cards_folder(tmp_path, fast_env):
+    import subprocess
+
+    from conftest import KB_COMMAND, REPO_ROOT
+
+    checkout = tmp_path / "starter"
+    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(checkout)], check=True)
+    assert (checkout / "kb").is_dir()  # the cards' folder, beside skills/kb
+    out = subprocess.run(
+        [*KB_COMMAND, "skill", "install", "kb"], cwd=checkout, env=fast_env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    installed = checkout / ".agents" / "skills" / "kb" / "SKILL.md"
+    assert installed.read_text() == (checkout / "skills" / "kb" / "SKILL.md").read_text()

@@ -141,7 +141,7 @@ def fetch(spec: str, kb_root: Path | None, names: Iterable[str] = ()) -> Iterato
             yield [_copied(kb_skill_folder(), work, origin)]
         elif is_git_source(source, ref):
             yield _from_git(source, ref, work, names)
-        elif Path(source).is_dir():
+        elif Path(source).is_dir() and not _names_a_kb_skill_rather(source, kb_root):
             _no_ref(spec, ref)
             root = Path(source).resolve()
             yield [
@@ -164,6 +164,20 @@ def fetch(spec: str, kb_root: Path | None, names: Iterable[str] = ()) -> Iterato
             folder = _kb_skill_folder(kb_root, name, spec)
             origin = Locked(name=name, kind="kb", source=str(kb_root), sha256="", subdir=f"{SKILLS_DIR}/{name}")
             yield [_copied(folder, work, origin)]
+
+
+def _names_a_kb_skill_rather(source: str, kb_root: Path | None) -> bool:
+    """Whether a bare name that is also a folder here holding no skill (`kb` in a knowledge base's checkout,
+    its cards' folder) names the knowledge base's skill of that name instead."""
+    if kb_root is None or "/" in source or source.startswith(".") or "\\" in source:
+        return False
+    if not (kb_root / SKILLS_DIR / source / SKILL_FILE).is_file():
+        return False
+    try:
+        _skills_in(Path(source).resolve(), [])
+    except BadInput:
+        return True  # the folder holds no skill: the name is the skill's
+    return False
 
 
 def _kb_skill_folder(kb_root: Path | None, name: str, spec: str) -> Path:
