@@ -22,7 +22,6 @@ from typing import Any
 
 from kbtool.evidence.formats.reader import FunctionReader, same_content
 from kbtool.evidence.values import guess_direction, read_artifact, value_with_unit
-from kbtool.model.cards import never_negative
 from kbtool.model.errors import BadInput
 
 TEXT_COLUMNS = ("status", "description")
@@ -160,7 +159,7 @@ def parse_results_tsv(path: Path, metric_name: str = "metric") -> dict[str, Any]
             continue
         if e.value is None:
             raise BadInput(f"{path}: line {e.row} is kept but has no {session.column}")
-        if e.value < 0 and never_negative(session.metric, e.unit):
+        if e.value < 0 and _never_negative(session.metric, e.unit):
             raise BadInput(
                 f"{path}: line {e.row}: {session.column} {e.value:g} is negative, and a duration, rate, size or "
                 "count is not"
@@ -197,3 +196,11 @@ READER = FunctionReader(
     # a session's rows are its experiments, each with its own columns: no load is configured
     {"results-tsv": ()},
 )
+
+
+def _never_negative(metric: str, unit: str | None) -> bool:
+    # the card models (pydantic) load only when a TSV holds a negative value: every kb command imports this
+    # module for its help text, and a search client must start light
+    from kbtool.model.cards import never_negative
+
+    return never_negative(metric, unit)
