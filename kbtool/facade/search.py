@@ -211,7 +211,8 @@ class Search(KnowledgeBaseCore):
             return None
         self.note(
             "the semantic leg is still being built (the model and the vectors load in the background); "
-            "keyword (BM25) results only for now"
+            "keyword (BM25) results only for now: the same search in a few seconds ranks by meaning too "
+            "(`kb status` counts the vectors)"
         )
         return request.model_copy(update={"mode": "bm25"})
 
