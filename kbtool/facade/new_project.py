@@ -169,7 +169,7 @@ class _Copying:
 
         target, origin, recorded, kb_id = self.target, self.origin, self.recorded, self.origin.kb_id
         old = self.existing.get(stored.id)
-        if old is not None and _copied_from(old, self.names, kb_id) and _unchanged_there(origin, old, stored):
+        if old is not None and _copied_from(old, self.names, origin) and _unchanged_there(origin, old, stored):
             self.unchanged += 1  # the original is as it was copied: nothing to take
             return
         text = _copy_text(target, stored, (recorded, kb_id, self.commit), self.known)
