@@ -49,3 +49,30 @@ def test_skill_install_kb_in_the_starter_checkout_installs_the_skill_not_the_car
     assert out.returncode == 0, out.stderr
     installed = checkout / ".agents" / "skills" / "kb" / "SKILL.md"
     assert installed.read_text() == (checkout / "skills" / "kb" / "SKILL.md").read_text()
+
+
+def test_status_shows_a_running_kb_serve_with_its_memory_and_forgets_it_once_gone(kb, fast_env, tmp_path):
+    import json
+    import subprocess
+    import time
+
+    from conftest import KB_COMMAND
+
+    env = {**fast_env, "KB_CACHE_DIR": str(tmp_path / "cache")}
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    server = subprocess.Popen([*KB_COMMAND, "--kb", str(kb.root), "serve"], env=env, **pipes)  # type: ignore[call-overload]
+    try:
+        deadline = time.monotonic() + 60
+        while not (found := json.loads(run_kb(env, kb.root, "status", "--json").stdout)["servers"]):
+            assert time.monotonic() < deadline and server.poll() is None, "kb serve never showed in kb status"
+            time.sleep(0.2)
+        (shown,) = found
+        assert (shown["kind"], shown["pid"], shown["address"]) == ("serve", server.pid, "stdio")
+        assert shown["rss_bytes"] > 0 and shown["roots"] == [str(kb.root)]
+        assert f"server: kb serve at stdio, pid {server.pid}, " in run_kb(env, kb.root, "status").stdout
+        every = json.loads(run_kb(env, kb.root, "daemon", "status", "--all", "--json").stdout)
+        assert [s["pid"] for s in every["servers"]] == [server.pid]
+    finally:
+        server.kill()
+        server.wait()
+    assert json.loads(run_kb(env, kb.root, "status", "--json").stdout)["servers"] == []  # killed: its entry goes

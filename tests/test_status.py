@@ -15,7 +15,7 @@ from conftest import git, run_kb
 from kbtool.store import daemons
 from kbtool.surfaces.daemon.client import socket_path
 
-FIELDS = {"root", "name", "id", "index", "vectors", "daemon", "sources"}
+FIELDS = {"root", "name", "id", "index", "vectors", "daemon", "servers", "sources"}
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_daemon_stop_all_stops_the_daemons_of_every_knowledge_base(env, tmp_path
     assert out.returncode == 0 and out.stdout.count("stopped the kb search daemon") == 2, out.stdout + out.stderr
     assert not any(daemons.alive(d["pid"]) for d in listed)
     assert not any(socket_path(root).exists() for root in roots)
-    assert json.loads(run_kb(env, roots[0], "daemon", "status", "--all", "--json").stdout) == {"daemons": []}
+    assert json.loads(run_kb(env, roots[0], "daemon", "status", "--all", "--json").stdout) == {"daemons": [], "servers": []}
 
 
 def test_a_stale_registry_entry_is_cleared(env, tmp_path):

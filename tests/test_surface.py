@@ -52,7 +52,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         },
         {"git_identity", "git_runner", "secrets"},
         {"daemons", "incoming", "lock_history", "repository", "sources"},
-        {"history", "sync", "importer", "exchange", "carry"},
+        {"history", "sync", "importer", "exchange", "carry", "servers"},
     ],
     "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry", "arriving"}, {"install"}],
     "agents": [{"targets", "config_files"}, {"hooks"}, {"setup"}],

@@ -9,10 +9,11 @@ import time
 from datetime import UTC, datetime
 
 from kbtool.facade.core import KnowledgeBaseCore
-from kbtool.model.contracts.status import DaemonState, IndexState, KbStatus, SourceState, VectorState
+from kbtool.model.contracts.status import DaemonState, IndexState, KbStatus, ServerState, SourceState, VectorState
 from kbtool.model.errors import KbError
-from kbtool.store import daemons
+from kbtool.store import daemons, servers
 from kbtool.store.daemons import DaemonEntry
+from kbtool.store.servers import ServerEntry
 
 DAY_S = 86_400
 
@@ -31,6 +32,7 @@ class Overview(KnowledgeBaseCore):
             index=self._index_state(built),
             vectors=self._vector_state(built),
             daemon=daemon_state(daemons.running(self.root)),
+            servers=server_states(servers.running(self.root)),
             sources=self.source_states(),
         )
 
@@ -104,3 +106,17 @@ def daemon_state(entry: DaemonEntry | None) -> DaemonState | None:
     return DaemonState(
         pid=entry.pid, root=entry.root, rss_bytes=daemons.rss_bytes(entry.pid), uptime_s=round(entry.uptime_s, 1)
     )
+
+
+def server_states(entries: list[ServerEntry]) -> list[ServerState]:
+    return [
+        ServerState(
+            pid=e.pid,
+            kind=e.kind,
+            address=e.address,
+            roots=list(e.roots),
+            rss_bytes=daemons.rss_bytes(e.pid),
+            uptime_s=round(max(0.0, time.time() - e.started), 1),
+        )
+        for e in entries
+    ]

@@ -121,7 +121,7 @@ def is_daemon(entry: DaemonEntry) -> bool:
         return True
     try:
         argv = [a.decode(errors="replace") for a in (proc / "cmdline").read_bytes().split(b"\0")[:-1]]
-        began = _started(entry.pid)
+        began = started_at(entry.pid)
     except (OSError, ValueError, IndexError):
         return False
     return _daemon_argv(argv, entry.root) and began <= entry.started + START_SLACK_S
@@ -140,7 +140,7 @@ def _uid(pid: int) -> int:
     return int(_status_field(pid, "Uid").split()[1])
 
 
-def _started(pid: int) -> float:
+def started_at(pid: int) -> float:
     """When pid began, as an epoch time: /proc/PID/stat's start time (clock ticks after boot) and the boot time."""
     stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
     ticks = int(stat[stat.rindex(")") + 2 :].split()[19])  # field 22; the name in () may hold spaces

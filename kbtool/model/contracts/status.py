@@ -31,6 +31,15 @@ class DaemonState(Payload):
     uptime_s: float
 
 
+class ServerState(Payload):
+    pid: int
+    kind: str = Field(description="serve (kb serve, MCP) or ui (kb ui, the web view)")
+    address: str = Field(description="stdio, or the URL it listens at")
+    roots: list[str] = Field(description="the knowledge bases it serves")
+    rss_bytes: int | None = Field(description="resident memory (Linux /proc); None where it cannot be read")
+    uptime_s: float
+
+
 class SourceState(Payload):
     name: str
     where: str = Field(description="the folder, or the git URL its copy is made from")
@@ -51,10 +60,12 @@ class KbStatus(Payload):
     index: IndexState
     vectors: VectorState
     daemon: DaemonState | None
+    servers: list[ServerState] = Field(default_factory=list, description="its kb serve and kb ui processes")
     sources: list[SourceState]
 
 
 class Daemons(Payload):
-    """`kb daemon status --all`: every search daemon of this user."""
+    """`kb daemon status --all`: every search daemon of this user, and every kb serve and kb ui."""
 
     daemons: list[DaemonState]
+    servers: list[ServerState] = Field(default_factory=list)

@@ -31,6 +31,8 @@ def status(kb: KbPath = None, as_json: JsonOut = False) -> None:
     typer.echo(f"vectors: {_vectors_line(report['vectors'])}")
     daemon = report["daemon"]
     typer.echo(f"daemon: {_daemon_line(daemon)}" if daemon else "daemon: none running (the next kb search starts one)")
+    for server in report.get("servers") or []:
+        typer.echo(f"server: {_server_line(server)}")
     for source in report["sources"]:
         typer.echo(f"source {source['name']}: {_source_line(source)}")
 
@@ -51,6 +53,11 @@ def _vectors_line(vectors: dict[str, Any]) -> str:
         return f"none ({vectors['note']})"
     line = f"{vectors['embedded']} of {vectors['chunks']} chunks embedded by {vectors['model']}"
     return line + (" (ready)" if vectors["ready"] else f" ({vectors['note'] or 'the first read builds the index'})")
+
+
+def _server_line(server: dict[str, Any]) -> str:
+    """'kb serve at stdio, pid 12, 380 MB resident, up 3.0 min'."""
+    return f"kb {server['kind']} at {server['address']}, {_daemon_line(server)}"
 
 
 def _daemon_line(daemon: dict[str, Any]) -> str:
@@ -81,12 +88,15 @@ def _duration(seconds: float) -> str:
 @daemon_app.command("status")
 def daemon_status(every: EveryDaemon = False, kb: KbPath = None, as_json: JsonOut = False) -> None:
     """The search daemon of this knowledge base (--all: of every one): pid, memory, uptime."""
-    from kbtool.facade.status import daemon_state
+    from kbtool.facade.status import daemon_state, server_states
     from kbtool.model.contracts.status import Daemons
-    from kbtool.store import daemons
+    from kbtool.store import daemons, servers
 
     entries = daemons.all_running() if every else [e for e in [daemons.running(root_of(kb))] if e is not None]
-    found = Daemons(daemons=[s for s in map(daemon_state, entries) if s is not None])
+    found = Daemons(
+        daemons=[s for s in map(daemon_state, entries) if s is not None],
+        servers=server_states(servers.running(None if every else root_of(kb))),
+    )
     if as_json:
         print_json(found.to_json())
         return
@@ -94,6 +104,8 @@ def daemon_status(every: EveryDaemon = False, kb: KbPath = None, as_json: JsonOu
         typer.echo(f"{daemon.root}: {_daemon_line(daemon.to_json())}")
     if not found.daemons:
         typer.echo("no kb search daemon is running" + ("" if every else f" for {root_of(kb)}"))
+    for server in found.servers:
+        typer.echo(f"{', '.join(server.roots)}: {_server_line(server.to_json())}")
 
 
 @daemon_app.command("stop")

@@ -61,6 +61,9 @@ def ui(
     shown = f"{url}/?token={token}"
     print(f"kb: the web view of {base.root} at {shown}", file=sys.stderr, flush=True)
     base.warm_in_background()
+    from kbtool.store import servers
+
+    servers.register("ui", [base.root], url)  # so `kb status` shows it and what it holds
     if open_browser:
         threading.Timer(0.5, webbrowser.open, args=(shown,)).start()
     uvicorn.Server(uvicorn.Config(application, log_level="warning", lifespan="off")).run(sockets=[sock])

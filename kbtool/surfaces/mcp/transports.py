@@ -148,7 +148,16 @@ def serve_stdio(kb: KnowledgeBase | dict[str, KnowledgeBase], read_only: bool) -
     # the SDK's stdio transport points fd 1 at stderr while it serves, so nothing a library prints can
     # corrupt the protocol; the warm-up starts inside it (the server's lifespan) for that reason
     server, _ = build_server(kb, read_only, warm_on_start=True)
+    _registered(kb, "stdio")
     anyio.run(server.run_stdio_async)
+
+
+def _registered(kb: KnowledgeBase | dict[str, KnowledgeBase], address: str) -> None:
+    """This server in the user's registry of kb processes (kbtool.store.servers), so `kb status` shows it."""
+    from kbtool.store import servers
+
+    served = kb.values() if isinstance(kb, dict) else [kb]
+    servers.register("serve", [base.root for base in served], address)
 
 
 def transport_security(host: str) -> Any:
@@ -194,6 +203,7 @@ def serve_http(
     app = BearerToken(app, identities, reads_open=is_loopback(host))
     sock, url = listening_socket(host, port, "--http")
     shelf.warm()
+    _registered(kb, f"{url}/mcp")
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     if made:  # shown once, as Jupyter shows its token; one given is never printed
         needs = f" (writes need Authorization: Bearer {token})"
