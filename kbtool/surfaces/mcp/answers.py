@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from mcp_types import CallToolResult, TextContent
 
 # the same cuts as `kb show` makes (headline_cut, only_fields)
+from kbtool.evidence.headline import headline_body
 from kbtool.evidence.headline import headline_evidence as headline_cut
 from kbtool.model.contracts import (
     CardAdded,
@@ -160,17 +161,20 @@ def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
     return result(text, page)
 
 
-def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, str]:
+def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, str, str]:
     """A finding's evidence cut to its headline metrics (kbtool.evidence.headline.headline_evidence, as
-    `kb show` cuts it), and the line saying how to get them all."""
+    `kb show` cuts it), its body's verdict lines cut the same way (headline_body), and the line saying how to
+    get them all: (card, document, body, note)."""
     card, document, total = headline_cut(stored, document)
     if not total:
-        return card, document, ""
+        return card, document, stored.body, ""
+    body, left = headline_body(stored.body, stored.card, card)
+    lines = f" and {left} of the body's metric lines left out" if left else ""
     note = (
-        f"\n(evidence: {len(card.evidence)} of {total} entries shown, the headline metrics; "
+        f"\n(evidence: {len(card.evidence)} of {total} entries shown, the headline metrics{lines}; "
         "get again with all_metrics=true for all)"
     )
-    return card, document, note
+    return card, document, body, note
 
 
 def documents(found: Documents, texts: list[str]) -> CallToolResult:

@@ -130,10 +130,10 @@ def whole_documents(
     texts, documents = [], []
     for document, item in zip(found.cards, items, strict=True):
         if isinstance(item, StoredCard):
-            card, document, note = (
-                (item.card, document, "") if all_metrics else answers.headline_evidence(item, document)
+            card, document, body, note = (
+                (item.card, document, item.body, "") if all_metrics else answers.headline_evidence(item, document)
             )
-            text = markdown.render(card, item.body) + note
+            text = markdown.render(card, body) + note
         else:
             text = render_skill(item)
         if fields:

@@ -1,0 +1,112 @@
+"""Budgets that hold everywhere (issue 45, item 3): the MCP answers an agent met over budget in real cases, each
+measured here as test_budget measures every default answer (the official MCP client; text and structured
+content; tokens counted as test_budget.tokens counts them), on the real exports in tests/data."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from test_budget import DOCUMENT_BUDGET, LIST_BUDGET, clone, session, tokens
+
+from conftest import REPO_ROOT
+
+DATA = REPO_ROOT / "tests" / "data"
+# two real vLLM runs that differ in three load conditions: prompt length, concurrency and request count
+VLLM_1K = "run_1_TP8_DP1_CTX1024_C100_P100_O128.json"
+VLLM_4K = "tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json"
+VLLM_IGNORED = ["input_tokens", "concurrency", "request_count"]
+# a count-bound AIPerf run at concurrency 1 against a duration-bound one at concurrency 2: four conditions
+AIPERF_IGNORED = ["output_tokens", "concurrency", "duration_s", "request_count"]
+
+
+@pytest.fixture(scope="module")
+def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A clone of the starter KB; the exports are read from its tests/data, inside the knowledge base."""
+    return clone(tmp_path_factory.mktemp("budgets"))
+
+
+def cost(answer: Any) -> int:
+    return tokens("\n".join(c.text for c in answer.content)) + tokens(answer.structured_content or {})
+
+
+def text_of(answer: Any) -> str:
+    return "\n".join(c.text for c in answer.content)
+
+
+def test_compare_across_ignored_conditions_says_each_once_with_its_own_values(starter):
+    data = starter / "tests" / "data"
+    vllm = {"candidate": str(data / "vllm" / VLLM_1K), "baseline": str(data / "vllm" / VLLM_4K)}
+    aiperf = {
+        "candidate": str(data / "aiperf" / "profile_export_aiperf.json"),
+        "baseline": str(data / "aiperf-duration" / "candidate" / "run-1"),
+    }
+
+    async def work(client: Client) -> dict[str, Any]:
+        return {
+            "vllm": await client.call_tool("compare", {**vllm, "ignore_conditions": VLLM_IGNORED}),
+            "aiperf": await client.call_tool("compare", {**aiperf, "ignore_conditions": AIPERF_IGNORED}),
+            "added": await client.call_tool(
+                "add_finding",
+                {
+                    "title": "AIPerf at concurrency 1 against a duration-bound run at 2",
+                    "artifact": aiperf["candidate"],
+                    "baseline_artifacts": [aiperf["baseline"]],
+                    "ignore_conditions": AIPERF_IGNORED,
+                },
+            ),
+        }
+
+    got = session(starter, work)
+    for name, answer in got.items():
+        assert not answer.is_error, (name, answer.content)
+        assert cost(answer) <= LIST_BUDGET, (name, cost(answer))
+    # one note a condition, each with that condition's own values (not the first difference found, for every key)
+    notes = got["vllm"].structured_content["notes"]
+    assert len(notes) == len(VLLM_IGNORED), notes
+    by_key = {re.search(r"--ignore-condition (\w+)", n).group(1): n for n in notes}  # type: ignore[union-attr]
+    assert "input tokens per request: 1024 vs 4096" in by_key["input_tokens"]
+    assert "concurrency: 100 vs 1" in by_key["concurrency"]
+    assert "request count: 100 vs 50" in by_key["request_count"]
+    assert all(n.startswith("all 9 compared entries:") for n in notes), notes
+    aiperf_notes = got["aiperf"].structured_content["notes"]
+    assert len(aiperf_notes) == len(AIPERF_IGNORED), aiperf_notes
+    assert any("concurrency: 1 vs 2" in n and "concurrency)" in n for n in aiperf_notes), aiperf_notes
+    assert not any(n.startswith("request_count:") for n in aiperf_notes)  # no note rides on a metric's name
+    # the finding says the same, once a condition, in its answer
+    added = text_of(got["added"])
+    assert added.count("compared across") == len(AIPERF_IGNORED), added
+
+
+def test_a_finding_against_its_baseline_is_cut_to_its_headline_in_body_and_frontmatter_alike(starter):
+    runs = starter / "tests" / "data" / "aiperf-duration"
+
+    async def work(client: Client) -> dict[str, Any]:
+        added = await client.call_tool(
+            "add_finding",
+            {
+                "title": "Fast mock: TTFT and throughput against the slow one",
+                "artifact": [str(p) for p in sorted((runs / "candidate").iterdir())],
+                "baseline_artifacts": [str(p) for p in sorted((runs / "baseline").iterdir())],
+            },
+        )
+        assert not added.is_error, added.content
+        finding = added.structured_content["id"]
+        return {
+            "get": await client.call_tool("get", {"id": finding}),
+            "all": await client.call_tool("get", {"id": finding, "all_metrics": True}),
+        }
+
+    got = session(starter, work)
+    assert cost(got["get"]) <= DOCUMENT_BUDGET, cost(got["get"])
+    shown = {e["metric"] for e in got["get"].structured_content["cards"][0]["evidence"]}
+    text = text_of(got["get"])
+    body = text.split("## Against the baseline", 1)[1]
+    verdicts = [line[2:].split(":", 1)[0] for line in body.splitlines() if line.startswith("- ")]
+    assert set(verdicts) == shown, (verdicts, shown)  # the body's lines are the frontmatter's metrics
+    assert "of the body's metric lines left out" in text and "all_metrics=true" in text
+    every = text_of(got["all"]).split("## Against the baseline", 1)[1]
+    assert sum(line.startswith("- ") for line in every.splitlines()) > 40  # the whole body on asking
