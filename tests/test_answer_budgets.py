@@ -110,3 +110,24 @@ def test_a_finding_against_its_baseline_is_cut_to_its_headline_in_body_and_front
     assert "of the body's metric lines left out" in text and "all_metrics=true" in text
     every = text_of(got["all"]).split("## Against the baseline", 1)[1]
     assert sum(line.startswith("- ") for line in every.splitlines()) > 40  # the whole body on asking
+
+
+def test_a_search_shows_its_k_hits_within_budget_text_and_structure_each_within_their_own(starter):
+    async def work(client: Client) -> dict[str, Any]:
+        return {
+            "default": await client.call_tool("search", {"query": "NVFP4 MoE decode"}),
+            "twenty": await client.call_tool("search", {"query": "NVFP4 MoE decode", "k": 20}),
+        }
+
+    got = session(starter, work)
+    default = got["default"]
+    assert len(default.structured_content["hits"]) == 10 and not default.structured_content["truncated"]
+    assert len(default.content[0].text.splitlines()) == 10 + 1  # a line a hit, and where the next ones start
+    assert cost(default) <= LIST_BUDGET, cost(default)
+    # each side within its own budget; more than fits says how many it shows
+    twenty = got["twenty"]
+    assert cost(twenty) <= LIST_BUDGET, cost(twenty)
+    shown = twenty.structured_content["shown"]
+    assert shown >= 10 and len(twenty.structured_content["hits"]) == shown
+    if twenty.structured_content["truncated"]:
+        assert f"{shown} of 20 hits shown" in twenty.content[0].text

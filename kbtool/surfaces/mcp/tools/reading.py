@@ -73,7 +73,7 @@ async def search(
     tags: Tags = None,
     filters: Filters = None,
     mode: Annotated[Literal[MODES], Field(description=SEARCH["mode"].description)] = MODES[0],  # type: ignore[valid-type]
-    budget: Budget = answers.LIST_BUDGET,
+    budget: Budget = answers.SEARCH_BUDGET,
     offset: Annotated[int, Field(ge=0, le=900, description="for the next hits")] = 0,
     env: Annotated[bool, Field(description="flag findings measured on other GPUs, engines, drivers")] = False,
     applies_for: For = None,
