@@ -131,3 +131,31 @@ def test_a_search_shows_its_k_hits_within_budget_text_and_structure_each_within_
     assert shown >= 10 and len(twenty.structured_content["hits"]) == shown
     if twenty.structured_content["truncated"]:
         assert f"{shown} of 20 hits shown" in twenty.content[0].text
+
+
+def test_a_long_skill_is_read_a_page_at_a_time_each_page_within_budget(starter):
+    whole = (REPO_ROOT / "skills" / "kb" / "SKILL.md").read_text(encoding="utf-8")
+    assert tokens(whole) > DOCUMENT_BUDGET  # kb's own skill: ~2.6k tokens in one answer before
+
+    async def work(client: Client) -> list[Any]:
+        pages = [await client.call_tool("get", {"id": "kb"})]
+        while pages[-1].structured_content.get("next_offset") and len(pages) < 10:
+            after = pages[-1].structured_content["next_offset"]
+            pages.append(await client.call_tool("get", {"id": "kb", "offset": after}))
+        pages.append(await client.call_tool("get", {"id": "kb", "offset": 10**6}))  # past the end: refused
+        return pages
+
+    *pages, past = session(starter, work)
+    assert len(pages) >= 2 and past.is_error and "offset" in past.content[0].text
+    read = ""
+    for page in pages:
+        assert cost(page) <= DOCUMENT_BUDGET, cost(page)
+        text = page.content[0].text
+        after = page.structured_content.get("next_offset")
+        if after:  # each page but the last says where the next starts, as the other paged answers do
+            assert text.endswith(f"get again with offset={after} for the next page)")
+            text = text[: text.rindex("\n(characters ")]
+        read += text
+    assert "Working with a kb knowledge base" in pages[0].content[0].text
+    # the pages, joined, are the skill as a whole get of it renders it: nothing lost or doubled between pages
+    assert read.rstrip().endswith(whole.rstrip().splitlines()[-1]) and len(read) >= len(whole.split("---", 2)[2])

@@ -40,6 +40,7 @@ from kbtool.model.contracts import (
     StatusChange,
 )
 from kbtool.model.contracts.reading import only_fields as only_fields
+from kbtool.model.errors import BadInput
 from kbtool.model.records import StoredCard
 
 P = TypeVar("P", bound=Payload)
@@ -197,6 +198,23 @@ def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Docu
         "get again with all_metrics=true for all)"
     )
     return card, document, body, note
+
+
+SKILL_PAGE = 6000  # characters of a skill's text a get shows (~1.5k tokens): kb's own SKILL.md is 10.5k
+
+
+def skill_page(text: str, offset: int) -> tuple[str, int | None]:
+    """The skill's text from `offset`, cut at the last line break within SKILL_PAGE characters, with a line
+    saying where the next page starts; (the page, the next page's offset, None on the last)."""
+    if offset >= len(text) and offset:
+        raise BadInput(f"offset {offset}: the skill's text has {len(text)} characters")
+    end = offset + SKILL_PAGE
+    if end >= len(text):
+        return text[offset:], None
+    end = max(text.rfind("\n\n", offset, end), text.rfind("\n", offset, end)) + 1 or end
+    end = end if end > offset + SKILL_PAGE // 2 else offset + SKILL_PAGE  # no line break near: cut mid-line
+    note = f"\n(characters {offset + 1}-{end} of {len(text)} shown; get again with offset={end} for the next page)"
+    return text[offset:end] + note, end
 
 
 def documents(found: Documents, texts: list[str]) -> CallToolResult:

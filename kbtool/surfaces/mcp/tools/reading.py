@@ -108,6 +108,7 @@ async def get(
     ids: Annotated[list[str] | None, Field(description="several (max 50), instead of id")] = None,
     fields: Annotated[list[str] | None, Field(description="only these fields (body: the text)")] = None,
     all_metrics: Annotated[bool, Field(description="a finding's every metric, not the headline ones")] = False,
+    offset: Annotated[int, Field(ge=0, description="a skill's next page")] = 0,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Documents]:
     """Whole cards or skills (a skill's SKILL.md, to follow): markdown as text, fields as structured content."""
@@ -116,18 +117,24 @@ async def get(
         raise ToolError("get: give id (one card) or ids (several), not both and not neither")
     if len(refs) > MAX_GET:
         raise ToolError(f"get: {len(refs)} ids, over {MAX_GET} in one call")
-    return await on(ctx, kb, lambda base: whole_documents(base, refs, fields, all_metrics))
+    return await on(ctx, kb, lambda base: whole_documents(base, refs, fields, all_metrics, offset))
 
 
 def whole_documents(
-    kb: KnowledgeBase, refs: list[str], fields: list[str] | None = None, all_metrics: bool = True
+    kb: KnowledgeBase,
+    refs: list[str],
+    fields: list[str] | None = None,
+    all_metrics: bool = True,
+    offset: int = 0,
 ) -> CallToolResult:
     """Whole cards or skills (KnowledgeBase.documents), each one's markdown as text; a finding's evidence cut
-    to its headline metrics unless all_metrics (answers.headline_evidence); only `fields` when given."""
+    to its headline metrics unless all_metrics (answers.headline_evidence); only `fields` when given; one
+    skill's text a page at a time from `offset` (answers.skill_page)."""
     from kbtool.skills.spec import render_skill
 
     found, items = kb.documents(refs)
     texts, documents = [], []
+    next_offset = None
     for document, item in zip(found.cards, items, strict=True):
         if isinstance(item, StoredCard):
             card, document, body, note = (
@@ -136,13 +143,15 @@ def whole_documents(
             text = markdown.render(card, body) + note
         else:
             text = render_skill(item)
+            if not fields and len(refs) == 1:
+                text, next_offset = answers.skill_page(text, offset)
         if fields:
             document, text = answers.only_fields(document, fields)
         else:  # the text is the markdown, body and all: a second copy in the structured content doubled the cost
             document = document.model_copy(update={"body": None})
         texts.append(text)
         documents.append(document)
-    return answers.documents(found.model_copy(update={"cards": documents}), texts)
+    return answers.documents(found.model_copy(update={"cards": documents, "next_offset": next_offset}), texts)
 
 
 @tool(READS, name="list")
