@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from test_budget import DOCUMENT_BUDGET, LIST_BUDGET, clone, session, tokens
+from test_budget import DOCUMENT_BUDGET, LIST_BUDGET, TOOLS_BUDGET, clone, definition_tokens, session, tokens
 
 from conftest import REPO_ROOT
 
@@ -159,3 +159,24 @@ def test_a_long_skill_is_read_a_page_at_a_time_each_page_within_budget(starter):
     assert "Working with a kb knowledge base" in pages[0].content[0].text
     # the pages, joined, are the skill as a whole get of it renders it: nothing lost or doubled between pages
     assert read.rstrip().endswith(whole.rstrip().splitlines()[-1]) and len(read) >= len(whole.split("---", 2)[2])
+
+
+def test_the_tool_definitions_fit_3500_tokens_and_still_say_what_an_agent_needs(starter):
+    """tiktoken is not installed in the project's environment (and nothing may download at run time), so the
+    tokens are test_budget's characters / 4, the counter every budget of the project is held to."""
+
+    async def listed(client: Client) -> list[Any]:
+        return (await client.list_tools()).tools
+
+    tools = {t.name: t for t in session(starter, listed)}
+    total = sum(definition_tokens(list(tools.values())).values())
+    assert total <= TOOLS_BUDGET == 3500, total
+    search = tools["search"].input_schema["properties"]
+    # what was left out is what the schema or the answers say already; what an agent needs stays
+    assert "e.g." in search["query"]["description"] and search["kind"]["enum"][-1] == "skill"
+    assert '{"hardware": "H100"}' in search["for"]["description"] and search["for"]["type"] == "object"
+    assert '"applies_to.hardware"' in search["filters"]["description"]
+    assert all("description" not in tools[n].input_schema["properties"]["offset"] for n in ("list", "gaps", "log"))
+    assert tools["get"].input_schema["properties"]["offset"]["description"] == "a skill's next page"
+    assert tools["add_finding"].annotations.idempotent_hint is None  # the spec's default for a writer, left out
+    assert tools["set_status"].annotations.destructive_hint is True

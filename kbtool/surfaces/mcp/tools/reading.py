@@ -33,7 +33,6 @@ from kbtool.surfaces.mcp import answers
 from kbtool.surfaces.mcp.tools.base import (
     DEFAULT_BUDGET,
     READS,
-    SEARCH,
     Budget,
     CardId,
     CardKind,
@@ -66,22 +65,22 @@ async def kbs(ctx: Context) -> Annotated[CallToolResult, ServedKbs]:
 @tool(READS)
 async def search(
     ctx: Context,
-    query: Annotated[str, Field(description=SEARCH["query"].description)],
+    query: Annotated[str, Field(description="words, e.g. 'NVFP4 MoE decode'")],
     k: Annotated[int, Field(ge=1, le=100)] = 10,
     kind: Kind = None,
     status: Status = None,
     tags: Tags = None,
     filters: Filters = None,
-    mode: Annotated[Literal[MODES], Field(description=SEARCH["mode"].description)] = MODES[0],  # type: ignore[valid-type]
+    mode: Annotated[Literal[MODES], Field(description="ranking")] = MODES[0],  # type: ignore[valid-type]
     budget: Budget = answers.SEARCH_BUDGET,
-    offset: Annotated[int, Field(ge=0, le=900, description="for the next hits")] = 0,
-    env: Annotated[bool, Field(description="flag findings measured on other GPUs, engines, drivers")] = False,
+    offset: Annotated[int, Field(ge=0, le=900)] = 0,
+    env: Annotated[bool, Field(description="flag findings from other GPUs, engines, drivers")] = False,
     applies_for: For = None,
     only_applying: OnlyApplying = False,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, SearchPage]:
-    """Cards and skills by keywords and meaning, best first, a line each (superseded and refuted last);
-    `get` a hit's id."""
+    """Cards and skills by keywords and meaning, best first, a line each (superseded, refuted last); `get`
+    a hit's id."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         asked = present(kind=kind, status=status, tags=tags, **{"for": applies_for})
@@ -104,10 +103,10 @@ async def search(
 @tool(READS)
 async def get(
     ctx: Context,
-    id: Annotated[str | None, Field(description="a card id (or unique prefix) or a skill's name")] = None,
+    id: Annotated[str | None, Field(description="card id (or prefix) or skill name")] = None,
     ids: Annotated[list[str] | None, Field(description="several (max 50), instead of id")] = None,
     fields: Annotated[list[str] | None, Field(description="only these fields (body: the text)")] = None,
-    all_metrics: Annotated[bool, Field(description="a finding's every metric, not the headline ones")] = False,
+    all_metrics: Annotated[bool, Field(description="a finding's every metric, not its headline")] = False,
     offset: Annotated[int, Field(ge=0, description="a skill's next page")] = 0,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Documents]:
@@ -204,7 +203,7 @@ async def related(
     budget: Budget = DEFAULT_BUDGET,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Related]:
-    """A card's neighbourhood: links out and in, up to `depth` steps, and the most similar cards."""
+    """A card's links out and in, up to `depth` steps, and the most similar cards."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         found = base.related(id, k, depth)
