@@ -4,6 +4,7 @@ content; tokens counted as test_budget.tokens counts them), on the real exports 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -180,3 +181,21 @@ def test_the_tool_definitions_fit_3500_tokens_and_still_say_what_an_agent_needs(
     assert tools["get"].input_schema["properties"]["offset"]["description"] == "a skill's next page"
     assert tools["add_finding"].annotations.idempotent_hint is None  # the spec's default for a writer, left out
     assert tools["set_status"].annotations.destructive_hint is True
+
+
+def test_a_finding_across_ignored_conditions_says_so_and_calls_nothing_uncompared(cli, kb):
+    """The body said 'from 1 run against 1 baseline run under the same load' and '4 things could not be
+    compared (below)', under '## Not compared', of the four conditions compared across as asked."""
+    args = ["add-finding", "--title", "AIPerf c1 against a duration-bound c2", "--json"]
+    args += ["--from", str(DATA / "aiperf" / "profile_export_aiperf.json")]
+    args += ["--baseline-from", str(DATA / "aiperf-duration" / "candidate" / "run-1")]
+    args += [a for key in AIPERF_IGNORED for a in ("--ignore-condition", key)]
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)["body"]
+    summary = body.split("\n\n", 1)[0]
+    assert "under the same load" not in summary and "could not be compared" not in summary, summary
+    assert "different loads, compared as asked: " + ", ".join(AIPERF_IGNORED) in summary, summary
+    assert "## Not compared" not in body
+    across = body.split("## Compared across different loads, as asked\n\n", 1)[1].split("\n\n", 1)[0]
+    assert len(across.splitlines()) == len(AIPERF_IGNORED), across

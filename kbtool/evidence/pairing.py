@@ -178,6 +178,14 @@ def pair(
     return paired.matched
 
 
+ACROSS = ", as asked (--ignore-condition "  # what every note of a condition compared across says
+
+
+def compared_across(note: str) -> bool:
+    """Whether a note says a condition was compared across as asked (_across_notes), not a thing left out."""
+    return ACROSS in note
+
+
 def _across_notes(across: dict[str, dict[str, list[str]]], matched: int) -> list[str]:
     """A line an ignored condition: 'all 9 metrics: compared across concurrency: 100 vs 1, as asked
     (--ignore-condition concurrency)'; a sweep's several values of it joined in that one line."""
@@ -187,7 +195,7 @@ def _across_notes(across: dict[str, dict[str, list[str]]], matched: int) -> list
         paired = sum(len(names) for names in lines.values())
         what = f"all {paired} compared entries" if paired == matched else _few(metrics)
         values = "; ".join(list(lines)[:3]) + (f" and {len(lines) - 3} more" if len(lines) > 3 else "")
-        out.append(f"{what}: compared across {values}, as asked (--ignore-condition {key})")
+        out.append(f"{what}: compared across {values}{ACROSS}{key})")
     return out
 
 
