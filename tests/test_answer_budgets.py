@@ -199,3 +199,18 @@ def test_a_finding_across_ignored_conditions_says_so_and_calls_nothing_uncompare
     assert "## Not compared" not in body
     across = body.split("## Compared across different loads, as asked\n\n", 1)[1].split("\n\n", 1)[0]
     assert len(across.splitlines()) == len(AIPERF_IGNORED), across
+
+
+def test_kb_show_cuts_the_body_as_get_does(cli, kb):
+    runs = DATA / "aiperf-duration"
+    args = ["add-finding", "--title", "Fast mock: TTFT and throughput", "--json"]
+    for side, flag in (("candidate", "--from"), ("baseline", "--baseline-from")):
+        args += [a for run in sorted((runs / side).iterdir()) for a in (flag, str(run))]
+    finding = json.loads(cli(*args).stdout)["id"]
+    shown = cli("show", finding)
+    assert shown.exit_code == 0, shown.output
+    body = shown.stdout.split("## Against the baseline", 1)[1]
+    lines = [line for line in body.splitlines() if line.startswith("- ")]
+    assert 1 <= len(lines) <= 6 and "body lines left out" in shown.stderr and "--all-metrics" in shown.stderr
+    every = cli("show", finding, "--all-metrics").stdout.split("## Against the baseline", 1)[1]
+    assert sum(line.startswith("- ") for line in every.splitlines()) > 40

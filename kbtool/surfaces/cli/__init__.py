@@ -123,8 +123,9 @@ def show(
     as_json: JsonOut = False,
 ) -> None:
     """Print cards, or skills by their names (what any search hit names): each one's file, a finding with
-    more than 6 evidence entries (a benchmark export's 65) cut to its headline metrics unless --all-metrics
-    (--json: the MCP get tool's answer, each one's fields, path and body, and the ids that match nothing)."""
+    more than 6 evidence entries (a benchmark export's 65) cut to its headline metrics, its body's verdict
+    lines too, unless --all-metrics (--json: the MCP get tool's answer, each one's fields, path and body,
+    and the ids that match nothing)."""
     from kbtool.evidence.headline import headline_body, headline_evidence
     from kbtool.model import markdown
     from kbtool.model.contracts.reading import only_fields
