@@ -187,8 +187,9 @@ def compared_across(note: str) -> bool:
 
 
 def _across_notes(across: dict[str, dict[str, list[str]]], matched: int) -> list[str]:
-    """A line an ignored condition: 'all 9 metrics: compared across concurrency: 100 vs 1, as asked
-    (--ignore-condition concurrency)'; a sweep's several values of it joined in that one line."""
+    """A line an ignored condition: 'all 9 compared entries: compared across concurrency: 100 vs 1, as asked
+    (--ignore-condition concurrency)' (the metrics named when only some differed in it); a sweep's several
+    values of it joined in that one line."""
     out = []
     for key, lines in across.items():
         metrics = list(dict.fromkeys(m for names in lines.values() for m in names))
