@@ -59,6 +59,7 @@ bench: install
 	$(PY) bench/bench_first_search.py
 	$(PY) bench/bench_reads.py
 	$(PY) bench/bench_mcp.py
+	$(PY) bench/bench_answer_budgets.py
 	$(PY) bench/bench_skills.py
 	$(PY) bench/bench_reuse.py
 	$(PY) bench/bench_compare.py

@@ -19,7 +19,9 @@ from mcp.client.stdio import StdioServerParameters
 
 from conftest import REPO_ROOT, git
 
-TOOLS_BUDGET = 4000  # tokens of every tool's definition together, paid by each session before it asks anything
+# tokens of every tool's definition together, paid by each session before it asks anything: 4,000 until issue 45
+# found them at 3,997, with no room for a parameter more
+TOOLS_BUDGET = 3500
 LIST_BUDGET = 2000  # tokens of a list-shaped answer by default: its text and its structured content together
 DOCUMENT_BUDGET = 2000  # tokens of one `get` of a card (a finding with its evidence) by default
 CORPUS = Path("/work/shared/corpus/ml-engineering")  # the corpus issue 31 measured (~760 sections)
@@ -64,7 +66,7 @@ def definition_tokens(tools: list[Any]) -> dict[str, int]:
     return {t.name: tokens(t.model_dump(by_alias=True, exclude_none=True, mode="json")) for t in tools}
 
 
-def test_the_tool_definitions_cost_a_session_at_most_4k_tokens(tmp_path):
+def test_the_tool_definitions_cost_a_session_at_most_3500_tokens(tmp_path):
     root = clone(tmp_path)
 
     async def listed(client: Client) -> list[Any]:

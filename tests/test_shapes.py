@@ -215,7 +215,10 @@ def test_a_budget_cuts_the_mcp_search_and_says_so_in_the_same_shape(starter):
     [cut] = mcp_answers(starter, [("search", {"query": "NVFP4 MoE decode", "k": 10, "mode": "bm25", "budget": 200})])
     assert set(cut) == set(whole) and not whole["truncated"] and whole["shown"] == whole["found"] == 10
     assert cut["truncated"] and cut["found"] == 10 and cut["shown"] == len(cut["hits"]) < 10
-    assert cut["hits"] == whole["hits"][: cut["shown"]]  # the hits it keeps, whole
+    # the hits it keeps, whole but for their snippets, cut to fit the budget (issue 45: k hits are k hits)
+    for kept, hit in zip(cut["hits"], whole["hits"], strict=False):
+        assert {k: v for k, v in kept.items() if k != "snippet"} == {k: v for k, v in hit.items() if k != "snippet"}
+        assert " ".join(hit["snippet"].split()).startswith(kept["snippet"].rstrip("…"))
 
 
 def test_the_list_fast_path_prints_what_the_page_holds(starter):

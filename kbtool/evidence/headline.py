@@ -10,12 +10,16 @@ run was asked to do, not what it measured. --all-metrics (all_metrics) shows eve
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from kbtool.evidence.formats import LOAD_INPUTS, headline_of
 from kbtool.model.contracts.reading import Document
 from kbtool.model.records import StoredCard
 
+# an entry's record of the run, said once by the rendered card's measured_under: out of a cut entry's fields
+RUN_RECORD = ("command", "environment", "artifact", "artifacts", "baseline_artifacts")
+OWN_CONDITIONS = ("verdict", "variation", "runs", "ignored_conditions")  # each entry's own, kept even when alike
 HEADLINE = 6  # at least this many entries of a finding are shown when it has more (an AIPerf export gives 65)
 # the statistics a cut entry keeps: its centre, tail, spread and intervals (AIPerf gives 14, p1 to p99 and a sum)
 HEADLINE_STATS = (
@@ -64,12 +68,66 @@ def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Docu
         said = said.replace(ch, " ")
     kept = shown_entries([entry.model_dump() for entry in evidence], said)
     data = document.to_json()
-    data["evidence"] = [_main_stats(data["evidence"][n]) for n in kept]
+    data["evidence"] = _without_the_run(_main_stats(data["evidence"][n]) for n in kept)
     data["evidence_total"] = len(evidence)
     entries = [evidence[n].model_copy(update={"stats": _main_stats(evidence[n].model_dump())["stats"]}) for n in kept]
     return card.model_copy(update={"evidence": entries}), Document.model_validate(data), len(evidence)
 
 
+def _without_the_run(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries without what the rendered card's measured_under says once: the run's record (command,
+    exports and their hashes) and the load every shown entry shares; what tells them apart (a sweep's rate,
+    a verdict) stays. Repeated in each of five entries it was half of a get's ~3.7k tokens (issue 45)."""
+    out = list(entries)
+    first = out[0].get("conditions") or {} if out else {}
+    shared = [
+        (k, v)
+        for k, v in first.items()
+        if k not in OWN_CONDITIONS and all((e.get("conditions") or {}).get(k) == v for e in out)
+    ]
+    for entry in out:
+        for key in RUN_RECORD:
+            entry.pop(key, None)
+        if "conditions" in entry:
+            entry["conditions"] = {k: v for k, v in entry["conditions"].items() if (k, v) not in shared}
+    return out
+
+
 def _main_stats(entry: dict[str, Any]) -> dict[str, Any]:
     stats = {k: v for k, v in (entry.get("stats") or {}).items() if k in HEADLINE_STATS}
     return {**entry, "stats": stats} if "stats" in entry else entry
+
+
+AGAINST = "## Against the baseline"  # the body's section of verdict lines (kbtool.facade.finding_plan.run_body)
+
+
+def headline_body(body: str, whole: Any, cut: Any) -> tuple[str, int]:
+    """The body's verdict lines cut as the card's evidence was (the `whole` card cut to `cut` by
+    headline_evidence): a line a metric shown, and the lumped lines ('- no clear change: a, b, ...') naming
+    only those; (the body, how many lines were left out). A body of 44 verdict lines under a frontmatter cut
+    to 5 cost a `get` ~2k tokens (issue 45)."""
+    every = {entry.metric for entry in getattr(whole, "evidence", None) or []}
+    keep = {entry.metric for entry in getattr(cut, "evidence", None) or []}
+    out: list[str] = []
+    left = 0
+    inside = False
+    for line in body.split("\n"):
+        if line.startswith("## "):
+            inside = line.startswith(AGAINST)
+        if not (inside and line.startswith("- ")):
+            out.append(line)
+            continue
+        metric = line[2:].split(":", 1)[0].split(" ", 1)[0]
+        if metric in every:  # one metric's verdict
+            if metric in keep:
+                out.append(line)
+            else:
+                left += 1
+            continue
+        head, _, rest = line[2:].rpartition(": ")  # '- no verdict: why: a, b': the names after the last colon
+        named = [m for m in rest.split(", ") if m]
+        kept = [m for m in named if m in keep or m not in every]
+        left += len(named) - len(kept)
+        if kept:
+            out.append(f"- {head}: {', '.join(kept)}")
+    return "\n".join(out), left

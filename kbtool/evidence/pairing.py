@@ -159,17 +159,45 @@ def pair(
     paired = _match(candidates, baselines, _Loads(ignored))
     if baselines and not paired.matched:
         raise BadInput(_why_nothing_pairs(candidates, baselines, ignored, bool(paired.ambiguous), suggest_ignoring))
+    # each ignored condition once, with the values it took and how many metrics were compared across it: a
+    # note per metric per condition was 8k tokens of one MCP answer (issue 45)
+    across: dict[str, dict[str, list[str]]] = {}  # key -> its difference, as shown -> the metrics
     for ev, base in paired.matched:
-        differed = [
-            k
-            for k in ignored
-            if difference(_conditions(ev), _conditions(base), [i for i in ignored if i != k], load_keys_of)
-        ]
+        differed = []
+        for k in ignored:
+            # only k held against the pair, so the line is k's own values, never another ignored key's
+            found = difference(_conditions(ev), _conditions(base), [i for i in ignored if i != k], load_keys_of)
+            if found:
+                differed.append(k)
+                across.setdefault(k, {}).setdefault(found.line(), []).append(ev["metric"])
         if differed:
             ev["conditions"] = {**_conditions(ev), "ignored_conditions": ",".join(differed)}
     if notes is not None and baselines:
         notes.extend(paired.notes())
+        notes.extend(_across_notes(across, len(paired.matched)))
     return paired.matched
+
+
+ACROSS = ", as asked (--ignore-condition "  # what every note of a condition compared across says
+
+
+def compared_across(note: str) -> bool:
+    """Whether a note says a condition was compared across as asked (_across_notes), not a thing left out."""
+    return ACROSS in note
+
+
+def _across_notes(across: dict[str, dict[str, list[str]]], matched: int) -> list[str]:
+    """A line an ignored condition: 'all 9 compared entries: compared across concurrency: 100 vs 1, as asked
+    (--ignore-condition concurrency)' (the metrics named when only some differed in it); a sweep's several
+    values of it joined in that one line."""
+    out = []
+    for key, lines in across.items():
+        metrics = list(dict.fromkeys(m for names in lines.values() for m in names))
+        paired = sum(len(names) for names in lines.values())
+        what = f"all {paired} compared entries" if paired == matched else _few(metrics)
+        values = "; ".join(list(lines)[:3]) + (f" and {len(lines) - 3} more" if len(lines) > 3 else "")
+        out.append(f"{what}: compared across {values}{ACROSS}{key})")
+    return out
 
 
 @dataclass
@@ -191,12 +219,6 @@ class _Paired:
             out.append(f"{_few(self.unmeasured)}: the baseline did not measure {them}")
         if self.ambiguous:
             out.append(f"{_few(sorted(set(self.ambiguous)))}: several runs at one load on a side, not judged")
-        for ev, base in self.matched:
-            for key in (ev["conditions"].get("ignored_conditions") or "").split(","):
-                if key:
-                    found = difference(_conditions(ev), _conditions(base), [], load_keys_of)
-                    shown = found.line() if found else key
-                    out.append(f"{ev['metric']}: compared across {shown}, as asked (--ignore-condition {key})")
         return out
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.evidence.load import common_and_varying, describe
+from kbtool.evidence.pairing import compared_across
 from kbtool.evidence.provenance import portable_path
 from kbtool.evidence.repeats import Floors, combine_runs, judge
 from kbtool.evidence.runs import invalid_runs, model_of, read_run
@@ -123,14 +124,20 @@ def summary(found: RunEvidence) -> str:
         said = found.said
         counts = {v: said.count(v) for v in dict.fromkeys(said)}
         judged = sum(1 for e in evidence if "baseline" in e)
+        # the conditions compared across as asked: then the loads were not the same, and the summary says so
+        ignored = list(
+            dict.fromkeys(k for c in conditions for k in str(c.get("ignored_conditions") or "").split(",") if k)
+        )
+        load = f"at different loads, compared as asked: {', '.join(ignored)}" if ignored else "under the same load"
         parts[0] += (
-            f" against {found.baseline_runs} baseline run{'s' if found.baseline_runs != 1 else ''} under the same "
-            f"load: {judged} of {len(evidence)} entries judged"
+            f" against {found.baseline_runs} baseline run{'s' if found.baseline_runs != 1 else ''} {load}: "
+            f"{judged} of {len(evidence)} entries judged"
         )
         if counts:
             parts[0] += " (" + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()) + ")"
         elif judged:
             parts[0] += f" (no interval on a side: one run, no per-request records, so no verdict; {RUNS_HINT})"
-    if found.notes:
-        parts.append(f"{len(found.notes)} thing{'s' if len(found.notes) != 1 else ''} could not be compared (below)")
+    left = [n for n in found.notes if not compared_across(n)]
+    if left:
+        parts.append(f"{len(left)} thing{'s' if len(left) != 1 else ''} could not be compared (below)")
     return ". ".join(parts) + "."

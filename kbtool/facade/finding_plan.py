@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from kbtool.curation.checks import related_findings
 from kbtool.curation.review import agent_status
 from kbtool.evidence.finding_input import evidence_from_metrics
+from kbtool.evidence.pairing import compared_across
 from kbtool.model.cards import checked_status
 from kbtool.model.contracts import FindingInput
 from kbtool.model.errors import BadInput, CheckFailed
@@ -160,8 +161,12 @@ def run_body(found: RunEvidence, body: str) -> str:
         lines = _verdict_lines(found.verdicts)
         heading = f"## Against the baseline: {found.runs} run(s) against {found.baseline_runs}"
         parts.append(heading + "\n\n" + "\n".join(lines))
-    if found.notes:
-        parts.append("## Not compared\n\n" + "\n".join(f"- {note}" for note in found.notes))
+    across = [note for note in found.notes if compared_across(note)]
+    left = [note for note in found.notes if not compared_across(note)]
+    if across:
+        parts.append("## Compared across different loads, as asked\n\n" + "\n".join(f"- {note}" for note in across))
+    if left:
+        parts.append("## Not compared\n\n" + "\n".join(f"- {note}" for note in left))
     if found.invalid:
         parts.append("## Invalid runs\n\n" + "\n".join(f"- {why}" for why in found.invalid))
     return "\n\n".join(parts) + "\n"

@@ -268,6 +268,11 @@ class Documents(Payload):
 
     cards: list[Document]
     missing: list[str]
+    next_offset: int | None = Field(
+        None,
+        exclude_if=lambda value: value is None,
+        description="a skill's text goes on past this page: get it again with this offset for the next",
+    )
 
 
 # --- what of a document to show: `kb show` and the MCP get tool cut it the same way ------------------

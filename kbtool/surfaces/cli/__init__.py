@@ -123,9 +123,10 @@ def show(
     as_json: JsonOut = False,
 ) -> None:
     """Print cards, or skills by their names (what any search hit names): each one's file, a finding with
-    more than 6 evidence entries (a benchmark export's 65) cut to its headline metrics unless --all-metrics
-    (--json: the MCP get tool's answer, each one's fields, path and body, and the ids that match nothing)."""
-    from kbtool.evidence.headline import headline_evidence
+    more than 6 evidence entries (a benchmark export's 65) cut to its headline metrics, its body's verdict
+    lines too, unless --all-metrics (--json: the MCP get tool's answer, each one's fields, path and body,
+    and the ids that match nothing)."""
+    from kbtool.evidence.headline import headline_body, headline_evidence
     from kbtool.model import markdown
     from kbtool.model.contracts.reading import only_fields
     from kbtool.model.records import StoredCard
@@ -140,9 +141,13 @@ def show(
             card, document, total = (item.card, document, 0) if all_metrics else headline_evidence(item, document)
             owner, _ = base.owner_of(ref)  # SOURCE:ID: the file is in that source
             # uncut, the file as git holds it; cut, the card rendered with the evidence kept
-            text = markdown.render(card, item.body) if total else (owner.root / item.path).read_text(encoding="utf-8")
             if total:
-                cut.append(f"{item.id}: {len(getattr(card, 'evidence', []))} of {total}")
+                body, left = headline_body(item.body, item.card, card)
+                text = markdown.render(card, body)
+                lines = f", {left} body lines left out" if left else ""
+                cut.append(f"{item.id}: {len(getattr(card, 'evidence', []))} of {total}{lines}")
+            else:
+                text = (owner.root / item.path).read_text(encoding="utf-8")
         else:
             text = render_skill(item)
         if field:

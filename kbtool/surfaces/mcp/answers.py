@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from mcp_types import CallToolResult, TextContent
 
 # the same cuts as `kb show` makes (headline_cut, only_fields)
+from kbtool.evidence.headline import headline_body
 from kbtool.evidence.headline import headline_evidence as headline_cut
 from kbtool.model.contracts import (
     CardAdded,
@@ -39,6 +40,7 @@ from kbtool.model.contracts import (
     StatusChange,
 )
 from kbtool.model.contracts.reading import only_fields as only_fields
+from kbtool.model.errors import BadInput
 from kbtool.model.records import StoredCard
 
 P = TypeVar("P", bound=Payload)
@@ -120,37 +122,50 @@ def one_line(text: str, limit: int) -> str:
 
 def cut_notice(shown: int, found: int, budget: int) -> str:
     return (
-        f"{shown} of {found} hits shown (the answer, text and structured content, is cut to budget={budget} "
-        "characters); "
-        "raise budget, lower k or narrow the query to see the rest"
+        f"{shown} of {found} hits shown (the text and the structured content are each cut to budget={budget} "
+        "characters); raise budget, lower k or narrow the query to see the rest"
     )
 
 
 # --- reading ---------------------------------------------------------------------------------
 
+SEARCH_BUDGET = LIST_BUDGET // 2  # characters of a search answer's text, and as many of its structured content
+MIN_SNIPPET = 24  # a snippet shorter than this says nothing: the hit's line goes without one
+
 
 def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
-    """The hits one line each, as many as the budget holds with their JSON (the best one always, cut to fit);
-    the structured content is the page with those hits, whole, and the cut flagged (truncated, shown of found)."""
-    # room for the line that says the answer was cut, so the whole answer stays within the budget
-    room = budget - len(cut_notice(found.found, found.found, budget)) - FOOTER_ROOM
+    """The hits one line each, the text and the structured content each within `budget` characters: each hit
+    gets an equal share of what is left of both, its snippet (in both) cut to fit, so `k` hits are `k` hits; a
+    hit is left out only when even its line without a snippet does not fit (then the answer says so). One
+    budget for both, spent first come first served, showed 7 of 10 hits on an 851-card KB (issue 45)."""
+    # room for the line that says the answer was cut, so the whole text stays within the budget
+    room = max(budget - len(cut_notice(found.found, found.found, budget)) - FOOTER_ROOM, 0)
+    data_room = max(budget - FOOTER_ROOM, 0)  # the page's own fields (query, found, offset) beside the hits
     lines: list[str] = []
-    spent = 0
-    for hit, data in zip(found.hits, found.to_json()["hits"], strict=True):
-        snippet = one_line(hit.snippet, SNIPPET_CHARS)
-        line = f"{hit.id} [{brackets(hit.kind, hit.status, hit.standing, hit.applies)}] {hit.title} — {snippet}"
-        if hit.may_not_apply:
-            line += f" (may not apply here: {'; '.join(hit.may_not_apply)})"
-        cost = len(line) + 1 + len(json.dumps(data)) + 2
-        if spent + cost > room:
-            if lines:
-                break
-            line = one_line(line, max(room - len(json.dumps(data)), 80))
+    hits: list[Any] = []
+    spent = data_spent = 0
+    for n, (hit, data) in enumerate(zip(found.hits, found.to_json()["hits"], strict=True)):
+        left = len(found.hits) - n
+        bare = hit_line(hit, "")
+        bare_data = len(json.dumps({**data, "snippet": ""})) + 2
+        if lines and (spent + len(bare) + 1 > room or data_spent + bare_data > data_room):
+            break
+        text_share = (room - spent) // left - len(bare) - 4
+        data_share = (data_room - data_spent) // left - bare_data
+        snippet = one_line(hit.snippet, min(SNIPPET_CHARS, text_share, data_share))
+        snippet = snippet if len(snippet) >= MIN_SNIPPET or snippet == hit.snippet else ""
+        line = hit_line(hit, snippet)
+        if not lines and len(line) > room:  # the best hit always, cut to fit
+            line = one_line(line, max(room, 80))
+        whole = len(hit.snippet) <= data_share  # the structured snippet is the whole passage when it fits
+        kept = hit if whole else hit.model_copy(update={"snippet": snippet})
         lines.append(line)
-        spent += cost
+        hits.append(kept)
+        spent += len(line) + 1
+        data_spent += len(json.dumps(kept.to_json())) + 2
     shown = len(lines)
     truncated = shown < found.found
-    page = found.model_copy(update={"hits": found.hits[:shown], "truncated": truncated, "shown": shown})
+    page = found.model_copy(update={"hits": hits, "truncated": truncated, "shown": shown})
     past = f" past the first {found.offset}" if found.offset else ""
     text = "\n".join(lines) if lines else f"no cards match {found.query!r}{past}"
     if truncated:
@@ -160,17 +175,46 @@ def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
     return result(text, page)
 
 
-def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, str]:
+def hit_line(hit: Any, snippet: str) -> str:
+    """'ID [kind, status, standing, applies] title — snippet (may not apply here: ...)', a search hit's line."""
+    line = f"{hit.id} [{brackets(hit.kind, hit.status, hit.standing, hit.applies)}] {hit.title}"
+    line += f" — {snippet}" if snippet else ""
+    if hit.may_not_apply:
+        line += f" (may not apply here: {'; '.join(hit.may_not_apply)})"
+    return line
+
+
+def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, str, str]:
     """A finding's evidence cut to its headline metrics (kbtool.evidence.headline.headline_evidence, as
-    `kb show` cuts it), and the line saying how to get them all."""
+    `kb show` cuts it), its body's verdict lines cut the same way (headline_body), and the line saying how to
+    get them all: (card, document, body, note)."""
     card, document, total = headline_cut(stored, document)
     if not total:
-        return card, document, ""
+        return card, document, stored.body, ""
+    body, left = headline_body(stored.body, stored.card, card)
+    lines = f" and {left} of the body's metric lines left out" if left else ""
     note = (
-        f"\n(evidence: {len(card.evidence)} of {total} entries shown, the headline metrics; "
+        f"\n(evidence: {len(card.evidence)} of {total} entries shown, the headline metrics{lines}; "
         "get again with all_metrics=true for all)"
     )
-    return card, document, note
+    return card, document, body, note
+
+
+SKILL_PAGE = 6000  # characters of a skill's text a get shows (~1.5k tokens): kb's own SKILL.md is 10.5k
+
+
+def skill_page(text: str, offset: int) -> tuple[str, int | None]:
+    """The skill's text from `offset`, cut at the last line break within SKILL_PAGE characters, with a line
+    saying where the next page starts; (the page, the next page's offset, None on the last)."""
+    if offset >= len(text) and offset:
+        raise BadInput(f"offset {offset}: the skill's text has {len(text)} characters")
+    end = offset + SKILL_PAGE
+    if end >= len(text):
+        return text[offset:], None
+    end = max(text.rfind("\n\n", offset, end), text.rfind("\n", offset, end)) + 1 or end
+    end = end if end > offset + SKILL_PAGE // 2 else offset + SKILL_PAGE  # no line break near: cut mid-line
+    note = f"\n(characters {offset + 1}-{end} of {len(text)} shown; get again with offset={end} for the next page)"
+    return text[offset:end] + note, end
 
 
 def documents(found: Documents, texts: list[str]) -> CallToolResult:

@@ -130,9 +130,14 @@ def one_paragraph(text: str) -> str:
     return " ".join(text.split())
 
 
-# what pydantic writes into a schema that tells a model nothing: JSON Schema's defaults, and each title (the
+# what pydantic writes into a schema that tells a model nothing: JSON Schema's defaults (a flag left out is
+# false, an offset starts at 0 and cannot be negative, a page holds something), and each title (the
 # property's name again)
-SAID_ALREADY = {("default", None), ("additionalProperties", True)}
+# (a tuple, not a set: in a set ("default", 0) and ("default", False) are one, False == 0)
+SAID_ALREADY = (
+    ("default", None), ("default", False), ("default", ""), ("default", 0), ("additionalProperties", True),
+    ("minimum", 0), ("minimum", 1),
+)  # fmt: skip
 
 
 def compact_schema(schema: Any) -> Any:
@@ -146,8 +151,10 @@ def compact_schema(schema: Any) -> Any:
     out = {
         key: value if key in ("properties", "default", "enum", "const") else compact_schema(value)
         for key, value in schema.items()
-        if key != "title" and not (isinstance(value, bool | None) and (key, value) in SAID_ALREADY)
+        if key != "title" and not _said_already(key, value)
     }
+    if isinstance(out.get("enum"), list) and all(isinstance(v, str) for v in out["enum"]):
+        out.pop("type", None)  # the enum's strings say the type
     if "properties" in out:
         out["properties"] = {name: compact_schema(value) for name, value in out["properties"].items()}
     branches = out.get("anyOf")
@@ -159,6 +166,11 @@ def compact_schema(schema: Any) -> Any:
         else:
             out["anyOf"] = rest
     return out
+
+
+def _said_already(key: str, value: Any) -> bool:
+    """Whether SAID_ALREADY names this key and value, of the same type: a default of 0 is not False."""
+    return any(key == k and type(value) is type(v) and value == v for k, v in SAID_ALREADY)
 
 
 def _python_names(arguments: dict[str, Any]) -> dict[str, Any]:

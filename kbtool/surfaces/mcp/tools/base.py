@@ -24,43 +24,60 @@ from kbtool.surfaces.mcp.identity import Caller
 from kbtool.surfaces.mcp.shelf import Shelf
 
 # destructive and idempotent hints mean something only when a tool is not read-only (the MCP spec): left out,
-# ~150 tokens of every session
+# ~150 tokens of every session; idempotentHint false, the spec's default, is left out of the writers' too
 READS = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # add_finding and add_card only add (a new card, one commit)
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 # supersede and set_status change what an existing card means to every later search (git keeps the old text)
-CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False)
+CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
 # gate_run runs a locked gate's check (a command, or kb's own comparison) on this machine and records the run
 # (one commit)
-RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
 
 DEFAULT_BUDGET = 6000  # characters of hit text a search answer may spend; agents pay for every one
 
 # dict[str, Any], not the union of scalars: a shorter schema; parsed_filters refuses what is not a scalar
 Filters = Annotated[
     dict[str, Any] | None,
-    Field(description='field path -> value, all must match: {"applies_to.hardware": "B200"}; "path!" excludes'),
+    Field(description='all must match: {"applies_to.hardware": "B200"}; "path!": must not'),
 ]
 # the parameters search shares with the library take their descriptions from its contract
 SEARCH = SearchRequest.model_fields
 # Literal[TUPLE]: the MCP enums come from the one tuple each list is kept in; valid at run time, but
 # mypy accepts only literal values inside Literal[], hence the ignores
-Kind = Annotated[Literal[SEARCH_KINDS] | None, Field(description=SEARCH["kind"].description)]  # type: ignore[valid-type]
-Status = Annotated[Literal[STATUSES] | None, Field(description="only this status")]  # type: ignore[valid-type]
+Kind = Annotated[Literal[SEARCH_KINDS] | None, Field(description="only this kind (skill: only skills)")]  # type: ignore[valid-type]
+Status = Annotated[Literal[STATUSES] | None, Field()]  # type: ignore[valid-type]
 Tags = Annotated[list[str] | None, Field(description="all of these tags")]
 # a writer's tags are the new card's own, not a filter
 NewTags = Annotated[list[str] | None, Field(description="the new card's tags")]
 CardKind = Annotated[Literal[KINDS] | None, Field(description="only this kind")]  # type: ignore[valid-type]
 KbChoice = Annotated[str | None, Field(description="which knowledge base (kbs lists them); default: the first")]
-CardId = Annotated[str, Field(description="a card id (or a unique prefix of one)")]
-Limit = Annotated[int, Field(ge=1, description="page size")]
-Offset = Annotated[int, Field(ge=0, description="for the next page")]
-Budget = Annotated[int, Field(ge=200, le=100_000, description="characters of text at most")]
+CardId = Annotated[str, Field(description="card id or prefix")]
+# a page's limit and offset need no words: every paged answer's last line names the next page's offset
+Limit = Annotated[int, Field(ge=1)]
+Offset = Annotated[int, Field(ge=0)]
+# at most 100,000 (the signature checks it): a bound no agent needs told, ~10 tokens
+Budget = Annotated[
+    int, Field(ge=200, le=100_000, description="characters of text", json_schema_extra=lambda s: s.pop("maximum"))
+]
 For = Annotated[
     dict[str, str] | None,
-    Field(description='the environment judged by, {"hardware": "H100"}; default: kb.toml'),
+    # the values' type left out of the schema (the example says it; the signature still checks it): ~50 tokens
+    Field(
+        description='{"hardware": "H100"}: judge by this, not kb.toml',
+        json_schema_extra=lambda schema: _values_unsaid(schema),
+    ),
 ]
-OnlyApplying = Annotated[bool, Field(description="with for: leave out cards scoped elsewhere")]
+
+
+def _values_unsaid(schema: dict[str, Any]) -> None:
+    """An object's schema, optional or not, without the type of its values (additionalProperties)."""
+    for branch in [schema, *schema.get("anyOf", [])]:
+        if isinstance(branch, dict):
+            branch.pop("additionalProperties", None)
+
+
+OnlyApplying = Annotated[bool, Field(description="with for: drop cards scoped elsewhere")]
 
 ToolFunction = Callable[..., Awaitable[CallToolResult]]
 

@@ -78,8 +78,8 @@ async def set_status(
     reason: str,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, StatusChange]:
-    """Withdraw (refuted, retired) an unreviewed card you wrote, or reopen a gap (open); one commit with the
-    reason. Confirming is a person's, or a locked gate's."""
+    """Withdraw (refuted, retired) an unreviewed card you wrote, or reopen a gap (open); one commit.
+    Confirming is a person's or a locked gate's."""
     agent, _ = writer(ctx)
     return await on(
         ctx, kb, lambda base: answers.status_set(status_change(base.set_status(id, status, reason, agent=agent)))

@@ -22,15 +22,15 @@ FIRST_METRICS = 6
 async def compare(
     ctx: Context,
     candidate: Annotated[
-        str, Field(description="an export, a folder of runs or a finding's id; paths resolve from the server's folder")
+        str, Field(description="an export, a folder of runs or a finding id; paths from the server's folder")
     ],
     baseline: Annotated[str, Field(description="the same, for the baseline")],
     ignore_conditions: Annotated[list[str] | None, Field(description="load conditions allowed to differ")] = None,
     metrics: Annotated[list[str] | None, Field(description="only these (default: the headline ones)")] = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Comparison]:
-    """Judge a change before recording it: each metric's means, 95% intervals, change and verdict
-    (better, worse, no clear change); runs at different loads are refused."""
+    """Judge a change before recording it: means, 95% intervals, change and verdict (better, worse, no
+    clear change) a metric; runs at different loads are refused."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         whole = base.compare(candidate, baseline, ignore=ignore_conditions or [], read_from=read_from(ctx, base))
@@ -52,7 +52,7 @@ async def gate_run(
     id: Annotated[str, Field(description="a locked gate's id")],
     in_dir: Annotated[
         str | None,
-        Field(description="the project's folder, from the server's working folder (default: kb.toml [gates])"),
+        Field(description="project folder, from the server's working folder (default kb.toml [gates])"),
     ] = None,
     confirms: Annotated[str | None, Field(description="a finding this run measured")] = None,
     kb: KbChoice = None,

@@ -33,7 +33,6 @@ from kbtool.surfaces.mcp import answers
 from kbtool.surfaces.mcp.tools.base import (
     DEFAULT_BUDGET,
     READS,
-    SEARCH,
     Budget,
     CardId,
     CardKind,
@@ -66,22 +65,22 @@ async def kbs(ctx: Context) -> Annotated[CallToolResult, ServedKbs]:
 @tool(READS)
 async def search(
     ctx: Context,
-    query: Annotated[str, Field(description=SEARCH["query"].description)],
+    query: Annotated[str, Field(description="words, e.g. 'NVFP4 MoE decode'")],
     k: Annotated[int, Field(ge=1, le=100)] = 10,
     kind: Kind = None,
     status: Status = None,
     tags: Tags = None,
     filters: Filters = None,
-    mode: Annotated[Literal[MODES], Field(description=SEARCH["mode"].description)] = MODES[0],  # type: ignore[valid-type]
-    budget: Budget = answers.LIST_BUDGET,
-    offset: Annotated[int, Field(ge=0, le=900, description="for the next hits")] = 0,
-    env: Annotated[bool, Field(description="flag findings measured on other GPUs, engines, drivers")] = False,
+    mode: Annotated[Literal[MODES], Field(description="ranking")] = MODES[0],  # type: ignore[valid-type]
+    budget: Budget = answers.SEARCH_BUDGET,
+    offset: Annotated[int, Field(ge=0, le=900)] = 0,
+    env: Annotated[bool, Field(description="flag findings from other GPUs, engines, drivers")] = False,
     applies_for: For = None,
     only_applying: OnlyApplying = False,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, SearchPage]:
-    """Cards and skills by keywords and meaning, best first, a line each (superseded and refuted last);
-    `get` a hit's id."""
+    """Cards and skills by keywords and meaning, best first, a line each (superseded, refuted last); `get`
+    a hit's id."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         asked = present(kind=kind, status=status, tags=tags, **{"for": applies_for})
@@ -104,10 +103,11 @@ async def search(
 @tool(READS)
 async def get(
     ctx: Context,
-    id: Annotated[str | None, Field(description="a card id (or unique prefix) or a skill's name")] = None,
+    id: Annotated[str | None, Field(description="card id (or prefix) or skill name")] = None,
     ids: Annotated[list[str] | None, Field(description="several (max 50), instead of id")] = None,
     fields: Annotated[list[str] | None, Field(description="only these fields (body: the text)")] = None,
-    all_metrics: Annotated[bool, Field(description="a finding's every metric, not the headline ones")] = False,
+    all_metrics: Annotated[bool, Field(description="a finding's every metric, not its headline")] = False,
+    offset: Annotated[int, Field(ge=0, description="a skill's next page")] = 0,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Documents]:
     """Whole cards or skills (a skill's SKILL.md, to follow): markdown as text, fields as structured content."""
@@ -116,33 +116,41 @@ async def get(
         raise ToolError("get: give id (one card) or ids (several), not both and not neither")
     if len(refs) > MAX_GET:
         raise ToolError(f"get: {len(refs)} ids, over {MAX_GET} in one call")
-    return await on(ctx, kb, lambda base: whole_documents(base, refs, fields, all_metrics))
+    return await on(ctx, kb, lambda base: whole_documents(base, refs, fields, all_metrics, offset))
 
 
 def whole_documents(
-    kb: KnowledgeBase, refs: list[str], fields: list[str] | None = None, all_metrics: bool = True
+    kb: KnowledgeBase,
+    refs: list[str],
+    fields: list[str] | None = None,
+    all_metrics: bool = True,
+    offset: int = 0,
 ) -> CallToolResult:
     """Whole cards or skills (KnowledgeBase.documents), each one's markdown as text; a finding's evidence cut
-    to its headline metrics unless all_metrics (answers.headline_evidence); only `fields` when given."""
+    to its headline metrics unless all_metrics (answers.headline_evidence); only `fields` when given; one
+    skill's text a page at a time from `offset` (answers.skill_page)."""
     from kbtool.skills.spec import render_skill
 
     found, items = kb.documents(refs)
     texts, documents = [], []
+    next_offset = None
     for document, item in zip(found.cards, items, strict=True):
         if isinstance(item, StoredCard):
-            card, document, note = (
-                (item.card, document, "") if all_metrics else answers.headline_evidence(item, document)
+            card, document, body, note = (
+                (item.card, document, item.body, "") if all_metrics else answers.headline_evidence(item, document)
             )
-            text = markdown.render(card, item.body) + note
+            text = markdown.render(card, body) + note
         else:
             text = render_skill(item)
+            if not fields and len(refs) == 1:
+                text, next_offset = answers.skill_page(text, offset)
         if fields:
             document, text = answers.only_fields(document, fields)
         else:  # the text is the markdown, body and all: a second copy in the structured content doubled the cost
             document = document.model_copy(update={"body": None})
         texts.append(text)
         documents.append(document)
-    return answers.documents(found.model_copy(update={"cards": documents}), texts)
+    return answers.documents(found.model_copy(update={"cards": documents, "next_offset": next_offset}), texts)
 
 
 @tool(READS, name="list")
@@ -195,7 +203,7 @@ async def related(
     budget: Budget = DEFAULT_BUDGET,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Related]:
-    """A card's neighbourhood: links out and in, up to `depth` steps, and the most similar cards."""
+    """A card's links out and in, up to `depth` steps, and the most similar cards."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         found = base.related(id, k, depth)

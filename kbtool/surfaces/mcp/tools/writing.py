@@ -36,7 +36,7 @@ Metrics = Annotated[
     ),
 ]
 # where a path given to the server is read from: its working folder, not the agent's
-PATHS = "paths resolve from the server's working folder"
+PATHS = "paths from the server's working folder"
 
 
 @tool(WRITES)
@@ -48,7 +48,7 @@ async def add_finding(
     baseline: Annotated[dict[str, Any] | None, Field(description="the baseline's values, same form")] = None,
     direction: Annotated[
         Literal[DIRECTIONS] | None,  # type: ignore[valid-type]
-        Field(description="which way is better (default: guessed from the names)"),
+        Field(description="which way is better (default: from the names)"),
     ] = None,
     applies_to: Annotated[
         dict[str, Any] | None,
@@ -57,14 +57,14 @@ async def add_finding(
     status: Annotated[Literal["tentative", "draft"], Field()] = "tentative",
     closes: Annotated[str | None, Field(description="a gap's id this answers (or SOURCE:ID)")] = None,
     tags: NewTags = None,
-    project: Annotated[str | None, Field(description="the project that measured it")] = None,
-    command: Annotated[str | None, Field(description="the command that measured it")] = None,
+    project: str | None = None,
+    command: Annotated[str | None, Field(description="the benchmark's command")] = None,
     conditions: Annotated[dict[str, Any] | None, Field(description='the load: {"concurrency": 32}')] = None,
     artifact: Annotated[
         str | list[str] | None,
         Field(
-            description="a benchmark export (AIPerf, vLLM, SGLang, lm-eval, GuideLLM, MLPerf, results TSV), or one "
-            f"per run: each metric gets n, mean, std, a 95% interval; {PATHS}"
+            description="an export (AIPerf, vLLM, SGLang, lm-eval, GuideLLM, MLPerf, results TSV) or one per run "
+            f"(n, mean, std, 95% interval a metric); {PATHS}"
         ),
     ] = None,
     baseline_artifacts: Annotated[
@@ -73,11 +73,11 @@ async def add_finding(
     ignore_conditions: Annotated[
         list[str] | None, Field(description="load conditions allowed to differ from the baseline's; recorded")
     ] = None,
-    body: Annotated[str | None, Field(description="notes, in markdown")] = None,
+    body: Annotated[str | None, Field(description="markdown notes")] = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, FindingAdded]:
-    """Record a measured finding (one commit, tentative until reviewed); answers its id and likely
-    duplicates or contradictions."""
+    """Record a measured finding (one commit; tentative until reviewed): answers its id, likely duplicates
+    and contradictions."""
     agent, client = writer(ctx)
     given = present(
         title=title,
@@ -122,8 +122,8 @@ async def add_card(
     body: Annotated[str, Field(description="markdown")] = "",
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, CardAdded]:
-    """Add a card of any kind as a draft for a person to review (one commit); a gate stays unrunnable
-    until a person confirms it."""
+    """A card of any kind, as a draft for a person to review (one commit); a gate runs only once a person
+    confirms it."""
     agent, client = writer(ctx)
 
     def answer(base: KnowledgeBase) -> CallToolResult:
@@ -142,8 +142,8 @@ async def skill_pack(
     applies_for: For = None,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, SkillPacked]:
-    """Write (or rewrite) a knowledge-pack skill of the confirmed cards that apply, each under references/
-    (one commit)."""
+    """Write or rewrite a knowledge-pack skill of the confirmed cards that apply, under references/ (one
+    commit)."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         skill = base.pack_skill(name, (), False, None, applies_for or {})
