@@ -11,9 +11,11 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from test_budget import tokens
 from typer.testing import CliRunner
 
-from conftest import KB_COMMAND, git
+import kbtool
+from conftest import KB_COMMAND, git, project_reading_team, team_kb
 from kbtool.surfaces.cli import app
 
 
@@ -121,3 +123,24 @@ def test_cursor_hooks_answer_in_cursors_words(kb, tmp_path):
     assert kept is not None and f"- {gate}: no run yet" in kept["followup_message"]
     assert cursor_hook(kb.root, "stop", {**stop, "loop_count": 1}, project) is None  # never loops forever
     assert cursor_hook(kb.root, "stop", {**stop, "status": "aborted"}, project) is None  # the person stopped it
+
+
+# --- 4. the brief lists the open gaps of the sources too ------------------------------------------------------
+
+
+def test_the_brief_lists_the_open_gaps_that_apply_from_the_sources_too(tmp_path):
+
+    team = team_kb(tmp_path)
+    b200 = {"priority": "high", "applies_to": {"hardware": "B200"}}
+    team.add("gap", "Is NVFP4 MoE decode faster on B200?", values=b200)
+    project = kbtool.open(project_reading_team(tmp_path).root)  # opened anew: kb.toml names the source now
+    listed = [g.id for g in project.open_gaps(applies_for={"hardware": "H100"}, only_applying=True).gaps]
+    fp8 = next(g for g in listed if g.startswith("team:"))
+
+    out = CliRunner().invoke(app, ["--kb", str(project.root), "brief", "--for", "hardware=H100", "--json"])
+    assert out.exit_code == 0, out.output
+    gaps = json.loads(out.stdout)["gaps"]
+    assert [g["id"] for g in gaps["items"]] == listed and gaps["total"] == len(listed) == 2  # B200's left out
+    text = project.brief({"hardware": "H100"}).text()
+    assert fp8 in text and "FP8 KV cache" in text and tokens(text) <= 1500
+    assert project.brief().gaps.total == 3  # unjudged: every open gap, here and in the source
