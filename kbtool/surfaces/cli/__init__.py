@@ -148,6 +148,8 @@ def show(
         if field:
             document, text = only_fields(document, field)
             text += "\n"
+        else:
+            text += document.lock_line()
         documents.append(document)
         texts.append(text)
     if as_json:
@@ -280,7 +282,8 @@ def recent(
         print_json(page.to_json())
         return
     for c in page.changes:
-        typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.op or 'commit'}: {c.what(titles=False)}")
+        by = f" (agent {c.agent})" if c.agent else ""  # the kb-agent trailer: a cleaned label (clean_label)
+        typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}{by}  {c.op or 'commit'}: {c.what(titles=False)}")
 
 
 @app.command()

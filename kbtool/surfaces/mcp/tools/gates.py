@@ -30,7 +30,7 @@ async def compare(
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, Comparison]:
     """Judge a change before recording it: each metric's means, 95% intervals, change and verdict
-    (better, worse, no clear change); runs at different loads are refused."""
+    (better, worse, no clear change) under one load."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         whole = base.compare(candidate, baseline, ignore=ignore_conditions or [], read_from=read_from(ctx, base))
