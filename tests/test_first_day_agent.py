@@ -187,7 +187,9 @@ def test_a_gate_says_whether_it_is_locked(kb, cli):
     gate = kb.add("gate", "TPOT under 12 ms", status="confirmed", values={"check": check}).id
 
     def shown() -> tuple[dict, str]:
-        return json.loads(cli("show", gate, "--json").stdout)["cards"][0], cli("show", gate).stdout
+        plain = cli("show", gate)
+        assert plain.stdout == (kb.root / "kb" / "gate" / f"{gate}.md").read_text()  # the file, as git holds it
+        return json.loads(cli("show", gate, "--json").stdout)["cards"][0], plain.stderr
 
     document, text = shown()
     assert document["locked"] is False and "locked: no" in text

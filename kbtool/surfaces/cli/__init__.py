@@ -134,7 +134,7 @@ def show(
     base = open_kb(kb)
     found, items = base.documents(card_ids)
     shown = [ref for ref in dict.fromkeys(card_ids) if ref not in found.missing]
-    documents, texts, cut = [], [], []
+    documents, texts, cut, locks = [], [], [], []
     for ref, item, document in zip(shown, items, found.cards, strict=True):
         if isinstance(item, StoredCard):
             card, document, total = (item.card, document, 0) if all_metrics else headline_evidence(item, document)
@@ -148,8 +148,8 @@ def show(
         if field:
             document, text = only_fields(document, field)
             text += "\n"
-        else:
-            text += document.lock_line()
+        elif document.lock_line() and not as_json:  # stdout stays the file as git holds it
+            locks.append(f"{document.id}: {document.lock_line().strip()}")
         documents.append(document)
         texts.append(text)
     if as_json:
@@ -160,6 +160,8 @@ def show(
     if cut and (not field or "evidence" in field):
         note = f"evidence cut to the headline metrics ({'; '.join(cut)} entries shown); --all-metrics for all"
         typer.echo(f"kb: note: {note}", err=True)
+    for lock in locks:
+        typer.echo(f"kb: note: {lock}", err=True)
     if found.missing:
         raise CardNotFound(f"no card or skill with id {', '.join(found.missing)}")
 
