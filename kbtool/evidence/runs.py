@@ -83,10 +83,8 @@ def _with_record_intervals(aggregate: list[dict[str, Any]], records: list[dict[s
 def run_paths(path: Path) -> list[Path]:
     """A side's runs, by path: a file or an artifact folder is one; a folder of them is one each (logs and
     notes beside them passed over)."""
-    if path.is_file() or is_run_folder(path):
-        return [path]
-    if not path.is_dir():
-        raise BadInput(f"{path}: no such file or folder")
+    if not path.is_dir() or is_run_folder(path):
+        return [path]  # a file, or what is none (a pipe, a device, nothing): read_run says why
     runs = []
     for child in sorted(p for p in path.iterdir() if not p.name.startswith(".")):
         if is_run_folder(child):
