@@ -154,8 +154,15 @@ def test_an_aiperf_artifact_folder_is_one_run_with_its_records_interval(cli, tmp
     assert ttft["conditions"]["records"] == "per-request" and ttft["conditions"]["concurrency"] == 1
     assert ttft["artifact"]["path"].endswith("run-c1/profile_export_aiperf.json")
 
-    result = cli("add-finding", "--title", "x", "--from", str(tmp_path / "artifacts"))
-    assert result.exit_code == 2 and "a folder, not a run" in result.stderr and result.stderr.count("\n") == 1
+    # the folder holding the runs is taken as those runs (issue 45: as a comparison side is), ...
+    whole = add_finding(cli, "TTFT at concurrency 1, again", [str(tmp_path / "artifacts")], [])
+    again = next(e for e in whole["evidence"] if e["metric"] == "time_to_first_token")
+    assert again["value"] == ttft["value"] and again["artifact"]["path"].endswith("run-c1/profile_export_aiperf.json")
+    # ... and a folder holding no run is refused in one line
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "logs.txt").write_text("no export here\n")
+    result = cli("add-finding", "--title", "x", "--from", str(tmp_path / "notes"))
+    assert result.exit_code == 2 and "no benchmark export kb reads" in result.stderr and result.stderr.count("\n") == 1
 
 
 def test_a_run_its_tool_calls_invalid_leaves_the_finding_tentative(cli):

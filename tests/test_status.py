@@ -107,7 +107,8 @@ def test_daemon_stop_all_stops_the_daemons_of_every_knowledge_base(env, tmp_path
     assert out.returncode == 0 and out.stdout.count("stopped the kb search daemon") == 2, out.stdout + out.stderr
     assert not any(daemons.alive(d["pid"]) for d in listed)
     assert not any(socket_path(root).exists() for root in roots)
-    assert json.loads(run_kb(env, roots[0], "daemon", "status", "--all", "--json").stdout) == {"daemons": [], "servers": []}
+    every = json.loads(run_kb(env, roots[0], "daemon", "status", "--all", "--json").stdout)
+    assert every == {"daemons": [], "servers": []}
 
 
 def test_a_stale_registry_entry_is_cleared(env, tmp_path):

@@ -252,31 +252,42 @@ def _write(path: Path, text: str) -> None:
     os.replace(staging, path)
 
 
-HOOK_EVENTS = ("SessionStart", "Stop")
+# Claude Code's and Codex's events, then Cursor's (camelCase)
+HOOK_EVENTS = ("SessionStart", "Stop", "sessionStart", "stop")
+
+
+def _runs_kb_hook(command: Any) -> bool:
+    """Whether a command runs `kb ... hook session-start|stop [--cursor]`."""
+    try:
+        words = shlex.split(str(command))
+    except ValueError:
+        return False
+    runs_kb = bool(words) and (Path(words[0]).name == "kb" or "kbtool" in words)
+    events = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "hook"]
+    if not (runs_kb and events and events[-1] in ("session-start", "stop")):
+        return False
+    return words[-1] in (events[-1], "--cursor")
 
 
 def is_kb_hook_group(group: Any) -> bool:
-    """Whether a Claude Code hook matcher group is kb's (written by `kb agent install --hooks`): every hook
-    in it runs `kb ... hook session-start|stop`."""
+    """Whether a hook entry is kb's (written by `kb agent install --hooks`): a Claude Code or Codex matcher
+    group every hook of which runs `kb ... hook session-start|stop`, or a Cursor entry whose command does."""
+    if isinstance(group, dict) and "hooks" not in group and "command" in group:  # Cursor's flat entry
+        return _runs_kb_hook(group["command"])
     hooks = group.get("hooks") if isinstance(group, dict) else None
     if not isinstance(hooks, list) or not hooks:
         return False
-    for hook in hooks:
-        try:
-            words = shlex.split(str(hook.get("command", ""))) if isinstance(hook, dict) else []
-        except ValueError:
-            return False
-        runs_kb = bool(words) and (Path(words[0]).name == "kb" or "kbtool" in words)
-        if not (runs_kb and "hook" in words and words[-1] in ("session-start", "stop")):
-            return False
-    return True
+    return all(isinstance(hook, dict) and _runs_kb_hook(hook.get("command", "")) for hook in hooks)
 
 
-def put_hooks(path: Path, groups: dict[str, dict[str, Any]]) -> str:
-    """kb's hook group for each event in Claude Code's settings.json, replacing kb's earlier one and keeping
-    everyone else's: 'added', 'updated' or 'unchanged'."""
+def put_hooks(path: Path, groups: dict[str, dict[str, Any]], file_keys: dict[str, Any] | None = None) -> str:
+    """kb's hook group for each event in the client's hooks file, replacing kb's earlier one and keeping
+    everyone else's: 'added', 'updated' or 'unchanged'. file_keys: top-level keys the file must hold (Cursor's
+    version), kept as they are when the file has them."""
     old = _read(path)
     data = _json(path, old)
+    for key, value in (file_keys or {}).items():
+        data.setdefault(key, value)
     hooks = data.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise BadInput(f"{path}: hooks is not an object; nothing was written")
@@ -292,9 +303,10 @@ def put_hooks(path: Path, groups: dict[str, dict[str, Any]]) -> str:
     return "updated" if any(before.values()) else "added"
 
 
-def drop_hooks(path: Path) -> str:
-    """kb's hook groups taken out of settings.json: 'removed' or 'absent'; an event, the hooks object or the
-    file left holding nothing is removed too, so the file is as it was before install."""
+def drop_hooks(path: Path, file_keys: dict[str, Any] | None = None) -> str:
+    """kb's hook groups taken out of the hooks file: 'removed' or 'absent'; an event, the hooks object or the
+    file left holding nothing (but the file_keys put_hooks added) is removed too, so the file is as it was
+    before install."""
     old = _read(path)
     if old is None:
         return "absent"
@@ -312,7 +324,7 @@ def drop_hooks(path: Path) -> str:
             hooks.pop(event, None)
     if not hooks:
         del data["hooks"]
-    if data:
+    if data and data != (file_keys or {}):
         _write(path, _dumps_like(data, old))
     else:
         path.unlink()

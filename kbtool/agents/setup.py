@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kbtool.agents.config_files import drop_hooks, drop_server, put_hooks, put_server
-from kbtool.agents.hooks import HOOK_CLIENTS, check_hooks_file, hook_groups, hooks_file
+from kbtool.agents.hooks import HOOK_CLIENTS, check_hooks_file, file_keys, hook_groups, hooks_file
 from kbtool.agents.targets import Target, target
 from kbtool.model.errors import BadInput, Conflict
 from kbtool.skills.bundled import KB_SKILL
@@ -81,11 +81,19 @@ def kb_skill_source(kb_root: Path) -> str:
     return f"kb:{KB_SKILL}" if (kb_root / SKILLS_DIR / KB_SKILL / SKILL_FILE).is_file() else BUNDLED
 
 
+# Codex gives a server 10 s to start and a tool 60 s to answer (https://developers.openai.com/codex/mcp):
+# `kb serve` took 3-6 s to start on a loaded machine, and a gate run is a benchmark of minutes.
+CODEX_TIMEOUTS = {"startup_timeout_sec": 30, "tool_timeout_sec": 600}
+
+
 def server_entry(runs: list[str], named: list[tuple[str | None, Path]], read_only: bool, client: str) -> dict[str, Any]:
     """The MCP entry for one client. KB_AGENT names the agent its sessions write as: over stdio the server
     takes the agent's name from there and never from what the client calls itself (a session without it is
     an agent of its own, which cannot edit what the last session wrote)."""
-    return {"command": runs[0], "args": [*runs[1:], *serve_args(named, read_only)], "env": {"KB_AGENT": client}}
+    entry: dict[str, Any] = {"command": runs[0], "args": [*runs[1:], *serve_args(named, read_only)]}
+    if client == "codex":
+        entry.update(CODEX_TIMEOUTS)
+    return {**entry, "env": {"KB_AGENT": client}}
 
 
 def targets(clients: Iterable[str], scope: str, project: Path, home: Path | None) -> list[Target]:
@@ -106,14 +114,14 @@ def install_into(
     hooks: bool = False,
 ) -> list[SetupChange]:
     """kb into each client: its MCP entry and the kb skill, and with hooks its SessionStart and Stop
-    hooks (kbtool/agents/hooks.py; Claude Code and Codex). Everything is checked (the knowledge bases,
+    hooks (kbtool/agents/hooks.py; Claude Code, Codex and Cursor). Everything is checked (the knowledge bases,
     each configuration file
     readable and free of a foreign server of that name) before anything is written."""
     named = served(kb_specs)
     chosen = targets(clients, scope, project, home)
     if hooks and any(t.client not in HOOK_CLIENTS for t in chosen):
         raise BadInput(
-            "--hooks: Claude Code (--claude) and Codex (--codex) have hooks, Cursor and --agents do not; "
+            "--hooks: --agents is a skills folder, not an agent with hooks; give --claude, --codex or --cursor; "
             "nothing was written"
         )
     if any(t.config is not None for t in chosen) and not _mcp_installed():
@@ -140,7 +148,8 @@ def install_into(
                 changes.append(SetupChange(done.change, done.path, f"the kb skill ({done.locked.sha256[:19]}…)"))
         settings = hooks_file(t)
         if hooks and settings is not None:
-            what = put_hooks(settings, hook_groups(t.client, [*runs, "--kb", str(default_root)]))
+            groups = hook_groups(t.client, [*runs, "--kb", str(default_root)])
+            what = put_hooks(settings, groups, file_keys(t.client))
             changes.append(SetupChange(what, settings, "hooks: SessionStart (kb brief), Stop (the locked gates)"))
     return changes
 
@@ -174,7 +183,7 @@ def uninstall_from(
             }[what]
             changes.append(SetupChange(what, t.config, detail))
         settings = hooks_file(t)
-        if settings is not None and drop_hooks(settings) == "removed":
+        if settings is not None and drop_hooks(settings, file_keys(t.client)) == "removed":
             changes.append(SetupChange("removed", settings, "kb's hooks"))
         skill = t.skills / KB_SKILL
         if any(c.path == skill for c in changes):

@@ -157,6 +157,21 @@ def difference(
     return None
 
 
+def differences(
+    ours: Mapping[str, Any],
+    theirs: Mapping[str, Any],
+    ignore: Iterable[str] = (),
+    declared: Declared = _nothing_declared,
+) -> list[Difference]:
+    """Every way two entries' conditions are not one load (difference, asked again with each found one
+    ignored), so a refusal names them all at once instead of one a call."""
+    skipped, found = list(ignore), list[Difference]()
+    while (one := difference(ours, theirs, skipped, declared)) is not None and len(found) < len(LENGTHS) + 64:
+        found.append(one)
+        skipped.append(MEANS.get(one.key, one.key))
+    return found
+
+
 def _length_difference(configured: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> Difference | None:
     mean = next(m for m, c in MEANS.items() if c == configured)
     if configured in a and configured in b:  # both told the benchmark: those must be equal

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbtool.evidence.formats import load_keys_of
-from kbtool.evidence.load import LENGTHS, MEANS, describe, difference, load_of, normal
+from kbtool.evidence.load import LENGTHS, MEANS, describe, difference, differences, load_of, normal
 from kbtool.model.errors import BadInput
 
 Entry = dict[str, Any]
@@ -280,9 +280,10 @@ def _why_nothing_pairs(
     for ev in candidates:
         for base in baselines:
             if _metric(base) == _metric(ev):
-                found = difference(_conditions(ev), _conditions(base), ignore, load_keys_of)
-                if found is not None:
-                    key = MEANS.get(found.key, found.key)
-                    anyway = f"; --ignore-condition {key} compares them anyway" if suggest_ignoring else ""
-                    return f"runs at different loads get no verdict: {found.line()} (candidate vs baseline){anyway}"
+                found = differences(_conditions(ev), _conditions(base), ignore, load_keys_of)
+                if found:  # every one, so a caller that ignores them all pairs at the next call
+                    keys = " ".join(f"--ignore-condition {MEANS.get(d.key, d.key)}" for d in found)
+                    anyway = f"; {keys} compares them anyway" if suggest_ignoring else ""
+                    lines = "; ".join(d.line() for d in found)
+                    return f"runs at different loads get no verdict: {lines} (candidate vs baseline){anyway}"
     return "nothing to compare under the same load"

@@ -19,7 +19,7 @@ from kbtool.evidence.load import common_and_varying, describe
 from kbtool.evidence.pairing import compared_across
 from kbtool.evidence.provenance import portable_path
 from kbtool.evidence.repeats import Floors, combine_runs, judge
-from kbtool.evidence.runs import invalid_runs, model_of, read_run
+from kbtool.evidence.runs import invalid_runs, model_of, read_run, run_paths
 from kbtool.evidence.same_run import refuse_same_runs
 from kbtool.evidence.verdicts import NO_VERDICT, RUNS_HINT
 
@@ -55,8 +55,9 @@ class RunEvidence:
 
 
 def _read_side(paths: Sequence[Path], metric_name: str, repo: Path | None) -> list[dict[str, Any]]:
+    """Each run given, a folder of runs read as the runs in it (run_paths), as a comparison reads a side."""
     parsed_runs = []
-    for path in paths:
+    for path in [run for given in paths for run in run_paths(given)]:
         parsed = read_run(path, metric_name)
         parsed["given"] = str(path)  # as the request named it, for a refusal
         where = portable_path(path, repo)

@@ -4,8 +4,8 @@
 - an AIPerf artifact folder (profile_export_aiperf.json, and profile_export.jsonl when AIPerf kept
   each request's record): one run. The aggregate's metrics get the records' bootstrap 95% interval
   of the mean, so even a single run a side can be judged against a baseline;
-- any other folder: a side of a comparison, each export file and each artifact folder in it a run
-  (logs and notes beside them passed over).
+- any other folder: a side of a comparison or of a finding (`--from`, MCP add_finding's artifact), each
+  export file and each artifact folder in it a run (logs and notes beside them passed over).
 
 A run whose tool says it is not valid (an MLPerf summary's "Result is : INVALID") is read, but says
 why in `invalid`: a finding made from it cannot be confirmed.
@@ -80,25 +80,29 @@ def _with_record_intervals(aggregate: list[dict[str, Any]], records: list[dict[s
         ev["conditions"] = {**ev.get("conditions", {}), "records": "per-request"}
 
 
-def runs_in(path: Path, metric_name: str = "metric") -> list[dict[str, Any]]:
-    """A comparison side's runs: a file or an artifact folder is one; a folder of them is one each."""
-    if path.is_file() or is_run_folder(path):
-        return [read_run(path, metric_name)]
-    if not path.is_dir():
-        raise BadInput(f"{path}: no such file or folder")
+def run_paths(path: Path) -> list[Path]:
+    """A side's runs, by path: a file or an artifact folder is one; a folder of them is one each (logs and
+    notes beside them passed over)."""
+    if not path.is_dir() or is_run_folder(path):
+        return [path]  # a file, or what is none (a pipe, a device, nothing): read_run says why
     runs = []
     for child in sorted(p for p in path.iterdir() if not p.name.startswith(".")):
         if is_run_folder(child):
-            runs.append(read_run(child, metric_name))
+            runs.append(child)
         elif child.is_file():
             try:
-                reader = reader_for(child)
+                reader_for(child)
             except BadInput:
                 continue  # a log or a note beside the exports
-            runs.append(identified({**reader.read(child, metric_name), "name": str(child)}))
+            runs.append(child)
     if not runs:
         raise BadInput(f"{path}: no benchmark export kb reads in this folder, nor an AIPerf artifact folder")
     return runs
+
+
+def runs_in(path: Path, metric_name: str = "metric") -> list[dict[str, Any]]:
+    """A comparison side's runs: a file or an artifact folder is one; a folder of them is one each."""
+    return [read_run(run, metric_name) for run in run_paths(path)]
 
 
 def invalid_runs(runs: Sequence[dict[str, Any]]) -> list[str]:

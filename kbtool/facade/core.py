@@ -276,6 +276,15 @@ class KnowledgeBaseCore:
             return base.card_or_skill(rest)
         if ref and "/" not in ref and is_file(self.skills_dir / ref / SKILL_FILE):
             return self.skill(ref)
+        # a source's skill by its bare name when no other source has one of that name: an agent in a project
+        # asks for `kb`, not `kb-starter:kb` (a name is exact, so it goes before a card id's prefix)
+        sourced = [(name, base) for name, base in self.source_bases() if ref and "/" not in ref]
+        sourced = [(name, base) for name, base in sourced if is_file(base.skills_dir / ref / SKILL_FILE)]
+        if len(sourced) == 1:
+            return sourced[0][1].skill(ref)
+        if sourced:
+            named = ", ".join(f"{name}:{ref}" for name, _ in sourced)
+            raise AmbiguousId(f"{ref!r} is a skill in {len(sourced)} sources: give one of {named}")
         try:
             return self.get(ref)
         except CardNotFound:
@@ -416,7 +425,7 @@ class KnowledgeBaseCore:
             path = self.store.card_path(card.kind, card.id)
             rel = self.store.relative(path)
             writes = {rel: self._render(card, body, origin), **(extra_writes(card) if extra_writes else {})}
-            self.store.write(writes, card_message("add", card))
+            self.store.write(writes, card_message("add", card, agent=card.provenance.agent))
         return StoredCard(card, markdown.normalize_body(body), rel)
 
     @property
@@ -494,7 +503,7 @@ class KnowledgeBaseCore:
             text = self._render(card, new_body, current.path)
             if text == markdown.render(current.card, current.body):
                 return current
-            self.store.write({current.path: text}, card_message("edit", card))
+            self.store.write({current.path: text}, card_message("edit", card, agent=agent))
         return StoredCard(card, markdown.normalize_body(new_body), current.path)
 
     def _link_target(self, own: str, target: str, remove: bool = False) -> str:

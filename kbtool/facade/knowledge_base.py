@@ -78,7 +78,8 @@ class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, 
     def brief(self, applies_for: Environment = None, default_dir: Path | None = None) -> Brief:
         """What an agent needs after a context compaction (`kb brief`, the MCP brief tool and prompt, the
         SessionStart hook): the locked gates with their standing (gate_standings), the must-constraints and
-        open gaps that apply to the environment (with one, those scoped elsewhere are left out), the newest
+        open gaps that apply to the environment (with one, those scoped elsewhere are left out; the gaps of
+        the sources too, as `kb gaps` lists them: gaps_everywhere), the newest
         findings and what waits for review, each section capped at BRIEF_LIMITS."""
         environment = self.environment_for(applies_for)
         judged = bool(environment)
@@ -89,7 +90,7 @@ class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, 
             if s.get("severity", default="must") == "must" and s.status not in INACTIVE_STATUSES
         ]
         musts = self.applying(musts, applies_for, only_applying=judged)
-        gaps = self.applying(self.gaps(), applies_for, only_applying=judged)
+        gaps = self.gaps_everywhere(applies_for, only_applying=judged)
         findings = sorted(
             self.summaries(kind="finding"), key=lambda s: (s.get("provenance", "created") or "", s.id), reverse=True
         )

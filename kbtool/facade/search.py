@@ -111,8 +111,20 @@ class Search(KnowledgeBaseCore):
                 if len(asked) == 1:
                     raise
                 missing.append(ref)
-        cards = [Document.model_validate(item.to_dict()) for item in found]
+        opened = [ref for ref in dict.fromkeys(asked) if ref not in missing]
+        cards = [
+            Document.model_validate(item.to_dict() | self._gate_locked(ref, item))
+            for ref, item in zip(opened, found, strict=True)
+        ]
         return Documents(cards=cards, missing=missing), found
+
+    def _gate_locked(self, ref: str, item: StoredCard | Skill) -> dict[str, bool]:
+        """{"locked": ...} of a gate, by the kb.lock of the knowledge base it is read from (SOURCE:ID: that
+        source's); nothing for any other card or a skill."""
+        if not isinstance(item, StoredCard) or item.card.kind != "gate":
+            return {}
+        owner, _ = self.owner_of(ref)
+        return {"locked": item.id in owner.gate_locks()}
 
     def run_search(
         self, request: SearchRequest, vector: np.ndarray | None = None, loading: bool = False

@@ -81,7 +81,14 @@ def commit_reason(message: str) -> str | None:
 
 
 def commit_entry(commit: Commit) -> CommitEntry:
-    """A commit as the answers show it, with what kb did read from its kb-op trailer."""
-    trailers = (line.partition(": ") for line in commit.message.splitlines())
-    op = next((value.strip() for key, _, value in trailers if key == "kb-op"), None)
-    return CommitEntry(sha=commit.sha, date=commit.date, author=commit.author, subject=commit.subject, op=op)
+    """A commit as the answers show it, with what kb did and the agent that did it read from its kb-op and
+    kb-agent trailers."""
+    trailers = {key: value.strip() for key, _, value in (line.partition(": ") for line in commit.message.splitlines())}
+    return CommitEntry(
+        sha=commit.sha,
+        date=commit.date,
+        author=commit.author,
+        subject=commit.subject,
+        op=trailers.get("kb-op"),
+        agent=trailers.get("kb-agent") or None,
+    )

@@ -151,6 +151,9 @@ class CommitEntry(Payload):
     author: str
     subject: str
     op: str | None = Field(None, description="what kb did (the kb-op trailer): add, edit, supersede, confirm, ...")
+    agent: str | None = Field(
+        None, exclude_if=lambda value: value is None, description="the agent that made it (the kb-agent trailer)"
+    )
     message: str | None = Field(
         None, exclude_if=lambda value: value is None, description="the whole commit message (a card's log)"
     )
@@ -261,6 +264,16 @@ class Document(Payload):
         exclude_if=lambda value: value is None,
         description="the markdown after the frontmatter (MCP get: in the text, here only when asked in fields)",
     )
+
+    def lock_line(self) -> str:
+        """A gate's line saying whether it is locked (its `locked`, set by KnowledgeBase.documents); '' for
+        any other card: whether a gate is the goal is in no field of its file."""
+        locked = (self.model_extra or {}).get("locked")
+        if locked is None:
+            return ""
+        if locked:
+            return "\nlocked: yes (kb.lock holds its hash: it is the goal, and a change to it is named)\n"
+        return f"\nlocked: no (a person's `kb gate lock {self.id}` makes it the goal)\n"
 
 
 class Documents(Payload):

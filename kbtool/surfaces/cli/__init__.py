@@ -135,7 +135,7 @@ def show(
     base = open_kb(kb)
     found, items = base.documents(card_ids)
     shown = [ref for ref in dict.fromkeys(card_ids) if ref not in found.missing]
-    documents, texts, cut = [], [], []
+    documents, texts, cut, locks = [], [], [], []
     for ref, item, document in zip(shown, items, found.cards, strict=True):
         if isinstance(item, StoredCard):
             card, document, total = (item.card, document, 0) if all_metrics else headline_evidence(item, document)
@@ -153,6 +153,8 @@ def show(
         if field:
             document, text = only_fields(document, field)
             text += "\n"
+        elif document.lock_line() and not as_json:  # stdout stays the file as git holds it
+            locks.append(f"{document.id}: {document.lock_line().strip()}")
         documents.append(document)
         texts.append(text)
     if as_json:
@@ -163,6 +165,8 @@ def show(
     if cut and (not field or "evidence" in field):
         note = f"evidence cut to the headline metrics ({'; '.join(cut)} entries shown); --all-metrics for all"
         typer.echo(f"kb: note: {note}", err=True)
+    for lock in locks:
+        typer.echo(f"kb: note: {lock}", err=True)
     if found.missing:
         raise CardNotFound(f"no card or skill with id {', '.join(found.missing)}")
 
@@ -289,7 +293,8 @@ def recent(
         print_json(page.to_json())
         return
     for c in page.changes:
-        typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}  {c.op or 'commit'}: {c.what(titles=False)}")
+        by = f" (agent {c.agent})" if c.agent else ""  # the kb-agent trailer: a cleaned label (clean_label)
+        typer.echo(f"{c.sha[:10]}  {c.date}  {c.author}{by}  {c.op or 'commit'}: {c.what(titles=False)}")
 
 
 @app.command()

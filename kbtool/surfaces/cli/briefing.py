@@ -1,8 +1,8 @@
 """`kb brief` and `kb hook session-start / stop`: what keeps a long agent session on its goal. The brief is
-what an agent needs after a context compaction; the hooks are the commands `kb agent install --claude
---hooks` puts into Claude Code's settings (kbtool/agents/config_files.py), run by Claude Code with its
-hook input as JSON on stdin, answering with its documented hook output
-(https://code.claude.com/docs/en/hooks)."""
+what an agent needs after a context compaction; the hooks are the commands `kb agent install --hooks` puts
+into Claude Code's, Codex's or Cursor's hooks file (kbtool/agents/hooks.py), run by the agent with its hook
+input as JSON on stdin, answering with its documented hook output (https://code.claude.com/docs/en/hooks,
+which Codex shares; with --cursor, https://cursor.com/docs/agent/hooks)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,7 +21,7 @@ from kbtool.surfaces.cli.base import For, JsonOut, KbPath, app, git_top, make_ap
 if TYPE_CHECKING:
     from kbtool.model.contracts import GateStanding
 
-hook_app = make_app("The commands Claude Code's hooks run (kb agent install --claude --hooks): JSON in, JSON out.")
+hook_app = make_app("The commands an agent's hooks run (kb agent install --hooks): JSON in, JSON out.")
 app.add_typer(hook_app, name="hook")
 
 
@@ -29,7 +29,8 @@ app.add_typer(hook_app, name="hook")
 def brief(applies_for: For = None, kb: KbPath = None, as_json: JsonOut = False) -> None:
     """What an agent needs after a context compaction, in about 1.5k tokens at most: the locked gates with
     their last run and whether it judged the candidate as it is now, the must-constraints that apply (--for),
-    the open gaps, the latest findings and what waits for review; each section capped, saying what shows all."""
+    the open gaps (the sources' too), the latest findings and what waits for review; each section capped,
+    saying what shows all."""
     answer = open_kb(kb).brief(applies_for, default_dir=project_dir())
     if as_json:
         print_json(answer.to_json())
@@ -65,8 +66,10 @@ def _hook_input() -> dict[str, Any]:
 
 
 def _project_of(given: dict[str, Any]) -> Path:
-    """The agent's project: the git repository holding the input's cwd (or this process's), whatever cwd holds."""
-    cwd = given.get("cwd")
+    """The agent's project: the git repository holding the input's cwd (Cursor: its first workspace root; else
+    this process's cwd), whatever cwd holds."""
+    roots = given.get("workspace_roots")
+    cwd = given.get("cwd", roots[0] if isinstance(roots, list) and roots else None)
     try:
         here = Path(cwd) if isinstance(cwd, str) and Path(cwd).is_dir() else Path.cwd()
         return git_top(here) or here
@@ -93,29 +96,39 @@ def _never_breaks(event: str, outcome: str) -> Iterator[None]:
         typer.echo(f"kb hook {event}: internal error ({said}); {outcome}", err=True)
 
 
+CursorOut = Annotated[bool, typer.Option("--cursor", help="Read Cursor's hook input and answer in its words.")]
+
+
 @hook_app.command("session-start")
-def hook_session_start(kb: KbPath = None) -> None:
-    """SessionStart (sources startup, resume, compact): print `kb brief` as the session's additional context."""
+def hook_session_start(kb: KbPath = None, cursor: CursorOut = False) -> None:
+    """SessionStart (sources startup, resume, clear, compact; Cursor's sessionStart): print `kb brief` as the
+    session's additional context."""
     with _never_breaks("session-start", "nothing added"):
         given = _hook_input()
         text = open_kb(kb).brief(default_dir=_project_of(given)).text()
-        output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
+        output: dict[str, Any] = {"additional_context": text}
+        if not cursor:
+            output = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
         typer.echo(json.dumps(output, ensure_ascii=False))
 
 
 @hook_app.command("stop")
-def hook_stop(kb: KbPath = None) -> None:
-    """Stop: keep the agent working (decision block, with the reason) while a locked gate has no passing run
-    kb made of the candidate as it is now, judged in the project the gate ran in (not the hook's cwd); let it
-    stop when Claude Code says a stop hook already kept it going (stop_hook_active), so it never blocks
-    forever."""
+def hook_stop(kb: KbPath = None, cursor: CursorOut = False) -> None:
+    """Stop: keep the agent working (decision block with the reason; Cursor: a followup_message) while a locked
+    gate has no passing run kb made of the candidate as it is now, judged in the project the gate ran in (not
+    the hook's cwd); let it stop when a stop hook already kept it going (stop_hook_active; Cursor's loop_count),
+    so it never blocks forever, and (Cursor) when the person aborted the turn or it ended in an error."""
     with _never_breaks("stop", "the agent may stop"):
         given = _hook_input()
         if given.get("stop_hook_active") is True:  # kb already kept it going once this turn: it stops now
             return
+        if cursor and (given.get("loop_count") not in (0, None) or given.get("status", "completed") != "completed"):
+            return
         unmet = [g for g in open_kb(kb).gate_standings(_project_of(given)) if not g.met]
         if unmet:
-            typer.echo(json.dumps({"decision": "block", "reason": stop_reason(unmet)}, ensure_ascii=False))
+            reason = stop_reason(unmet)
+            said = {"followup_message": reason} if cursor else {"decision": "block", "reason": reason}
+            typer.echo(json.dumps(said, ensure_ascii=False))
 
 
 def stop_reason(unmet: list[GateStanding]) -> str:

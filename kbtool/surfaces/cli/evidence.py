@@ -155,8 +155,8 @@ def add_finding(
         list[Path] | None,
         typer.Option(
             "--from",
-            help=f"A benchmark export: {formats.described()}. Repeat it for several runs of one configuration: "
-            "each metric then gets n, mean, std and a 95% interval.",
+            help=f"A benchmark export: {formats.described()}. Repeat it for several runs of one configuration "
+            "(or give the folder holding them): each metric then gets n, mean, std and a 95% interval.",
             show_default=False,
         ),
     ] = None,

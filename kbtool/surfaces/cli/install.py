@@ -227,9 +227,10 @@ def agent_install(
         bool,
         typer.Option(
             "--hooks",
-            help="Also the hooks (Claude Code: .claude/settings.json, Codex: .codex/hooks.json): on session "
-            "start (and, in Claude Code, after a compaction) `kb brief` is added to the context; on stop the "
-            "agent is kept working while a locked gate has no passing run of the candidate as it is now.",
+            help="Also the hooks (Claude Code: .claude/settings.json, Codex: .codex/hooks.json, Cursor: "
+            ".cursor/hooks.json): on session start (and after a clear or a compaction) `kb brief` is added to "
+            "the context; on stop the agent is kept working while a locked gate has no passing run of the "
+            "candidate as it is now.",
         ),
     ] = False,
     as_json: JsonOut = False,

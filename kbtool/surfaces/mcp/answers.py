@@ -299,11 +299,16 @@ def card_log(page: CardLog) -> CallToolResult:
     return budget_page(page, page, "commits", lines, "commits", "log", head=runs)
 
 
+def _by_agent(agent: str | None) -> str:
+    """Who among agents made a change, after its author: an agent knows its own writes from a person's."""
+    return f" (agent {agent})" if agent else ""
+
+
 def recent_changes(page: RecentChanges) -> CallToolResult:
     if not page.changes:
         none = f"no changes{f' since {page.since}' if page.since else ''}"
         return result(paged([none], page, 0, "changes", "recent"), page)
-    lines = [f"{c.date} {c.author} {c.op or 'commit'}: {c.what()}" for c in page.changes]
+    lines = [f"{c.date} {c.author}{_by_agent(c.agent)} {c.op or 'commit'}: {c.what()}" for c in page.changes]
     return budget_page(page, page, "changes", lines, "changes", "recent")
 
 

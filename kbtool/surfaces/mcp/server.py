@@ -253,7 +253,7 @@ def build_server(
     @server.prompt(title="Record a run")
     async def record_run(
         what: Annotated[str, Field(description="what was measured, in one line")],
-        artifact: Annotated[str | None, Field(description="a benchmark export on this machine")] = None,
+        artifact: Annotated[str | None, Field(description="a benchmark export or run folder on this machine")] = None,
         closes: Annotated[str | None, Field(description="the gap it answers")] = None,
     ) -> str:
         """How to record a measured run as a finding, supersede what it replaces and run the gates."""

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import logging
+import re
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +30,22 @@ from kbtool.model.errors import BadInput, KbError
 from kbtool.surfaces.mcp.answers import with_notices
 
 log = logging.getLogger("kb.serve")
+
+# The library speaks the CLI's words in a refusal (`--ignore-condition KEY compares them anyway`); over MCP
+# each becomes the argument an agent passes instead: every --ignore-condition KEY of a refusal one list
+IGNORED = re.compile(r"--ignore-condition \S+(?: --ignore-condition \S+)*")
+IGNORED_KEY = re.compile(r"--ignore-condition (\S+)")
+ARGUMENTS = {"--baseline-from": "baseline_artifacts", "--from": "artifact", "--strict": "strict=true"}
+
+
+def in_mcp_words(message: str) -> str:
+    """A refusal with the CLI's options named as the MCP tools' arguments."""
+    message = IGNORED.sub(lambda m: f"ignore_conditions={json.dumps(IGNORED_KEY.findall(m.group(0)))}", message)
+    for flag, argument in ARGUMENTS.items():
+        message = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", argument, message)
+    return message
+
+
 T = TypeVar("T")
 # whether the tool being answered may write (KbServer.call_tool sets it): a write runs on the writer, a read
 # on the reader, each with its own KnowledgeBase of the same folder
@@ -78,7 +96,7 @@ class Shelf:
         try:
             return await loop.run_in_executor(executor or self.worker, work)
         except KbError as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolError(in_mcp_words(str(exc))) from None
         except Exception as exc:
             log.exception("kb serve: a tool failed")
             raise ToolError(f"internal error: {type(exc).__name__}: {exc}") from None

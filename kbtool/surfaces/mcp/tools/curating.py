@@ -32,18 +32,19 @@ from kbtool.surfaces.mcp.tools.base import (
 AGENT_STATUSES = tuple(s for s in SETTABLE_STATUSES if s != "confirmed")
 
 # the classes named from the one list of them, so a new class cannot be left out of the description
-LINT_DESCRIPTION = "Check the knowledge base: errors and warnings, a line each (skip: the classes not to run)."
+LINT_DESCRIPTION = "Check the knowledge base: errors and warnings, a line each."
 
 
 @tool(READS, description=LINT_DESCRIPTION)
 async def lint(
     ctx: Context,
     skip: list[Literal[LINT_CLASSES]] | None = None,  # type: ignore[valid-type]
+    env: Annotated[bool, Field(description="also cards for other GPUs or engines")] = False,
     limit: Limit = 100,
     offset: Offset = 0,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, LintPage]:
-    return await on(ctx, kb, lambda base: answers.lint_page(base.lint_page(skip or (), limit, offset)))
+    return await on(ctx, kb, lambda base: answers.lint_page(base.lint_page(skip or (), limit, offset, env)))
 
 
 @tool(CHANGES)

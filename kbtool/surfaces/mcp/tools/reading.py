@@ -148,6 +148,7 @@ def whole_documents(
             document, text = answers.only_fields(document, fields)
         else:  # the text is the markdown, body and all: a second copy in the structured content doubled the cost
             document = document.model_copy(update={"body": None})
+            text += document.lock_line()
         texts.append(text)
         documents.append(document)
     return answers.documents(found.model_copy(update={"cards": documents, "next_offset": next_offset}), texts)
@@ -259,8 +260,7 @@ async def recent(
     offset: Offset = 0,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, RecentChanges]:
-    """What changed, newest first: each commit's cards (added, modified, deleted); since="1d" for what
-    the last agent learned."""
+    """What changed, newest first: each commit's cards and the agent that made it."""
     return await on(ctx, kb, lambda base: answers.recent_changes(base.recent_changes(since, kind, limit, offset)))
 
 

@@ -31,8 +31,8 @@ from kbtool.surfaces.mcp.tools.base import (
 Metrics = Annotated[
     dict[str, Any] | None,
     Field(
-        description='name -> 943, "12ms" or {"value": 25.3, "unit": "ms", "p99": 34.6, "samples": 500, '
-        '"conditions": {...}} (stats: avg, p1..p99, min, max, std, count)'
+        description='name -> 943, "12ms" or {"value": 25.3, "unit": "ms", "p99": 34.6, "conditions": {...}} '
+        "(also avg, p1..p99, min, max, std, count, samples)"
     ),
 ]
 # where a path given to the server is read from: its working folder, not the agent's
@@ -63,17 +63,18 @@ async def add_finding(
     artifact: Annotated[
         str | list[str] | None,
         Field(
-            description="an export (AIPerf, vLLM, SGLang, lm-eval, GuideLLM, MLPerf, results TSV) or one per run "
-            f"(n, mean, std, 95% interval a metric); {PATHS}"
+            description=f"an export or AIPerf run folder, one per run, or their folder: each metric gets a 95% "
+            f"interval; {PATHS}"
         ),
     ] = None,
     baseline_artifacts: Annotated[
-        list[str] | None, Field(description="the baseline's exports, one per run: each change gets a verdict")
+        list[str] | None, Field(description="the baseline's, the same way: each change gets a verdict")
     ] = None,
     ignore_conditions: Annotated[
-        list[str] | None, Field(description="load conditions allowed to differ from the baseline's; recorded")
+        list[str] | None, Field(description="load conditions allowed to differ; recorded")
     ] = None,
     body: Annotated[str | None, Field(description="markdown notes")] = None,
+    strict: Annotated[bool, Field(description="refuse on likely duplicates")] = False,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, FindingAdded]:
     """Record a measured finding (one commit; tentative until reviewed): answers its id, likely duplicates
@@ -100,7 +101,7 @@ async def add_finding(
 
     def answer(base: KnowledgeBase) -> CallToolResult:
         finding = FindingInput.parse(given, "add_finding")
-        added = base.record_finding(finding, agent=agent, client=client, read_from=read_from(ctx, base))
+        added = base.record_finding(finding, agent=agent, client=client, read_from=read_from(ctx, base), strict=strict)
         return answers.finding_added(added)
 
     return await on(ctx, kb, answer)
