@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import kbtool
 from conftest import KB_COMMAND, git
 from kbtool.surfaces.cli import app
 
@@ -172,7 +173,8 @@ def test_session_start_gives_the_brief_as_additional_context(kb, tmp_path):
     assert hook(kb.root, "stop", "[1, 2]", tmp_path) is None
 
 
-def test_stop_blocks_until_a_locked_gate_passes_on_the_candidate_as_it_is(kb, tmp_path):
+def slow_engine_and_its_gate(kb: kbtool.KnowledgeBase, tmp_path: Path) -> tuple[Path, str]:
+    """An engine's repository whose TPOT (20 ms, committed) fails the locked gate TPOT under 12 ms."""
     project = tmp_path / "engine"
     project.mkdir()
     git(project, "init", "-q")
@@ -182,6 +184,11 @@ def test_stop_blocks_until_a_locked_gate_passes_on_the_candidate_as_it_is(kb, tm
     check = {"command": "cat tpot.json", "metric": "tpot_ms", "op": "<=", "threshold": 12}
     gate = kb.add("gate", "TPOT under 12 ms", status="confirmed", values={"check": check}).id
     kb.lock_gates([gate])
+    return project, gate
+
+
+def test_stop_blocks_until_a_locked_gate_passes_on_the_candidate_as_it_is(kb, tmp_path):
+    project, gate = slow_engine_and_its_gate(kb, tmp_path)
 
     blocked = hook(kb.root, "stop", stop_input(project), project)
     assert blocked["decision"] == "block" and f"- {gate}: no run yet" in blocked["reason"]

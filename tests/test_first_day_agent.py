@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from test_brief import slow_engine_and_its_gate
 from test_budget import tokens
 from test_mcp import stdio
 from typer.testing import CliRunner
@@ -107,15 +108,7 @@ def cursor_hook(root: Path, event: str, given: dict, cwd: Path) -> dict | None:
 
 
 def test_cursor_hooks_answer_in_cursors_words(kb, tmp_path):
-    project = tmp_path / "engine"
-    project.mkdir()
-    git(project, "init", "-q")
-    (project / "tpot.json").write_text('{"tpot_ms": 20}')
-    git(project, "add", "tpot.json")
-    git(project, "commit", "-qm", "slow")
-    check = {"command": "cat tpot.json", "metric": "tpot_ms", "op": "<=", "threshold": 12}
-    gate = kb.add("gate", "TPOT under 12 ms", status="confirmed", values={"check": check}).id
-    kb.lock_gates([gate])
+    project, gate = slow_engine_and_its_gate(kb, tmp_path)
     common = {"conversation_id": "c1", "generation_id": "g1", "workspace_roots": [str(project)]}
 
     started = cursor_hook(kb.root, "session-start", {**common, "hook_event_name": "sessionStart"}, project)

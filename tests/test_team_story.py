@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from test_team_sources import kb_in
-from test_team_sync_trust import COMMAND, SCRIPT, fake_script_and_its_hash, review_of
+from test_team_sync_trust import fake_script_and_its_hash, lock_iou_gate, review_of
 
 import kbtool
 from conftest import add_source, clone, git, run_kb, tree_state
@@ -56,13 +56,7 @@ def alice_makes_the_team_kb(tmp_path: Path, env: dict[str, str]) -> tuple[Path, 
             applies_to={"hardware": "H100"},
         )
     )
-    (team.root / "gates").mkdir()
-    (team.root / "gates" / "sammie_iou.sh").write_text(SCRIPT)
-    git(team.root, "add", "gates")
-    git(team.root, "commit", "-qm", "Sammie's IoU gate script")
-    check = {"command": COMMAND, "metric": "iou", "op": ">=", "threshold": 0.8}
-    gate = team.add("gate", "Sammie IoU at least 0.8", status="confirmed", values={"check": check}).id
-    team.lock_gates([gate])
+    lock_iou_gate(team)
     bare = tmp_path / "server" / "team.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     git(team.root, "remote", "add", "origin", str(bare))

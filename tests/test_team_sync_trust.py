@@ -47,16 +47,21 @@ def everyone_synced(envs, kbs) -> None:
 # --- 1: a locked gate does not change through sync ------------------------------------------------------
 
 
-def locked_iou_gate(envs, kbs) -> str:
-    """Alice's gate on Sammie's IoU, its script under gates/, locked and synced to everyone."""
-    alice = kbs["alice"]
-    (alice.root / "gates").mkdir()
-    (alice.root / "gates" / "sammie_iou.sh").write_text(SCRIPT)
-    git(alice.root, "add", "gates")
-    git(alice.root, "commit", "-qm", "Sammie's IoU gate script")
+def lock_iou_gate(base: kbtool.KnowledgeBase) -> str:
+    """A gate on Sammie's IoU in base, its script under gates/ (committed), locked."""
+    (base.root / "gates").mkdir()
+    (base.root / "gates" / "sammie_iou.sh").write_text(SCRIPT)
+    git(base.root, "add", "gates")
+    git(base.root, "commit", "-qm", "Sammie's IoU gate script")
     check = {"command": COMMAND, "metric": "iou", "op": ">=", "threshold": 0.8}
-    gate = alice.add("gate", "Sammie IoU at least 0.8", status="confirmed", values={"check": check}).id
-    alice.lock_gates([gate])
+    gate = base.add("gate", "Sammie IoU at least 0.8", status="confirmed", values={"check": check}).id
+    base.lock_gates([gate])
+    return gate
+
+
+def locked_iou_gate(envs, kbs) -> str:
+    """Alice's gate on Sammie's IoU, locked and synced to everyone."""
+    gate = lock_iou_gate(kbs["alice"])
     everyone_synced(envs, kbs)
     return gate
 
