@@ -445,8 +445,11 @@ def test_a_ctrl_c_at_any_moment_is_exit_130_and_one_line(kb, moment, command):
 
 # `kb ARGS` as `python -m kbtool` runs it, once Python itself has started (a signal while the interpreter imports its
 # site module is Python's to handle, before any of kb exists): it writes a byte to the fd given first.
+# Ctrl-C as in a terminal, whatever this suite inherited: a harness run in the background (`make test &`) starts
+# every process with SIGINT ignored, and Python then installs no KeyboardInterrupt for it
 STARTED = (
-    "import os, sys, runpy; fd = int(sys.argv[1]); os.write(fd, b'.'); os.close(fd); sys.argv = ['kb', *sys.argv[2:]]; "
+    "import os, sys, runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "fd = int(sys.argv[1]); os.write(fd, b'.'); os.close(fd); sys.argv = ['kb', *sys.argv[2:]]; "
     "runpy.run_module('kbtool', run_name='__main__', alter_sys=True)"
 )
 

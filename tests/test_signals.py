@@ -64,6 +64,8 @@ def faulted(
         if pid == 0:  # the child: kb's CLI as its console script runs it, and nothing of pytest after it
             code = 1
             try:
+                # Ctrl-C as in a terminal, whatever this suite inherited (a harness in the background ignores it)
+                signal.signal(signal.SIGINT, signal.default_int_handler)
                 os.setpgid(0, 0)  # its git processes stay in its group, so the parent can wait for them
                 fd = os.open(out, os.O_WRONLY | os.O_CREAT, 0o600)
                 os.dup2(fd, 1)
