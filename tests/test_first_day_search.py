@@ -99,3 +99,50 @@ def test_status_counts_the_vectors_of_every_source(tmp_path, fast_env):
     vectors = source["vectors"]
     assert vectors["chunks"] > 0 and vectors["embedded"] == vectors["chunks"] and vectors["ready"] is True
     assert "vectors:" in run_kb(fast_env, project.root, "status").stdout.split("source team:", 1)[1]
+
+
+class SlowInCall(StalledBuild):
+    """A stalled background build, and embeddings inside a call that take CALL_S each (a CPU that the build
+    holds): how many a search waits for shows in `in_call`."""
+
+    CALL_S = 0.2
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_call: list[int] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if threading.current_thread().name != "kb-vectors":
+            self.in_call.append(len(texts))
+            time.sleep(self.CALL_S)
+        return super().embed_documents(texts)
+
+
+def test_a_search_during_the_warm_up_embeds_its_hits_for_a_fraction_of_a_second_best_hits_first(tmp_path):
+    from kbtool.facade import search as searching
+
+    source = tmp_path / "starter"
+    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(source)], check=True)
+    embedder = SlowInCall()
+    kb = kbtool.open(source, embedder=embedder)
+    kb.warm_in_background()  # the model is ready at once; the backlog's build stalls, as on a busy machine
+    while not kb._model_ready:
+        time.sleep(0.05)
+    assert kb.warming()
+    query = "KV cache memory at long context"
+    keyword_hits = kb.search(query, k=10, mode="bm25").hits
+    chunk_lists = kb.index.chunk_lists_of_paths(hit.path for hit in keyword_hits)
+    assert sum(map(len, chunk_lists)) > 2 * searching.URGENT_GROUP  # more than the budget lets it embed
+
+    embedder.in_call.clear()
+    kb.search(query, k=10)
+    # groups of URGENT_GROUP until URGENT_SECONDS have passed: one or two here, never all 64 chunks
+    assert 1 <= len(embedder.in_call) <= 2 and max(embedder.in_call) <= searching.URGENT_GROUP, embedder.in_call
+    embedded = {row[0] for row in kb.index.db.execute("SELECT hash FROM vectors")}
+    firsts = kb.index.db.execute(
+        "SELECT hash FROM chunks WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps([chunks[0] for chunks in chunk_lists[: searching.URGENT_GROUP]]),),
+    ).fetchall()
+    assert firsts and all(row[0] in embedded for row in firsts)  # each best hit's first chunk before any second
+    assert any("vectors for" in n for n in kb.notices), kb.notices
+    embedder.released.set()

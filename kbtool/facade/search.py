@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import itertools
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -38,7 +39,11 @@ if TYPE_CHECKING:
 MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
 SIMILAR_LATER = "similar cards: the embedding model is still loading; ask again in a few seconds"
 SIMILAR_PARTIAL = "similar cards: among the chunks embedded so far"  # the build is under way (warm_in_background)
-URGENT_CHUNKS = 64  # of a query's keyword hits, embedded before it answers while the vectors are partial (~1-2 s)
+URGENT_CHUNKS = 64  # of a query's keyword hits, embedded before it answers while the vectors are partial
+# ...and for no longer than this: while the background build holds both cores of a small machine, 64 chunks took
+# ~2 s inside a call; a search during the warm-up answers in about a second instead (bench_first_search --as-source)
+URGENT_SECONDS = 0.3
+URGENT_GROUP = 8  # chunks embedded at a time inside a call, so the time budget is checked often
 BACKGROUND_GROUP = 32  # chunks the background build embeds and stores at a time: each is searchable at once
 
 
@@ -237,9 +242,13 @@ class Search(KnowledgeBaseCore):
         embedder = self._searcher.embedder
         if request.mode == "hybrid":
             keyword = self._searcher.search(request.model_copy(update={"mode": "bm25", "explain": False}))
-            chunks = self.index.chunks_of_paths(hit.path for hit in keyword.hits)
+            chunks = _breadth_first(self.index.chunk_lists_of_paths(hit.path for hit in keyword.hits))
+            deadline = time.perf_counter() + URGENT_SECONDS
             with contextlib.suppress(Exception):  # the build thread says what fails; the search goes on
-                self.index.embed_chunks(embedder, chunks[:URGENT_CHUNKS])
+                for start in range(0, min(len(chunks), URGENT_CHUNKS), URGENT_GROUP):
+                    self.index.embed_chunks(embedder, chunks[start : start + URGENT_GROUP])
+                    if time.perf_counter() > deadline:
+                        break
         total, have = self.index.vector_coverage(embedder.model_id)
         if have < total:
             self.note(
@@ -531,6 +540,12 @@ class Search(KnowledgeBaseCore):
 
         self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
         self._vectors_building.start()
+
+
+def _breadth_first(lists: builtins.list[builtins.list[int]]) -> builtins.list[int]:
+    """Each hit's first chunk, then each one's second, and so on: under a time budget the best keyword hits get
+    a vector each before any gets a second."""
+    return [chunk for layer in itertools.zip_longest(*lists) for chunk in layer if chunk is not None]
 
 
 def _on_one_scale(results: builtins.list[builtins.list[SearchHit]], explain: bool) -> builtins.list[SearchHit]:

@@ -704,12 +704,7 @@ class Index:
     def chunks_of(self, allowed_cards: set[int]) -> set[int]:
         return {cid for card in allowed_cards for cid in self._card_chunks[card]}
 
-    def chunks_of_paths(self, paths: Iterable[str]) -> list[int]:
-        """The chunk ids of the cards at these paths, in the order given (a path not indexed has none)."""
+    def chunk_lists_of_paths(self, paths: Iterable[str]) -> list[list[int]]:
+        """The chunk ids of each card at these paths, in the order given (a path not indexed has none)."""
         self._load_views()
-        return [
-            cid
-            for path in paths
-            if (card := self._card_by_path.get(path)) is not None
-            for cid in self._card_chunks[card]
-        ]
+        return [list(self._card_chunks[card]) for path in paths if (card := self._card_by_path.get(path)) is not None]
