@@ -302,3 +302,22 @@ def test_every_package_of_kbtool_is_in_the_wheel():
         ".".join(("kbtool", *p.parent.relative_to(root).parts)) for p in root.rglob("*/__init__.py")
     }
     assert on_disk <= listed, f"add to pyproject.toml [tool.setuptools] packages: {sorted(on_disk - listed)}"
+
+
+def test_one_version_source_and_typed_for_its_users():
+    """The version lives in kbtool.__version__ alone (pyproject reads it), and the wheel says kbtool is typed
+    (PEP 561's py.typed), so a user's mypy checks their calls into kbtool."""
+    import tomllib
+
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "kbtool.__version__"}
+    assert (REPO_ROOT / "kbtool" / "py.typed").is_file()
+    assert "py.typed" in pyproject["tool"]["setuptools"]["package-data"]["kbtool"]
+    literal = f'"{kbtool.__version__}"'
+    elsewhere = [
+        str(p.relative_to(REPO_ROOT))
+        for p in (*(REPO_ROOT / "kbtool").rglob("*.py"), REPO_ROOT / "skills" / "kb" / "SKILL.md")
+        if p.name != "__init__.py" and literal in p.read_text(encoding="utf-8")
+    ]
+    assert not elsewhere, f"a second copy of the version: {elsewhere}"
