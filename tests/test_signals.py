@@ -49,17 +49,17 @@ def faulted(
     prepare: Callable[[], None] | None = None,
     temp: Path | None = None,
 ) -> Outcome:
-    """`kb [--kb ROOT] ARGS` in a forked child that gets sig after `after` seconds (prepare, run in the child
-    first, may arrange another moment); returns once it and every git process it started are gone.
+    """`kb [--kb ROOT] ARGS` in a forked child that gets sig `after` seconds once it enters kb (prepare, run in
+    the child first, may arrange another moment); returns once it and every git process it started are gone.
     Asserts it left nothing in its temp folder (unless given one: a killed process cannot clean up, the next
     command must)."""
-    from kbtool.surfaces.cli import main
+    from kbtool.__main__ import main  # the console script's own entry (pyproject's [project.scripts])
 
     with tempfile.TemporaryDirectory(prefix="kb-fault-") as scratch:
         out, own_temp = Path(scratch) / "out", temp is None
         temp = temp or Path(scratch) / "tmp"
         temp.mkdir(exist_ok=True)
-        started = time.monotonic()
+        ready, said_ready = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: kb's CLI as its console script runs it, and nothing of pytest after it
             code = 1
@@ -79,6 +79,8 @@ def faulted(
                 if prepare is not None:
                     prepare()
                 sys.argv = ["kb", *(["--kb", str(root)] if root else []), *args]
+                os.write(said_ready, b".")  # the moments count from here: a signal before it would be the test's
+                os.close(said_ready)
                 try:
                     main()
                     code = 0
@@ -89,6 +91,10 @@ def faulted(
             finally:
                 sys.stdout.flush()
                 os._exit(code)
+        os.close(said_ready)
+        os.read(ready, 1)  # nothing if the child ended before it was ready
+        os.close(ready)
+        started = time.monotonic()
         if after is not None:
             _signal_after(pid, sig, after)
         _, status = os.waitpid(pid, 0)
@@ -454,3 +460,36 @@ def test_a_killed_clone_of_another_knowledge_base_is_removed_by_the_next_one(kb,
     again = faulted(project.root, args, signal.SIGINT, NEVER, temp=temp)
     assert again.status == 0, again.output
     assert not list(temp.iterdir()) and [c.id for c in kbtool.open(project.root).cards()] == ["shared-question"]
+
+
+def signal_at_call(name: str, event: str, sig: int) -> Callable[[], None]:
+    """For faulted(prepare=...): the child sends itself sig at the first `event` ('call', 'return', 'c_call') of a
+    function called NAME: a moment a timer rarely hits."""
+    sent = [False]
+
+    def profile(frame, seen, arg):
+        called = getattr(arg, "__name__", None) if seen == "c_call" else frame.f_code.co_name
+        if seen == event and called == name and not sent[0]:
+            sent[0] = True
+            os.kill(os.getpid(), sig)
+
+    return lambda: sys.setprofile(profile)
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [("handle_for_this_process", "call"), ("register", "c_call"), ("handle_for_this_process", "return")],
+    ids=["as-kb-starts-to-handle", "while-it-installs-its-handlers", "once-they-are-installed"],
+)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_as_kb_takes_over_its_signals_is_one_line_and_128_plus_it(kb, moment, sig):
+    """The moments around handle_for_this_process (kbtool/store/interrupts.py), before the command begins: each
+    is the command interrupted, said in one line, never a traceback or status 1 from an escaped exception."""
+    before = git(kb.root, "rev-parse", "HEAD")
+    args = ["add", "gap", "--title", "Signalled as kb starts?"]
+    outcome = faulted(kb.root, args, sig, NEVER, prepare=signal_at_call(*moment, sig))
+    if sig == signal.SIGTERM and moment[1] == "call":  # not kb's yet: the system's default ends it, said by its status
+        assert outcome.status == -sig and outcome.output == "", outcome
+    else:
+        assert outcome.status == 128 + sig and outcome.output == "kb: interrupted; nothing was committed\n", outcome
+    assert git(kb.root, "rev-parse", "HEAD") == before

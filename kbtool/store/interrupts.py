@@ -142,13 +142,21 @@ def handle_for_this_process() -> None:
     """The kb CLI's process: the command handler for its whole life, so a signal just before the command
     starts, or after it ends (and its change is made), is treated as one during it; and the last word at
     exit (see the module)."""
-    if _in_main_thread():
+    if not _in_main_thread():
+        return
+    # one step as signals see it: one that comes meanwhile waits, and reaches _command_handler once all is in place
+    masks = hasattr(signal, "pthread_sigmask")
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(SIGNALS)) if masks else set()
+    try:
+        _state.received, _state.said, _state.decided, _state.heard = [], False, None, 0
         for signum in SIGNALS:
             signal.signal(signum, _command_handler)
         if not _state.whole_process:
             atexit.register(_last_word)  # before anything the command registers: run after all of it
         _state.whole_process = True
-        _state.received, _state.said, _state.decided, _state.heard = [], False, None, 0
+    finally:
+        if masks:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
 
 
 def hold_from_now_on() -> None:
@@ -237,6 +245,9 @@ def committed_before_interrupt() -> bool:
 
 
 def exit_code(exc: BaseException) -> int:
-    """The shell's status for a command a signal ended: 128 + the signal's number."""
+    """The shell's status for a command a signal ended: 128 + the signal's number. A signal that Python's own
+    handler raised (Ctrl-C before kb's were in place) is remembered as received, so final_status says it."""
     signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+    if not _state.received:
+        _state.received.append(int(signum))
     return 128 + int(signum)

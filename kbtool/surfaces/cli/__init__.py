@@ -559,9 +559,9 @@ def main() -> None:
     line; kbtool/store/interrupts.py)."""
     from kbtool.store import interrupts
 
-    interrupts.handle_for_this_process()
     code = 1
     try:
+        interrupts.handle_for_this_process()  # within the try: a signal once its handlers are in raises Terminated
         try:
             app(prog_name="kb")
         finally:
