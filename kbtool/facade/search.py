@@ -354,6 +354,7 @@ class Search(KnowledgeBaseCore):
             )  # said once, with this search; the next one says only what is new
         hits = _copies_for_originals(_on_one_scale(results, request.explain), copied)
         hits.sort(key=lambda h: -h.score)
+        hits = _exact_titles_first(hits, request.query, self.config.kb.name)
         return SearchResult(query=own.query, hits=hits[: request.k])
 
     def related(self, ref: str, k: int = 5, depth: int = 1) -> Related:
@@ -553,17 +554,34 @@ def _on_one_scale(results: builtins.list[builtins.list[SearchHit]], explain: boo
     each leg divided by its best across all of them rather than by each knowledge base's own best, so an
     irrelevant card does not score near 1.0 only for being the best its knowledge base has. A search of
     one knowledge base alone ranks as before. The explain stays only when it was asked for."""
-    from kbtool.search.ranking import leg_tops, on_common_scale
+    from kbtool.search.ranking import common_factors, keyword_ceiling, leg_tops, on_common_scale
 
     tops = [leg_tops(h.explain or {} for h in hits) for hits in results]
-    best = {leg: max(t.get(leg, 0.0) for t in tops) for leg in {leg for t in tops for leg in t}}
+    ceilings = [keyword_ceiling(h.explain or {} for h in hits) for hits in results]
     out = []
-    for hits, own_tops in zip(results, tops, strict=True):
-        factors = {leg: own_tops[leg] / best[leg] for leg in own_tops if best[leg] > 0}
+    for hits, factors in zip(results, common_factors(tops, ceilings), strict=True):
         for hit in hits:
             score, explained = on_common_scale(hit.score, hit.explain, factors) if hit.explain else (hit.score, None)
             out.append(hit.model_copy(update={"score": round(score, 6), "explain": explained if explain else None}))
     return out
+
+
+def _exact_titles_first(hits: builtins.list[SearchHit], query: str, own: str) -> builtins.list[SearchHit]:
+    """hits (best first), those whose title is the query word for word moved to the top, this knowledge base's own
+    before a source's: asked for by its exact title, a project's card is the answer, however many cards of a large
+    source share its words. Each takes the score of the first it passes, so the list stays in score order; an
+    inactive card stays where its demotion put it."""
+    from kbtool.search.ranking import same_words
+
+    def exact(hit: SearchHit) -> bool:
+        return hit.status not in INACTIVE_STATUSES and same_words(hit.title, query)
+
+    first = sorted((h for h in hits if exact(h)), key=lambda h: h.kb != own)  # stable: by score within each
+    if not first:
+        return hits
+    top = hits[0].score
+    lifted = [h.model_copy(update={"score": max(h.score, top)}) for h in first]
+    return lifted + [h for h in hits if not exact(h)]
 
 
 def _with_standing(kb: KnowledgeBaseCore, result: SearchResult) -> SearchResult:

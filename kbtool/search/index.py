@@ -11,6 +11,7 @@ them, and each refresh writes in one transaction, so readers see all of it or no
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import time
@@ -566,6 +567,23 @@ class Index:
                 ranked = self.db.execute(sql, (match,)).fetchall()
             rows = [r for r in ranked if r[0] in allowed_chunks][:limit]
         return [(rowid, -score) for rowid, score in rows]
+
+    def keyword_ceiling(self, query: list[Phrase]) -> float:
+        """The highest BM25 score a chunk could reach for this query in this index: (k1 + 1) times the sum of
+        its phrases' IDF here (a phrase's term saturates at k1 + 1 however often it occurs), a phrase no chunk
+        holds counted at the rarest IDF. A hit's score over it says how well it matches the whole query on a
+        scale every index shares, whatever its size: a term rare in a big index has a high IDF there, the same
+        term in a project of a dozen cards a low one (kbtool.facade.search merges them)."""
+        from kbtool.search.lexical import IDF_FLOOR, K1
+
+        rows = self.db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        total = 0.0
+        for phrase in query:
+            match = fts_match([phrase])
+            hit = self.db.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchone()[0]
+            idf = math.log((rows - hit + 0.5) / (hit + 0.5)) if rows else 0.0
+            total += idf if idf > 0.0 else IDF_FLOOR  # fts5_aux.c's floor, as the scores have it
+        return (K1 + 1.0) * total
 
     def phrase_scores(self, phrase: Phrase) -> list[tuple[int, float]]:
         """One phrase's BM25 term in every chunk holding it, from FTS5 (bm25() answers minus the score): what

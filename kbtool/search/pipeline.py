@@ -25,6 +25,7 @@ from kbtool.search.ranking import (
     LEG_WEIGHTS,
     Fused,
     LegHit,
+    Phrase,
     card_ranking,
     clean_query,
     fuse,
@@ -110,6 +111,7 @@ class Searcher:
         truncated: set[str] = set()  # legs cut at their candidate limit: more matched than they returned
         multilingual: dict[int, LegHit] | None = None
         lexical = None
+        words: list[Phrase] = []
         if request.mode in ("hybrid", "bm25"):
             chunk_filter = self.index.chunks_of(allowed) if allowed is not None else None
             if terms and allowed != set():
@@ -142,12 +144,17 @@ class Searcher:
         ranked = (f for f in fused_all if not _is_pack(cards[f.card]))
         fused = list(islice(ranked, request.k))
         rows = self.index.chunk_rows(f.best_chunk for f in fused)
+        # what a merge across knowledge bases puts the keyword scores on a common scale with (kbtool.facade.search):
+        # over the query's own words, not their Chinese translations, which stand in for them rather than add to them
+        ceiling = None
+        if request.explain and words and fused:
+            ceiling = self.index.keyword_ceiling(phrases(query_terms(text)))
         hits_out = []
         for f in fused:
             card = cards[f.card]
             heading, chunk_text = rows.get(f.best_chunk, (None, ""))
             source = card.data.get("source")
-            explain = _explain(f, legs, heading, multilingual) if request.explain else None
+            explain = _explain(f, legs, heading, multilingual, ceiling) if request.explain else None
             hits_out.append(
                 SearchHit(
                     id=card.id,
@@ -185,9 +192,14 @@ class Searcher:
 
 
 def _explain(
-    f: Fused, legs: dict[str, dict[int, LegHit]], heading: str | None, multilingual: dict[int, LegHit] | None
+    f: Fused,
+    legs: dict[str, dict[int, LegHit]],
+    heading: str | None,
+    multilingual: dict[int, LegHit] | None,
+    ceiling: float | None = None,
 ) -> dict[str, Any]:
-    """How a hit was ranked: each leg's rank, score and normalised score, the weights, and why it moved."""
+    """How a hit was ranked: each leg's rank, score and normalised score (and the keyword leg's ceiling, the
+    best score this query could reach in this index: Index.keyword_ceiling), the weights, and why it moved."""
     explain: dict[str, Any] = {
         name: (
             {"rank": leg.rank, "score": round(leg.score, 6), "normalized": round(leg.normalized, 4)} if leg else None
@@ -195,6 +207,8 @@ def _explain(
         for name in legs
         for leg in [f.legs.get(name)]
     }
+    if ceiling is not None and explain.get("bm25"):
+        explain["bm25"]["ceiling"] = round(ceiling, 6)
     explain.update({"weights": {n: LEG_WEIGHTS[n] for n in legs}, "demoted": f.demoted, "chunk_heading": heading})
     if f.lifted_by:  # its leg ranked it first: kept within the first places (keep_each_legs_first)
         explain["lifted_by"] = f.lifted_by

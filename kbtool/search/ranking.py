@@ -256,6 +256,37 @@ def leg_tops(explains: Iterable[dict[str, Any]]) -> dict[str, float]:
     return {name: leg["score"] / leg["normalized"] for name, leg in surest.items()}
 
 
+def keyword_ceiling(explains: Iterable[dict[str, Any]]) -> float | None:
+    """The keyword leg's ceiling in one knowledge base's search (the best score the query could reach in its
+    index, which each keyword hit's explain carries), or None when no hit has one."""
+    for explain in explains:
+        leg = explain.get("bm25")
+        if leg and leg.get("ceiling"):
+            return float(leg["ceiling"])
+    return None
+
+
+def common_factors(tops: list[dict[str, float]], ceilings: list[float | None]) -> list[dict[str, float]]:
+    """Per knowledge base searched together, what each leg's normalised scores (over that knowledge base's own
+    best) are multiplied by to put them on one scale, the best of all at 1.0.
+
+    The vector leg's cosine means the same in any index: over the best cosine of all. The keyword leg's BM25
+    does not: its IDF grows with the index (a term in 1 of 12 chunks weighs 2.0, in 1 of 2,000 7.2), so over
+    the best raw score of all a big source outscores a small project's exact match. Each knowledge base's
+    BM25 is first taken over its own ceiling for the query (Index.keyword_ceiling: how much of the whole query
+    a hit matches, whatever the index's size), then over the best of those."""
+    best = {leg: max(t.get(leg, 0.0) for t in tops) for leg in {leg for t in tops for leg in t}}
+    keyword = [t.get("bm25", 0.0) for t in tops]
+    if all(c for top, c in zip(keyword, ceilings, strict=True) if top):
+        keyword = [top / c if top and c else 0.0 for top, c in zip(keyword, ceilings, strict=True)]
+    # else a keyword hit came without its ceiling: over the best raw score of all, as before
+    factors = [{leg: t[leg] / best[leg] for leg in t if best[leg] > 0} for t in tops]
+    for factor, share in zip(factors, keyword, strict=True):
+        if "bm25" in factor:
+            factor["bm25"] = share / max(keyword)
+    return factors
+
+
 def on_common_scale(score: float, explain: dict[str, Any], factors: dict[str, float]) -> tuple[float, dict[str, Any]]:
     """A hit's fused score (and its explain) with each leg's scores divided by the best of that leg across all
     the knowledge bases searched together, not by its own knowledge base's best: factors[leg] = this knowledge
@@ -272,3 +303,12 @@ def on_common_scale(score: float, explain: dict[str, Any], factors: dict[str, fl
     for n, leg in present.items():
         out[n] = {**leg, "normalized": round(leg["normalized"] * factors.get(n, 1.0), 4)}
     return (new * INACTIVE_FACTOR if demoted else new), out
+
+
+def same_words(title: str, query: str) -> bool:
+    """Whether a query is a card's title, word for word: case, punctuation and spacing aside."""
+    return _words_of(title) == _words_of(query) != ""
+
+
+def _words_of(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.casefold()))
