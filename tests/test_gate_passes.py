@@ -197,7 +197,8 @@ def test_a_line_appended_by_hand_never_makes_a_gate_met(kb, tmp_path, fast_env):
         assert f"- {gate}: fail at " in blocked["reason"] and "1 newer record kb did not make here" in blocked["reason"]
         assert f"- {other}: the record is not one kb made here (no valid seal); run the gate" in blocked["reason"]
         brief = run_kb(fast_env, kb.root, "brief").stdout
-        assert "0 of 2 met" in brief and f"- {gate} [NOT MET]" in brief and f"- {other} [NOT MET]" in brief
+        assert "0 of 2 met" in brief and f"- {gate} [locked, NOT MET]" in brief
+        assert f"- {other} [locked, NOT MET]" in brief
         standing = {s.id: s for s in kb.gate_standings(project)}
         assert not standing[gate].met and standing[other].verdict == "unverified"
 

@@ -97,7 +97,7 @@ def test_the_whole_not_met_reason_is_shown(kb, tmp_path, fast_env):
     result = kb.run_gate(gate, in_dir=tmp_path)
     assert not result.passed and len(result.detail) > 200
     brief = run_kb(fast_env, kb.root, "brief").stdout
-    [line] = [line for line in brief.splitlines() if line.startswith(f"- {gate} [NOT MET]")]
+    [line] = [line for line in brief.splitlines() if line.startswith(f"- {gate} [locked, NOT MET]")]
     assert result.detail in line and "…" not in line.split(result.detail)[0]
     assert len(brief) / 4 <= 1500
 
@@ -116,10 +116,10 @@ def test_mcp_brief_sees_the_candidate_change(kb, tmp_path):
             return answer.content[0].text, answer.structured_content
 
     text, data = asyncio.run(brief())
-    assert "1 of 1 met" in text and f"- {gate} [MET]" in text and data["gates"][0]["current"] is True
+    assert "1 of 1 met" in text and f"- {gate} [locked, MET]" in text and data["gates"][0]["current"] is True
     (project / "tpot.json").write_text('{"tpot_ms": 30}')
     text, data = asyncio.run(brief())
-    assert "0 of 1 met" in text and f"- {gate} [NOT MET]" in text and "tpot.json was edited since" in text
+    assert "0 of 1 met" in text and f"- {gate} [locked, NOT MET]" in text and "tpot.json was edited since" in text
     assert data["gates"][0]["current"] is False
     assert json.loads(json.dumps(data))["gates"][0]["verdict"] == "pass"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -33,7 +34,9 @@ if TYPE_CHECKING:
     from kbtool.model.applicability import Environment
     from kbtool.search.embeddings import Embedder
 
-BRIEF_LIMITS = {"gates": 8, "constraints": 8, "gaps": 5, "findings": 5, "review": 5}  # keeps a brief ~1.5k tokens
+# each section's items at most: on the 851-card setup with a source, text and structured content together stay
+# under the 2,000 tokens of an answer (bench/bench_answer_budgets.py); the rest is a count and the call listing it
+BRIEF_LIMITS = {"gates": 8, "constraints": 6, "gaps": 4, "findings": 3, "review": 3}
 
 
 class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, Sources, Curation, Overview):
@@ -77,33 +80,40 @@ class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, 
 
     def brief(self, applies_for: Environment = None, default_dir: Path | None = None) -> Brief:
         """What an agent needs after a context compaction (`kb brief`, the MCP brief tool and prompt, the
-        SessionStart hook): the locked gates with their standing (gate_standings), the must-constraints and
-        open gaps that apply to the environment (with one, those scoped elsewhere are left out; the gaps of
-        the sources too, as `kb gaps` lists them: gaps_everywhere), the newest
-        findings and what waits for review, each section capped at BRIEF_LIMITS."""
+        SessionStart hook): the locked gates with their standing (gate_standings) and how many are not locked,
+        the must-constraints and open gaps that apply to the environment, here and in every source (with an
+        environment, those scoped elsewhere are left out), the newest findings and what waits for review,
+        each section capped at BRIEF_LIMITS."""
         environment = self.environment_for(applies_for)
         judged = bool(environment)
         scope = " ".join(f"--for {k}={v}" for k, v in environment.items())
+        scoped = f", for={json.dumps(environment)}" if environment else ""
         musts = [
             s
-            for s in self.summaries(kind="constraint")
+            for s in self.summaries_everywhere(kind="constraint", applies_for=applies_for, only_applying=judged)
             if s.get("severity", default="must") == "must" and s.status not in INACTIVE_STATUSES
         ]
-        musts = self.applying(musts, applies_for, only_applying=judged)
         gaps = self.gaps_everywhere(applies_for, only_applying=judged)
         findings = sorted(
             self.summaries(kind="finding"), key=lambda s: (s.get("provenance", "created") or "", s.id), reverse=True
         )
         waiting = self.review_queue()
         standings = self.gate_standings(default_dir)
+        locked = {g.id for g in standings}
         return Brief(
             kb=self.config.kb.name,
             environment=environment,
             gates=standings[: BRIEF_LIMITS["gates"]],
             gates_total=len(standings),
-            constraints=_section(musts, "constraints", f"kb list --kind constraint --where severity=must {scope}"),
-            gaps=_section(gaps, "gaps", f"kb gaps {scope}"),
-            findings=_section(findings, "findings", "kb list --kind finding"),
+            gates_unlocked=sum(g.id not in locked for g in self.summaries(kind="gate")),
+            constraints=_section(
+                musts,
+                "constraints",
+                f"kb list --kind constraint --where severity=must {scope}",
+                f'list(kind="constraint", filters={{"severity": "must"}}{scoped})',
+            ),
+            gaps=_section(gaps, "gaps", f"kb gaps {scope}", f"gaps({scoped.lstrip(', ')})"),
+            findings=_section(findings, "findings", "kb list --kind finding", 'list(kind="finding")'),
             review=BriefSection(
                 total=len(waiting),
                 see_all="kb review",
@@ -126,7 +136,7 @@ class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, 
         return [self.gate_standing(gate_id, default_dir) for gate_id in sorted(self.gate_locks())]
 
 
-def _section(found: builtins.list[CardSummary], limit_of: str, see_all: str) -> BriefSection:
+def _section(found: builtins.list[CardSummary], limit_of: str, see_all: str, call: str) -> BriefSection:
     items = []
     for s in found[: BRIEF_LIMITS[limit_of]]:
         detail = {"constraint": s.get("rule"), "gap": s.get("question")}.get(s.kind)
@@ -137,7 +147,7 @@ def _section(found: builtins.list[CardSummary], limit_of: str, see_all: str) -> 
         # an agent's card nobody reviewed: its words quoted and cut in every session's brief
         unreviewed = bool(s.get("provenance", "agent")) and not s.get("provenance", "reviewed_by")
         items.append(BriefItem.of(s.id, s.title, detail, marks, s.applies, unreviewed))
-    return BriefSection(total=len(found), see_all=see_all.strip(), items=items)
+    return BriefSection(total=len(found), see_all=see_all.strip(), items=items, call=call)
 
 
 __all__ = ["KnowledgeBase", "StoredCard", "Problem", "resolve_root", "CARDS_DIR", "MODELS"]

@@ -1,7 +1,11 @@
-"""`kb brief`: what an agent needs after a context compaction, in one short text (about 1.5k tokens at
-most): the goal's locked gates with their last run and whether it still holds for the candidate, the
-must-constraints that apply, the open gaps, the latest findings and what waits for review. Each section
-is capped and says "N of M shown" and the command that shows all when it is cut."""
+"""`kb brief`: what an agent needs after a context compaction, in one short text within the answers' budget
+(2,000 tokens of text and structured content together, on an 851-card knowledge base): the goal's locked gates
+with their last run and whether it still holds for the candidate (the whole reason, never cut), how many gates
+are not locked, the must-constraints and open gaps that apply (the sources' too), the latest findings and what
+waits for review. Each section is capped and says "N of M shown" and the call that lists them all, in the words
+of the surface that answers (a CLI command, an MCP tool call).
+
+"""
 
 from __future__ import annotations
 
@@ -34,6 +38,7 @@ class GateStanding(Payload):
     last_run: str | None = None  # when the newest run was recorded (UTC)
     current: bool | None = None  # whether the newest run judged the candidate as it is now; None: kb cannot tell
     why: str  # what the newest run said, and whether the candidate changed since
+    locked: bool = True  # a gate is the goal once a person locks it (kb.lock): every gate a brief lists is
 
     @property
     def met(self) -> bool:
@@ -45,7 +50,9 @@ class GateStanding(Payload):
 class BriefItem(Payload):
     id: str
     title: str
-    detail: str | None = Field(None, exclude_if=lambda value: value is None)  # the rule, the question
+    # the rule, the question: the text's words only; the structured answer names the card (get ID reads it),
+    # so a brief never pays for them twice (a rule written as JSON in Chinese is 6 characters a letter there)
+    detail: str | None = Field(None, exclude=True)
     marks: list[str] = Field(default_factory=list)  # status, priority, kind, author: what to know at once
     applies: str | None = Field(None, exclude_if=lambda value: value is None)  # how it applies to `for`
     unreviewed: bool = Field(False, exclude_if=lambda value: not value)  # an agent's words: quoted in the text
@@ -71,8 +78,9 @@ class BriefItem(Payload):
 
 class BriefSection(Payload):
     total: int  # how many there are in all
-    see_all: str  # the command that shows them all
+    see_all: str  # the command that shows them all (over MCP, the tool call: Brief.over_mcp)
     items: list[BriefItem]
+    call: str = Field("", exclude=True)  # the MCP tool call that shows them all
 
 
 class Brief(Payload):
@@ -83,10 +91,25 @@ class Brief(Payload):
     environment: dict[str, str]  # what applicability was judged by (--for, kb.toml [environment])
     gates: list[GateStanding]
     gates_total: int
+    gates_unlocked: int = 0  # gates of this knowledge base nobody has locked yet: not the goal
     constraints: BriefSection  # the must-constraints that apply
     gaps: BriefSection  # the open gaps, high priority first
     findings: BriefSection  # the newest findings, with their status
     review: BriefSection  # agent-written cards nobody has reviewed yet
+    mcp: bool = Field(False, exclude=True)  # said to an MCP client: tool calls, not CLI commands
+
+    def over_mcp(self) -> Brief:
+        """The brief as the MCP tool and prompt give it: each "all:" a tool call an agent can make."""
+        sections = {
+            name: section.model_copy(update={"see_all": section.call or section.see_all})
+            for name, section in (
+                ("constraints", self.constraints),
+                ("gaps", self.gaps),
+                ("findings", self.findings),
+                ("review", self.review),
+            )
+        }
+        return self.model_copy(update={**sections, "mcp": True})
 
     def text(self) -> str:
         scope = ", ".join(f"{k}={v}" for k, v in self.environment.items())
@@ -96,10 +119,16 @@ class Brief(Payload):
             lines.append(UNREVIEWED_NOTE)
         met = sum(g.met for g in self.gates)
         lines.append(
-            _heading("Goal: locked gates", len(self.gates), self.gates_total, "kb gate verify")
+            _heading("Goal: locked gates", len(self.gates), self.gates_total, self._say("kb gate verify"))
             + (f": {met} of {len(self.gates)} met" if self.gates else "")
         )
-        lines += [_gate_line(g) for g in self.gates] or ["- none locked (`kb gate lock ID` makes a gate the goal)"]
+        lines += [_gate_line(g) for g in self.gates] or ["- none locked"]
+        if self.gates_unlocked:
+            many = "s" if self.gates_unlocked > 1 else ""
+            lines.append(
+                f"- {self.gates_unlocked} gate{many} not locked: not the goal until a person runs `kb gate lock ID`"
+                f" (all: `{self._say('kb list --kind gate')}`)"
+            )
         for title, section in (
             ("Must (constraints that apply)", self.constraints),
             ("Open gaps", self.gaps),
@@ -110,6 +139,14 @@ class Brief(Payload):
             lines += [_item_line(item) for item in section.items] or ["- none"]
         return "\n".join(lines) + "\n"
 
+    def _say(self, command: str) -> str:
+        """A CLI command, or over MCP the tool call that does the same."""
+        return MCP_CALLS.get(command, command) if self.mcp else command
+
+
+# the commands of the brief's own lines, as MCP tool calls (a section's call is made with the section)
+MCP_CALLS = {"kb gate verify": "gate_verify()", "kb list --kind gate": 'list(kind="gate")'}
+
 
 def _heading(title: str, shown: int, total: int, see_all: str) -> str:
     count = f"{shown} of {total} shown" if shown < total else str(total)
@@ -119,7 +156,7 @@ def _heading(title: str, shown: int, total: int, see_all: str) -> str:
 def _gate_line(gate: GateStanding) -> str:
     """The gate's standing and the whole reason for it (an agent acts on the reason: it is never cut); what
     the gate checks, cut to what is left of a line."""
-    state = "MET" if gate.met else "NOT MET"
+    state = ("locked, " if gate.locked else "not locked, ") + ("MET" if gate.met else "NOT MET")
     standing = " ".join(f"- {gate.id} [{state}] {gate.why}".split())
     check = _cut(f"(check: {gate.check})", max(LINE_CHARS - len(standing) - 1, CHECK_CHARS))
     return f"{standing} {check}"

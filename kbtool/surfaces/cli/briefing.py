@@ -27,10 +27,10 @@ app.add_typer(hook_app, name="hook")
 
 @app.command()
 def brief(applies_for: For = None, kb: KbPath = None, as_json: JsonOut = False) -> None:
-    """What an agent needs after a context compaction, in about 1.5k tokens at most: the locked gates with
-    their last run and whether it judged the candidate as it is now, the must-constraints that apply (--for),
-    the open gaps (the sources' too), the latest findings and what waits for review; each section capped,
-    saying what shows all."""
+    """What an agent needs after a context compaction, within 2k tokens: the locked gates with their last
+    run and whether it judged the candidate as it is now, the must-constraints and open gaps that apply
+    (--for; the sources' too), the latest findings and what waits for review; each section capped, saying
+    what shows all."""
     answer = open_kb(kb).brief(applies_for, default_dir=project_dir())
     if as_json:
         print_json(answer.to_json())

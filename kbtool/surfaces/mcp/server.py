@@ -267,7 +267,7 @@ def build_server(
     ) -> str:
         """After a context compaction: the goal's gates, the must-constraints, open gaps, findings, reviews."""
         scope = prompts.environment(more=applies_for)
-        return await _read(shelf, lambda: default.brief(scope).text())
+        return await _read(shelf, lambda: default.brief(scope).over_mcp().text())
 
     # resources are the default knowledge base's; the tools reach the others
     @server.resource("kb://cards/{id}", mime_type="text/markdown", description="a card's markdown file")

@@ -16,7 +16,7 @@ from kbtool.surfaces.mcp.tools.base import READS, For, KbChoice, Tool, on, tool
 async def brief(ctx: Context, applies_for: For = None, kb: KbChoice = None) -> Annotated[CallToolResult, Brief]:
     """Call after a context compaction: the locked gates and their last runs, the must-constraints that
     apply, open gaps, newest findings, the review queue (~1.5k tokens)."""
-    return await on(ctx, kb, lambda base: answers.result((made := base.brief(applies_for)).text(), made))
+    return await on(ctx, kb, lambda base: answers.result((made := base.brief(applies_for).over_mcp()).text(), made))
 
 
 TOOLS: tuple[Tool, ...] = (brief,)
