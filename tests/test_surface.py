@@ -61,6 +61,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"bootstrap", "chunking", "multilingual", "onnx_encoder", "translation", "vectors"},
         {"embeddings", "onnx_export"},
         {"ranking", "evaluation"},
+        {"snippets"},  # a hit's snippet: a card's prose, found with ranking's cut
         {"indexed", "lexical"},
         {"index"},
         {"pipeline"},

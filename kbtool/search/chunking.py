@@ -68,6 +68,31 @@ def lead_text(card: CardBase) -> str:
     return "\n".join(dict.fromkeys(line for line in lines if line))
 
 
+def field_lines(data: dict[str, Any]) -> set[str]:
+    """The lines of a card's lead chunk (lead_text, from its frontmatter as JSON) that are values of its fields:
+    a metric, a load, a source path, its scope and tags. Its prose, a text field of several words (a claim, a
+    rule), is not among them: a snippet shows the prose and leaves these out."""
+    lines: set[str] = set()
+    for key, value in data.items():
+        if key in _SKIP or is_prose(value):
+            continue
+        if key == "evidence":
+            lines.update(_evidence_line(ev) for ev in value if isinstance(ev, dict) and "metric" in ev)
+        elif key == "source" and isinstance(value, dict):
+            lines.update(str(v) for k, v in value.items() if k in ("path", "heading") and v)
+        else:
+            lines.update(_flatten(value))
+    scope = _flatten(data.get("applies_to", {}))
+    lines.update(["applies to: " + "; ".join(scope)] if scope else [])
+    lines.update(["tags: " + ", ".join(data["tags"])] if data.get("tags") else [])
+    return lines
+
+
+def is_prose(value: Any) -> bool:
+    """A text a person reads as a sentence: four words or more (a short value names, it does not say)."""
+    return isinstance(value, str) and len(value.split()) >= 4
+
+
 def split_bounded(text: str, limit: int = MAX_CHARS) -> list[str]:
     """Paragraph-aligned pieces of at most `limit` characters (a longer paragraph is cut at spaces)."""
     pieces: list[str] = []

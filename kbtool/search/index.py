@@ -615,6 +615,14 @@ class Index:
         )
         return {r[0]: (r[1], r[2]) for r in rows}
 
+    def card_texts(self, card_path: str, chunks: int = 2) -> list[str]:
+        """The texts of a card's first chunks (its lead, then its body's first), where a snippet finds the card's
+        prose when the passage that matched holds none."""
+        rows = self.db.execute(
+            "SELECT text FROM chunks WHERE card_path = ? ORDER BY ordinal LIMIT ?", (card_path, chunks)
+        )
+        return [r[0] for r in rows]
+
     def lead_vectors(self, model_id: str, skills: bool = False) -> dict[str, np.ndarray]:
         """Card id -> the stored vector of its lead chunk (title and fields), for this model;
         with skills, skill name -> the vector of its description."""

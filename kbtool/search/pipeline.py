@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 from typing import Any
 
@@ -32,10 +33,10 @@ from kbtool.search.ranking import (
     keep_each_legs_first,
     phrases,
     query_terms,
-    snippet,
     with_chinese_terms,
     with_multilingual,
 )
+from kbtool.search.snippets import readable_snippet
 
 __all__ = ["CANDIDATES", "SearchRequest", "Searcher"]
 
@@ -166,7 +167,14 @@ class Searcher:
                     source=HitSource(path=source.get("path"), heading=source.get("heading"), url=source.get("url"))
                     if source
                     else None,
-                    snippet=snippet(chunk_text.split("\n", 1)[-1] if heading else chunk_text, terms),
+                    snippet=readable_snippet(
+                        chunk_text.split("\n", 1)[-1] if heading else chunk_text,
+                        terms,
+                        card.title,
+                        card.data,
+                        partial(self.index.card_texts, card.path),
+                        request.query,
+                    ),
                     explain=explain,
                 )
             )
