@@ -542,7 +542,6 @@ class Search(KnowledgeBaseCore):
         self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
         self._vectors_building.start()
 
-
     def warm_sources(self) -> None:
         """For a long-lived process, after warm_in_background: each source's keyword rows before the first search
         asks (that search built them inside its call: ~5 s for a 760-card source); its vectors follow from the
