@@ -1,6 +1,6 @@
 """What the MCP benchmarks (bench_mcp.py, bench_team_server.py, bench_skills.py) share: the topics their agents
-search for, and the wait for a server's semantic leg. A benchmark runs as `python bench/bench_X.py`, so this
-folder is on its import path."""
+search for, and the wait for a server's semantic leg. A benchmark runs as a script (`python bench/bench_mcp.py`),
+so this folder is on its import path."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -322,3 +323,42 @@ def test_one_version_source_and_typed_for_its_users():
         if p.name != "__init__.py" and literal in p.read_text(encoding="utf-8")
     ]
     assert not elsewhere, f"a second copy of the version: {elsewhere}"
+
+
+# --- every path of this repository that the docs and the code's comments name exists ---------------------------
+
+NAMED_PATH = re.compile(r"(?<![\w./~-])((?:kbtool|tests|bench|docs|migrations|schemas|\.ci)/[\w./-]*\w)")
+# named on purpose though not in a checkout: the wheel's copy of skills/kb (pyproject's package-dir)
+NOT_IN_A_CHECKOUT = {"kbtool/kb_skill/SKILL.md"}
+
+
+def _prose_of(path: Path) -> list[tuple[int, str]]:
+    """(line, text) a reader reads as prose: a page or config file whole; of Python, its comments and
+    docstrings (a test's string literals are its data, such as a folder it makes)."""
+    import io
+    import tokenize
+
+    text = path.read_text(encoding="utf-8")
+    if path.suffix != ".py":
+        return list(enumerate(text.splitlines(), 1))
+    out = []
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        docstring = token.type == tokenize.STRING and token.string.lstrip("rbuRBU").startswith(('"""', "'''"))
+        if token.type == tokenize.COMMENT or docstring:
+            out += [(token.start[0] + n, line) for n, line in enumerate(token.string.splitlines())]
+    return out
+
+
+def test_every_path_the_docs_and_comments_name_exists():
+    pages = [REPO_ROOT / "README.md", REPO_ROOT / "pyproject.toml", REPO_ROOT / "Makefile"]
+    pages += sorted((REPO_ROOT / "docs").glob("*.md"))
+    for folder in ("kbtool", "tests", "bench", "migrations"):
+        pages += sorted((REPO_ROOT / folder).rglob("*.py"))
+    missing = []
+    for page in pages:
+        for line_no, line in _prose_of(page):
+            for named in NAMED_PATH.findall(line):
+                named = named.rstrip(".")
+                if named not in NOT_IN_A_CHECKOUT and not (REPO_ROOT / named).exists():
+                    missing.append(f"{page.relative_to(REPO_ROOT)}:{line_no}: {named}")
+    assert not missing, "\n".join(missing)

@@ -1,4 +1,4 @@
-"""The web view (kbtool/web) over HTTP, as a browser talks to `kb ui` run for real: every page answers,
+"""The web view (kbtool/surfaces/web) over HTTP, as a browser talks to `kb ui` run for real: every page answers,
 the review actions are one commit each through the same code as the CLI, forms from elsewhere and
 hosts that are not loopback are refused, a token guards a server off loopback; and `kb site` writes
 the same pages as files whose links all resolve."""
