@@ -24,10 +24,10 @@ RUN_RECORD = ("command", "environment", "artifact", "artifacts", "baseline_artif
 EXPORTS = ("artifact", "artifacts", "baseline_artifacts")
 OWN_CONDITIONS = ("verdict", "variation", "runs", "ignored_conditions")  # each entry's own, kept even when alike
 HEADLINE = 6  # at least this many entries of a finding are shown when it has more (an AIPerf export gives 65)
-# the statistics a cut entry keeps: its centre, tail, spread and intervals (AIPerf gives 14, p1 to p99 and a sum)
 # a shown entry's numbers, in significant digits, as its verdict line shows them; all_metrics shows them whole
 VALUE_DIGITS = 6
 STAT_DIGITS = 4
+# the statistics a cut entry keeps: its centre, tail, spread and intervals (AIPerf gives 14, p1 to p99 and a sum)
 HEADLINE_STATS = (
     "avg", "p50", "p90", "p99", "std", "stderr", "ci95_low", "ci95_high", "change_ci95_low", "change_ci95_high",
 )  # fmt: skip

@@ -132,7 +132,7 @@ def cut_notice(shown: int, found: int, budget: int) -> str:
 # --- reading ---------------------------------------------------------------------------------
 
 # characters of a search answer's text, and as many of its structured content (its `budget` argument, in
-# characters: what an agent can reason about); ~1.9k tokens of o200k_base in all on the 851-card KB (issue 45)
+# characters: what an agent can reason about); ~1.8k tokens of o200k_base in all on the 851-card KB (issue 45)
 SEARCH_BUDGET = 4000
 SEARCH_FOOTER_ROOM = 300  # characters of the cut notice's room and the page's own fields (query, found, offset)
 MIN_SNIPPET = 24  # a snippet shorter than this says nothing: the hit's line goes without one
