@@ -29,8 +29,9 @@ def fp32_vectors(texts) -> np.ndarray:
         return SentenceTransformerEmbedder(runtime="torch").embed_documents(texts)
 
 
-@pytest.mark.skipif(not native_bf16(), reason="this CPU has no native bfloat16: kb stays on fp32 here")
 def test_bf16_documents_agree_with_fp32(texts, fp32_vectors, monkeypatch):
+    if not native_bf16():  # asked here, not in a skipif: collecting the suite never imports torch
+        pytest.skip("this CPU has no native bfloat16: kb stays on fp32 here")
     monkeypatch.delenv("KB_EMBED_PRECISION", raising=False)
     embedder = SentenceTransformerEmbedder(runtime="torch")
     vectors = embedder.embed_documents(texts)

@@ -146,3 +146,33 @@ def test_a_search_during_the_warm_up_embeds_its_hits_for_a_fraction_of_a_second_
     assert firsts and all(row[0] in embedded for row in firsts)  # each best hit's first chunk before any second
     assert any("vectors for" in n for n in kb.notices), kb.notices
     embedder.released.set()
+
+
+def test_a_long_lived_process_indexes_its_sources_keywords_before_the_first_search(tmp_path, fast_env):
+    """kb serve (and the daemon) bring each source's keyword rows up to date as they start: the first search of
+    a project on a large source built them inside its call (7.9 s for ml-engineering's 760 cards over MCP)."""
+    import asyncio
+
+    from test_mcp import stdio
+
+    project = project_reading_the_starter(tmp_path)
+    source_index = tmp_path / "team" / ".kb" / "index.db"
+
+    def chunks() -> int:
+        if not source_index.exists():
+            return 0
+        import sqlite3
+
+        with sqlite3.connect(source_index) as db:
+            return int(db.execute("SELECT count(*) FROM chunks").fetchone()[0])
+
+    async def session() -> int:
+        async with stdio(project, fast_env) as client:
+            await client.call_tool("kbs", {})  # no search: only the server's start-up works on the source
+            deadline = time.monotonic() + 120
+            while chunks() == 0 and time.monotonic() < deadline:
+                await asyncio.sleep(0.2)
+            return chunks()
+
+    assert chunks() == 0
+    assert asyncio.run(session()) > 100

@@ -4,6 +4,7 @@ dump of its fields or a JSON block, and says when the passage is in Chinese and 
 from __future__ import annotations
 
 import json
+import re
 
 import kbtool
 from conftest import REPO_ROOT, run_kb
@@ -80,3 +81,21 @@ def test_an_english_search_over_the_starter_kbs_chinese_notes_says_so_within_its
     assert not any('": ' in hit["snippet"] for hit in hits), hits
     assert "— (in Chinese) " in got.content[0].text
     assert tokens("(in Chinese) ") == 4 and cost(got) <= LIST_BUDGET, cost(got)
+
+
+def test_no_docs_block_needs_the_checkout_as_its_folder_or_writes_into_it():
+    """A reader runs the docs' blocks from wherever they are (tests/test_readme.py runs them from an empty
+    folder): a block names the reader's clone where it needs a file of this repository (~/kb, the README says),
+    and never writes a picture over the tracked ones in docs/images/."""
+    from test_readme import RUNNABLE, blocks, commands, read
+
+    pages = ["README.md", *(f"docs/{p.name}" for p in sorted((REPO_ROOT / "docs").glob("*.md")))]
+    for name in pages:
+        for block in blocks(read(name)):
+            if block.language not in RUNNABLE:
+                continue
+            for command in commands(block) if block.language != "python" else block.lines:
+                where = f"{name}:{block.line_no}: {command}"
+                assert "--out docs/" not in command, where
+                assert not re.search(r"(?<![~/\w])tests/", command.split(" #")[0]), where
+                assert not re.search(r"--(kb|from) \.(\s|$)|open\(\"\.\"\)", command), where

@@ -3,9 +3,12 @@ as a new user would run it, on a clone of this repository (the starter KB) and o
 base made by the quick start; the kb skill's commands run on the starter KB too.
 
 The README's blocks run first (its quick start makes ~/my-kb); each file of docs/ then runs in a
-fresh clone and HOME after the README's blocks, so a page needs nothing but the quick start, as a
-reader who opens it alone would have. docs/cli.md is the generated `--help` of every command
-(kbtool/surfaces/docs.py): text, no command blocks.
+fresh HOME after the README's blocks, so a page needs nothing but the quick start, as a reader who
+opens it alone would have. Every block starts in an empty folder, not in the checkout: what a block
+needs of this repository (the starter KB, a sample export) it takes from the reader's clone, ~/kb
+as the README names it, and it writes nothing there (the clone's commits and files are unchanged).
+docs/cli.md is the generated `--help` of every command (kbtool/surfaces/docs.py): text, no command
+blocks.
 
 A command fails the test on a non-zero exit code the docs do not announce (a trailing comment
 saying "exit N") or on any "internal error" or traceback. Blocks that cannot run here (the install
@@ -18,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -30,6 +32,7 @@ import kbtool
 from conftest import REPO_ROOT
 
 AIPERF_EXPORT = REPO_ROOT / "tests" / "data" / "aiperf" / "profile_export_aiperf.json"
+CLONE = "kb"  # where the README's reader cloned this repository, under HOME: ~/kb
 # blocks by their first line: what the test sets up before running one, or why it does not run it
 NOT_RUN = {
     "kb sync --take theirs:claim                       # their claim, wherever both claims differ": (
@@ -41,12 +44,6 @@ NOT_RUN = {
     "make demo   # creates .venv/, installs kb (CPU torch pinned first) and the model's ONNX export,": (
         "the set-up itself: .ci/run runs `make test` (this test among them) and `make demo` on a clean clone"
     ),
-}
-# files a user has at that point: the export of their own AIPerf run (a real one, from a mock server)
-FILES_BEFORE = {
-    'cd ~/my-kb\nkb search "NVFP4 MoE decode" --for hardware=B200': {
-        "~/my-kb/artifacts/profile_export_aiperf.json": AIPERF_EXPORT
-    },
 }
 # the kb skill's commands with placeholders, each as one concrete instance on the starter KB;
 # (command, exit code it announces)
@@ -186,7 +183,8 @@ RUNNABLE = ("sh", "bash", "python")
 
 @pytest.fixture
 def clone(tmp_path: Path) -> Path:
-    target = tmp_path / "kb-checkout"
+    """The reader's clone of this repository, where the README has it: ~/kb of the docs' HOME."""
+    target = tmp_path / "home" / CLONE
     subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(target)], check=True)
     return target
 
@@ -216,7 +214,12 @@ def run_blocks(name: str, shell: Shell, clone: Path, tmp_path: Path) -> int:
             script = tmp_path / "docs_example.py"
             script.write_text("\n".join(block.lines) + "\n")
             out = subprocess.run(
-                [sys.executable, str(script)], capture_output=True, text=True, cwd=clone, env=shell.env, timeout=900
+                [sys.executable, str(script)],
+                capture_output=True,
+                text=True,
+                cwd=shell.start,
+                env=shell.env,
+                timeout=900,
             )
             assert out.returncode == 0, f"{where}: the Python example failed\n{out.stderr[-3000:]}"
             ran_blocks += 1
@@ -224,10 +227,6 @@ def run_blocks(name: str, shell: Shell, clone: Path, tmp_path: Path) -> int:
         assert block.language in ("sh", "bash"), f"{where}: a ```{block.language} block; say how to test it"
         if block.first in NOT_RUN:
             continue
-        for dest, source in FILES_BEFORE.get("\n".join(commands(block)[:2]), {}).items():
-            target = Path(dest.replace("~", str(shell.home), 1))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
         shell.begin()
         for command in commands(block):
             shell.run(command, allowed_exits(command), where)
@@ -235,14 +234,26 @@ def run_blocks(name: str, shell: Shell, clone: Path, tmp_path: Path) -> int:
     return ran_blocks
 
 
+def clone_state(clone: Path) -> tuple[str, str]:
+    """The clone's HEAD and `git status`: what a reader's clone holds, which no block may change."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=clone, capture_output=True, text=True, check=True)
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True)
+    return head.stdout, status.stdout
+
+
 def run_files(names: list[str], clone: Path, tmp_path: Path) -> list[int]:
-    """The files' blocks one after the other in one session (a fresh HOME on a clone), then every
-    daemon they started stopped."""
-    shell = Shell(tmp_path / "home", clone)
+    """The files' blocks one after the other in one session (a fresh HOME holding the reader's clone,
+    each block started in an empty folder), then every daemon they started stopped; the clone is as it was."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    shell = Shell(tmp_path / "home", empty)
+    before = clone_state(clone)
     try:
-        return [run_blocks(name, shell, clone, tmp_path) for name in names]
+        ran = [run_blocks(name, shell, clone, tmp_path) for name in names]
     finally:
         shell.stop_daemons(clone, *(found.parent for found in shell.home.glob("*/kb.toml")))
+    assert clone_state(clone) == before, f"{names} wrote into the reader's clone"
+    return ran
 
 
 def test_every_readme_block_runs_as_written(clone, tmp_path):
@@ -267,7 +278,6 @@ def test_every_block_is_accounted_for():
     assert len([b for b in runnable if b.first not in NOT_RUN]) >= 10, len(runnable)
     firsts = {b.first for b in runnable}
     assert set(NOT_RUN) <= firsts, set(NOT_RUN) - firsts
-    assert set(FILES_BEFORE) <= {"\n".join(commands(b)[:2]) for b in every}
 
 
 def skill_commands(text: str) -> list[str]:

@@ -542,6 +542,17 @@ class Search(KnowledgeBaseCore):
         self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
         self._vectors_building.start()
 
+    def warm_sources(self) -> None:
+        """For a long-lived process, after warm_in_background: each source's keyword rows before the first search
+        asks (that search built them inside its call: ~5 s for a 760-card source); its vectors follow from the
+        first search, on a thread (_backlog_to_warm). A source that is not there is said to the first caller."""
+        for name, base in self.source_bases():
+            base._long_lived = True
+            try:
+                base.index.refresh_if_stale(None)
+            except Exception as exc:  # the source's own search says it again, or works by then
+                self.note(f"source {name}: its keyword index could not be brought up to date ({exc})")
+
 
 def _breadth_first(lists: builtins.list[builtins.list[int]]) -> builtins.list[int]:
     """Each hit's first chunk, then each one's second, and so on: under a time budget the best keyword hits get

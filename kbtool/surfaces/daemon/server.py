@@ -174,6 +174,7 @@ class Daemon:
             # the keyword index before the first request runs; the model and vectors in the background
             # its notices (an index rebuilt, a read-only KB) go to the first client; its timings to the log
             kb.warm_in_background(report=lambda message: print(f"kb daemon {os.getpid()} {message}", flush=True))
+            kb.warm_sources()
         except Exception as exc:  # a malformed kb.toml: the process exits saying so, in its log
             self.failure = exc
             self.stopping.set()

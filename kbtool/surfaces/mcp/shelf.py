@@ -108,7 +108,9 @@ class Shelf:
             self.reader.submit(self._warm_reader, name)
 
     def _warm_reader(self, name: str) -> None:
-        _warm_up(self.reading(name))
+        reader = self.reading(name)
+        _warm_up(reader)
+        reader.warm_sources()  # after _warm_up: what it says of a source is said to the first caller
 
     def served(self) -> ServedKbs:
         return ServedKbs(
