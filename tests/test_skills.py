@@ -10,6 +10,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
+from test_budget import tokens
 
 import kbtool
 from conftest import REPO_ROOT, commit_count, tree_state
@@ -299,7 +300,7 @@ def test_a_pack_of_a_large_knowledge_base_stays_within_the_token_guidance():
     ]
     files = render_pack("big-pack", "applies_to.hardware=B200", cards, "team", None, date(2026, 12, 4))
     body = files["SKILL.md"].split("---\n", 2)[2]
-    assert estimate_tokens(body) <= BODY_TOKENS
+    assert tokens(body) <= estimate_tokens(body) <= BODY_TOKENS  # the estimate errs high, as o200k_base counts
     for kind, heading in PACK_HEADINGS.items():
         section = body.split(f"## {heading}", 1)[1].split("\n## ", 1)[0]
         shown = section.count("\n- [")
@@ -319,7 +320,7 @@ def test_the_starter_b200_pack_keeps_its_gates_and_its_own_findings_first(starte
     packed = kb.pack_skill("b200-pack", ["applies_to.hardware=B200"], general=True)
     text = (kb.root / packed.path / "SKILL.md").read_text()
     body = text.split("---\n", 2)[2]
-    assert estimate_tokens(body) <= BODY_TOKENS and len(text) < 14_000  # 20.9 KB before packs had a budget
+    assert tokens(body) <= estimate_tokens(body) <= BODY_TOKENS and len(text) < 14_000  # 20.9 KB before a budget
     confirmed = [c for c in kb.cards() if c.card.status == "confirmed"]
     gates = [c.id for c in confirmed if c.card.kind == "gate"]
     b200 = [c.id for c in confirmed if c.card.kind == "finding" and "B200" in str(c.card.applies_to.hardware)]

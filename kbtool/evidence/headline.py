@@ -19,8 +19,14 @@ from kbtool.model.records import StoredCard
 
 # an entry's record of the run, said once by the rendered card's measured_under: out of a cut entry's fields
 RUN_RECORD = ("command", "environment", "artifact", "artifacts", "baseline_artifacts")
+# the run's exports, paths and hashes: out of a cut card (its command, environment and load stay); all_metrics
+# and the card's file keep them
+EXPORTS = ("artifact", "artifacts", "baseline_artifacts")
 OWN_CONDITIONS = ("verdict", "variation", "runs", "ignored_conditions")  # each entry's own, kept even when alike
 HEADLINE = 6  # at least this many entries of a finding are shown when it has more (an AIPerf export gives 65)
+# a shown entry's numbers, in significant digits, as its verdict line shows them; all_metrics shows them whole
+VALUE_DIGITS = 6
+STAT_DIGITS = 4
 # the statistics a cut entry keeps: its centre, tail, spread and intervals (AIPerf gives 14, p1 to p99 and a sum)
 HEADLINE_STATS = (
     "avg", "p50", "p90", "p99", "std", "stderr", "ci95_low", "ci95_high", "change_ci95_low", "change_ci95_high",
@@ -57,8 +63,9 @@ def shown_entries(evidence: list[dict[str, Any]], said: str) -> list[int]:
 
 def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Document, int]:
     """A finding with more than HEADLINE evidence entries cut to its headline (shown_entries), each entry to
-    its HEADLINE_STATS: the card to render, the document with `evidence_total`, and how many entries it has in
-    all (0 when nothing was cut). Anything else as it is."""
+    its HEADLINE_STATS, rounded as its verdict line is (_rounded), without its EXPORTS, the card without the
+    machine it was recorded on: the card to render, the document with `evidence_total`, and how many entries it
+    has in all (0 when nothing was cut). Anything else as it is."""
     card = stored.card
     evidence = list(getattr(card, "evidence", None) or [])
     if len(evidence) <= HEADLINE:
@@ -68,10 +75,21 @@ def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Docu
         said = said.replace(ch, " ")
     kept = shown_entries([entry.model_dump() for entry in evidence], said)
     data = document.to_json()
-    data["evidence"] = _without_the_run(_main_stats(data["evidence"][n]) for n in kept)
+    data["evidence"] = _without_the_run(_rounded(_main_stats(data["evidence"][n])) for n in kept)
     data["evidence_total"] = len(evidence)
-    entries = [evidence[n].model_copy(update={"stats": _main_stats(evidence[n].model_dump())["stats"]}) for n in kept]
-    return card.model_copy(update={"evidence": entries}), Document.model_validate(data), len(evidence)
+    data.pop("recorded_on", None)  # the machine kb wrote the card on, not where it was measured: not a headline
+    numbers = ("value", "baseline", "stats")
+    entries = [
+        evidence[n].model_copy(
+            update={
+                **{k: _rounded(_main_stats(evidence[n].model_dump()))[k] for k in numbers},
+                **dict.fromkeys(EXPORTS),  # the exports' paths and hashes: six of them were ~330 tokens of a get
+            }
+        )
+        for n in kept
+    ]
+    cut = card.model_copy(update={"evidence": entries, "recorded_on": {}})
+    return cut, Document.model_validate(data), len(evidence)
 
 
 def _without_the_run(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -91,6 +109,23 @@ def _without_the_run(entries: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         if "conditions" in entry:
             entry["conditions"] = {k: v for k, v in entry["conditions"].items() if (k, v) not in shared}
     return out
+
+
+def _rounded(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry's value and baseline to VALUE_DIGITS significant digits, its statistics to STAT_DIGITS, and its
+    mean left out of them where it is the value: what the body's verdict lines show. A float's 17 digits are ~7
+    tokens; five entries' numbers, in the text and again in the structured content, were ~300 tokens of a get."""
+    out = {k: _significant(v, VALUE_DIGITS) if k in ("value", "baseline") else v for k, v in entry.items()}
+    if "stats" in entry:
+        stats = entry["stats"] or {}
+        out["stats"] = {
+            k: _significant(v, STAT_DIGITS) for k, v in stats.items() if not (k == "avg" and v == entry.get("value"))
+        }
+    return out
+
+
+def _significant(value: Any, digits: int) -> Any:
+    return float(f"{value:.{digits}g}") if isinstance(value, float) else value
 
 
 def _main_stats(entry: dict[str, Any]) -> dict[str, Any]:

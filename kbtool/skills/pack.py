@@ -22,6 +22,7 @@ from kbtool.model.errors import BadInput
 from kbtool.model.fields import Filter, values_at
 from kbtool.model.parsing import Unparsable, json_document
 from kbtool.model.records import StoredCard
+from kbtool.model.tokens import estimate_tokens  # the answers' estimate, erring high
 from kbtool.skills.scan import refusal, scan_files
 from kbtool.skills.spec import SKILL_FILE, InvalidSkill, Skill, frontmatter_violations, name_violations, render_skill
 
@@ -36,14 +37,6 @@ BODY_TOKENS = 4000  # the body's budget, under the specification's ~5,000 with r
 LINE_CHARS = 300  # one card's line in SKILL.md; the whole card is in references/
 FLOOR = 5  # lines each kind gets before any kind gets more, so no section is crowded out
 INDEX = "references/INDEX.md"
-
-
-def estimate_tokens(text: str) -> int:
-    """Tokens as the usual tokenizers count them, erring high: English prose runs ~4 characters of
-    ASCII per token, the ids, paths and numbers a pack is full of nearer 3, so 3.3 here; and a token
-    for each other character (CJK text runs about one per character)."""
-    ascii_chars = sum(1 for c in text if ord(c) < 128)
-    return ascii_chars * 10 // 33 + (len(text) - ascii_chars) + 1
 
 
 def pack_cards(

@@ -163,7 +163,10 @@ def show(
         for text in texts:
             typer.echo(text, nl=False)
     if cut and (not field or "evidence" in field):
-        note = f"evidence cut to the headline metrics ({'; '.join(cut)} entries shown); --all-metrics for all"
+        note = (
+            f"evidence cut to the headline metrics, rounded, without the runs' exports and recorded_on "
+            f"({'; '.join(cut)} entries shown); --all-metrics for all"
+        )
         typer.echo(f"kb: note: {note}", err=True)
     for lock in locks:
         typer.echo(f"kb: note: {lock}", err=True)

@@ -42,15 +42,17 @@ from kbtool.model.contracts import (
 from kbtool.model.contracts.reading import only_fields as only_fields
 from kbtool.model.errors import BadInput
 from kbtool.model.records import StoredCard
+from kbtool.model.tokens import estimate_tokens, json_tokens
 
 P = TypeVar("P", bound=Payload)
 
 SNIPPET_CHARS = 200
-# What a list-shaped answer may spend by default, in characters (~2k tokens at 4 a token), on its text and its
-# structured content together (a client may show the model both): a page is cut to what fits, and its footer
-# says how many of how many it shows and the offset of the next page.
-LIST_BUDGET = 8000
-FOOTER_ROOM = 300  # the footer line and the page fields (total, offset, truncated, counts)
+# What a list-shaped answer may spend by default, in tokens (estimated: kbtool/model/tokens.py), on its text and
+# its structured content together (a client may show the model both): a page is cut to what fits, and its footer
+# says how many of how many it shows and the offset of the next page. Counted in characters (8,000) until issue
+# 45: `recent`'s commit hashes and subjects were 2.5k tokens of o200k_base in those 8,000.
+LIST_BUDGET = 2000
+FOOTER_ROOM = 100  # tokens of the footer line and the page fields (total, offset, truncated, counts)
 
 
 def result(text: str, structured: Payload | dict[str, Any]) -> CallToolResult:
@@ -71,7 +73,7 @@ def paged(lines: list[str], page: Page, shown: int, noun: str, tool: str, cut: b
     where = f" (from {page.offset + 1})" if page.offset and shown else ""
     footer = f"{shown} of {page.total} {noun} shown{where}"
     if cut:
-        footer += f" (the page is cut to ~{LIST_BUDGET // 4} tokens)"
+        footer += f" (the page is cut to ~{LIST_BUDGET} tokens)"
     if after < page.total:
         footer += f"; call {tool} again with offset={after} for the next page"
     return "\n".join([*lines, footer])
@@ -82,7 +84,7 @@ def fitting(lines: list[str], items: list[Any], budget: int = LIST_BUDGET - FOOT
     first always, so a page is never empty while there is something to show)."""
     spent = 0
     for n, (line, item) in enumerate(zip(lines, items, strict=True)):
-        spent += len(line) + 1 + len(json.dumps(item)) + 2
+        spent += estimate_tokens(line) + json_tokens(item) + 1
         if n and spent > budget:
             return n
     return len(items)
@@ -102,8 +104,8 @@ def budget_page(
     total and offset). head: lines before the items (and what the page holds beside them), counted first."""
     data = page.to_json()
     items = data[field]
-    beside = len(json.dumps({k: v for k, v in data.items() if k != field})) if head else 0
-    spent = sum(len(line) + 1 for line in head) + beside
+    beside = json_tokens({k: v for k, v in data.items() if k != field}) if head else 0
+    spent = sum(estimate_tokens(line) for line in head) + beside
     shown = fitting(lines, items, LIST_BUDGET - FOOTER_ROOM - spent)
     more = where.offset + shown < where.total
     cut = page.model_copy(update={field: getattr(page, field)[:shown], "truncated": more})
@@ -129,7 +131,10 @@ def cut_notice(shown: int, found: int, budget: int) -> str:
 
 # --- reading ---------------------------------------------------------------------------------
 
-SEARCH_BUDGET = LIST_BUDGET // 2  # characters of a search answer's text, and as many of its structured content
+# characters of a search answer's text, and as many of its structured content (its `budget` argument, in
+# characters: what an agent can reason about); ~1.8k tokens of o200k_base in all on the 851-card KB (issue 45)
+SEARCH_BUDGET = 4000
+SEARCH_FOOTER_ROOM = 300  # characters of the cut notice's room and the page's own fields (query, found, offset)
 MIN_SNIPPET = 24  # a snippet shorter than this says nothing: the hit's line goes without one
 
 
@@ -139,8 +144,8 @@ def search_page(found: SearchPage, k: int, budget: int) -> CallToolResult:
     hit is left out only when even its line without a snippet does not fit (then the answer says so). One
     budget for both, spent first come first served, showed 7 of 10 hits on an 851-card KB (issue 45)."""
     # room for the line that says the answer was cut, so the whole text stays within the budget
-    room = max(budget - len(cut_notice(found.found, found.found, budget)) - FOOTER_ROOM, 0)
-    data_room = max(budget - FOOTER_ROOM, 0)  # the page's own fields (query, found, offset) beside the hits
+    room = max(budget - len(cut_notice(found.found, found.found, budget)) - SEARCH_FOOTER_ROOM, 0)
+    data_room = max(budget - SEARCH_FOOTER_ROOM, 0)  # the page's own fields (query, found, offset) beside the hits
     lines: list[str] = []
     hits: list[Any] = []
     spent = data_spent = 0
@@ -194,8 +199,8 @@ def headline_evidence(stored: StoredCard, document: Document) -> tuple[Any, Docu
     body, left = headline_body(stored.body, stored.card, card)
     lines = f" and {left} of the body's metric lines left out" if left else ""
     note = (
-        f"\n(evidence: {len(card.evidence)} of {total} entries shown, the headline metrics{lines}; "
-        "get again with all_metrics=true for all)"
+        f"\n(evidence: {len(card.evidence)} of {total} entries shown, the headline metrics, rounded, without the "
+        f"runs' exports and recorded_on{lines}; get again with all_metrics=true for all)"
     )
     return card, document, body, note
 
