@@ -126,17 +126,17 @@ import os, signal, sys
 sys.path.insert(0, {repo!r})
 import kbtool
 from kbtool.search.embeddings import HashingEmbedder
-from kbtool.search.index import Index
+from kbtool.search import index_rows
 
 when = {when!r}
 count = [0]
-real_insert = Index._insert_card
-def dying_insert(self, *args):
+real_insert = index_rows.insert_card
+def dying_insert(*args):
     count[0] += 1
     if when == "mid-transaction" and count[0] == 30:
         os.kill(os.getpid(), signal.SIGKILL)
-    return real_insert(self, *args)
-Index._insert_card = dying_insert
+    return real_insert(*args)
+index_rows.insert_card = dying_insert
 
 class DyingEmbedder(HashingEmbedder):
     def embed_documents(self, texts):

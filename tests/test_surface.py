@@ -64,6 +64,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"ranking", "evaluation"},
         {"snippets"},  # a hit's snippet: a card's prose, found with ranking's cut
         {"indexed", "lexical"},
+        {"index_rows"},  # what a refresh reads and writes
         {"index"},
         {"pipeline"},
     ],

@@ -37,7 +37,7 @@ class Overview(KnowledgeBaseCore):
         )
 
     def _index_state(self, built: bool) -> IndexState:
-        from kbtool.search.index import indexed_files
+        from kbtool.search.index_rows import indexed_files
 
         if not built:  # said as it is: opening the index here would build it, which is not a status's job
             on_disk = len(indexed_files(self.store))

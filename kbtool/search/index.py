@@ -24,16 +24,23 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from filelock import FileLock
 
-from kbtool.model.cards import content_hash
-from kbtool.model.errors import InvalidCard
 from kbtool.model.fields import Filter, values_at
-from kbtool.model.parsing import has_cjk
 from kbtool.model.records import CardSummary
-from kbtool.search.embeddings import Embedder, cjk_bigrams
-from kbtool.search.indexed import CardMeta, IndexedFile, RefreshStats
+from kbtool.search.embeddings import Embedder
+from kbtool.search.index_rows import (
+    Connection,
+    bump_generation,
+    changed_files,
+    folders_signature,
+    freshness,
+    indexed_files,
+    recorded_glossary,
+    write_changes,
+)
+from kbtool.search.indexed import CardMeta, RefreshStats
 from kbtool.search.multilingual import in_cjk_leg
 from kbtool.search.ranking import COLUMN_WEIGHTS, Phrase, fts_match
-from kbtool.search.translation import english_gloss, glossary
+from kbtool.search.translation import glossary
 
 if TYPE_CHECKING:
     import threading
@@ -43,9 +50,8 @@ if TYPE_CHECKING:
     from kbtool.search.lexical import Postings
     from kbtool.search.vectors import ChunkMatrix
 
-from kbtool.skills.spec import SKILL_FILE, InvalidSkill, skill_folders
 from kbtool.store.config import LimitsSection
-from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Store
+from kbtool.store.repository import Store
 
 # numpy (the vector leg) and sqlite-utils (migrations) load where they are used: `kb list`, gaps and
 # stats read the index without either, ~0.25 s less for a cold command.
@@ -53,36 +59,13 @@ SCHEMA_STEPS = 3  # the migrations in kbtool.migrations.index; PRAGMA user_versi
 
 INDEX_FILE = "index.db"
 EMBED_GROUP = 256  # texts per encode call: sentence-transformers batches inside it; progress ticks per group
-OPTIMIZE_AFTER = 1000  # cards re-indexed in one refresh after which the keyword index is merged
 FULL_SCAN_INTERVAL_S = 5.0  # a warm process re-stats every file at most this often (kb's own writes show at once)
 Progress = Callable[[int, int], None]
-Upsert = tuple[IndexedFile, str, os.stat_result]  # a file to (re)index: what it holds, its hash, its stat
-Touched = tuple[str, os.stat_result]  # a file whose stat moved but whose text did not
 
 _BM25_SQL = (  # the keyword leg in FTS5: title x4, heading x2, body, CJK bigrams and their gloss x1
     f"SELECT rowid, bm25(chunks_fts, {', '.join(str(w) for w in COLUMN_WEIGHTS)}) AS rank "
     "FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank"
 )
-
-
-def indexed_files(store: Store) -> dict[str, str]:
-    """Every file the index covers, relative path -> path: the cards, then each SKILL.md."""
-    root = str(store.root)
-    files = {rel: os.path.join(root, rel) for rel in store.card_paths()}
-    for folder in skill_folders(store.root / SKILLS_DIR, store.root, store.skipped):
-        if not (folder / SKILL_FILE).is_symlink():  # a skill is plain files: kb lint names it, nothing reads it
-            files[f"{SKILLS_DIR}/{folder.name}/{SKILL_FILE}"] = str(folder / SKILL_FILE)
-    return files
-
-
-class Connection:
-    """The two things the index uses of a database: execute, and the connection for transactions."""
-
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
-
-    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
-        return self.conn.execute(sql, params)
 
 
 class Index:
@@ -160,12 +143,7 @@ class Index:
     # --- refreshing ------------------------------------------------------------------
 
     def _signature(self) -> tuple[Any, ...]:
-        """Cheap: the mtimes of kb/, skills/ and their folders change on every add, rename or delete."""
-        dirs = []
-        for top in (self.store.root / CARDS_DIR, self.store.root / SKILLS_DIR):
-            if top.is_dir():
-                dirs += [top, *sorted(p for p in top.iterdir() if p.is_dir())]
-        return tuple((str(d), d.stat().st_mtime_ns) for d in dirs)
+        return folders_signature(self.store)
 
     def embedded_with(self, model_id: str) -> bool:
         """Whether this process has brought every chunk's vector of this model up to date (since the last new text)."""
@@ -204,19 +182,19 @@ class Index:
         with self._lock():
             signature = self._signature()
             glossed = glossary()
-            reglossed = self._glossary() != glossed
+            reglossed = recorded_glossary(self.db.conn) != glossed
             force = force or reglossed
             known = {row[0]: row[1:] for row in self.db.execute("SELECT path, file_hash, mtime_ns, size FROM cards")}
             on_disk = indexed_files(self.store)
             stats.scanned = len(on_disk)
-            upserts, touched = self._changed_files(known, on_disk, force, stats.invalid)
+            upserts, touched = changed_files(self.store, self.limits, known, on_disk, force, stats.invalid)
             invalid = set(stats.invalid)
             removed = [rel for rel in known if rel not in on_disk or rel in invalid]
             stats.added = sum(1 for s, *_ in upserts if s.path not in known)
             stats.updated = len(upserts) - stats.added
             stats.removed = len(removed)
             if upserts or removed or touched or reglossed:
-                self._write_changes(upserts, touched, removed, glossed if reglossed else None)
+                write_changes(self.db.conn, upserts, touched, removed, glossed if reglossed else None)
             self._stat_signature = signature
             self._last_scan = time.monotonic()
             if upserts:
@@ -224,73 +202,6 @@ class Index:
                 # (a write followed at once by a search must find the card in both legs)
                 self._embedded_models.clear()
         return stats
-
-    def _glossary(self) -> str | None:
-        """What the keyword rows' glosses were made with (kbtool.search.translation.glossary); when it is not
-        what is installed now, every file is indexed again."""
-        row = self.db.execute("SELECT value FROM meta WHERE key = 'glossary'").fetchone()
-        return None if row is None else str(row[0])
-
-    def _changed_files(
-        self, known: dict[str, tuple[Any, ...]], on_disk: dict[str, str], force: bool, invalid: list[str]
-    ) -> tuple[list[Upsert], list[Touched]]:
-        """The files to (re)index, read and parsed, and those whose stat moved but whose text did not; a
-        file that cannot be indexed is added to invalid (kb lint says why; search, list and stats go on)."""
-        upserts: list[Upsert] = []
-        touched: list[Touched] = []
-        for rel, name in on_disk.items():
-            st = os.stat(name)
-            old = known.get(rel)
-            if old and not force and (old[1], old[2]) == (st.st_mtime_ns, st.st_size):
-                continue
-            path = Path(name)
-            text = self._text_of(rel, path, st)
-            if text is None:
-                invalid.append(rel)
-                continue
-            file_hash = content_hash(text)
-            if old and not force and old[0] == file_hash:
-                touched.append((rel, st))
-                continue
-            try:
-                upserts.append((IndexedFile.read(path, self.store.root, rel), file_hash, st))
-            except (InvalidCard, InvalidSkill):
-                invalid.append(rel)
-        return upserts, touched
-
-    def _text_of(self, rel: str, path: Path, st: os.stat_result) -> str | None:
-        """A file's text; None for a card over the size limit (never read: one huge card cost minutes of
-        embedding) or a file that is not UTF-8."""
-        if self.limits and not rel.startswith(f"{SKILLS_DIR}/") and self.limits.card_too_big(st.st_size):
-            return None
-        try:
-            return path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            return None
-
-    def _write_changes(
-        self, upserts: list[Upsert], touched: list[Touched], removed: list[str], glossed: str | None = None
-    ) -> None:
-        """glossed: the glossary the keyword rows are made with now, when it changed (recorded with them)."""
-        with self.db.conn:
-            if glossed is not None:
-                self.db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('glossary', ?)", (glossed,))
-            for rel in removed:
-                self._delete_card(rel)
-            for doc, file_hash, st in upserts:
-                self._delete_card(doc.path)
-                self._insert_card(doc, file_hash, st)
-            self.db.conn.executemany(
-                "UPDATE cards SET mtime_ns = ?, size = ? WHERE path = ?",
-                [(st.st_mtime_ns, st.st_size, rel) for rel, st in touched],
-            )
-            if upserts or removed:
-                self._bump_generation()
-        if len(upserts) >= OPTIMIZE_AFTER:
-            # merge FTS5's segments into one: the BM25 leg ran 25% faster at 100k cards (141 -> 105
-            # ms), for ~1 s here, after a refresh that took minutes
-            with self.db.conn:
-                self.db.execute("INSERT INTO chunks_fts (chunks_fts) VALUES ('optimize')")
 
     def embed_missing(
         self,
@@ -362,62 +273,11 @@ class Index:
         ]
         with self._lock(), self.db.conn:
             self.db.conn.executemany("INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", rows)
-            self._bump_generation()
+            bump_generation(self.db.conn)
         return len(rows)
 
-    def _bump_generation(self) -> None:
-        self.db.conn.execute(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES ('generation', ?)", (f"{time.time_ns()}-{os.getpid()}",)
-        )
-
-    def _delete_card(self, rel: str) -> None:
-        ids = [r[0] for r in self.db.conn.execute("SELECT id FROM chunks WHERE card_path = ?", (rel,))]
-        self.db.conn.executemany("DELETE FROM chunks_fts WHERE rowid = ?", [(i,) for i in ids])
-        self.db.conn.execute("DELETE FROM chunks WHERE card_path = ?", (rel,))
-        self.db.conn.execute("DELETE FROM cards WHERE path = ?", (rel,))
-
-    def _insert_card(self, doc: IndexedFile, file_hash: str, st: os.stat_result) -> None:
-        data = json.dumps(doc.data, ensure_ascii=False)
-        self.db.conn.execute(
-            "INSERT INTO cards (path, id, kind, title, status, data, file_hash, mtime_ns, size) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (doc.path, doc.id, doc.kind, doc.title, doc.status, data, file_hash, st.st_mtime_ns, st.st_size),
-        )
-        if has_cjk(doc.title) or any(has_cjk(chunk.text) for chunk in doc.chunks):
-            # never cleared but by a rebuild: a stale mark only sends an English query's Chinese words to no row
-            self.db.conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('holds_cjk', '1')")
-        for chunk in doc.chunks:
-            cur = self.db.conn.execute(
-                "INSERT INTO chunks (card_path, ordinal, heading, text, hash) VALUES (?, ?, ?, ?, ?)",
-                (doc.path, chunk.ordinal, chunk.heading, chunk.text, chunk.hash),
-            )
-            self.db.conn.execute(
-                "INSERT INTO chunks_fts (rowid, title, heading, body, cjk, gloss) VALUES (?, ?, ?, ?, ?, ?)",
-                # the title column only on the lead chunk: a body chunk names the title in its
-                # text already, and weighting it x4 there would pick body chunks as snippets
-                (
-                    cur.lastrowid,
-                    doc.fts_title if chunk.ordinal == 0 else "",
-                    chunk.heading or "",
-                    chunk.text,
-                    " ".join(cjk_bigrams(f"{doc.title} {chunk.text}")),
-                    english_gloss(f"{doc.title} {chunk.text}"),
-                ),
-            )
-
     def freshness(self) -> tuple[int, int, int]:
-        """(files indexed, files on disk, files to refresh): the stat comparison refresh() starts with, nothing
-        read or written. A file whose stat moved but whose text did not counts until the next refresh."""
-        known = {row[0]: row[1:] for row in self.db.execute("SELECT path, mtime_ns, size FROM cards")}
-        on_disk = indexed_files(self.store)
-        changed = sum(1 for rel in known if rel not in on_disk)
-        for rel, name in on_disk.items():
-            try:
-                st = os.stat(name)
-            except OSError:  # gone since it was listed
-                continue
-            changed += known.get(rel) != (st.st_mtime_ns, st.st_size)
-        return len(known), len(on_disk), changed
+        return freshness(self.db.conn, self.store)
 
     def vector_coverage(self, model_id: str) -> tuple[int, int]:
         """(chunks, chunks with a vector for this model)."""
