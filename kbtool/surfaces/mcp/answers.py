@@ -237,7 +237,7 @@ def card_page(page: CardPage, fields: Sequence[str] = ("all",)) -> CallToolResul
         )
     if not page.cards:
         return result(paged(["no cards match"], page, 0, "cards", "list"), page)
-    lines = [f"{c.id} [{brackets(c.kind, c.status, c.applies)}] {c.title}" for c in page.cards]
+    lines = [f"{c.id} [{brackets(c.kind, c.status, c.standing, c.applies)}] {c.title}" for c in page.cards]
     return budget_page(page, page, "cards", lines, "cards", "list")
 
 
