@@ -5,6 +5,8 @@ as test_budget measures every answer; the bearings an agent needs after a compac
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -81,3 +83,37 @@ def test_a_projects_brief_names_its_sources_must_constraints_and_gaps_within_bud
     assert any(item["id"].startswith("team:") for item in data["gaps"]["items"])
     # its own gate is not locked: not the goal, but said to be there and how to lock it
     assert "1 gate not locked" in text, text
+
+
+# --- wherever gates are listed, each says whether it is locked ---------------------------------------------
+
+
+def test_every_listing_of_gates_says_which_are_locked(kb, cli, fast_env, tmp_path):
+    from test_mcp import stdio
+
+    check = {"command": "cat tpot.json", "metric": "tpot_ms", "op": "<=", "threshold": 12}
+    locked = kb.add("gate", "TPOT under 12 ms", status="confirmed", values={"check": check}).id
+    kb.lock_gates([locked])
+    loose = kb.add("gate", "TTFT under 30 ms", status="confirmed", values={"check": {**check, "threshold": 30}}).id
+
+    rows = {line.split()[0]: line for line in cli("list", "--kind", "gate").stdout.splitlines()}
+    assert "(locked)" in rows[locked] and "(not locked)" in rows[loose], rows
+    listed = json.loads(cli("list", "--kind", "gate", "--json").stdout)["cards"]
+    assert {c["id"]: c["standing"] for c in listed} == {locked: "locked", loose: "not locked"}
+    everything = json.loads(cli("list", "--json").stdout)["cards"]  # the listing made from the cached JSON
+    assert {c["id"]: c.get("standing") for c in everything if c["kind"] == "gate"} == {
+        locked: "locked",
+        loose: "not locked",
+    }
+
+    async def go() -> Any:
+        async with stdio(kb, fast_env) as client:
+            return await client.call_tool("list", {"kind": "gate"})
+
+    answer = asyncio.run(go())
+    lines = {line.split()[0]: line for line in answer.content[0].text.splitlines()}
+    assert "locked" in lines[locked] and "not locked" in lines[loose], lines
+    assert {c["id"]: c["standing"] for c in answer.structured_content["cards"]} == {
+        locked: "locked",
+        loose: "not locked",
+    }

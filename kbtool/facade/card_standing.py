@@ -1,7 +1,8 @@
 """How a card stands here when its own status does not say it (issue 44): a gap that findings closed (its
 status stays what it was written with: closing is judged at read time, kbtool.curation.gap_standing), a
 source's gap a finding of this project closed for it alone (`--closes team:GAP`), and a copy of a team card
-whose original was retired (or refuted, superseded) there since. List and search show it beside the status."""
+whose original was retired (or refuted, superseded) there since, and whether a gate is locked (kb.lock) where
+it lives. List and search show it beside the status."""
 
 from __future__ import annotations
 
@@ -25,9 +26,12 @@ def standings(kb: KnowledgeBaseCore, cards: Iterable[CardSummary]) -> dict[str, 
     copied = {copy: original for original, copy in kb.copied_originals().items()}
     closing: dict[str, list[str]] | None = None
     found: dict[str, str] = {}
+    locked: dict[str, set[str]] = {}  # a KB's name ("" here) -> its locked gates, read once per KB listed
     for card in cards:
         said = None
-        if card.kind == "gap" and card.status not in INACTIVE_STATUSES:
+        if card.kind == "gate":
+            said = _gate(kb, card, locked)
+        elif card.kind == "gap" and card.status not in INACTIVE_STATUSES:
             if ":" in card.id and closing is None:  # SOURCE:ID -> the cards here whose links.closes name it
                 closing = {}
                 for own in kb.summaries():
@@ -39,6 +43,16 @@ def standings(kb: KnowledgeBaseCore, cards: Iterable[CardSummary]) -> dict[str, 
         if said:
             found[card.id] = said
     return found
+
+
+def _gate(kb: KnowledgeBaseCore, gate: CardSummary, locked: dict[str, set[str]]) -> str:
+    """Whether kb.lock holds the gate where it lives (a gate it dropped from kb.lock is still locked)."""
+    owner, rest = kb.owner_of(gate.id)
+    name = gate.id.partition(":")[0] if owner is not kb else ""
+    if name not in locked:
+        locked[name] = owner.locked_gates()
+    where = f" in {name}" if name else ""
+    return f"locked{where}" if rest in locked[name] else f"not locked{where}"
 
 
 def _gap(kb: KnowledgeBaseCore, gap: CardSummary, closing: dict[str, list[str]]) -> str | None:

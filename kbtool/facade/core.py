@@ -537,7 +537,7 @@ class KnowledgeBaseCore:
 
     def _check_editable(self, stored: StoredCard) -> None:
         """A locked gate is immutable: the way to change it is a new gate that supersedes it."""
-        if stored.card.kind == "gate" and (stored.id in self.gate_locks() or stored.id in self.dropped_locks()):
+        if stored.card.kind == "gate" and stored.id in self.locked_gates():
             raise Conflict(
                 f"gate {stored.id!r} is locked in kb.lock and cannot be edited; add a new gate and "
                 f"`kb supersede {stored.id} NEW_GATE` instead"
@@ -559,6 +559,10 @@ class KnowledgeBaseCore:
         if linked is not None:  # not read, nor taken as no locks (every gate would run unlocked): refused
             raise OutsidePath(self.store.refusal(linked))
         return parse_lock(path.read_text(encoding="utf-8") if path.exists() else None)
+
+    def locked_gates(self) -> set[str]:
+        """The ids of every locked gate: those kb.lock holds and those it dropped (dropped_locks, still locked)."""
+        return {*self.gate_locks(), *self.dropped_locks()}
 
     def lock_history(self) -> LockHistory:
         """kb.lock through its history (kbtool/store/lock_history.py): every gate it held, and those whose

@@ -4,6 +4,7 @@ check), stats, the open gaps, and what changed (history, recent changes)."""
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Iterable
 from datetime import date
 from typing import TYPE_CHECKING, Any
@@ -143,10 +144,27 @@ class Curation(KnowledgeBaseCore):
         """card_page(...).to_json() as JSON text, every card here, made from the JSON the index caches of each
         (summaries_json): `kb list --json` at 10k cards in milliseconds. The same answer only when no source
         and no environment changes the cards (the caller knows)."""
-        cards = self.summaries_json(kind, status, tags, where)
+        cards = self._gates_standing(self.summaries_json(kind, status, tags, where), kind, status, tags, where)
         # one card a line, and a newline inside a card's JSON is escaped: each line that opens an object is a card
         total = cards.count("\n{")
         return f'{{"cards": {cards},\n"total": {total}, "offset": 0, "truncated": false}}'
+
+    def _gates_standing(
+        self, cards: str, kind: str | None, status: str | None, tags: Iterable[str], where: Iterable[str | Filter]
+    ) -> str:
+        """The cached JSON with each gate's line given its standing (locked or not, as card_page says): the few
+        gates' lines rewritten, the thousands of other cards' lines left as cached."""
+        if kind not in (None, "gate"):
+            return cards
+        from kbtool.facade.card_standing import standings
+
+        gates = self.summaries("gate", status, tags, where)
+        said = standings(self, gates)
+        for gate in gates:
+            cached = json.dumps(gate.to_dict(), ensure_ascii=False)  # the line as the index caches it
+            standing = json.dumps({**gate.to_dict(), "standing": said[gate.id]}, ensure_ascii=False)
+            cards = cards.replace(f"\n{cached}", f"\n{standing}", 1)
+        return cards
 
     def open_gaps(
         self,

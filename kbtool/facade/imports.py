@@ -133,7 +133,7 @@ class Imports(KnowledgeBaseCore):
                 raise Conflict(f"{recorded}: {stored.id} was removed there since it was last promoted; nothing written")
             merged = incoming if ours is None else self._merged_up(team, stored, base, ours, incoming, rel, take, to)
             self._promoted_copy(stored, merged, recorded, "0" * 40, None, names)  # checked before either write
-            locked_there = stored.id in team.gate_locks() or stored.id in team.dropped_locks()
+            locked_there = stored.id in team.locked_gates()
             if merged != ours and ours is not None and locked_there:
                 raise Conflict(f"{recorded}: gate {stored.id!r} is locked there (kb.lock); nothing written")
             writes: dict[str, str | bytes | None] = {rel: merged} if merged != ours else {}

@@ -107,13 +107,15 @@ def import_from_kb(
         if origin.root == target.root:
             raise BadInput(f"{location}: this very knowledge base")
         chosen = _chosen(origin, kind, where, applicable, environment)
-        if not applicable:
-            chosen = _in_scope(target, chosen, applies_for, recorded)
-        target.relay_notices(f"origin {recorded}", origin)  # a card it left out (a link out of it)
-        if not chosen:
-            raise BadInput(f"{location}: no card matches; nothing written")
         with target.store.lock():
-            plan = _Copying(target, origin, recorded, commit, take, relock is not None)
+            # the cards here, read once (each a file to parse) and in the lock: the scope and the plan both
+            existing = {s.id: s for s in target.cards()}
+            if not applicable:
+                chosen = _in_scope(target, chosen, applies_for, recorded, set(existing))
+            target.relay_notices(f"origin {recorded}", origin)  # a card it left out (a link out of it)
+            if not chosen:
+                raise BadInput(f"{location}: no card matches; nothing written")
+            plan = _Copying(target, origin, recorded, commit, take, relock is not None, existing)
             plan.known = {s.id for s in plan.existing.values()} | {c.id for c in chosen}
             for stored in chosen:
                 plan.copy(stored)
@@ -149,11 +151,18 @@ class _Copying:
     the counts and the clashes."""
 
     def __init__(
-        self, target: KnowledgeBase, origin: KnowledgeBase, recorded: str, commit: str, take: str | None, relock: bool
+        self,
+        target: KnowledgeBase,
+        origin: KnowledgeBase,
+        recorded: str,
+        commit: str,
+        take: str | None,
+        relock: bool,
+        existing: dict[str, StoredCard],
     ) -> None:
         self.target, self.origin, self.recorded, self.commit = target, origin, recorded, commit
         self.take, self.relock = take, relock
-        self.existing = {s.id: s for s in target.cards()}
+        self.existing = existing  # the cards here by id, as read in the import's lock
         self.known: set[str] = set(self.existing)
         self.locked = target.gate_locks()
         self.writes: dict[str, str | bytes] = {}
@@ -208,16 +217,15 @@ class _Copying:
 
 
 def _in_scope(
-    target: KnowledgeBase, chosen: list[StoredCard], applies_for: Iterable[str], recorded: str
+    target: KnowledgeBase, chosen: list[StoredCard], applies_for: Iterable[str], recorded: str, here: set[str]
 ) -> list[StoredCard]:
     """chosen less the cards scoped elsewhere than target is for (kb.toml [environment], applies_for over
-    it), those copied here already aside; how many were left out is said."""
+    it), those copied here already (the ids here) aside; how many were left out is said."""
     from kbtool.model.applicability import applies
 
     environment = target.environment_for(list(applies_for))
     if not environment:
         return chosen
-    here = {s.id for s in target.cards()}
     kept = [
         s
         for s in chosen

@@ -82,7 +82,7 @@ class SearchRequest(Payload):
 
 # how a card applies to the environment a read is for (--for, kb.toml [environment]); left out without one
 # how a card stands here when its status alone misleads (kbtool.facade.card_standing)
-STANDING = "a gap closed or answered; a copy whose original was retired"
+STANDING = "a gap closed or answered; a copy whose original was retired; a gate locked or not"
 AppliesMark = Annotated[
     Applies | None,
     Field(

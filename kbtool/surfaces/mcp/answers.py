@@ -7,6 +7,7 @@ tool's text says the same things the same way.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -55,15 +56,41 @@ LIST_BUDGET = 2000
 FOOTER_ROOM = 100  # tokens of the footer line and the page fields (total, offset, truncated, counts)
 
 
+# The library speaks the CLI's words in a refusal (`--ignore-condition KEY compares them anyway`) and in a note
+# (`compared across concurrency: 100 vs 1, as asked (--ignore-condition concurrency)`); over MCP each becomes the
+# argument an agent passes instead: every --ignore-condition KEY of a line one list
+IGNORED = re.compile(r"--ignore-condition [\w.]+(?: --ignore-condition [\w.]+)*")
+IGNORED_KEY = re.compile(r"--ignore-condition ([\w.]+)")
+ARGUMENTS = {
+    "--baseline-from": "baseline_artifacts",
+    "--from": "artifact",
+    "--strict": "strict=true",
+    "--for": "applies_for",
+    "--only-applying": "only_applying=true",
+}
+GATE_RUN = re.compile(r"kb gate run (\S+) --confirms ([\w:.-]+)")  # a finding's way to a verdict, a tool's call
+
+
+def in_mcp_words(message: str) -> str:
+    """A refusal or a note with the CLI's options named as the MCP tools' arguments."""
+    message = IGNORED.sub(lambda m: f"ignore_conditions={json.dumps(IGNORED_KEY.findall(m.group(0)))}", message)
+    message = GATE_RUN.sub(lambda m: f"gate_run(id={m.group(1)}, confirms={json.dumps(m.group(2))})", message)
+    for flag, argument in ARGUMENTS.items():
+        message = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", argument, message)
+    return message
+
+
 def result(text: str, structured: Payload | dict[str, Any]) -> CallToolResult:
     data = structured.to_json() if isinstance(structured, Payload) else structured
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
 def with_notices(answer: CallToolResult, notices: list[str]) -> CallToolResult:
-    """What the CLI prints as `kb: note:` (keyword-only search, a rebuilt index) goes into the answer."""
+    """What the CLI prints as `kb: note:` (keyword-only search, a rebuilt index) goes into the answer, in the
+    MCP tools' words."""
     if notices:
-        answer.content.append(TextContent(type="text", text="\n".join(f"note: {n}" for n in notices)))
+        said = "\n".join(f"note: {in_mcp_words(n)}" for n in notices)
+        answer.content.append(TextContent(type="text", text=said))
     return answer
 
 
@@ -242,7 +269,7 @@ def card_page(page: CardPage, fields: Sequence[str] = ("all",)) -> CallToolResul
         )
     if not page.cards:
         return result(paged(["no cards match"], page, 0, "cards", "list"), page)
-    lines = [f"{c.id} [{brackets(c.kind, c.status, c.applies)}] {c.title}" for c in page.cards]
+    lines = [f"{c.id} [{brackets(c.kind, c.status, c.standing, c.applies)}] {c.title}" for c in page.cards]
     return budget_page(page, page, "cards", lines, "cards", "list")
 
 
@@ -327,7 +354,9 @@ def served_kbs(served: ServedKbs) -> CallToolResult:
 
 
 def comparison(compared: Comparison, whole: Comparison) -> CallToolResult:
-    """The rows shown (Comparison.only) and, when some are left out, which: their names, to ask for by name."""
+    """The rows shown (Comparison.only) and, when some are left out, which: their names, to ask for by name;
+    its notes in the MCP tools' words."""
+    compared = compared.model_copy(update={"notes": [in_mcp_words(n) for n in compared.notes]})
     lines = compared.lines()
     if compared.total is not None:
         shown = {m.metric for m in compared.metrics}
@@ -349,6 +378,7 @@ def lock_check(check: LockCheck) -> CallToolResult:
 
 
 def finding_added(added: FindingAdded) -> CallToolResult:
+    added = added.model_copy(update={"notes": [in_mcp_words(n) for n in added.notes]})
     notes = added.related.notes()
     judged = f", {added.judged} judged against the baseline" if added.judged else ""
     text = (

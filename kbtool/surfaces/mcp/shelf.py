@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import logging
-import re
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -27,24 +25,9 @@ from mcp_types import CallToolResult
 from kbtool.facade.knowledge_base import KnowledgeBase
 from kbtool.model.contracts import ServedKb, ServedKbs
 from kbtool.model.errors import BadInput, KbError
-from kbtool.surfaces.mcp.answers import with_notices
+from kbtool.surfaces.mcp.answers import in_mcp_words, with_notices
 
 log = logging.getLogger("kb.serve")
-
-# The library speaks the CLI's words in a refusal (`--ignore-condition KEY compares them anyway`); over MCP
-# each becomes the argument an agent passes instead: every --ignore-condition KEY of a refusal one list
-IGNORED = re.compile(r"--ignore-condition \S+(?: --ignore-condition \S+)*")
-IGNORED_KEY = re.compile(r"--ignore-condition (\S+)")
-ARGUMENTS = {"--baseline-from": "baseline_artifacts", "--from": "artifact", "--strict": "strict=true"}
-
-
-def in_mcp_words(message: str) -> str:
-    """A refusal with the CLI's options named as the MCP tools' arguments."""
-    message = IGNORED.sub(lambda m: f"ignore_conditions={json.dumps(IGNORED_KEY.findall(m.group(0)))}", message)
-    for flag, argument in ARGUMENTS.items():
-        message = re.sub(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", argument, message)
-    return message
-
 
 T = TypeVar("T")
 # whether the tool being answered may write (KbServer.call_tool sets it): a write runs on the writer, a read
