@@ -117,3 +117,25 @@ def test_every_listing_of_gates_says_which_are_locked(kb, cli, fast_env, tmp_pat
         locked: "locked",
         loose: "not locked",
     }
+
+
+def test_a_new_finding_waiting_for_review_is_shown_once(kb, run_as):
+    """An agent's new finding is the latest finding and waits for review: its quoted words appear once, and the
+    review section names it as shown above (three such findings cost ~140 tokens more in the 851-card bench)."""
+    from conftest import AGENT_ENV
+
+    made = []
+    for n in range(3):
+        added = run_as(AGENT_ENV, "add-finding", "--title", f"Decode TPOT at batch {n + 1} on H100", "-m", "tpot=1ms")
+        assert added.exit_code == 0, added.output
+        made.append(added.stdout.strip())
+    brief = kb.brief()
+    text = brief.text()
+    for finding in made:
+        assert text.count(f"- {finding} [") == 1, text  # one full line
+    review = text.split("## Waiting for review", 1)[1]
+    (above,) = [line for line in review.splitlines() if line.endswith(": above")]
+    assert sorted(above[2 : -len(": above")].split(", ")) == sorted(made), review
+    assert "(3; all:" in review, review  # still counted
+    data = brief.to_json()
+    assert data["review"]["items"] == [] and sorted(data["review"]["above"]) == sorted(made)

@@ -100,6 +100,9 @@ class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, 
         waiting = self.review_queue()
         standings = self.gate_standings(default_dir)
         locked = {g.id for g in standings}
+        latest = _section(findings, "findings", "kb list --kind finding", 'list(kind="finding")')
+        shown = {item.id for item in latest.items}
+        first_waiting = waiting[: BRIEF_LIMITS["review"]]
         return Brief(
             kb=self.config.kb.name,
             environment=environment,
@@ -113,7 +116,7 @@ class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, 
                 f'list(kind="constraint", filters={{"severity": "must"}}{scoped})',
             ),
             gaps=_section(gaps, "gaps", f"kb gaps {scope}", f"gaps({scoped.lstrip(', ')})"),
-            findings=_section(findings, "findings", "kb list --kind finding", 'list(kind="finding")'),
+            findings=latest,
             review=BriefSection(
                 total=len(waiting),
                 see_all="kb review",
@@ -124,8 +127,10 @@ class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, 
                         marks=[c.card.kind, f"by {clean_label(c.card.provenance.agent)}"],
                         unreviewed=True,
                     )
-                    for c in waiting[: BRIEF_LIMITS["review"]]
+                    for c in first_waiting
+                    if c.id not in shown
                 ],
+                above=[c.id for c in first_waiting if c.id in shown],
             ),
         )
 

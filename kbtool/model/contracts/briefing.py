@@ -80,6 +80,9 @@ class BriefSection(Payload):
     total: int  # how many there are in all
     see_all: str  # the command that shows them all (over MCP, the tool call: Brief.over_mcp)
     items: list[BriefItem]
+    # of the first ones, those another section of the brief shows already (a new finding waiting for review):
+    # named, not shown twice
+    above: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
     call: str = Field("", exclude=True)  # the MCP tool call that shows them all
 
 
@@ -135,8 +138,12 @@ class Brief(Payload):
             ("Latest findings", self.findings),
             ("Waiting for review", self.review),
         ):
-            lines.append(_heading(title, len(section.items), section.total, section.see_all))
-            lines += [_item_line(item) for item in section.items] or ["- none"]
+            lines.append(_heading(title, len(section.items) + len(section.above), section.total, section.see_all))
+            lines += [_item_line(item) for item in section.items]
+            if section.above:
+                lines.append(f"- {', '.join(section.above)}: above")
+            if not section.items and not section.above:
+                lines.append("- none")
         return "\n".join(lines) + "\n"
 
     def _say(self, command: str) -> str:
