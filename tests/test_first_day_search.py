@@ -176,3 +176,25 @@ def test_a_long_lived_process_indexes_its_sources_keywords_before_the_first_sear
 
     assert chunks() == 0
     assert asyncio.run(session()) > 100
+
+
+def test_the_background_build_runs_below_the_searches_priority(tmp_path):
+    """On a busy CPU a search during the warm-up gets the cores before the background build (its threads run at
+    a higher niceness: Linux keeps one a thread, and threads the build starts inherit it)."""
+    import os
+
+    seen: list[tuple[str, int]] = []
+
+    class Watched(HashingEmbedder):
+        def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+            seen.append((threading.current_thread().name, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+            return super().embed_documents(texts)
+
+    project = kbtool.open(project_reading_the_starter(tmp_path).root, embedder=Watched())
+    project.add("finding", "A second finding, so the build has cards to embed")
+    project.warm_in_background()
+    while project.warming():
+        time.sleep(0.05)
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    built = [nice for name, nice in seen if name == "kb-vectors"]
+    assert built and all(nice > mine for nice in built), (seen, mine)

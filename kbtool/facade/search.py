@@ -6,6 +6,8 @@ from __future__ import annotations
 import builtins
 import contextlib
 import itertools
+import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -30,8 +32,6 @@ from kbtool.model.errors import BadInput, KbError
 from kbtool.model.records import CardSummary, StoredCard
 
 if TYPE_CHECKING:
-    import threading
-
     import numpy as np
 
     from kbtool.skills.spec import Skill
@@ -44,6 +44,8 @@ URGENT_CHUNKS = 64  # of a query's keyword hits, embedded before it answers whil
 # ~2 s inside a call; a search during the warm-up answers in about a second instead (bench_first_search --as-source)
 URGENT_SECONDS = 0.3
 URGENT_GROUP = 8  # chunks embedded at a time inside a call, so the time budget is checked often
+# a background build's niceness (_yield_to_searches): on 2 busy cores a search during the warm-up waited behind it
+BUILD_NICENESS = 10
 BACKGROUND_GROUP = 32  # chunks the background build embeds and stores at a time: each is searchable at once
 
 
@@ -487,8 +489,6 @@ class Search(KnowledgeBaseCore):
         first), saying how many: a fresh clone answers its first query in about a second and by both legs
         seconds later, instead of after the whole knowledge base is embedded. report: told how long the
         model and the vectors took (the daemon's log)."""
-        import threading
-
         from kbtool.search.index import Index
         from kbtool.search.multilingual import in_cjk_leg
         from kbtool.search.translation import in_chinese
@@ -503,6 +503,7 @@ class Search(KnowledgeBaseCore):
         tell = report or (lambda message: None)
 
         def build() -> None:
+            _yield_to_searches()
             try:
                 started = time.perf_counter()
                 # decides the runtime (onnxruntime, or PyTorch where its export is missing and cannot be made)
@@ -527,6 +528,7 @@ class Search(KnowledgeBaseCore):
 
         def build_cjk() -> None:
             assert cjk is not None
+            _yield_to_searches()
             try:
                 index = Index(store)
                 index.embed_missing(cjk, only=in_cjk_leg)
@@ -552,6 +554,14 @@ class Search(KnowledgeBaseCore):
                 base.index.refresh_if_stale(None)
             except Exception as exc:  # the source's own search says it again, or works by then
                 self.note(f"source {name}: its keyword index could not be brought up to date ({exc})")
+
+
+def _yield_to_searches() -> None:
+    """A background build's thread (and the threads it starts, which inherit it) runs at a lower priority
+    than the searches the process answers meanwhile, which then get the CPU first when both cores are busy
+    (Linux: a thread's niceness is its own). Elsewhere, or if refused, it runs as it is."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BUILD_NICENESS)
 
 
 def _breadth_first(lists: builtins.list[builtins.list[int]]) -> builtins.list[int]:
