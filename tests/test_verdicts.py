@@ -186,3 +186,20 @@ def test_a_real_change_on_an_h100_is_seen_with_runs_a_side(cli, tmp_path):
             assert ttft["verdict"] in ("worse", "no clear change"), ttft
             if ttft["verdict"] == "no clear change":
                 assert ttft["detectable"] > ttft["change"], ttft
+
+
+SMALL_CHANGE = REPO_ROOT / "tests" / "data" / "h100-small-change"  # real runs: 16 layers (A) against 17 (C), 5 each
+
+
+def test_a_change_smaller_than_the_runs_resolve_is_said_to_be_so(cli, tmp_path):
+    """A 17th layer (~6% more work a token; ITL +3.2% on the means) against five runs a side that vary by 26%:
+    no verdict either way, and the smallest change those runs could have detected, larger than the one seen."""
+    a_runs, c_runs = sorted(SMALL_CHANGE.glob("*_A.json")), sorted(SMALL_CHANGE.glob("*_C.json"))
+    assert len(a_runs) == len(c_runs) == 5
+    rows = compared(cli, tmp_path, c_runs, a_runs)
+    assert set(rows) == set(SERVING)
+    for metric, row in rows.items():
+        assert row["verdict"] == "no clear change", (metric, row)
+        assert row["variation"] == "between runs: 5 vs 5"
+        assert row["detectable"] > abs(row["change"]), (metric, row)
+    assert 0 < rows["itl"]["change_pct"] < 0.1  # the layer's cost is there, within what the runs vary by
