@@ -35,13 +35,13 @@ os.environ.setdefault("KB_CACHE_DIR", str(cache_dir()))
 from test_cross_kb_ranking import project_with_source  # noqa: E402
 
 import kbtool  # noqa: E402
-import kbtool.facade.search as facade_search  # noqa: E402
+import kbtool.search.across as across  # noqa: E402
 import kbtool.search.ranking as ranking  # noqa: E402
 from kbtool.search.evaluation import load_gold, score_query  # noqa: E402
 
 GOLD = REPO / "tests" / "gold"
 CEILINGS = ranking.common_factors
-EXACT_TITLES = facade_search._exact_titles_first
+EXACT_TITLES = across.exact_titles_first
 
 
 def scores(kb: kbtool.KnowledgeBase, gold: Path, by_class: bool = False) -> str:
@@ -75,7 +75,7 @@ def ranked_as(name: str) -> None:
         return hits
 
     ranking.common_factors = over_best_raw if name == "before" else CEILINGS
-    facade_search._exact_titles_first = EXACT_TITLES if name == "now" else as_scored
+    across.exact_titles_first = EXACT_TITLES if name == "now" else as_scored
 
 
 def main() -> None:

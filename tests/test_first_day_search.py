@@ -197,4 +197,4 @@ def test_the_background_build_runs_below_the_searches_priority(tmp_path):
         time.sleep(0.05)
     mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     built = [nice for name, nice in seen if name == "kb-vectors"]
-    assert built and all(nice > mine for nice in built), (seen, mine)
+    assert built and all(nice == min(mine + 10, 19) for nice in built), (seen, mine)  # nicer than the process

@@ -62,6 +62,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"bootstrap", "chunking", "multilingual", "onnx_encoder", "translation", "vectors"},
         {"embeddings", "onnx_export"},
         {"ranking", "evaluation"},
+        {"across"},  # one answer from several knowledge bases' searches
         {"snippets"},  # a hit's snippet: a card's prose, found with ranking's cut
         {"indexed", "lexical"},
         {"index_rows"},  # what a refresh reads and writes

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import nothing_to_judge
-from kbtool.model.cards import INACTIVE_STATUSES, lead_fields
+from kbtool.model.cards import lead_fields
 from kbtool.model.contracts import (
     MAX_K,
     Document,
@@ -30,6 +30,7 @@ from kbtool.model.contracts import (
 )
 from kbtool.model.errors import BadInput, KbError
 from kbtool.model.records import CardSummary, StoredCard
+from kbtool.search import across
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,7 +45,8 @@ URGENT_CHUNKS = 64  # of a query's keyword hits, embedded before it answers whil
 # ~2 s inside a call; a search during the warm-up answers in about a second instead (bench_first_search --as-source)
 URGENT_SECONDS = 0.3
 URGENT_GROUP = 8  # chunks embedded at a time inside a call, so the time budget is checked often
-# a background build's niceness (_yield_to_searches): on 2 busy cores a search during the warm-up waited behind it
+# how much nicer than the process a background build runs (_yield_to_searches): on 2 busy cores a search during
+# the warm-up waited behind it
 BUILD_NICENESS = 10
 BACKGROUND_GROUP = 32  # chunks the background build embeds and stores at a time: each is searchable at once
 
@@ -335,7 +337,7 @@ class Search(KnowledgeBaseCore):
         self, request: SearchRequest, own: SearchResult, vector: np.ndarray | None, loading: bool
     ) -> SearchResult:
         """The same search in every source, each hit labelled (kb, SOURCE:ID), all ranked by score on one
-        scale (_on_one_scale); a source card this knowledge base holds a copy of is left out, the copy
+        scale (kbtool.search.across); a source card this knowledge base holds a copy of is left out, the copy
         standing for it (kbtool.facade.shadows). A vector made by this knowledge base's model goes only to
         the sources that use the same model; the others embed the query with theirs, unless a model is
         loading (a source's would wait for it)."""
@@ -354,9 +356,9 @@ class Search(KnowledgeBaseCore):
             self.relay_notices(
                 f"source {name}", base
             )  # said once, with this search; the next one says only what is new
-        hits = _copies_for_originals(_on_one_scale(results, request.explain), copied)
+        hits = across.copies_for_originals(across.on_one_scale(results, request.explain), copied)
         hits.sort(key=lambda h: -h.score)
-        hits = _exact_titles_first(hits, request.query, self.config.kb.name)
+        hits = across.exact_titles_first(hits, request.query, self.config.kb.name)
         return SearchResult(query=own.query, hits=hits[: request.k])
 
     def related(self, ref: str, k: int = 5, depth: int = 1) -> Related:
@@ -561,48 +563,14 @@ def _yield_to_searches() -> None:
     than the searches the process answers meanwhile, which then get the CPU first when both cores are busy
     (Linux: a thread's niceness is its own). Elsewhere, or if refused, it runs as it is."""
     with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BUILD_NICENESS)
+        thread = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + BUILD_NICENESS, 19))
 
 
 def _breadth_first(lists: builtins.list[builtins.list[int]]) -> builtins.list[int]:
     """Each hit's first chunk, then each one's second, and so on: under a time budget the best keyword hits get
     a vector each before any gets a second."""
     return [chunk for layer in itertools.zip_longest(*lists) for chunk in layer if chunk is not None]
-
-
-def _on_one_scale(results: builtins.list[builtins.list[SearchHit]], explain: bool) -> builtins.list[SearchHit]:
-    """The hits of several knowledge bases' searches (each with its explain), their scores made comparable:
-    each leg divided by its best across all of them rather than by each knowledge base's own best, so an
-    irrelevant card does not score near 1.0 only for being the best its knowledge base has. A search of
-    one knowledge base alone ranks as before. The explain stays only when it was asked for."""
-    from kbtool.search.ranking import common_factors, keyword_ceiling, leg_tops, on_common_scale
-
-    tops = [leg_tops(h.explain or {} for h in hits) for hits in results]
-    ceilings = [keyword_ceiling(h.explain or {} for h in hits) for hits in results]
-    out = []
-    for hits, factors in zip(results, common_factors(tops, ceilings), strict=True):
-        for hit in hits:
-            score, explained = on_common_scale(hit.score, hit.explain, factors) if hit.explain else (hit.score, None)
-            out.append(hit.model_copy(update={"score": round(score, 6), "explain": explained if explain else None}))
-    return out
-
-
-def _exact_titles_first(hits: builtins.list[SearchHit], query: str, own: str) -> builtins.list[SearchHit]:
-    """hits (best first), those whose title is the query word for word moved to the top, this knowledge base's own
-    before a source's: asked for by its exact title, a project's card is the answer, however many cards of a large
-    source share its words. Each takes the score of the first it passes, so the list stays in score order; an
-    inactive card stays where its demotion put it."""
-    from kbtool.search.ranking import same_words
-
-    def exact(hit: SearchHit) -> bool:
-        return hit.status not in INACTIVE_STATUSES and same_words(hit.title, query)
-
-    first = sorted((h for h in hits if exact(h)), key=lambda h: h.kb != own)  # stable: by score within each
-    if not first:
-        return hits
-    top = hits[0].score
-    lifted = [h.model_copy(update={"score": max(h.score, top)}) for h in first]
-    return lifted + [h for h in hits if not exact(h)]
 
 
 def _with_standing(kb: KnowledgeBaseCore, result: SearchResult) -> SearchResult:
@@ -615,26 +583,3 @@ def _with_standing(kb: KnowledgeBaseCore, result: SearchResult) -> SearchResult:
         return result
     hits = [h.model_copy(update={"standing": said[h.id]}) if h.id in said else h for h in result.hits]
     return SearchResult(query=result.query, hits=hits)
-
-
-def _copies_for_originals(hits: builtins.list[SearchHit], copied: dict[str, str]) -> builtins.list[SearchHit]:
-    """Each source card this knowledge base holds a copy of left out, its copy standing for it: one card, with
-    the copy's status (a copy superseded here stays demoted) and the better of the two matches (the same text,
-    scored in two indexes of different sizes)."""
-    from kbtool.search.ranking import INACTIVE_FACTOR
-
-    best: dict[str, float] = {}
-    for hit in hits:
-        copy = copied.get(hit.id)
-        if copy is not None:
-            demoted = hit.status in INACTIVE_STATUSES
-            best[copy] = max(best.get(copy, 0.0), hit.score / INACTIVE_FACTOR if demoted else hit.score)
-    out = []
-    for hit in hits:
-        if hit.id in copied:
-            continue
-        if hit.kb is not None and ":" not in hit.id and hit.id in best:
-            factor = INACTIVE_FACTOR if hit.status in INACTIVE_STATUSES else 1.0
-            hit = hit.model_copy(update={"score": round(max(hit.score, best[hit.id] * factor), 6)})
-        out.append(hit)
-    return out
