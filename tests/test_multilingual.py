@@ -10,6 +10,7 @@ import pytest
 import kbtool
 from conftest import run_kb
 from kbtool.model.contracts import SearchRequest
+from kbtool.search import index as search_index
 from kbtool.search import translation
 from kbtool.search.embeddings import HashingEmbedder
 from kbtool.search.multilingual import CJK_LEG_MODEL, cjk_share, in_cjk_leg
@@ -227,7 +228,7 @@ def test_a_new_dictionary_glosses_every_chunk_again(kb, monkeypatch):
     chinese = kb.add("gap", "部署方式", body=EXPERT_PARALLEL_ZH)
     kb.refresh_index(semantic=False)
     monkeypatch.setattr(translation, "_forward", {"专家": "specialist"})
-    monkeypatch.setattr(kb.index, "_glossary", lambda: "cedict of another year")
+    monkeypatch.setattr(search_index, "recorded_glossary", lambda conn: "cedict of another year")
     stats = kb.refresh_index(semantic=False)
     assert stats.updated == 1
     assert [h.id for h in kb.search("specialist", mode="bm25").hits] == [chinese.card.id]

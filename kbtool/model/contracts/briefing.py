@@ -140,8 +140,8 @@ class Brief(Payload):
         ):
             lines.append(_heading(title, len(section.items) + len(section.above), section.total, section.see_all))
             lines += [_item_line(item) for item in section.items]
-            if section.above:
-                lines.append(f"- {', '.join(section.above)}: above")
+            if section.above:  # by count: an agent's card id carries its words, which are quoted where shown
+                lines.append(f"- {len(section.above)} more shown above, under Latest findings")
             if not section.items and not section.above:
                 lines.append("- none")
         return "\n".join(lines) + "\n"
