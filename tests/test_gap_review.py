@@ -44,7 +44,10 @@ def test_an_agents_answer_leaves_the_gap_open_awaiting_review(run_as, kb):
     assert json.loads(run_as(PERSON, "stats", "--json").stdout)["open_gaps"] == 1
     brief = run_as(PERSON, "brief")
     assert f"- {gap} [high, answered by {finding}, awaiting review]: {QUESTION}" in brief.stdout
-    assert finding in brief.stdout.split("## Waiting for review", 1)[1]  # and a person is asked to look
+    # and a person is asked to look: the finding is listed once, under Latest findings, and counted as waiting
+    latest, waiting = brief.stdout.split("## Latest findings", 1)[1].split("## Waiting for review", 1)
+    assert any(line.startswith(f"- {finding} ") and "unreviewed" in line for line in latest.splitlines()), latest
+    assert waiting.startswith(" (1; all: `kb review`)") and "- 1 more shown above, under Latest findings" in waiting
     problems = json.loads(run_as(PERSON, "lint", "--json", "--skip", "duplicates").stdout)["problems"]
     assert "reopened-gap" not in {p["code"] for p in problems}  # nothing fell: an answer waits
 
