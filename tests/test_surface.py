@@ -21,7 +21,7 @@ from kbtool.surfaces.cli import app
 # layered within it; a package's __init__ is checked where a package declares it.
 ARCHITECTURE: dict[str, list[set[str]]] = {
     "model": [
-        {"errors", "evidence_layout", "parsing", "tokens", "vocabulary"},
+        {"errors", "evidence_layout", "parsing", "resampling", "tokens", "vocabulary"},
         {"cards", "measures"},
         {"applicability", "schemas", "validation"},
         {"fields", "markdown", "policy"},

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kbtool.model.resampling import percentile_interval, resample_indices
+
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 20261204  # fixed: a finding's interval must not change each time it is read
 PERCENTILES = (50, 90, 95, 99)
@@ -38,10 +40,8 @@ def bootstrap_mean_interval(
     data = np.asarray(values, dtype=float)
     if len(data) < 2:
         return float(data[0]), float(data[0])
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    means = data[rng.integers(0, len(data), size=(resamples, len(data)))].mean(axis=1)
-    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(low), float(high)
+    means = data[resample_indices(len(data), resamples, BOOTSTRAP_SEED)].mean(axis=1)
+    return percentile_interval(means, level)
 
 
 def bootstrap_pooled_mean_interval(
@@ -56,8 +56,6 @@ def bootstrap_pooled_mean_interval(
     if len(total) < 2:
         mean = float(total.sum() / many.sum())
         return mean, mean
-    rng = np.random.default_rng(BOOTSTRAP_SEED)
-    picks = rng.integers(0, len(total), size=(resamples, len(total)))
+    picks = resample_indices(len(total), resamples, BOOTSTRAP_SEED)
     means = total[picks].sum(axis=1) / many[picks].sum(axis=1)
-    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(low), float(high)
+    return percentile_interval(means, level)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from kbtool.model import resampling
+
 if TYPE_CHECKING:  # numpy loads where the intervals are computed, not with the CLI that names the defaults
     import numpy as np
 
@@ -19,17 +21,7 @@ SEED = 0
 
 def resample_indices(n: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
     """resamples rows of n query indices, drawn with replacement; the same for every system and metric."""
-    import numpy as np
-
-    return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
-
-
-def _bounds(samples: np.ndarray, confidence: float) -> tuple[float, float]:
-    import numpy as np
-
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(samples, [tail, 100 - tail])
-    return float(low), float(high)
+    return resampling.resample_indices(n, resamples, seed)
 
 
 def mean_interval(
@@ -39,7 +31,7 @@ def mean_interval(
     import numpy as np
 
     values = np.asarray(scores, dtype=float)
-    return (float(values.mean()), *_bounds(values[indices].mean(axis=1), confidence))
+    return (float(values.mean()), *resampling.percentile_interval(values[indices].mean(axis=1), confidence))
 
 
 def ratio_interval(
@@ -55,4 +47,5 @@ def ratio_interval(
         return None
     tops, bottoms = top[indices].mean(axis=1), bottom[indices].mean(axis=1)
     defined = bottoms > 0
-    return (float(top.mean() / bottom.mean()), *_bounds(tops[defined] / bottoms[defined], confidence))
+    ratios = tops[defined] / bottoms[defined]
+    return (float(top.mean() / bottom.mean()), *resampling.percentile_interval(ratios, confidence))
