@@ -94,3 +94,16 @@ def m003_english_gloss_of_chinese(db: Database) -> None:
     db.execute("DELETE FROM chunks")
     db.execute("DELETE FROM cards")
     db.execute("DELETE FROM meta WHERE key = 'glossary'")
+
+
+@index_migrations()
+def m004_draft_vectors(db: Database) -> None:
+    # the vectors that are drafts (kbtool/search/vector_rows.py): a long chunk of a large backlog embedded from
+    # its first word pieces only, so that the backlog is searchable by meaning in half the time; the whole vector
+    # replaces the draft later, and its row here goes
+    db.execute("""
+        CREATE TABLE draft_vectors (
+            hash TEXT NOT NULL,
+            model TEXT NOT NULL,
+            PRIMARY KEY (hash, model)
+        )""")

@@ -152,3 +152,20 @@ def test_the_export_is_named_by_the_model_files_content_not_their_mtime(tmp_path
     assert (tmp_path / "cache" / "model-content.json").is_file()  # hashed once per file and stat
     (second / "model.safetensors").write_bytes(b"other weights" * 1000)
     assert onnx_encoder.weights_key(str(first)) != onnx_encoder.weights_key(str(second))
+
+
+def test_drafts_are_the_model_run_on_a_long_texts_first_128_word_pieces(embedder, texts):
+    """A draft (kbtool/search/vector_rows.py) is what PyTorch's model makes of the text cut at 128 word pieces;
+    a text no longer than that gets its whole vector, marked as no draft."""
+    drafts, cut = embedder.embed_drafts(texts)
+    assert any(cut) and not all(cut)
+    torch = SentenceTransformerEmbedder(runtime="torch")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KB_EMBED_PRECISION", "fp32")
+        whole = torch.embed_documents(texts)
+        torch._model().max_seq_length = 128
+        first_pieces = torch.embed_documents(texts)
+    cut = np.array(cut)
+    assert (drafts[cut] * first_pieces[cut]).sum(1).min() >= 0.9999
+    assert (drafts[cut] * whole[cut]).sum(1).min() < 0.9999  # a draft is not the whole vector
+    assert (drafts[~cut] * whole[~cut]).sum(1).min() >= 0.9999

@@ -198,7 +198,12 @@ def test_the_index_schema_is_managed_by_migrations(filled):
     filled.search("x")
     conn = sqlite3.connect(filled.root / ".kb" / "index.db")
     applied = [r[0] for r in conn.execute("SELECT name FROM _sqlite_migrations WHERE migration_set = 'kb-index'")]
-    assert applied == ["m001_initial", "m002_chunk_ids_never_reused", "m003_english_gloss_of_chinese"]
+    assert applied == [
+        "m001_initial",
+        "m002_chunk_ids_never_reused",
+        "m003_english_gloss_of_chinese",
+        "m004_draft_vectors",
+    ]
     # the index skips sqlite-utils when user_version says every step is applied: keep the two in step
     from kbtool.migrations.index import index_migrations
     from kbtool.search.index import SCHEMA_STEPS

@@ -65,7 +65,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"across"},  # one answer from several knowledge bases' searches
         {"snippets"},  # a hit's snippet: a card's prose, found with ranking's cut
         {"indexed", "lexical"},
-        {"index_rows"},  # what a refresh reads and writes
+        {"index_rows", "vector_rows"},  # what a refresh reads and writes; the vectors, drafts among them
         {"index"},
         {"pipeline"},
     ],

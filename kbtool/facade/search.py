@@ -516,7 +516,7 @@ class Search(KnowledgeBaseCore):
                 loaded = time.perf_counter()
                 runtime = getattr(embedder, "runtime", None) or embedder.model_id
                 tell(f"embedding model loaded in {loaded - started:.1f} s ({runtime})")
-                made = Index(store).embed_missing(embedder, progress, group_size=BACKGROUND_GROUP)
+                made = Index(store).embed_missing(embedder, progress, group_size=BACKGROUND_GROUP, drafts=True)
                 took = time.perf_counter() - loaded
                 tell(f"{made:,} vectors embedded in {took:.1f} s ({made / took if took else 0:.1f} chunks/s)")
             except Exception as exc:

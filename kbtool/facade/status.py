@@ -60,8 +60,11 @@ class Overview(KnowledgeBaseCore):
                 "the rest are embedded by the next search (on a thread in the daemon and kb serve; `kb index` now); "
                 "they rank by keywords until then"
             )
+        drafts = self.index.draft_vectors(model) if built and model else 0
+        if drafts and not note:
+            note = f"{drafts:,} of them are drafts (a long chunk's first word pieces), made whole in the background"
         ready = built and model is not None and embedded == chunks
-        return VectorState(model=model, chunks=chunks, embedded=embedded, ready=ready, note=note)
+        return VectorState(model=model, chunks=chunks, embedded=embedded, ready=ready, drafts=drafts, note=note)
 
     def source_states(self) -> builtins.list[SourceState]:
         from kbtool.search.index import INDEX_FILE

@@ -26,7 +26,8 @@ from filelock import FileLock
 
 from kbtool.model.fields import Filter, values_at
 from kbtool.model.records import CardSummary
-from kbtool.search.embeddings import Embedder
+from kbtool.search import vector_rows
+from kbtool.search.embeddings import Drafting, Embedder
 from kbtool.search.index_rows import (
     Connection,
     bump_generation,
@@ -55,7 +56,7 @@ from kbtool.store.repository import Store
 
 # numpy (the vector leg) and sqlite-utils (migrations) load where they are used: `kb list`, gaps and
 # stats read the index without either, ~0.25 s less for a cold command.
-SCHEMA_STEPS = 3  # the migrations in kbtool.migrations.index; PRAGMA user_version records them as applied
+SCHEMA_STEPS = 4  # the migrations in kbtool.migrations.index; PRAGMA user_version records them as applied
 
 INDEX_FILE = "index.db"
 EMBED_GROUP = 256  # texts per encode call: sentence-transformers batches inside it; progress ticks per group
@@ -209,6 +210,7 @@ class Index:
         progress: Progress | None = None,
         group_size: int = EMBED_GROUP,
         only: Callable[[str], bool] | None = None,
+        drafts: bool = False,
     ) -> int:
         """Embed every chunk that has no vector for this model, newest cards first (what is asked about next,
         most likely), a group at a time, each group written in its own short transaction: readers and
@@ -218,15 +220,26 @@ class Index:
 
         only: which texts this model embeds (the multilingual leg: the Chinese ones); each other text gets
         an empty vector, which says it was looked at, so it is judged once, not at every refresh, and a
-        knowledge base with no such text never loads the model."""
+        knowledge base with no such text never loads the model.
+
+        drafts: a long-lived process's build, searched while it runs: a backlog of DRAFT_BACKLOG or more is
+        embedded as drafts first where the embedder makes them (kbtool/search/vector_rows.py), then whole.
+        Drafts left by any build are made whole here."""
         pending = self._missing_vectors(embedder.model_id)
         if only is not None:
             pending = self._marked_skipped(embedder.model_id, pending, only)
+        drafting = drafts and len(pending) >= vector_rows.DRAFT_BACKLOG and isinstance(embedder, Drafting)
         made = 0
         for start in range(0, len(pending), group_size):
-            made += self._embed(embedder, self._still_missing(pending[start : start + group_size], embedder))
+            group = self._still_missing(pending[start : start + group_size], embedder)
+            made += self._embed(embedder, group, drafting)
             if progress:
                 progress(min(start + group_size, len(pending)), len(pending))
+        waiting = vector_rows.to_complete(self.db.conn, embedder.model_id)
+        for start in range(0, len(waiting), group_size):
+            group = waiting[start : start + group_size]
+            still = vector_rows.still_drafts(self.db.conn, embedder.model_id, [h for h, _ in group])
+            self._embed(embedder, [item for item in group if item[0] in still])
         self._embedded_models.add(embedder.model_id)
         return made
 
@@ -253,28 +266,18 @@ class Index:
         return self._embed(embedder, [(h, t) for h, t in rows])
 
     def _still_missing(self, group: list[tuple[str, str]], embedder: Embedder) -> list[tuple[str, str]]:
-        have = {
-            row[0]
-            for row in self.db.execute(
-                "SELECT hash FROM vectors WHERE model = ? AND hash IN (SELECT value FROM json_each(?))",
-                (embedder.model_id, json.dumps([h for h, _ in group])),
-            )
-        }
-        return [item for item in group if item[0] not in have]
+        return vector_rows.not_stored(self.db.conn, embedder.model_id, group)
 
-    def _embed(self, embedder: Embedder, group: list[tuple[str, str]]) -> int:
-        import numpy as np
-
+    def _embed(self, embedder: Embedder, group: list[tuple[str, str]], drafting: bool = False) -> int:
         if not group:
             return 0
-        vectors = embedder.embed_documents([text for _, text in group])
-        rows = [
-            (h, embedder.model_id, vec.astype(np.float32).tobytes()) for (h, _), vec in zip(group, vectors, strict=True)
-        ]
+        texts = [text for _, text in group]
+        made = embedder.embed_drafts(texts) if drafting and isinstance(embedder, Drafting) else None
+        vectors, drafts = made if made is not None else (embedder.embed_documents(texts), [False] * len(texts))
         with self._lock(), self.db.conn:
-            self.db.conn.executemany("INSERT OR REPLACE INTO vectors (hash, model, vector) VALUES (?, ?, ?)", rows)
+            vector_rows.store(self.db.conn, embedder.model_id, [h for h, _ in group], vectors, drafts)
             bump_generation(self.db.conn)
-        return len(rows)
+        return len(group)
 
     def freshness(self) -> tuple[int, int, int]:
         return freshness(self.db.conn, self.store)
@@ -288,18 +291,12 @@ class Index:
         ).fetchone()[0]
         return int(total), int(total - missing)
 
+    def draft_vectors(self, model_id: str) -> int:
+        """How many of the chunks' vectors for this model are drafts, still to be made whole."""
+        return vector_rows.count(self.db.conn, model_id)
+
     def _missing_vectors(self, model_id: str) -> list[tuple[str, str]]:
-        """(text hash, text) of the chunks whose text has no vector for this model (new text, a model change),
-        newest card first: by provenance.created (a fresh clone's files all have the clone's mtime), then by
-        the file's mtime, then in the card's order."""
-        rows = self.db.execute(
-            "SELECT c.hash, c.text FROM chunks c JOIN cards k ON k.path = c.card_path "
-            "LEFT JOIN vectors v ON v.hash = c.hash AND v.model = ? WHERE v.hash IS NULL "
-            "ORDER BY coalesce(json_extract(k.data, '$.provenance.created'), '') DESC, k.mtime_ns DESC, "
-            "c.card_path, c.ordinal",
-            (model_id,),
-        ).fetchall()
-        return list(dict(rows).items())  # one text in two chunks is embedded once, where it first comes
+        return vector_rows.missing(self.db.conn, model_id)
 
     # --- in-memory views for queries ------------------------------------------------------
 

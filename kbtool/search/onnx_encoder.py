@@ -62,9 +62,19 @@ class OnnxEncoder:
 
     def encode_many(self, texts: Sequence[str]) -> np.ndarray:
         """Sorted by length so a batch pads little; batches run side by side, one core each."""
+        return self._encode(self.tokenizer.encode_batch(list(texts)))
+
+    def encode_drafts(self, texts: Sequence[str], pieces: int) -> tuple[np.ndarray, list[bool]]:
+        """Vectors of the texts cut at `pieces` word pieces (special tokens included), and which of them were
+        longer: theirs are drafts, the others are the vectors encode_many makes."""
+        encodings = self.tokenizer.encode_batch(list(texts))
+        cut = [len(e.ids) > pieces for e in encodings]
+        drafts = [_Pieces.first(e, pieces) if longer else e for e, longer in zip(encodings, cut, strict=True)]
+        return self._encode(drafts), cut
+
+    def _encode(self, encodings: list[Any]) -> np.ndarray:
         import numpy as np
 
-        encodings = self.tokenizer.encode_batch(list(texts))
         batches = _batches(sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids)), encodings)
         if not batches:
             return np.zeros((0, 0), dtype=np.float32)
@@ -93,6 +103,19 @@ class OnnxEncoder:
         pooled = (hidden * mask).sum(1) / np.clip(mask.sum(1), 1e-9, None)
         unit: np.ndarray = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         return unit.astype(np.float32)
+
+
+class _Pieces:
+    """An encoding's first word pieces, ending with its closing special token, as the tokenizer's own
+    truncation at that length makes them ([CLS], the text's first pieces, [SEP])."""
+
+    def __init__(self, ids: list[int], attention_mask: list[int], type_ids: list[int]):
+        self.ids, self.attention_mask, self.type_ids = ids, attention_mask, type_ids
+
+    @classmethod
+    def first(cls, encoding: Any, pieces: int) -> _Pieces:
+        ids = [*encoding.ids[: pieces - 1], encoding.ids[-1]]
+        return cls(ids, encoding.attention_mask[:pieces], encoding.type_ids[:pieces])
 
 
 def _batches(order: list[int], encodings: list[Any]) -> list[list[int]]:

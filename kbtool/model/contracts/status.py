@@ -21,6 +21,11 @@ class VectorState(Payload):
     chunks: int
     embedded: int = Field(description="chunks with a vector for the model")
     ready: bool = Field(description="every chunk has its vector: semantic search needs no embedding first")
+    drafts: int = Field(
+        0,
+        exclude_if=lambda value: not value,
+        description="of those, drafts from a long chunk's first word pieces, made whole in the background",
+    )
     note: str | None = None
 
 

@@ -52,7 +52,9 @@ def _vectors_line(vectors: dict[str, Any]) -> str:
     if vectors["model"] is None:
         return f"none ({vectors['note']})"
     line = f"{vectors['embedded']} of {vectors['chunks']} chunks embedded by {vectors['model']}"
-    return line + (" (ready)" if vectors["ready"] else f" ({vectors['note'] or 'the first read builds the index'})")
+    if vectors["ready"]:
+        return line + (f" (ready; {vectors['note']})" if vectors.get("drafts") else " (ready)")
+    return line + f" ({vectors['note'] or 'the first read builds the index'})"
 
 
 def _server_line(server: dict[str, Any]) -> str:
