@@ -126,7 +126,7 @@ def test_a_search_during_the_warm_up_embeds_its_hits_for_a_fraction_of_a_second_
     embedder = SlowInCall()
     kb = kbtool.open(source, embedder=embedder)
     kb.warm_in_background()  # the model is ready at once; the backlog's build stalls, as on a busy machine
-    while not kb._model_ready:
+    while not kb.warm_up.model_ready:
         time.sleep(0.05)
     assert kb.warming()
     query = "KV cache memory at long context"

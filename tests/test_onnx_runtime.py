@@ -133,7 +133,7 @@ def test_a_warm_process_ranks_as_a_cold_one(cache, monkeypatch):
     expected = {q: [h.id for h in cold.search(q).hits] for q in QUERIES}
     warm = kbtool.open(REPO_ROOT, embedder=SentenceTransformerEmbedder())
     warm.warm_in_background()
-    warm._vectors_building.join()
+    warm.warm_up.join()
     warm.index._postings_reading.join()
     assert warm.embedder.runtime == "onnxruntime" and warm.index._postings is not None  # BM25 from memory too
     assert {q: [h.id for h in warm.search(q).hits] for q in QUERIES} == expected

@@ -330,7 +330,7 @@ def test_once_the_model_is_loaded_a_hybrid_search_embeds_its_keyword_hits_first_
     embedder = HeldBuild()
     warm = kbtool.open(kb.root, embedder=embedder)
     warm.warm_in_background()
-    _until(lambda: warm._model_ready)  # the model is loaded; no vector is stored yet
+    _until(lambda: warm.warm_up.model_ready)  # the model is loaded; no vector is stored yet
     found = warm.search("NVFP4 MoE decode kernels", explain=True)
     assert found.hits[0].id == "nvfp4-moe-decode-kernels-on-b200" and found.hits[0].explain["vector"]
     assert embedder.by_searches and all("NVFP4" in text or "B200" in text for text in embedder.by_searches)
@@ -342,8 +342,8 @@ def test_once_the_model_is_loaded_a_hybrid_search_embeds_its_keyword_hits_first_
     vector = warm.search("RoPE layout mismatch garbage tokens", mode="vector", explain=True)
     assert "rope-layout-mismatch" not in [h.id for h in vector.hits]
     embedder.gate.set()
-    assert warm._vectors_building is not None
-    warm._vectors_building.join()
+    assert warm.warm_up.vectors is not None
+    warm.warm_up.join()
     warm.notices.clear()
     vector = warm.search("RoPE layout mismatch garbage tokens", mode="vector")
     assert vector.hits[0].id == "rope-layout-mismatch" and not warm.notices
@@ -374,8 +374,8 @@ def test_a_warm_process_answers_from_the_keyword_leg_while_the_vectors_build(kb)
     loading = warm.search("NVFP4 MoE decode kernels", mode="vector")  # no keyword hits passed off as semantic
     assert loading.hits == [] and any("the semantic leg is still loading" in n for n in warm.notices)
     embedder.gate.set()
-    assert warm._vectors_building is not None
-    warm._vectors_building.join()
+    assert warm.warm_up.vectors is not None
+    warm.warm_up.join()
     vector = warm.search("NVFP4 MoE decode kernels", mode="vector")
     assert vector.hits[0].id == "nvfp4-moe-decode-kernels-on-b200"
     warm.notices.clear()

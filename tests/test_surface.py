@@ -95,9 +95,22 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     # a star: each part needs only the core; KnowledgeBase composes them all
     "facade": [
         {"shadows", "finding_plan"},  # pure: findings plans with finding_plan, core reads copies with shadows
+        {"vector_warm_up"},  # the background build's threads, a service core holds (warm_up) and search asks
         {"core"},
         {"card_standing"},  # how a card stands here beyond its status: list and search show it
-        {"curation", "exchange", "findings", "gates", "imports", "review", "search", "skills", "sources", "status"},
+        {
+            "curation",
+            "exchange",
+            "findings",
+            "gates",
+            "imports",
+            "review",
+            "search",
+            "skills",
+            "sources",
+            "status",
+            "writing",
+        },
         {"knowledge_base"},
         {"new_project"},
     ],

@@ -112,8 +112,8 @@ def test_the_web_view_answers_at_once_and_says_what_is_not_ready(linked):
     took = time.monotonic() - started
     assert found.status_code == 200 and took < AT_ONCE_S, f"search waited {took:.1f} s"
     assert KEYWORD_ONLY in found.text and f'href="/cards/{finding}"' in found.text
-    assert base._vectors_building is not None
-    base._vectors_building.join(LOAD_S + 60)  # the model is loaded and the vectors are stored
+    assert base.warm_up.vectors is not None
+    base.warm_up.join(LOAD_S + 60)  # the model is loaded and the vectors are stored
     card = client.get(f"/cards/{finding}")
     assert LOADING not in card.text
     similar = card.text.split("<h3>Similar</h3>", 1)[1].split("</ul>", 1)[0]

@@ -1,7 +1,8 @@
-"""The core of the KnowledgeBase facade, what every part of it needs: opening a knowledge base, reading and
-writing its cards (one commit each), the sources it reads, the environment reads are judged by, its index
-and embedder, its gate locks and its skills. Each part (kbtool/facade/*.py) builds on this alone;
-knowledge_base.KnowledgeBase composes them."""
+"""The core of the KnowledgeBase facade, what every part of it needs: opening a knowledge base, reading its cards
+and the checks every write of one passes (one commit each; the add and edit calls are facade/writing.py's), the
+sources it reads, the environment reads are judged by, its index and embedder (with the vectors a long-lived
+process builds in the background: warm_up, facade/vector_warm_up.py), its gate locks and its skills. Each part
+(kbtool/facade/*.py) builds on this alone; knowledge_base.KnowledgeBase composes them."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from kbtool.curation.review import AGENT_SETTABLE, agent_status, check_agent_edit, check_agent_fields
+from kbtool.curation.review import AGENT_SETTABLE
+from kbtool.facade.vector_warm_up import VectorWarmUp
 from kbtool.model import markdown
 from kbtool.model.applicability import Environment, nothing_to_judge
-from kbtool.model.cards import CardBase, checked_status, fill_defaults, id_problem, unique_id
+from kbtool.model.cards import CardBase, checked_status, id_problem, unique_id
 from kbtool.model.errors import (
     AmbiguousId,
     BadInput,
@@ -27,7 +29,7 @@ from kbtool.model.errors import (
     SemanticUnavailable,
     SkillNotFound,
 )
-from kbtool.model.fields import Filter, card_conditions, drop_none, filters_of, merge, parse_assignments
+from kbtool.model.fields import Filter, card_conditions, drop_none, filters_of
 from kbtool.model.records import CardSummary, StoredCard
 from kbtool.model.validation import model_for, validate_card
 from kbtool.model.vocabulary import STATE_DIR
@@ -39,8 +41,6 @@ from kbtool.store.locate import resolve_root
 from kbtool.store.repository import CARDS_DIR, LOCK_FILE, SKILLS_DIR, Store, is_file
 
 if TYPE_CHECKING:
-    import threading
-
     from kbtool.curation.gate_lock import GateLock
     from kbtool.model.applicability import Applies
     from kbtool.model.policy import Policy
@@ -56,7 +56,7 @@ T = TypeVar("T")
 
 
 class KnowledgeBaseCore:
-    """Open, read and write cards (one commit each), the sources, the index and the embedder."""
+    """Open and read cards, write them (one commit each), the sources, the index and the embedder."""
 
     def __init__(self, root: Path, embedder: Embedder | None = None):
         self.root = root.resolve()
@@ -70,7 +70,7 @@ class KnowledgeBaseCore:
         self._embedder = embedder
         self._index: Index | None = None
         self._searcher: Searcher | None = None
-        self._vectors_building: threading.Thread | None = None  # see warm_in_background
+        self.warm_up = VectorWarmUp()  # the vectors a long-lived process builds in the background
         self._policy: Policy | None = None
         self._sources: builtins.list[tuple[str, Self]] | None = None
         self._environment: dict[str, str] | None = None  # this machine's, read once (nvidia-smi is slow)
@@ -348,52 +348,6 @@ class KnowledgeBaseCore:
         self.index.refresh_if_stale(None)
         return self.index.matching(conditions)
 
-    def add(
-        self,
-        kind: str,
-        title: str,
-        fields: Iterable[str] = (),
-        tags: Iterable[str] = (),
-        body: str = "",
-        status: str | None = None,
-        values: dict[str, Any] | None = None,
-        agent: str | None = None,
-        client: str | None = None,
-    ) -> StoredCard:
-        """A new card from a title, `key=value` fields and/or already-typed values.
-
-        agent: the agent writing it (see kbtool.curation.review): the card is a draft (or tentative) that
-        names the agent, and id, status and the links and provenance kb records are not the agent's to set.
-        client: the name the agent's MCP client gave itself, recorded beside it as a label."""
-        model = model_for(kind)
-        fields = list(fields)
-        data: dict[str, Any] = {"kind": kind, "title": title, "tags": list(tags)}
-        if agent is not None:
-            check_agent_fields(values or {}, fields, f"add {kind}")
-            status = agent_status(status, "draft")
-            if kind == "gate" and status != "draft":
-                raise BadInput(
-                    "an agent's gate is written as a draft: a person reviews its command before it is locked or run"
-                )
-            data["provenance"] = {"agent": agent, **({"client": client} if client else {})}
-        if status is not None:
-            data["status"] = checked_status(status)
-        data = merge(data, values or {})
-        data = merge(data, parse_assignments(fields, model))
-        fill_defaults(data)
-        return self._create(data, body, origin=f"new {kind}", check_links=agent is not None)
-
-    def add_from_text(self, kind: str, text: str, origin: str, agent: str | None = None) -> StoredCard:
-        """A new card from a whole card file (frontmatter + body)."""
-        model_for(kind)
-        data, body = markdown.load_frontmatter(text, origin)
-        if data.setdefault("kind", kind) != kind:
-            raise InvalidCard(f"{origin}: kind is {data['kind']!r} but the command adds a {kind}")
-        if agent is not None:
-            check_agent_fields(data, (), origin)
-            data.update(status=agent_status(None, "draft"), provenance={**data.get("provenance", {}), "agent": agent})
-        return self._create(data, body.lstrip("\n"), origin, check_links=agent is not None)
-
     def _create(
         self,
         data: dict[str, Any],
@@ -462,49 +416,6 @@ class KnowledgeBaseCore:
         if too_big:
             raise BadInput(f"{origin}: {too_big}")
         return text  # its credentials are the store's to refuse, as every file's (store/secrets.py)
-
-    def edit(
-        self,
-        ref: str,
-        fields: Iterable[str] = (),
-        body: str | None = None,
-        title: str | None = None,
-        tags: Iterable[str] | None = None,
-        status: str | None = None,
-        values: dict[str, Any] | None = None,
-        agent: str | None = None,
-    ) -> StoredCard:
-        """Change a card, one commit (none when nothing changed). An agent edits the text and scope of the
-        unreviewed cards it wrote, not the fields review decides (status, most links and provenance): see
-        kbtool.curation.review; the links it gives are checked as `link` checks them."""
-        fields = list(fields)
-        if agent is not None:
-            check_agent_fields(
-                {**(values or {}), **({"status": status} if status is not None else {})}, fields, f"edit {ref}"
-            )
-        with self.store.lock():
-            current = self.get(ref)
-            self._check_editable(current)
-            if agent is not None:
-                check_agent_edit(current.card, agent)
-            data = current.card.model_dump(mode="python")
-            if title is not None:
-                data["title"] = title
-            if tags is not None:
-                data["tags"] = list(tags)
-            if status is not None:
-                data["status"] = checked_status(status)
-            data = merge(data, values or {})
-            data = merge(data, parse_assignments(fields, type(current.card)))
-            card = validate_card(drop_none(data), current.path)
-            if agent is not None:
-                card = self._checked_links(card, current.card)
-            new_body = current.body if body is None else body
-            text = self._render(card, new_body, current.path)
-            if text == markdown.render(current.card, current.body):
-                return current
-            self.store.write({current.path: text}, card_message("edit", card, agent=agent))
-        return StoredCard(card, markdown.normalize_body(new_body), current.path)
 
     def _link_target(self, own: str, target: str, remove: bool = False) -> str:
         """The id a link names: an existing card's (a unique prefix resolved), here or in a source (SOURCE:ID),

@@ -21,6 +21,7 @@ from kbtool.facade.search import Search
 from kbtool.facade.skills import Skills
 from kbtool.facade.sources import Sources
 from kbtool.facade.status import Overview
+from kbtool.facade.writing import Writing
 from kbtool.model.cards import MODELS
 from kbtool.model.contracts import Brief, BriefItem, BriefSection, GateStanding
 from kbtool.model.contracts.reading import gap_note
@@ -39,11 +40,11 @@ if TYPE_CHECKING:
 BRIEF_LIMITS = {"gates": 8, "constraints": 6, "gaps": 4, "findings": 3, "review": 3}
 
 
-class KnowledgeBase(Imports, Exchange, Review, Gates, Findings, Search, Skills, Sources, Curation, Overview):
+class KnowledgeBase(Writing, Imports, Exchange, Review, Gates, Findings, Search, Skills, Sources, Curation, Overview):
     """One knowledge base: a git repository of cards and skills, and what every surface and Python caller
-    uses. Each part is built on the core alone (kbtool/facade/core.py): imports, review (confirm, refute,
-    supersede, status), exchange (JSON Lines out and in), gates, findings (and compare, plot), search (and
-    related), skills, sources (and sync), curation (lint, stats, gaps, history), overview (status)."""
+    uses. Each part is built on the core alone (kbtool/facade/core.py): writing (add, edit), imports, review
+    (confirm, refute, supersede, status), exchange (JSON Lines out and in), gates, findings (and compare, plot),
+    search (and related), skills, sources (and sync), curation (lint, stats, gaps, history), overview (status)."""
 
     @classmethod
     def open(cls, path: str | os.PathLike[str] | None = None, embedder: Embedder | None = None) -> KnowledgeBase:

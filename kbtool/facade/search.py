@@ -6,8 +6,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import itertools
-import os
-import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -45,24 +43,11 @@ URGENT_CHUNKS = 64  # of a query's keyword hits, embedded before it answers whil
 # ~2 s inside a call; a search during the warm-up answers in about a second instead (bench_first_search --as-source)
 URGENT_SECONDS = 0.3
 URGENT_GROUP = 8  # chunks embedded at a time inside a call, so the time budget is checked often
-# how much nicer than the process a background build runs (_yield_to_searches): on 2 busy cores a search during
-# the warm-up waited behind it
-BUILD_NICENESS = 10
-BACKGROUND_GROUP = 32  # chunks the background build embeds and stores at a time: each is searchable at once
 
 
 class Search(KnowledgeBaseCore):
-    """Hybrid search, environment checks and a card's neighbourhood."""
-
-    # (made, to make) of the vectors the background build embeds (warm_in_background), None until its first group
-    _vectors_made: tuple[int, int] | None = None
-    # whether the background build has the model loaded: from then on a hybrid search ranks by both legs over the
-    # vectors there are (its own keyword hits embedded first), saying how many, instead of by keywords alone
-    _model_ready: bool = False
-    _cjk_building: threading.Thread | None = None  # the multilingual leg's vectors, after MiniLM's (warm_in_background)
-    # a long-lived process (warm_in_background ran: the daemon, kb serve): a backlog of vectors, a source's first
-    # of all, is built on a thread, never inside a call; a one-shot command embeds what it searches
-    _long_lived: bool = False
+    """Hybrid search, environment checks and a card's neighbourhood; in a long-lived process, with the vectors
+    built in the background meanwhile (warm_up: kbtool.facade.vector_warm_up)."""
 
     def search(
         self,
@@ -163,9 +148,9 @@ class Search(KnowledgeBaseCore):
         loading = loading or self.warming()  # then what has no vector yet waits for the background build
         # the multilingual leg's vectors: built here unless a background build is making them (a search meanwhile
         # ranks the Chinese chunks embedded so far)
-        cjk = self._searcher.cjk if semantic and not loading and not self._cjk_warming() else None
+        cjk = self._searcher.cjk if semantic and not loading and not self.warm_up.cjk_warming() else None
         self.index.refresh_if_stale(self._searcher.embedder if semantic and not loading else None, cjk)
-        if semantic and loading and self._model_ready and vector is None:
+        if semantic and loading and self.warm_up.model_ready and vector is None:
             self._partial_vectors(request)
         wanted, environment = request, self._judged_by(request)
         if environment:  # more candidates than asked for, so those that apply are not cut off below others
@@ -184,7 +169,7 @@ class Search(KnowledgeBaseCore):
         """Whether, in a long-lived process, more chunks lack a vector than a search embeds for itself
         (URGENT_CHUNKS) with no background build under way: a source first searched, a model changed. Counted
         on the keyword rows, brought up to date first (cheap: no model)."""
-        if not self._long_lived or request.mode == "bm25" or loading or self.warming():
+        if not self.warm_up.long_lived or request.mode == "bm25" or loading or self.warming():
             return False
         embedder = self.semantic_embedder()
         if embedder is None:
@@ -199,14 +184,9 @@ class Search(KnowledgeBaseCore):
             self.index.refresh(embedder)
         return False
 
-    def _cjk_warming(self) -> bool:
-        building = self._cjk_building
-        return building is not None and building.is_alive()
-
     def warming(self) -> bool:
         """Whether the model and the missing vectors are still loading in the background (warm_in_background)."""
-        building = self._vectors_building
-        return building is not None and building.is_alive()
+        return self.warm_up.warming()
 
     def _with_usable_mode(self, request: SearchRequest, vector_given: bool = False) -> SearchRequest | None:
         """The request in a mode this process can run now: keyword only while the semantic leg is missing
@@ -222,11 +202,11 @@ class Search(KnowledgeBaseCore):
             return request.model_copy(update={"mode": "bm25"})
         if request.mode == "bm25" or not self.warming():
             return request
-        if self._model_ready:
+        if self.warm_up.model_ready:
             return request  # on the vectors there are; run_search says how many (_partial_vectors)
         if request.mode == "vector":
             self.note(
-                f"the semantic leg is still loading ({self._vectors_ready()}); a vector search has nothing to "
+                f"the semantic leg is still loading ({self.warm_up.how_far()}); a vector search has nothing to "
                 "answer with yet: retry in a few seconds, or search in hybrid mode for keyword results now"
             )
             return None
@@ -260,17 +240,6 @@ class Search(KnowledgeBaseCore):
                 "first; the rest are embedded in the background): the vector leg ranks those, a card without one "
                 "ranks by its keywords"
             )
-
-    def _vectors_ready(self) -> str:
-        """How far the background build is: the missing vectors made of those to make, once the first group
-        is stored (the model loads before it)."""
-        made = self._vectors_made
-        if made is None:
-            return "the embedding model is loading"
-        done, total = made
-        if done >= total:
-            return f"{total:,} missing vectors made; the model is finishing its warm-up"
-        return f"{done:,} of {total:,} missing vectors made"
 
     def _flag_elsewhere(self, result: SearchResult) -> SearchResult:
         """Each finding measured on another GPU, engine or driver version than this project's, said why (--env)."""
@@ -350,7 +319,8 @@ class Search(KnowledgeBaseCore):
                 continue
             if base._embedder is None and same_model and self._searcher is not None:
                 base._embedder = self._searcher.embedder  # one model for all (None when this search used none)
-            base._long_lived = self._long_lived  # a source of the daemon or kb serve is embedded on a thread too
+            # a source of the daemon or kb serve is embedded on a thread too
+            base.warm_up.long_lived = self.warm_up.long_lived
             found = base.run_search(asked, vector if same_model else None, loading)
             results.append([h.model_copy(update={"id": f"{name}:{h.id}", "kb": name}) for h in found.hits])
             self.relay_notices(
@@ -491,80 +461,24 @@ class Search(KnowledgeBaseCore):
         first), saying how many: a fresh clone answers its first query in about a second and by both legs
         seconds later, instead of after the whole knowledge base is embedded. report: told how long the
         model and the vectors took (the daemon's log)."""
-        from kbtool.search.index import Index
-        from kbtool.search.multilingual import in_cjk_leg
-        from kbtool.search.translation import in_chinese
-
-        self._long_lived = True
+        self.warm_up.long_lived = True
         self.index.refresh(None)
         self.index.read_postings_in_background()  # the BM25 leg from memory once read; FTS5 until then
         embedder = self.semantic_embedder()
         if embedder is None:
             return
-        store, notices, cjk = self.store, self.notices, self.cjk_embedder()
-        tell = report or (lambda message: None)
-
-        def build() -> None:
-            _yield_to_searches()
-            try:
-                started = time.perf_counter()
-                # decides the runtime (onnxruntime, or PyTorch where its export is missing and cannot be made)
-                # and loads the model; the first query then embeds at once
-                embedder.prepare_for_queries()
-                embedder.embed_query("warm up")
-                self._model_ready = True
-                loaded = time.perf_counter()
-                runtime = getattr(embedder, "runtime", None) or embedder.model_id
-                tell(f"embedding model loaded in {loaded - started:.1f} s ({runtime})")
-                made = Index(store).embed_missing(embedder, progress, group_size=BACKGROUND_GROUP, drafts=True)
-                took = time.perf_counter() - loaded
-                tell(f"{made:,} vectors embedded in {took:.1f} s ({made / took if took else 0:.1f} chunks/s)")
-            except Exception as exc:
-                notices.append(f"building the vectors in the background failed ({exc}); the next search builds them")
-                return
-            # hybrid search is ready now; the Chinese chunks' multilingual vectors come after (a knowledge base
-            # without Chinese loads no model for them)
-            if cjk is not None:
-                self._cjk_building = threading.Thread(target=build_cjk, name="kb-cjk-vectors", daemon=True)
-                self._cjk_building.start()
-
-        def build_cjk() -> None:
-            assert cjk is not None
-            _yield_to_searches()
-            try:
-                index = Index(store)
-                index.embed_missing(cjk, only=in_cjk_leg)
-                if index.stores_vectors(cjk.model_id):  # Chinese here: the first English query waits for neither
-                    cjk.prepare_for_queries()
-                    in_chinese(["warm"])
-            except Exception as exc:
-                notices.append(f"building the multilingual vectors failed ({exc}); the next search builds them")
-
-        def progress(done: int, total: int) -> None:
-            self._vectors_made = (done, total)
-
-        self._vectors_building = threading.Thread(target=build, name="kb-vectors", daemon=True)
-        self._vectors_building.start()
+        self.warm_up.start(self.store, self.notices, embedder, self.cjk_embedder(), report)
 
     def warm_sources(self) -> None:
         """For a long-lived process, after warm_in_background: each source's keyword rows before the first search
         asks (that search built them inside its call: ~5 s for a 760-card source); its vectors follow from the
         first search, on a thread (_backlog_to_warm). A source that is not there is said to the first caller."""
         for name, base in self.source_bases():
-            base._long_lived = True
+            base.warm_up.long_lived = True
             try:
                 base.index.refresh_if_stale(None)
             except Exception as exc:  # the source's own search says it again, or works by then
                 self.note(f"source {name}: its keyword index could not be brought up to date ({exc})")
-
-
-def _yield_to_searches() -> None:
-    """A background build's thread (and the threads it starts, which inherit it) runs at a lower priority
-    than the searches the process answers meanwhile, which then get the CPU first when both cores are busy
-    (Linux: a thread's niceness is its own). Elsewhere, or if refused, it runs as it is."""
-    with contextlib.suppress(AttributeError, OSError):
-        thread = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, thread, min(os.getpriority(os.PRIO_PROCESS, thread) + BUILD_NICENESS, 19))
 
 
 def _breadth_first(lists: builtins.list[builtins.list[int]]) -> builtins.list[int]:
