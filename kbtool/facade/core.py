@@ -1,4 +1,6 @@
-"""The core of the KnowledgeBase facade, what every part of it needs: opening a knowledge base, reading and
+"""The core of the KnowledgeBase facade: what every part of it needs.
+
+The core of the KnowledgeBase facade, what every part of it needs: opening a knowledge base, reading and
 writing its cards (one commit each), the sources it reads, the environment reads are judged by, its index
 and embedder, its gate locks and its skills. Each part (kbtool/facade/*.py) builds on this alone;
 knowledge_base.KnowledgeBase composes them."""
