@@ -46,9 +46,10 @@ lint: install
 	$(VENV)/bin/cog --check $(GENERATED)
 	$(PY) -c "from kbtool.surfaces.docs import refresh_kb_skill; assert refresh_kb_skill('skills/kb/SKILL.md', check=True), 'run make docs'"
 
-# the generated parts of docs/ (through cog: the CLI reference from --help, the card kinds and lint classes)
+# the generated parts of docs/ (through cog: the CLI reference from --help, the card kinds and lint classes, the
+# layout of the code from kbtool/layout.py's map)
 # and the kb skill's kinds table, made from the CLI, the vocabulary and the card models (kbtool/surfaces/docs.py)
-GENERATED := docs/cli.md docs/concepts.md
+GENERATED := docs/cli.md docs/concepts.md docs/development.md
 docs: install
 	$(VENV)/bin/cog -r $(GENERATED)
 	$(PY) -c "from kbtool.surfaces.docs import refresh_kb_skill; refresh_kb_skill('skills/kb/SKILL.md')"

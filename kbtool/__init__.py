@@ -1,5 +1,6 @@
-"""kb: a git-backed knowledge base of contracts, constraints, findings and gates for
-engineers and agents who optimize systems.
+"""kb: a git-backed knowledge base of contracts, constraints, findings and gates.
+
+For engineers and agents who optimize systems.
 
     import kbtool
     kb = kbtool.open("path/to/kb")     # or kbtool.open() to find it from the working directory

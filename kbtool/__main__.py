@@ -1,4 +1,6 @@
-"""`python -m kbtool` and the `kb` command (pyproject's entry point): the CLI, entered so that a Ctrl-C while its
+"""The `kb` command and `python -m kbtool`: the CLI, with a Ctrl-C during start-up ended cleanly.
+
+`python -m kbtool` and the `kb` command (pyproject's entry point): the CLI, entered so that a Ctrl-C while its
 modules load (most of its first second, before the CLI's own handlers are in place) ends it as one during a
 command does: one line, exit 130 (kbtool/store/interrupts.py), not a KeyboardInterrupt traceback."""
 

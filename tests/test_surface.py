@@ -11,127 +11,12 @@ from pathlib import Path
 
 import kbtool
 from conftest import REPO_ROOT, modules_loaded_by
+from kbtool.layout import ARCHITECTURE, PACKAGES, declared, folder, layout_markdown, source_of, summary
 from kbtool.surfaces.cli import app
 
-# The architecture: packages in order (a subpackage by its dotted path under kbtool), and within each
-# package its modules in layers. A module may import from an earlier package, or from its own
-# package's earlier layers (or its own layer). The facade is a star: every part is built on the core
-# alone, and KnowledgeBase composes them; the entry points (kbtool/__init__.py, __main__.py) sit above all.
-# A subpackage its parent names in a layer (evidence's "formats") sits in that layer, its own modules
-# layered within it; a package's __init__ is checked where a package declares it.
-ARCHITECTURE: dict[str, list[set[str]]] = {
-    "model": [
-        {"errors", "evidence_layout", "parsing", "resampling", "tokens", "vocabulary"},
-        {"cards", "measures"},
-        {"applicability", "schemas", "validation"},
-        {"fields", "markdown", "policy"},
-        {"records"},
-        {"contracts"},
-    ],
-    # the contracts a package of their own, placed as model's top layer: the base, then one module an area
-    "model.contracts": [
-        {"base"},
-        {"evaluation", "search"},
-        {"reading", "status"},
-        {"checking"},
-        {"findings"},
-        {"briefing"},
-    ],
-    "store": [
-        {
-            "atomic_files",
-            "lock_holder",
-            "commits",
-            "config",
-            "files",
-            "git_urls",
-            "interrupts",
-            "locate",
-            "lock_file",
-            "merge",
-            "scratch",
-        },
-        {"git_identity", "git_runner", "secrets"},
-        {"daemons", "incoming", "lock_history", "repository", "sources"},
-        {"history", "sync", "importer", "exchange", "carry", "servers"},
-    ],
-    "skills": [{"spec"}, {"bundled", "lock"}, {"scan", "staging"}, {"pack", "registry", "arriving"}, {"install"}],
-    "agents": [{"targets", "config_files"}, {"hooks"}, {"setup"}],
-    "migrations": [{"index"}],  # the index's schema steps (the top-level migrations/ folder)
-    "search": [
-        {"bootstrap", "chunking", "multilingual", "onnx_encoder", "translation", "vectors"},
-        {"embeddings", "onnx_export"},
-        {"ranking", "evaluation"},
-        {"across"},  # one answer from several knowledge bases' searches
-        {"snippets"},  # a hit's snippet: a card's prose, found with ranking's cut
-        {"indexed", "lexical"},
-        {"index_rows", "vector_rows"},  # what a refresh reads and writes; the vectors, drafts among them
-        {"index"},
-        {"pipeline"},
-    ],
-    "evidence": [
-        {"environment", "values", "provenance"},
-        {"finding_input", "statistics", "verdicts"},
-        {"formats"},  # the benchmark-format readers: kbtool/evidence/formats/
-        {"load", "plots", "headline"},  # the load vocabulary names keys the readers label; a finding's headline
-        {"pairing", "runs", "same_run", "noise_floor"},
-        {"repeats"},
-        {"run_evidence"},
-    ],
-    "evidence.formats": [
-        {"reader"},
-        {"aiperf", "aiperf_records", "guidellm", "lm_eval", "mlperf", "results_tsv", "serving"},
-        {"__init__"},  # READERS: every format's reader
-    ],
-    "curation": [
-        {"review", "gate_reach", "gate_lock", "gate_seal", "gate_confirms", "project_state"},
-        # gate_inputs: what a verdict is computed from
-        {"checks", "committed_secrets", "drift", "gap_standing", "gate_inputs"},
-        {"lint_checks"},  # the lint classes, each with its runner
-        {"gate_compare"},  # a gate's comparison reads and judges runs as `kb compare` does
-        {"gates"},  # runs a gate: its command, or its comparison
-        {"gate_runs", "standing"},  # the run log; whether a gate's newest run of kb's judged the candidate as it is now
-    ],
-    # a star: each part needs only the core; KnowledgeBase composes them all
-    "facade": [
-        {"shadows", "finding_plan"},  # pure: findings plans with finding_plan, core reads copies with shadows
-        {"vector_warm_up"},  # the background build's threads, a service core holds (warm_up) and search asks
-        {"core"},
-        {"card_standing"},  # how a card stands here beyond its status: list and search show it
-        {
-            "curation",
-            "exchange",
-            "findings",
-            "gates",
-            "imports",
-            "review",
-            "search",
-            "skills",
-            "sources",
-            "status",
-            "writing",
-        },
-        {"knowledge_base"},
-        {"new_project"},
-    ],
-    "surfaces.web": [{"access", "charts", "render"}, {"views"}, {"app", "site"}],
-    # tools/ is a layer of surfaces.mcp: its modules stand on answers and shelf, and server registers them
-    "surfaces.mcp": [{"answers", "identity", "prompts"}, {"shelf"}, {"tools"}, {"server"}, {"transports"}],
-    "surfaces.mcp.tools": [{"base"}, {"reading", "writing", "curating", "gates", "brief"}],
-    "surfaces.daemon": [{"operations", "peers"}, {"client"}, {"server"}],
-    "surfaces.cli": [
-        {"base"},
-        {"briefing", "curating", "daemon", "evidence", "gates", "install", "reuse", "search", "skills", "web"},
-        {"__init__"},  # the app: every command group registers on it
-    ],
-    "surfaces": [{"docs"}],  # the reference tables and docs/cli.md, made from the models and the CLI itself
-    "entry": [{"__init__", "__main__"}],
-}
-PACKAGES = list(ARCHITECTURE)
-
-
-def declared(package: str) -> set[str]:
-    return {m for layer in ARCHITECTURE[package] for m in layer}
+# The architecture (kbtool/layout.py): packages in order, each package's modules in layers. A module may import
+# from an earlier package, or from its own package's earlier layers (or its own layer); a subpackage its parent
+# names in a layer sits in that layer; a package's __init__ is checked where a package declares it.
 
 
 def place(package: str, module: str) -> tuple[int, ...]:
@@ -223,6 +108,43 @@ def test_no_import_circle_not_even_for_typing():
 
     for node in graph:
         visit(node, [])
+
+
+def _python_files() -> set[str]:
+    """Every .py file of kbtool and of the top-level migrations/ folder, from the repository's root."""
+    paths = [*(REPO_ROOT / "kbtool").rglob("*.py"), *(REPO_ROOT / "migrations").glob("*.py")]
+    return {str(p.relative_to(REPO_ROOT)) for p in paths}
+
+
+def test_the_map_holds_every_module_file_and_itself():
+    """The layout the docs show names every file: each module the map places (kbtool/layout.py, the map,
+    among them), each package's __init__.py as its introduction, and no folder the map does not know."""
+    assert "layout" in declared("entry")
+    files = _python_files()
+    placed = {source_of(p, m) for p in ARCHITECTURE for m in declared(p)}
+    introduced = {f"{folder(p)}/__init__.py" for p in ARCHITECTURE}
+    assert files - introduced == placed - introduced, (
+        f"not in kbtool/layout.py: {sorted(files - placed - introduced)}; gone: {sorted(placed - files)}"
+    )
+    assert {f.rpartition("/")[0] for f in files} == {folder(p) for p in ARCHITECTURE}
+
+
+def test_every_module_says_what_it_is_in_its_docstring_s_first_line():
+    """The layout describes a module by its docstring's first line: a short sentence, ended on that line."""
+    unclear = [
+        f"{name}: {line!r}"
+        for name in sorted(_python_files())
+        if not (line := summary(REPO_ROOT / name)).endswith(".") or len(line) > 110
+    ]
+    assert not unclear, "a module docstring's first line is not a short sentence:\n" + "\n".join(unclear)
+
+
+def test_the_layout_in_the_development_docs_is_current():
+    """docs/development.md shows the map through cog, as `make lint` checks; pytest alone catches it stale too."""
+    page = (REPO_ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    assert "\n".join(layout_markdown(REPO_ROOT)) + "\n<!-- [[[end]]] -->" in page, (
+        "the layout in docs/development.md is stale: run `make docs`"
+    )
 
 
 def test_the_facade_is_a_star_not_a_chain():
@@ -367,8 +289,8 @@ def _prose_of(path: Path) -> list[tuple[int, str]]:
 def test_every_path_the_docs_and_comments_name_exists():
     pages = [REPO_ROOT / "README.md", REPO_ROOT / "pyproject.toml", REPO_ROOT / "Makefile"]
     pages += sorted((REPO_ROOT / "docs").glob("*.md"))
-    for folder in ("kbtool", "tests", "bench", "migrations"):
-        pages += sorted((REPO_ROOT / folder).rglob("*.py"))
+    for top in ("kbtool", "tests", "bench", "migrations"):
+        pages += sorted((REPO_ROOT / top).rglob("*.py"))
     missing = []
     for page in pages:
         for line_no, line in _prose_of(page):

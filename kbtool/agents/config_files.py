@@ -1,4 +1,6 @@
-"""One MCP server entry put into, or taken out of, a client's configuration file, leaving the rest of
+"""One MCP server entry put into, or taken out of, a client's configuration file.
+
+One MCP server entry put into, or taken out of, a client's configuration file, leaving the rest of
 the file as it was: JSON files ("mcpServers", as Claude Code and Cursor read them) are read and
 rewritten whole with their other keys kept; Codex's config.toml gets a marked block of its own
 (appended, replaced, removed), so its comments and layout are never touched.

@@ -1,4 +1,6 @@
-"""The hooks `kb agent install --hooks` puts into a coding agent: on session start, `kb hook session-start`
+"""The session-start and stop hooks `kb agent install --hooks` puts into a coding agent.
+
+The hooks `kb agent install --hooks` puts into a coding agent: on session start, `kb hook session-start`
 adds `kb brief` to the context; on stop, `kb hook stop` keeps the agent working while a locked gate has
 no passing run of the candidate as it is now (kbtool/surfaces/cli/briefing.py answers both).
 

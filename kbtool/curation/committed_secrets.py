@@ -1,4 +1,6 @@
-"""`kb lint`'s secrets check: credentials already committed, anywhere in the tree (in a file, or as its name) and
+"""`kb lint`'s secrets check: credentials already committed, in the tree or a commit message.
+
+`kb lint`'s secrets check: credentials already committed, anywhere in the tree (in a file, or as its name) and
 in any commit message.
 
 Writes are checked as they happen (kbtool/store/secrets.py); this finds what got in before, or by hand:

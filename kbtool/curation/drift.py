@@ -1,4 +1,6 @@
-"""kb lint's drift check: copies (kb import --from-kb, kb new-project) whose original changed or went in
+"""`kb lint`'s drift check: copies whose original changed, or went, since they were made.
+
+kb lint's drift check: copies (kb import --from-kb, kb new-project) whose original changed or went in
 the knowledge base they came from. That knowledge base is found wherever it is on this machine: a source
 of this one with the identity the copy recorded (provenance.origin.kb_id), a source named by the location
 the copy recorded, or that location itself. A copy whose origin cannot be read is reported as not checked,

@@ -1,4 +1,6 @@
-"""The comparison a gate's check.compare asks for, which kb runs itself: a candidate's runs against a
+"""The comparison a gate's check.compare asks for, run and judged by kb as `kb compare` does.
+
+The comparison a gate's check.compare asks for, which kb runs itself: a candidate's runs against a
 baseline's, one metric at one statistic, judged with the code `kb compare` runs (kbtool.evidence.runs reads
 each side, kbtool.evidence.repeats gives the means, intervals and verdicts). A gate, a person at `kb
 compare` and gates/compare.py therefore see the same numbers; and because the code ships with kb, a

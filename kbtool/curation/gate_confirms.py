@@ -1,4 +1,6 @@
-"""Which finding a gate's pass may confirm (`kb gate run --confirms`, MCP gate_run confirms=): only one whose
+"""Which finding a gate's pass may confirm: only one whose evidence is that run's own.
+
+Which finding a gate's pass may confirm (`kb gate run --confirms`, MCP gate_run confirms=): only one whose
 evidence is that run's own measurement, never any finding an agent names. A confirmation is a reviewer's
 verdict (reviewed_by gate:<id>); given to an unrelated finding it would launder a claim nobody checked.
 

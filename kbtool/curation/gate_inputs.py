@@ -1,4 +1,6 @@
-"""What a gate's verdict was computed from, hashed at the moment of judging: the gate as it ran (the hash its
+"""What a gate's verdict was computed from, hashed at the moment of judging.
+
+What a gate's verdict was computed from, hashed at the moment of judging: the gate as it ran (the hash its
 lock holds), every file its lock covers (kbtool.curation.gate_lock.named_files), and, for a comparison, every
 file of the run folders it reads (paths from the project). kb hashes them before the check and after it: a
 pass whose inputs changed on the way is not recorded as one. The record keeps them, so a later reader

@@ -1,4 +1,6 @@
-"""A gate's lock: the hash `kb gate lock` records in kb.lock, after which the gate must not change
+"""A gate's lock: the hash `kb gate lock` records in kb.lock, and the check against it.
+
+A gate's lock: the hash `kb gate lock` records in kb.lock, after which the gate must not change
 (supersede it with a new gate, or, a person who has read the change, `kb gate relock`), and what a locked
 gate is checked against before it runs.
 

@@ -1,4 +1,6 @@
-"""What a gate's command reaches in the knowledge base: the paths of it that the command runs or reads, or
+"""What a gate's command reaches in the knowledge base, or why kb cannot tell.
+
+What a gate's command reaches in the knowledge base: the paths of it that the command runs or reads, or
 why kb cannot tell.
 
 A lock covers what a command runs only if kb sees it. "$KB_ROOT/gates/x.py" is one way to write it; a shell

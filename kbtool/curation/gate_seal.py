@@ -1,4 +1,6 @@
-"""The seal on a gate's run record: what makes a line of runs/gates/<id>.jsonl one that kb wrote here, after
+"""The seal that shows a gate's run record was written by kb here, not by hand or elsewhere.
+
+The seal on a gate's run record: what makes a line of runs/gates/<id>.jsonl one that kb wrote here, after
 computing the verdict itself, rather than one appended by hand, carried in by an import or a sync, or made on
 another machine.
 

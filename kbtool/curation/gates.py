@@ -1,4 +1,6 @@
-"""Running a gate: `kb gate run` runs its check in the project it judges, a comparison kb runs itself
+"""Running a gate: its check run in the project it judges and compared with the threshold.
+
+Running a gate: `kb gate run` runs its check in the project it judges, a comparison kb runs itself
 (kbtool.curation.gate_compare) or a command in a shell, and compares the value with the threshold. What
 makes the verdict worth having, the lock, is kbtool.curation.gate_lock's.
 """

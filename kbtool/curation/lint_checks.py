@@ -1,4 +1,6 @@
-"""`kb lint` as one table: each lint class (kbtool.model.vocabulary.LINT_CHECKS names it and says what it
+"""`kb lint` as one table: each lint class with the function that runs it.
+
+`kb lint` as one table: each lint class (kbtool.model.vocabulary.LINT_CHECKS names it and says what it
 checks, for the help, the MCP description and the docs) with the function that runs it here.
 
 The vocabulary keeps names and descriptions because it sits below everything (the thin `kb search` client

@@ -1,4 +1,6 @@
-"""The state of a gate's project as its run record keeps it, and whether the project is still in that state:
+"""The state of a gate's project as its run record keeps it, and whether it still holds.
+
+The state of a gate's project as its run record keeps it, and whether the project is still in that state:
 what lets `kb brief`, MCP brief and the Stop hook say a pass judged "the candidate as it is now".
 
 The candidate is the project's git repository as a person would see it: HEAD's files (their blob ids), every

@@ -1,4 +1,6 @@
-"""Whether a gate's newest run still judges the candidate as it is now: what `kb brief` (and MCP brief) shows of
+"""Whether a gate's newest run still judges the candidate as it is now.
+
+Whether a gate's newest run still judges the candidate as it is now: what `kb brief` (and MCP brief) shows of
 the goal and what the Stop hook enforces.
 
 Only a record kb made here counts (kbtool.curation.gate_seal): a line appended by hand, imported or synced, or

@@ -1,4 +1,6 @@
-"""A finding's measured numbers as evidence entries: `--metric tpot=0.56ms`, `--condition concurrency=32`
+"""A finding's measured numbers, from flags or JSON, as the evidence entries its card holds.
+
+A finding's measured numbers as evidence entries: `--metric tpot=0.56ms`, `--condition concurrency=32`
 and `--env gpu=H100` flags read into the finding contract's types (Metric, conditions, environment), and the
 metrics of a FindingInput (flags or JSON alike) turned into the evidence entries a finding card holds.
 

@@ -1,4 +1,6 @@
-"""A noise floor from the knowledge base: with one run a side there is no spread between runs to judge a change
+"""A noise floor from the knowledge base's repeated runs, for a change with one run a side.
+
+A noise floor from the knowledge base: with one run a side there is no spread between runs to judge a change
 by, but the knowledge base may already hold repeated runs of one configuration (an A/A finding: `kb
 add-finding --from R1 --from R2 --from R3`). Their run-to-run spread, as a fraction of the mean, says about how
 many runs a side would judge a change of the size seen, naming the finding (kbtool/evidence/verdicts.py). It is

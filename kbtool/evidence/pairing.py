@@ -1,4 +1,6 @@
-"""Which numbers are one metric under one load: a side's runs grouped for their mean, and a candidate's
+"""Which numbers are one metric under one load, grouped and paired across two sides.
+
+Which numbers are one metric under one load: a side's runs grouped for their mean, and a candidate's
 entries paired with the baseline's (kbtool.evidence.load says when two loads are one).
 
 Nothing given is dropped silently. A metric some runs at its load did not measure, a load only one

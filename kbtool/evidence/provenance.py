@@ -1,4 +1,6 @@
-"""A run's provenance, as it travels with a finding in a shared knowledge base: the experiment
+"""A run's provenance as it travels with a finding: repository, environment and artifacts.
+
+A run's provenance, as it travels with a finding in a shared knowledge base: the experiment
 repository (name, remote without credentials, HEAD, dirty), the machine's environment (python,
 the packages that shape an inference result, the GPU), and artifact paths that mean something
 on someone else's machine. The only I/O is asking git and nvidia-smi.

@@ -1,4 +1,6 @@
-"""A finding's evidence from benchmark runs (`kb add-finding --from ... --baseline-from ...`, MCP add_finding):
+"""A finding's evidence from benchmark runs: combined per metric and load, judged against a baseline.
+
+A finding's evidence from benchmark runs (`kb add-finding --from ... --baseline-from ...`, MCP add_finding):
 the runs read, combined per metric and load (a sweep keeps every load), judged against the baseline at the
 same load, and said in a paragraph a person can read.
 

@@ -1,4 +1,6 @@
-"""How sure a number is: the statistics of per-request records, and a 95% confidence interval of
+"""How sure a number is: per-request statistics and a bootstrap interval of the mean.
+
+How sure a number is: the statistics of per-request records, and a 95% confidence interval of
 their mean by the percentile bootstrap (resampled with a fixed seed, so the same records always give
 the same interval). Used by the readers of per-request exports (AIPerf's profile_export.jsonl, the
 per-request lists of vLLM's `--save-detailed` and SGLang's output)."""

@@ -1,4 +1,6 @@
-"""How a card stands here when its own status does not say it (issue 44): a gap that findings closed (its
+"""How a card stands here when its own status does not say it: list and search show it.
+
+How a card stands here when its own status does not say it (issue 44): a gap that findings closed (its
 status stays what it was written with: closing is judged at read time, kbtool.curation.gap_standing), a
 source's gap a finding of this project closed for it alone (`--closes team:GAP`), and a copy of a team card
 whose original was retired (or refuted, superseded) there since, and whether a gate is locked (kb.lock) where

@@ -1,8 +1,10 @@
-"""The core of the KnowledgeBase facade, what every part of it needs: opening a knowledge base, reading its cards
-and the checks every write of one passes (one commit each; the add and edit calls are facade/writing.py's), the
-sources it reads, the environment reads are judged by, its index and embedder (with the vectors a long-lived
-process builds in the background: warm_up, facade/vector_warm_up.py), its gate locks and its skills. Each part
-(kbtool/facade/*.py) builds on this alone; knowledge_base.KnowledgeBase composes them."""
+"""The core of the KnowledgeBase facade: what every part of it needs.
+
+Opening a knowledge base, reading its cards and the checks every write of one passes (one commit each; the add
+and edit calls are facade/writing.py's), the sources it reads, the environment reads are judged by, its index
+and embedder (with the vectors a long-lived process builds in the background: warm_up,
+facade/vector_warm_up.py), its gate locks and its skills. Each part (kbtool/facade/*.py) builds on this alone;
+knowledge_base.KnowledgeBase composes them."""
 
 from __future__ import annotations
 

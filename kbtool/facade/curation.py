@@ -1,4 +1,6 @@
-"""The part of the facade that keeps a knowledge base sound and says how it stands: lint (every curation
+"""The part of the facade that keeps a knowledge base sound: lint, stats, gaps and history.
+
+The part of the facade that keeps a knowledge base sound and says how it stands: lint (every curation
 check), stats, the open gaps, and what changed (history, recent changes)."""
 
 from __future__ import annotations

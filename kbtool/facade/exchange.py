@@ -1,4 +1,6 @@
-"""A whole knowledge base as JSON Lines, out and back in (the format: kbtool.store.exchange): its cards, each
+"""The part of the facade that writes a whole knowledge base as JSON Lines and reads it back.
+
+A whole knowledge base as JSON Lines, out and back in (the format: kbtool.store.exchange): its cards, each
 locked gate's lock with the files its command runs, its skills and kb.toml. An import is one commit; it never
 replaces a locked gate, its lock, a file here that differs from the export's or holds uncommitted changes, nor
 this knowledge base's identity ([kb] in kb.toml). A gate's run log never travels: a pass is kb's to compute

@@ -1,4 +1,6 @@
-"""A finding planned before it is written: from the FindingInput, what the runs gave and what the
+"""A finding planned before it is written, pure: its data, body, status and likely duplicates.
+
+A finding planned before it is written: from the FindingInput, what the runs gave and what the
 knowledge base already holds, the card's data and body, its status and its likely duplicates and
 contradictions. No I/O here (Findings.record_finding reads the runs, the environment and the existing
 findings, and writes the card), so every rule of what a finding records is testable on plain values.

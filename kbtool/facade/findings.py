@@ -1,4 +1,6 @@
-"""The part of the facade that records what experiments measured: findings from evidence (kbtool.evidence,
+"""The part of the facade that records what experiments measured, and compares and plots runs.
+
+The part of the facade that records what experiments measured: findings from evidence (kbtool.evidence,
 planned in kbtool.facade.finding_plan), and evidence compared and drawn (kb compare, kb plot)."""
 
 from __future__ import annotations

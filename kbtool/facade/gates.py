@@ -1,4 +1,6 @@
-"""Gates (kbtool.curation.gate_lock, kbtool.curation.gates): immutable acceptance checks, locked by hash in kb.lock
+"""The part of the facade that locks gates, runs them and records each run.
+
+Gates (kbtool.curation.gate_lock, kbtool.curation.gates): immutable acceptance checks, locked by hash in kb.lock
 with the files their commands run, run in the project they judge, each run recorded."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Cards in bulk: `kb import` of documents (kbtool.store.importer), each import one commit (JSON Lines out and
+"""The part of the facade that imports cards in bulk and promotes a card into a team's.
+
+Cards in bulk: `kb import` of documents (kbtool.store.importer), each import one commit (JSON Lines out and
 back in: kbtool.facade.exchange); and `kb promote`, a card of this knowledge base up into a team's
 (kbtool.store.carry), merged field by field with what the team changed meanwhile."""
 

@@ -1,4 +1,6 @@
-"""Knowledge carried from one knowledge base into another: `kb import --from-kb` (cards copied with
+"""Knowledge carried from one knowledge base into another: import --from-kb and new-project.
+
+Knowledge carried from one knowledge base into another: `kb import --from-kb` (cards copied with
 where they came from, so importing again updates them; `kb lint`'s drift check, in
 kbtool.curation.checks, says when an original changed since).
 

@@ -1,4 +1,6 @@
-"""Review (kbtool.curation.review): a person, or a gate, decides what an agent wrote becomes a fact: the queue of
+"""The part of the facade where a person, or a gate, decides what an agent wrote becomes a fact.
+
+Review (kbtool.curation.review): a person, or a gate, decides what an agent wrote becomes a fact: the queue of
 agent-written cards nobody has reviewed, confirm and refute, one commit each."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Search (kbtool.search): hybrid search over this knowledge base and its sources, the environment a finding
+"""The part of the facade that searches this knowledge base and its sources.
+
+Search (kbtool.search): hybrid search over this knowledge base and its sources, the environment a finding
 may not apply in, and a card's neighbourhood (related)."""
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""A copy and its original are one card. A card copied from a source (`kb import --from-kb`, `kb new-project`,
-or made on write by a local verdict on SOURCE:ID) records provenance.origin: the knowledge base it came from
-and its id there. Where this knowledge base reads that source too, the original is the copy's shadow: search,
-list and gaps show the copy alone, with its status and scope, so what the project says of a team card wins.
+"""A copy and its original are one card.
+
+A card copied from a source (`kb import --from-kb`, `kb new-project`, or made on write by a local verdict on
+SOURCE:ID) records provenance.origin: the knowledge base it came from and its id there. Where this knowledge base
+reads that source too, the original is the copy's shadow: search, list and gaps show the copy alone, with its status
+and scope, so what the project says of a team card wins.
 
 Pure: the facade hands in its own cards' summaries and, for each source, the places it is known by."""
 

@@ -1,4 +1,6 @@
-"""The part of the facade that reaches other copies of a knowledge base: its git sources updated, and the
+"""The part of the facade that updates the git sources and syncs with the team's remote.
+
+The part of the facade that reaches other copies of a knowledge base: its git sources updated, and the
 team's remote synced (fetch, merge card by card, push)."""
 
 from __future__ import annotations

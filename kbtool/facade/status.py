@@ -1,4 +1,6 @@
-"""The part of the facade that says how a knowledge base stands (`kb status`): its index against the files on
+"""The part of the facade that says how a knowledge base stands (`kb status`).
+
+The part of the facade that says how a knowledge base stands (`kb status`): its index against the files on
 disk, the vectors of its model, its search daemon and its sources. Everything is read cheaply (file stats, a
 few SQL counts, /proc, one `git log -1` a source); nothing is refreshed, embedded or loaded."""
 

@@ -1,5 +1,7 @@
-"""The background build of a long-lived process's vectors (the daemon, kb serve): its threads and how far they are,
-one VectorWarmUp held by each KnowledgeBase (warm_up); Search.warm_in_background starts it and searches ask it."""
+"""The background build of a long-lived process's vectors.
+
+The daemon's and kb serve's: its threads and how far they are, one VectorWarmUp held by each KnowledgeBase
+(warm_up); Search.warm_in_background starts it and searches ask it."""
 
 from __future__ import annotations
 

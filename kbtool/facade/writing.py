@@ -1,4 +1,6 @@
-"""Adding and editing cards: a new card from a title and fields or from a whole card file, and an edit of one, as
+"""Adding and editing cards.
+
+A new card from a title and fields or from a whole card file, and an edit of one, as
 the CLI, the web view and the MCP tools write them (an agent's as kbtool.curation.review allows); each is one
 commit, through the checks every write passes (the core's _create and _render)."""
 

@@ -1,4 +1,6 @@
-"""Whether a card applies to an environment (`--for hardware=H200`), and how: the one judgement search,
+"""Whether a card applies to an environment (`--for hardware=H200`), and how.
+
+Whether a card applies to an environment (`--for hardware=H200`), and how: the one judgement search,
 lists, packs, prompts and new projects are to share.
 
 For each field the environment names, a card is

@@ -1,4 +1,6 @@
-"""A measured number as its writers give it: `0.56ms` (value_with_unit), a JSON number (number), or one
+"""A measured number as its writers give it, checked once for every surface.
+
+A measured number as its writers give it: `0.56ms` (value_with_unit), a JSON number (number), or one
 metric's JSON object (metric_fields), checked here once so the finding contract (FindingInput) holds
 typed metrics and every surface refuses the same things in the same words.
 

@@ -1,4 +1,6 @@
-"""JSON and TOML that people and tools hand kb, read so that whatever the text holds, the answer is the
+"""JSON and TOML that people and tools hand kb: the document, or one line saying why not.
+
+JSON and TOML that people and tools hand kb, read so that whatever the text holds, the answer is the
 document or one line saying why not.
 
 The standard parsers refuse malformed text with their own error class, but two more inputs end in

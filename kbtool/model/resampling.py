@@ -1,4 +1,6 @@
-"""The percentile bootstrap, once for search and evidence: rows of indices drawn with replacement under a
+"""The percentile bootstrap, once for search and evidence.
+
+Rows of indices drawn with replacement under a
 fixed seed (the same data always gives the same interval), and the interval read off the statistic of each
 resample. It assumes nothing about how the values are distributed: per-query scores are mostly 0s and 1s,
 per-request latencies have long tails."""

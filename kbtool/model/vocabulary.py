@@ -1,4 +1,6 @@
-"""Every list kb shows its users, kept once: the CLI's help, the MCP tools' enums, the README's
+"""Every list kb shows its users, kept once.
+
+Every list kb shows its users, kept once: the CLI's help, the MCP tools' enums, the README's
 tables and the kb skill's are made from these (kbtool/surfaces/docs.py writes the tables; `make lint`
 checks that they are current).
 

@@ -1,4 +1,6 @@
-"""One answer from several knowledge bases' searches (a project and its sources): their hits on one scale, a card
+"""One answer from several knowledge bases' searches: a project's and its sources'.
+
+One answer from several knowledge bases' searches (a project and its sources): their hits on one scale, a card
 asked for by its exact title first, and a source's card this knowledge base holds a copy of left out for the copy."""
 
 from __future__ import annotations

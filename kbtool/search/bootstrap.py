@@ -1,8 +1,10 @@
-"""Bootstrap intervals over queries. A gold set holds tens of queries, so a difference of a few points of
-MRR between two modes may be noise; an interval says how much. Resampling the queries (with replacement)
-and recomputing the statistic keeps no assumption about how per-query scores are distributed (they are
-mostly 0s and 1s). A ratio of two systems is resampled in pairs: each resample takes the same queries for
-both, so what the queries have in common (an easy class, a hard one) cancels out."""
+"""Bootstrap intervals over queries.
+
+A gold set holds tens of queries, so a difference of a few points of MRR between two modes may be noise; an interval
+says how much. Resampling the queries (with replacement) and recomputing the statistic keeps no assumption about how
+per-query scores are distributed (they are mostly 0s and 1s). A ratio of two systems is resampled in pairs: each
+resample takes the same queries for both, so what the queries have in common (an easy class, a hard one) cancels
+out."""
 
 from __future__ import annotations
 

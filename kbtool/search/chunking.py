@@ -1,4 +1,6 @@
-"""Cards (and skills) into search chunks: a lead chunk (title, the kind's own fields, scope) and one
+"""Cards and skills into search chunks: a lead chunk and one per body section.
+
+Cards (and skills) into search chunks: a lead chunk (title, the kind's own fields, scope) and one
 chunk per body section, each bounded in size. Pure functions, no I/O.
 
 Every chunk carries its card's title (and its heading trail) in the text that is embedded,

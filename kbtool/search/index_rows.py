@@ -1,4 +1,6 @@
-"""What a refresh of the index (kbtool/search/index.py) reads and writes: the files it covers, which of them
+"""What a refresh of the index reads and writes: changed files and their rows.
+
+What a refresh of the index (kbtool/search/index.py) reads and writes: the files it covers, which of them
 changed since the index last saw them (read and parsed), and their rows (cards, chunks, the FTS5 keyword rows),
 written in the caller's transaction with the generation mark that tells every process's views to reload; and the
 connection the index holds (Connection)."""

@@ -1,4 +1,6 @@
-"""What the index holds of one file: read from disk (IndexedFile, a card or a skill's SKILL.md, chunked)
+"""What the index holds of one file: as read from disk and as a process loads it back.
+
+What the index holds of one file: read from disk (IndexedFile, a card or a skill's SKILL.md, chunked)
 and as a process loads it back (CardMeta), and what a refresh did (RefreshStats)."""
 
 from __future__ import annotations

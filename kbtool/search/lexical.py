@@ -1,4 +1,6 @@
-"""BM25 from memory for long-lived processes: the scores FTS5's bm25() gives, without scoring
+"""BM25 from memory for long-lived processes: FTS5's bm25() scores, without SQL.
+
+BM25 from memory for long-lived processes: the scores FTS5's bm25() gives, without scoring
 every match in SQL.
 
 FTS5 ranks an OR query by running bm25() on every row that matches any of its terms. At 100k

@@ -1,4 +1,6 @@
-"""One query against the index: filters narrow the cards, the BM25 and vector legs rank
+"""One query against the index: filters, the BM25 and vector legs, fusion, a SearchResult.
+
+One query against the index: filters narrow the cards, the BM25 and vector legs rank
 chunks, fusion ranks cards, and the answer is a SearchResult (kbtool.model.contracts), whose JSON is
 what other tools read:
 

@@ -1,4 +1,6 @@
-"""Ranking, pure: query parsing for FTS5, fusion of the two legs, grouping chunks into
+"""Ranking, pure: FTS5 query parsing, fusion of the two legs, chunks grouped into cards.
+
+Ranking, pure: query parsing for FTS5, fusion of the two legs, grouping chunks into
 cards, demotion, snippets. The index supplies the legs' candidate lists; this module
 decides the order.
 

@@ -1,4 +1,6 @@
-"""A search hit's snippet as a person reads it: the card's prose around the query's words, never a run of its
+"""A search hit's snippet as a person reads it: the card's prose around the query's words.
+
+A search hit's snippet as a person reads it: the card's prose around the query's words, never a run of its
 fields' values (a finding's metrics one after another) nor a JSON block, and a one-line note where the passage
 is in Chinese and the query is not, so an English reader knows what they are looking at."""
 

@@ -1,4 +1,6 @@
-"""The vector leg's matrix in memory: every chunk's vector for one model, kept across index
+"""The vector leg's matrix in memory, kept across index generations.
+
+The vector leg's matrix in memory: every chunk's vector for one model, kept across index
 generations.
 
 Reading all of them again after each write took 1.1 s at 100k cards (200k vectors, 300 MB out of

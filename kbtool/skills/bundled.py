@@ -1,4 +1,6 @@
-"""The kb skill that ships with kbtool: how an agent works with a knowledge base, handed to agents
+"""The kb skill that ships with kbtool: how an agent works with a knowledge base.
+
+The kb skill that ships with kbtool: how an agent works with a knowledge base, handed to agents
 by the MCP server's prompts (and to their skill folders by `kb agent install`).
 
 In an installed wheel it is package data (kbtool/kb_skill/SKILL.md, from the repository's

@@ -1,4 +1,6 @@
-"""`kb skill install / verify / update / remove`: skills put into an agent's skills folder
+"""`kb skill install / verify / update / remove`: skills put into an agent's skills folder.
+
+`kb skill install / verify / update / remove`: skills put into an agent's skills folder
 (`.agents/skills`, `.claude/skills`, ...) from a knowledge base, a folder or a git repository,
 pinned in that folder's lock file (kbtool/skills/lock.py).
 

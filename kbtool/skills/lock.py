@@ -1,4 +1,6 @@
-"""The lock file of installed skills: what `kb skill install` put in a skills folder, from where, at
+"""The lock file of installed skills: what was installed, from where, and its hash.
+
+The lock file of installed skills: what `kb skill install` put in a skills folder, from where, at
 which commit, and the SHA-256 of each folder as installed, so `kb skill verify` can tell an
 installed skill from one changed (or swapped) since.
 

@@ -1,4 +1,6 @@
-"""`kb skill pack`: a knowledge-pack skill of the confirmed findings and the active constraints,
+"""`kb skill pack`: a knowledge-pack skill of what a new project in a scope starts from.
+
+`kb skill pack`: a knowledge-pack skill of the confirmed findings and the active constraints,
 failure-modes and gates for a scope, the knowledge a new project starts from.
 
 SKILL.md stays within the Agent Skills guidance (a body under ~5,000 tokens,

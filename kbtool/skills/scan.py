@@ -1,6 +1,7 @@
-"""`kb skill scan`: what in a skill could turn the agent that loads it against its user. A skill is
-instructions an agent follows with the user's permissions, so the scan looks for what a person
-reviewing it would miss or wave through:
+"""`kb skill scan`: what in a skill could turn the agent that loads it against its user.
+
+A skill is instructions an agent follows with the user's permissions, so the scan looks for what a person reviewing
+it would miss or wave through:
 
 - text a person does not see but the agent reads: HTML comments in SKILL.md (outside code),
   zero-width, bidirectional-control and Unicode tag characters anywhere;

@@ -1,4 +1,6 @@
-"""Agent Skills (agentskills.io/specification): a folder holding SKILL.md, YAML frontmatter
+"""The Agent Skills specification: a skill folder read and checked.
+
+Agent Skills (agentskills.io/specification): a folder holding SKILL.md, YAML frontmatter
 then markdown instructions, and optionally scripts/, references/ and assets/.
 
 The frontmatter is the specification's six keys and no others:

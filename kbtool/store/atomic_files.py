@@ -1,4 +1,6 @@
-"""How a file lands on disk so that a reader sees the old file or the new one, never a part of it (a
+"""Files written whole: a reader sees the old file or the new one, never a part.
+
+How a file lands on disk so that a reader sees the old file or the new one, never a part of it (a
 temp file beside it, fsync, rename), and what a write killed midway leaves for recovery to clear: its
 temp files and the folders it created."""
 

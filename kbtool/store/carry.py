@@ -1,4 +1,6 @@
-"""A card carried between two knowledge bases, merged three ways field by field (kbtool.store.merge) so that
+"""A card carried between two knowledge bases, merged three ways field by field.
+
+A card carried between two knowledge bases, merged three ways field by field (kbtool.store.merge) so that
 neither side's edits are lost: `kb import --from-kb` again (the origin's changes into a copy) and `kb promote`
 (a project's card up into the team's). The base is the card as it stood when it was last carried: the
 origin's file at the commit the copy records (provenance.origin.commit)."""

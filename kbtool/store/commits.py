@@ -1,4 +1,6 @@
-"""The commit messages kb writes: a subject for people, an optional body (a reason, where an import came
+"""The commit messages kb writes: a subject, an optional body, and trailers for tools.
+
+The commit messages kb writes: a subject for people, an optional body (a reason, where an import came
 from), and trailers for tools (`kb-op: add`, `kb-id: ...`), which `kb log`, history and sync read back.
 Every write of kb builds its message here, so the trailers are spelled one way."""
 

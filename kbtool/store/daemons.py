@@ -1,4 +1,6 @@
-"""This user's running search daemons, one small JSON file each in the cache (cache_dir()/daemons/), so
+"""This user's running search daemons, one small JSON file each in the cache.
+
+This user's running search daemons, one small JSON file each in the cache (cache_dir()/daemons/), so
 `kb status` can show a knowledge base's daemon and `kb daemon stop --all` can find every one.
 
 A daemon writes its entry (atomically) once its socket is bound and removes it when it exits; an entry

@@ -1,4 +1,6 @@
-"""A knowledge base as JSON Lines, for `kb export --format jsonl` and `kb import FILE.jsonl`: one typed record a
+"""A knowledge base as JSON Lines: one typed record a line, for export and import.
+
+A knowledge base as JSON Lines, for `kb export --format jsonl` and `kb import FILE.jsonl`: one typed record a
 line, a header first ({"type": "header", "format": "kb", "version": 2, "kb": NAME, "left": [what the export
 could not carry]}), then
 

@@ -1,4 +1,6 @@
-"""Who kb's commits and reviews are by: git's own identity (user.name, user.email) as git itself reads
+"""Who kb's commits and reviews are by: git's own identity, or kb's where git has none.
+
+Who kb's commits and reviews are by: git's own identity (user.name, user.email) as git itself reads
 it, and kb <kb@localhost> where git has none, said once so the person can set theirs."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The one way kb runs git for a repository someone else names (a source in kb.toml, `kb import
+"""The one way kb runs git for a repository someone else names.
+
+The one way kb runs git for a repository someone else names (a source in kb.toml, `kb import
 --from-kb`, `kb new-project --from`, `kb skill install`): the same environment every time (no password
 prompt, which would wait for ever; only the protocols kbtool/store/git_urls.py allows), a time limit, and
 git's reason for a failure in one line.

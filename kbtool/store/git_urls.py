@@ -1,4 +1,6 @@
-"""The git URLs kb clones and fetches: a source in kb.toml, `kb import --from-kb`, `kb new-project --from`
+"""The git URLs kb clones and fetches, and the protocols it allows.
+
+The git URLs kb clones and fetches: a source in kb.toml, `kb import --from-kb`, `kb new-project --from`
 and `kb skill install`.
 
 Git hands a URL of the form `<transport>::<address>` (and a scheme it does not know itself) to a

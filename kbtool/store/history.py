@@ -1,4 +1,6 @@
-"""What changed in a knowledge base, from git: every kb write is one commit whose trailers say
+"""What changed in a knowledge base, read from git's log and kb's commit trailers.
+
+What changed in a knowledge base, from git: every kb write is one commit whose trailers say
 what it did (kb-op), so "what did the last agent learn?" is a git log read, nothing stored."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Finding the knowledge base root and the folder of its derived state, with nothing heavier
+"""Finding the knowledge base root and the folder of its derived state.
+
+Finding the knowledge base root and the folder of its derived state, with nothing heavier
 than os imported.
 
 `kb search` talks to a warm daemon; everything it does before that must be cheap, so

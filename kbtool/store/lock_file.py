@@ -1,4 +1,6 @@
-"""kb.lock, the file: each locked gate's hash and the hashes of the files its lock covers, read and written
+"""kb.lock, the file: each locked gate's hashes, read and written in one layout.
+
+kb.lock, the file: each locked gate's hash and the hashes of the files its lock covers, read and written
 in one layout. The store reads it too (sync's merge, the history walk that finds a lock changed by hand), so
 the format lives here; what a lock covers and how it is checked is kbtool/curation/gate_lock.py's."""
 

@@ -1,4 +1,6 @@
-"""This user's running `kb serve` and `kb ui` processes, one small JSON file each in the cache
+"""This user's running `kb serve` and `kb ui` processes, one small JSON file each.
+
+This user's running `kb serve` and `kb ui` processes, one small JSON file each in the cache
 (cache_dir()/servers/PID.json), so `kb status` and `kb daemon status --all` show everything kb has running and
 the memory each holds (a server with the model loaded holds hundreds of MB), not only the search daemons.
 

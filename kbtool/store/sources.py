@@ -1,4 +1,6 @@
-"""Where a knowledge base's sources (kb.toml [[sources]]) are on disk, and `kb sources update`: a
+"""Where a knowledge base's sources are on disk, and `kb sources update`.
+
+Where a knowledge base's sources (kb.toml [[sources]]) are on disk, and `kb sources update`: a
 folder is read where it is; a git repository is cloned into .kb/sources/NAME and moved to its ref
 (a branch's newest commit, a tag, a commit) on each update. The copies are kb's, never edited."""
 

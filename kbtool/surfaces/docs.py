@@ -1,9 +1,11 @@
-"""The reference parts of docs/ and skills/kb/SKILL.md, made from the vocabulary, the card models and
-the CLI itself, so documentation cannot drift from the code. The docs files hold cog blocks that call
-these (the Makefile's GENERATED lists them); the kb skill's table is refreshed in place:
+"""The reference parts of docs/ and skills/kb/SKILL.md, made from the models and the CLI itself.
 
-    cog -r docs/cli.md docs/concepts.md       # make docs
-    cog --check docs/cli.md docs/concepts.md  # make lint (CI)
+Made from the vocabulary, the card models and the CLI, so documentation cannot drift from the code. The docs
+files hold cog blocks that call these (the Makefile's GENERATED lists them, with docs/development.md, whose
+layout of the code kbtool/layout.py makes); the kb skill's table is refreshed in place:
+
+    cog -r $(GENERATED)       # make docs
+    cog --check $(GENERATED)  # make lint (CI)
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""AIPerf profile exports (`profile_export_aiperf.json`): every metric entry, with its unit and every
+"""AIPerf profile exports (`profile_export_aiperf.json`): every metric, its load and where it ran.
+
+AIPerf profile exports (`profile_export_aiperf.json`): every metric entry, with its unit and every
 statistic it has, plus the model, endpoint, concurrency, request count and command the run recorded,
 the load it was asked for, from either shape AIPerf writes its config in, and where it ran (AIPerf's
 version, the GPUs its telemetry saw)."""

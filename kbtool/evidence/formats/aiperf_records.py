@@ -1,4 +1,6 @@
-"""AIPerf's per-request records (`profile_export.jsonl`): each metric every profiling request has,
+"""AIPerf's per-request records (`profile_export.jsonl`), summarised with an interval of the mean.
+
+AIPerf's per-request records (`profile_export.jsonl`): each metric every profiling request has,
 summarised over the requests with a bootstrap 95% interval of its mean."""
 
 from __future__ import annotations

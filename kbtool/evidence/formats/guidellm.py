@@ -1,4 +1,6 @@
-"""GuideLLM reports (JSON, or the YAML it also writes): for each benchmark, every latency and throughput
+"""GuideLLM reports (JSON or YAML): every benchmark's latency and throughput under its load.
+
+GuideLLM reports (JSON, or the YAML it also writes): for each benchmark, every latency and throughput
 metric's successful requests (mean, median, std, min, max, percentiles, count), under the benchmark's
 load: its strategy with its rate or streams, its request or time limit, its data and lengths."""
 

@@ -1,4 +1,6 @@
-"""lm-evaluation-harness `results_*.json`: every task's metric under each filter, with its standard error,
+"""lm-evaluation-harness `results_*.json`: every task's metric with its standard error.
+
+lm-evaluation-harness `results_*.json`: every task's metric under each filter, with its standard error,
 the task's n-shot and version and the number of samples; the top-level tasks and groups only when a
 group's subtasks are listed (a group's score stands for them); and where it ran (pretty_env_info)."""
 

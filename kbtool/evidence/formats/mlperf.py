@@ -1,4 +1,6 @@
-"""MLPerf Inference LoadGen `mlperf_log_summary.txt`: the scenario's result, whether it is VALID (and,
+"""MLPerf Inference LoadGen `mlperf_log_summary.txt`: the scenario's result and its validity.
+
+MLPerf Inference LoadGen `mlperf_log_summary.txt`: the scenario's result, whether it is VALID (and,
 if not, which constraint failed), each latency family as one metric with its min, mean, max and
 percentiles, each rate as a metric, and the test parameters that are its load."""
 

@@ -1,4 +1,6 @@
-"""What every benchmark-format reader is (the Reader protocol) and the small pieces readers share: an
+"""What every benchmark-format reader is (the Reader protocol) and the pieces readers share.
+
+What every benchmark-format reader is (the Reader protocol) and the small pieces readers share: an
 evidence entry with its direction guessed, the artifact's path and digest, JSON and JSON Lines read with
 clear refusals, a format's headline. A format's module builds on this alone; kbtool.evidence.formats lists
 the readers."""

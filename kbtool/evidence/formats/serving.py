@@ -1,4 +1,6 @@
-"""vLLM `vllm bench serve --save-result` JSON and SGLang `bench_serving` JSONL (one line per run): one
+"""vLLM `bench serve` and SGLang `bench_serving` results, read by one reader.
+
+vLLM `vllm bench serve --save-result` JSON and SGLang `bench_serving` JSONL (one line per run): one
 reader for both, as their results share a shape: throughputs and the mean, median, std and percentiles of
 TTFT, TPOT, ITL and end-to-end latency, and, with the per-request lists, a 95% interval of the mean; SGLang's
 server_info gives the engine's version (vLLM's results keep none)."""

@@ -1,4 +1,6 @@
-"""The typed contract of each operation: what KnowledgeBase accepts and returns, what the daemon,
+"""The typed contract of each operation: what KnowledgeBase accepts and returns.
+
+The typed contract of each operation: what KnowledgeBase accepts and returns, what the daemon,
 the CLI's --json and `kb serve` send as JSON, and what the MCP tools' outputSchemas are made from.
 
 Requests (SearchRequest, FindingInput) are parsed from JSON with `parse`: an unknown key, a wrong

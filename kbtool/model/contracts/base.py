@@ -1,4 +1,6 @@
-"""The base of every contract (Payload: immutable, no unknown keys, parsed from JSON with one-line
+"""The base of every contract (Payload) and the types and limits the contracts share.
+
+The base of every contract (Payload: immutable, no unknown keys, parsed from JSON with one-line
 errors) and the types and limits the contracts share."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""`kb brief`: what an agent needs after a context compaction, in one short text within the answers' budget
+"""The contract of `kb brief`: what an agent needs after a context compaction.
+
+`kb brief`: what an agent needs after a context compaction, in one short text within the answers' budget
 (2,000 tokens of text and structured content together, on an 851-card knowledge base): the goal's locked gates
 with their last run and whether it still holds for the candidate (the whole reason, never cut), how many gates
 are not locked, the must-constraints and open gaps that apply (the sources' too), the latest findings and what

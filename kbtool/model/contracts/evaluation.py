@@ -1,4 +1,6 @@
-"""The contract of `kb eval`: each metric of each search mode on gold queries, overall and per query class,
+"""The contract of `kb eval`: each search mode's metrics on gold queries, with intervals.
+
+The contract of `kb eval`: each metric of each search mode on gold queries, overall and per query class,
 with a bootstrap interval, and the ratio of hybrid search to a plain BM25 on the same resamples."""
 
 from __future__ import annotations

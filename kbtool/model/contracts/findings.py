@@ -1,4 +1,6 @@
-"""The contracts of the experiment loop: a finding's input (its typed metrics), what recording it
+"""The contracts of the experiment loop: a finding's input, what recording it added, comparisons.
+
+The contracts of the experiment loop: a finding's input (its typed metrics), what recording it
 added, and runs compared and drawn."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The contracts of reads: pages of cards and open gaps, related cards, skills, a card's log,
+"""The contracts of reads: pages of cards and gaps, related cards, skills, logs and stats.
+
+The contracts of reads: pages of cards and open gaps, related cards, skills, a card's log,
 recent changes, imported documents, the served knowledge bases, stats."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""What `kb status` and `kb daemon status` answer: a knowledge base's index, vectors, search daemon and
+"""The contract of `kb status` and `kb daemon status`: how a knowledge base stands.
+
+What `kb status` and `kb daemon status` answer: a knowledge base's index, vectors, search daemon and
 sources, each read cheaply (file stats, a few SQL counts, /proc), nothing loaded or refreshed."""
 
 from __future__ import annotations

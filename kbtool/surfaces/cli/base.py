@@ -1,4 +1,6 @@
-"""What every `kb` command shares: the application and its groups, the options many commands take,
+"""What every `kb` command shares: the application, its groups and common options.
+
+What every `kb` command shares: the application and its groups, the options many commands take,
 and the helpers that open the knowledge base and print. The commands are kbtool/surfaces/cli/__init__.py
 (cards) and the modules beside this one (search, gates, skills in the knowledge base; install.py: skills
 and kb itself put into agents).

@@ -1,8 +1,9 @@
-"""`kb brief` and `kb hook session-start / stop`: what keeps a long agent session on its goal. The brief is
-what an agent needs after a context compaction; the hooks are the commands `kb agent install --hooks` puts
-into Claude Code's, Codex's or Cursor's hooks file (kbtool/agents/hooks.py), run by the agent with its hook
-input as JSON on stdin, answering with its documented hook output (https://code.claude.com/docs/en/hooks,
-which Codex shares; with --cursor, https://cursor.com/docs/agent/hooks)."""
+"""`kb brief` and `kb hook session-start / stop`: what keeps a long agent session on its goal.
+
+The brief is what an agent needs after a context compaction; the hooks are the commands `kb agent install --hooks`
+puts into Claude Code's, Codex's or Cursor's hooks file (kbtool/agents/hooks.py), run by the agent with its hook
+input as JSON on stdin, answering with its documented hook output (https://code.claude.com/docs/en/hooks, which
+Codex shares; with --cursor, https://cursor.com/docs/agent/hooks)."""
 
 from __future__ import annotations
 

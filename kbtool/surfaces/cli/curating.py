@@ -1,4 +1,6 @@
-"""`kb link|supersede|review|confirm|refute|retire|reopen`: the commands that change what a card means to
+"""`kb link|supersede|review|confirm|refute|retire|reopen`: what a card means, changed.
+
+`kb link|supersede|review|confirm|refute|retire|reopen`: the commands that change what a card means to
 every later search, and the review of what agents wrote (KnowledgeBase.link, supersede, review_queue, confirm,
 refute, set_status)."""
 

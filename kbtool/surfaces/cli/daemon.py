@@ -1,4 +1,6 @@
-"""`kb status` and `kb daemon status|stop`: how a knowledge base stands (KnowledgeBase.status) and the search
+"""`kb status` and `kb daemon status|stop`: how a knowledge base and its daemons stand.
+
+`kb status` and `kb daemon status|stop`: how a knowledge base stands (KnowledgeBase.status) and the search
 daemons `kb search` starts, seen and stopped through this user's registry of them (kbtool/store/daemons.py)."""
 
 from __future__ import annotations

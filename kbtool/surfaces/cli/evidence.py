@@ -1,4 +1,6 @@
-"""Evidence: `kb add-finding`, a finding from measured numbers or a benchmark's exports (its flags, or its
+"""`kb add-finding`, `kb compare` and `kb plot`: findings from evidence, and evidence read.
+
+Evidence: `kb add-finding`, a finding from measured numbers or a benchmark's exports (its flags, or its
 --json-input, made one FindingInput for KnowledgeBase.record_finding; kbtool.evidence.formats reads the
 exports); and evidence as people read it: `kb compare`, two sets of runs (or two findings) side by side, each
 metric's change with its 95% interval and a verdict (KnowledgeBase.compare, kbtool.evidence.repeats

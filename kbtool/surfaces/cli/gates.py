@@ -1,4 +1,6 @@
-"""`kb gate lock|relock|run|verify`: immutable acceptance checks (KnowledgeBase.lock_gates, relock_gate, run_gate,
+"""`kb gate lock|relock|run|verify`: immutable acceptance checks.
+
+`kb gate lock|relock|run|verify`: immutable acceptance checks (KnowledgeBase.lock_gates, relock_gate, run_gate,
 verify_gates)."""
 
 from __future__ import annotations

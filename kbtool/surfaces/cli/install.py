@@ -1,4 +1,6 @@
-"""`kb skill install / verify / update / remove` and `kb agent install / uninstall / plugin`: skills,
+"""The install commands of `kb skill` and `kb agent`: skills, and kb itself, put into coding agents.
+
+`kb skill install / verify / update / remove` and `kb agent install / uninstall / plugin`: skills,
 and kb itself, put into coding agents. The work is kbtool.skills.install and kbtool.agents.setup."""
 
 from __future__ import annotations

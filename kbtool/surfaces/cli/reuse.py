@@ -1,5 +1,6 @@
-"""`kb sync`, `kb export`, `kb promote`: knowledge reused across machines and projects. The work is the
-KnowledgeBase facade's (kbtool.store.sync and kbtool.store.carry underneath)."""
+"""`kb sync`, `kb export`, `kb promote`: knowledge reused across machines and projects.
+
+The work is the KnowledgeBase facade's (kbtool.store.sync and kbtool.store.carry underneath)."""
 
 from __future__ import annotations
 

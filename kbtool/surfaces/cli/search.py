@@ -1,4 +1,6 @@
-"""`kb search`, `kb index` and `kb eval`: hybrid search and its index (KnowledgeBase.search, refresh_index;
+"""`kb search`, `kb index` and `kb eval`: hybrid search and its index.
+
+`kb search`, `kb index` and `kb eval`: hybrid search and its index (KnowledgeBase.search, refresh_index;
 kbtool.search.evaluation for the gold queries)."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""`kb skill new|list|show|validate|import|export|pack`: the skill registry (KnowledgeBase.new_skill, skills,
+"""`kb skill new|list|show|validate|import|export|pack`: the skill registry.
+
+`kb skill new|list|show|validate|import|export|pack`: the skill registry (KnowledgeBase.new_skill, skills,
 import_skills, export_skills, pack_skill). Installing skills into agents is install.py."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The reads the warm daemon answers besides search (list, gaps, stats), as JSON, and the same
+"""The reads the daemon answers besides search, defined once for both paths.
+
+The reads the warm daemon answers besides search (list, gaps, stats), as JSON, and the same
 reads in the calling process when no daemon is running: one definition for both paths."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The warm side of `kb search`: one process per knowledge base that keeps the model, the
+"""The warm side of `kb search`: a process that keeps the model and index in memory.
+
+The warm side of `kb search`: one process per knowledge base that keeps the model, the
 index and its vector matrix in memory and answers clients over a unix socket.
 
     python -m kbtool.surfaces.daemon.server ROOT      (started on demand by kbtool.surfaces.daemon.client)

@@ -1,4 +1,6 @@
-"""What an MCP tool answers: a text for the model to read and the same answer as structured content (the
+"""What an MCP tool answers: a text for the model and the same answer as structured content.
+
+What an MCP tool answers: a text for the model to read and the same answer as structured content (the
 operation's contract, kbtool/model/contracts/, dumped as the CLI's --json dumps it). Each function here
 turns one contract into that pair; the paging footers and the search budget are kept here too, so every
 tool's text says the same things the same way.

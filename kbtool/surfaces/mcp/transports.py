@@ -1,4 +1,6 @@
-"""How `kb serve` reaches its clients: stdio, or streamable HTTP behind bearer tokens and kb.toml's request
+"""How `kb serve` reaches its clients: stdio, or streamable HTTP behind bearer tokens.
+
+How `kb serve` reaches its clients: stdio, or streamable HTTP behind bearer tokens and kb.toml's request
 limits (size, rate). Over HTTP every write needs a token, on loopback too (any local user reaches
 loopback), so a server started with none makes one and prints it; on loopback reads need none, beyond
 it every request does. Each agent may have a token of its own (--agent-token NAME=TOKEN), which is who it

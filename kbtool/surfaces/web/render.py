@@ -1,4 +1,6 @@
-"""Pages from templates (Jinja2, autoescaped): the same templates for the live server and the static site,
+"""Pages from templates (Jinja2, autoescaped), the same for the live server and the site.
+
+Pages from templates (Jinja2, autoescaped): the same templates for the live server and the static site,
 which differ only in how a page names another (`url`) and a stylesheet (`asset`), and in the actions
 a static page leaves out."""
 

@@ -1,4 +1,6 @@
-"""`kb site DIR`: the web view's pages as a static site, for a team's internal pages host or a folder
+"""`kb site DIR`: the web view's pages as a static site.
+
+`kb site DIR`: the web view's pages as a static site, for a team's internal pages host or a folder
 opened from disk. The same templates as `kb ui`, without the actions (no server to commit through),
 and search in the browser over an index of the cards' text (static/search-index.js).
 

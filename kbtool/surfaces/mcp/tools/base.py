@@ -1,4 +1,6 @@
-"""What every MCP tool is declared with: its annotations (READS, WRITES, CHANGES, RUNS), the parameters
+"""What every MCP tool is declared with: annotations, shared parameters, its knowledge base.
+
+What every MCP tool is declared with: its annotations (READS, WRITES, CHANGES, RUNS), the parameters
 several tools share (their types and descriptions, written once), and the way a tool reaches the knowledge
 base it names (`on`). A tool is one function decorated with `tool(...)`; kbtool/surfaces/mcp/server.py
 registers the functions the modules of this package list in their TOOLS.

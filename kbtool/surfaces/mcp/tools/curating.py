@@ -1,4 +1,6 @@
-"""The curating tools: checking the knowledge base, and the changes of status an agent may make to its own
+"""The curating tools: checking the knowledge base, and an agent's changes of status.
+
+The curating tools: checking the knowledge base, and the changes of status an agent may make to its own
 work (what an agent may change of others' is held by kbtool.curation.review, behind the facade)."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""The reading tools: what an agent asks before and after an experiment. Each is one function: its
-signature is the tool's input schema, its return annotation the output schema (the operation's contract),
-and its body one facade call whose contract kbtool/surfaces/mcp/answers.py turns into text.
+"""The reading tools: what an agent asks before and after an experiment.
+
+Each is one function: its signature is the tool's input schema, its return annotation the output schema (the
+operation's contract), and its body one facade call whose contract kbtool/surfaces/mcp/answers.py turns into text.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The writing tools: a measured finding, or a card of any kind. Every write is an agent's, so it lands
-tentative or draft, for a person to review (kbtool.curation.review)."""
+"""The writing tools: a measured finding, or a card of any kind.
+
+Every write is an agent's, so it lands tentative or draft, for a person to review (kbtool.curation.review)."""
 
 from __future__ import annotations
 
