@@ -123,3 +123,19 @@ def test_kb_status_says_how_many_vectors_are_drafts(backlog, cli):
     vectors = json.loads(cli("status", "--json").stdout)["vectors"]
     assert vectors["model"] == embedder.model_id and vectors["ready"] and vectors["drafts"] == drafts > 0
     assert f"(ready; {drafts} of them are drafts" in cli("status").stdout
+
+
+def test_a_search_never_makes_drafts_whole_inside_its_call_and_kb_index_does(backlog, cli):
+    """Drafts a stopped build left: a search answers over them at once (no call waits on embedding); the next
+    background build or `kb index` makes them whole."""
+    stopped = DraftingEmbedder(fail_whole=True)
+    with pytest.raises(RuntimeError):
+        kbtool.open(backlog.root, embedder=stopped).index.embed_missing(stopped, drafts=True)
+    searching = DraftingEmbedder(fail_whole=True)  # a whole vector asked for inside the call would raise
+    one_shot = kbtool.open(backlog.root, embedder=searching)
+    assert one_shot.search("Long contract 3", k=3).hits
+    assert searching.whole == [] and one_shot.index.draft_vectors(searching.model_id) > 0
+
+    indexing = DraftingEmbedder()
+    kbtool.open(backlog.root, embedder=indexing).refresh_index()
+    assert indexing.whole and kbtool.open(backlog.root).index.draft_vectors(indexing.model_id) == 0

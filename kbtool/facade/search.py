@@ -183,7 +183,7 @@ class Search(KnowledgeBaseCore):
         if total - have > URGENT_CHUNKS:
             return True
         if have < total:  # a few new chunks (a card just written): embedded now, as a one-shot search does
-            self.index.refresh(embedder)
+            self.index.refresh(embedder, whole=False)
         return False
 
     def warming(self) -> bool:

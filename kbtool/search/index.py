@@ -156,7 +156,7 @@ class Index:
         embedded = all(e is None or e.model_id in self._embedded_models for e in (embedder, cjk))
         if recent and embedded and self._signature() == self._stat_signature and self.generation() == self._generation:
             return None
-        return self.refresh(embedder, cjk=cjk)
+        return self.refresh(embedder, cjk=cjk, whole=False)
 
     def refresh(
         self,
@@ -164,13 +164,15 @@ class Index:
         progress: Progress | None = None,
         force: bool = False,
         cjk: Embedder | None = None,
+        whole: bool = True,
     ) -> RefreshStats:
         """Bring the index up to date with the card files; embed what lacks a vector (if an embedder is given),
-        and the Chinese chunks with the multilingual leg's model (cjk, kbtool.search.multilingual)."""
+        and the Chinese chunks with the multilingual leg's model (cjk, kbtool.search.multilingual). whole: make
+        the drafts a stopped background build left whole too (kb index; not inside a search's call)."""
         started = time.perf_counter()
         stats = self._refresh_text(force)
         if embedder is not None:
-            stats.embedded = self.embed_missing(embedder, progress)
+            stats.embedded = self.embed_missing(embedder, progress, whole=whole)
         if cjk is not None:
             stats.embedded += self.embed_missing(cjk, only=in_cjk_leg)
         self._load_views()
@@ -211,6 +213,7 @@ class Index:
         group_size: int = EMBED_GROUP,
         only: Callable[[str], bool] | None = None,
         drafts: bool = False,
+        whole: bool = True,
     ) -> int:
         """Embed every chunk that has no vector for this model, newest cards first (what is asked about next,
         most likely), a group at a time, each group written in its own short transaction: readers and
@@ -224,7 +227,7 @@ class Index:
 
         drafts: a long-lived process's build, searched while it runs: a backlog of DRAFT_BACKLOG or more is
         embedded as drafts first where the embedder makes them (kbtool/search/vector_rows.py), then whole.
-        Drafts left by any build are made whole here."""
+        whole: make the drafts left by an earlier build whole as well (always with drafts)."""
         pending = self._missing_vectors(embedder.model_id)
         if only is not None:
             pending = self._marked_skipped(embedder.model_id, pending, only)
@@ -235,7 +238,7 @@ class Index:
             made += self._embed(embedder, group, drafting)
             if progress:
                 progress(min(start + group_size, len(pending)), len(pending))
-        waiting = vector_rows.to_complete(self.db.conn, embedder.model_id)
+        waiting = vector_rows.to_complete(self.db.conn, embedder.model_id) if drafts or whole else []
         for start in range(0, len(waiting), group_size):
             group = waiting[start : start + group_size]
             still = vector_rows.still_drafts(self.db.conn, embedder.model_id, [h for h, _ in group])
