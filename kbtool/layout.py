@@ -42,6 +42,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
             "commits",
             "config",
             "files",
+            "git_log",
             "git_urls",
             "interrupts",
             "locate",

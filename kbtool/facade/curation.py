@@ -32,7 +32,7 @@ from kbtool.model.errors import BadInput, CardNotFound
 from kbtool.model.fields import Filter
 from kbtool.model.records import CardSummary, Problem
 from kbtool.model.vocabulary import INACTIVE_STATUSES
-from kbtool.store.repository import Commit
+from kbtool.store.git_log import Commit
 
 RUNS_SHOWN = 10  # a gate's newest runs in its log: what a verdict's history needs, not every run since
 

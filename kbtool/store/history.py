@@ -10,7 +10,8 @@ from datetime import date
 
 from kbtool.model.contracts import SEARCH_KINDS, Change, ChangedCard, CommitEntry
 from kbtool.model.errors import BadInput, UnknownKind
-from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Commit, Store
+from kbtool.store.git_log import Commit
+from kbtool.store.repository import CARDS_DIR, SKILLS_DIR, Store
 
 _AGE = re.compile(r"^(\d+)\s*(h|d|w)$")
 _UNITS = {"h": "hours", "d": "days", "w": "weeks"}

@@ -38,12 +38,13 @@ from filelock import FileLock, Timeout
 
 from kbtool.model.errors import AmbiguousId, Conflict, KbError, OutsidePath, ReadOnly
 from kbtool.model.vocabulary import CONFIG_FILE, STATE_DIR
-from kbtool.store import lock_holder
+from kbtool.store import git_log, lock_holder
 from kbtool.store.atomic_files import missing_dirs, remove_temp_files, replace_file
 from kbtool.store.commits import commit_message
 from kbtool.store.config import default_config_text
 from kbtool.store.files import LinkOut, leads_out, link_out
 from kbtool.store.git_identity import NO_IDENTITY, identity_env
+from kbtool.store.git_log import Commit
 from kbtool.store.interrupts import deferred
 from kbtool.store.locate import state_dir
 from kbtool.store.secrets import check_write
@@ -83,15 +84,6 @@ class _Journal:
         data = json.loads(text)
         files = {rel: (None if b is None else base64.b64decode(b)) for rel, b in data["files"].items()}
         return cls(data["head"], files, list(data["new_dirs"]))
-
-
-@dataclass(frozen=True)
-class Commit:
-    sha: str
-    date: str
-    author: str
-    subject: str
-    message: str
 
 
 class Store:
@@ -501,48 +493,32 @@ class Store:
             self.repo.git.reset("--quiet", "--", *paths)
 
     def history(self, rel: str) -> list[Commit]:
-        fmt = "%H%x1f%aI%x1f%an%x1f%s%x1f%B%x1e"
         try:
             # not --follow: its rename guess would take a deleted similar card's commits for this one's
-            out = self.repo.git.log("--no-renames", f"--format={fmt}", "--", rel)
+            out = self.repo.git.log("--no-renames", git_log.FORMAT, "--", rel)
         except git.GitCommandError:
             return []
-        commits = []
-        for record in out.split("\x1e"):
-            record = record.strip("\n")
-            if record:
-                sha, date, author, subject, message = record.split("\x1f")
-                commits.append(Commit(sha, date, author, subject, message.strip()))
-        return commits
+        return [commit for commit, _ in git_log.records(out)]
 
     def history_with_diffs(self, rel: str, limit: int = 10) -> list[tuple[Commit, str]]:
         """The newest `limit` commits of a file, each with its patch to that file: one git call."""
-        fmt = "%x1e%H%x1f%aI%x1f%an%x1f%s%x1f%B%x1d"
         try:
-            out = self.repo.git.log("--no-renames", f"-{limit}", f"--format={fmt}", "-p", "--", rel)
+            out = self.repo.git.log("--no-renames", f"-{limit}", git_log.FORMAT, "-p", "--", rel)
         except git.GitCommandError:
             return []
-        found = []
-        for record in out.split("\x1e")[1:]:
-            head, _, patch = record.partition("\x1d")
-            sha, date, author, subject, message = head.split("\x1f")
-            found.append((Commit(sha, date, author, subject, message.strip()), patch.strip("\n")))
-        return found
+        return [(commit, patch.strip("\n")) for commit, patch in git_log.records(out)]
 
     def changes(self, revisions: list[str], paths: Iterable[str]) -> list[tuple[Commit, list[tuple[str, str]]]]:
         """Commits (newest first) touching paths, each with its (status letter, path) pairs: A, M, D,
         or R for a rename (the new path). revisions are git log's: ["--since=7 days ago"], ["abc123..HEAD"]."""
-        fmt = "%x1e%H%x1f%aI%x1f%an%x1f%s%x1f%B%x1d"
         try:
-            out = self.repo.git.log(*revisions, f"--format={fmt}", "--name-status", "--no-renames", "--", *paths)
+            out = self.repo.git.log(*revisions, git_log.FORMAT, "--name-status", "--no-renames", "--", *paths)
         except git.GitCommandError as exc:
             raise KbError(f"git log refused: {' '.join(str(exc.stderr).split())[:200]}") from None
         found = []
-        for record in out.split("\x1e")[1:]:
-            head, _, files = record.partition("\x1d")
-            sha, date, author, subject, message = head.split("\x1f")
+        for commit, files in git_log.records(out):
             touched = [tuple(line.split("\t", 1)) for line in files.strip().splitlines() if "\t" in line]
-            found.append((Commit(sha, date, author, subject, message.strip()), [(s[0], p) for s, p in touched]))
+            found.append((commit, [(s[0], p) for s, p in touched]))
         return found
 
     def is_commit(self, ref: str) -> bool:
