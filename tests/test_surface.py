@@ -139,6 +139,15 @@ def test_every_module_says_what_it_is_in_its_docstring_s_first_line():
     assert not unclear, "a module docstring's first line is not a short sentence:\n" + "\n".join(unclear)
 
 
+MODULE_LINES = 600  # a module longer than this does more than one thing: split it where its parts meet
+
+
+def test_no_module_is_longer_than_600_lines():
+    lines = {name: len((REPO_ROOT / name).read_text().splitlines()) for name in _python_files()}
+    long = {name: n for name, n in lines.items() if n > MODULE_LINES}
+    assert not long, f"over {MODULE_LINES} lines: {long}"
+
+
 def test_the_layout_in_the_development_docs_is_current():
     """docs/development.md shows the map through cog, as `make lint` checks; pytest alone catches it stale too."""
     page = (REPO_ROOT / "docs" / "development.md").read_text(encoding="utf-8")
