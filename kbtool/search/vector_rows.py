@@ -60,13 +60,7 @@ def to_complete(conn: sqlite3.Connection, model_id: str) -> list[tuple[str, str]
 
 def still_drafts(conn: sqlite3.Connection, model_id: str, hashes: Sequence[str]) -> set[str]:
     """Those of the hashes whose vector is still a draft: another process may have completed some."""
-    return {
-        row[0]
-        for row in conn.execute(
-            "SELECT hash FROM draft_vectors WHERE model = ? AND hash IN (SELECT value FROM json_each(?))",
-            (model_id, json.dumps(list(hashes))),
-        )
-    }
+    return _listed(conn, "draft_vectors", model_id, hashes)
 
 
 def count(conn: sqlite3.Connection, model_id: str) -> int:
@@ -92,11 +86,14 @@ def missing(conn: sqlite3.Connection, model_id: str) -> list[tuple[str, str]]:
 
 def not_stored(conn: sqlite3.Connection, model_id: str, group: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """Those of the (hash, text) pairs with no vector for this model: another process may have made some."""
-    have = {
-        row[0]
-        for row in conn.execute(
-            "SELECT hash FROM vectors WHERE model = ? AND hash IN (SELECT value FROM json_each(?))",
-            (model_id, json.dumps([h for h, _ in group])),
-        )
-    }
+    have = _listed(conn, "vectors", model_id, [h for h, _ in group])
     return [item for item in group if item[0] not in have]
+
+
+def _listed(conn: sqlite3.Connection, table: str, model_id: str, hashes: Sequence[str]) -> set[str]:
+    """Those of the hashes with a row of this model in table (vectors or draft_vectors)."""
+    rows = conn.execute(
+        f"SELECT hash FROM {table} WHERE model = ? AND hash IN (SELECT value FROM json_each(?))",
+        (model_id, json.dumps(list(hashes))),
+    )
+    return {row[0] for row in rows}

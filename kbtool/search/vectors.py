@@ -1,13 +1,10 @@
 """The vector leg's matrix in memory, kept across index generations.
 
-The vector leg's matrix in memory: every chunk's vector for one model, kept across index
-generations.
-
-Reading all of them again after each write took 1.1 s at 100k cards (200k vectors, 300 MB out of
-SQLite), so a search right after an agent's write waited that long. A chunk id is never reused
-(the chunks table is AUTOINCREMENT), so a new generation only appends the vectors of the chunks
-this matrix has not seen and marks the rows of the chunks that left; once a quarter of the rows
-are dead they are dropped, and a change too large to patch is read whole.
+Every chunk's vector for one model. Reading all of them again after each write took 1.1 s at 100k cards
+(200k vectors, 300 MB out of SQLite), so a search right after an agent's write waited that long. A chunk id
+is never reused (the chunks table is AUTOINCREMENT), so a new generation only appends the vectors of the
+chunks this matrix has not seen and marks the rows of the chunks that left; once a quarter of the rows are
+dead they are dropped, and a change too large to patch is read whole.
 """
 
 from __future__ import annotations
@@ -86,7 +83,7 @@ class ChunkMatrix:
         if whole:
             at = np.nonzero(np.isin(self.ids, np.fromiter(whole, dtype=np.int64, count=len(whole))))[0]
             self._vectors[at] = self._decode([whole[int(i)] for i in self._ids[at]])
-        self.drafts -= whole.keys() | (self.drafts - {r[0] for r in rows})  # and those no longer indexed
+        self.drafts = {r[0] for r in rows if r[2]}  # a chunk no longer indexed has no row here: dropped too
 
     def _replace(self, rows: Rows) -> None:
         self.n = 0
