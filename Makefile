@@ -49,7 +49,7 @@ lint: install
 # the generated parts of docs/ (through cog: the CLI reference from --help, the card kinds and lint classes, the
 # layout of the code from kbtool/layout.py's map)
 # and the kb skill's kinds table, made from the CLI, the vocabulary and the card models (kbtool/surfaces/docs.py)
-GENERATED := docs/cli.md docs/concepts.md docs/development.md
+GENERATED := docs/cli.md docs/concepts.md docs/development.md kbtool/surfaces/daemon/search_command.py
 docs: install
 	$(VENV)/bin/cog -r $(GENERATED)
 	$(PY) -c "from kbtool.surfaces.docs import refresh_kb_skill; refresh_kb_skill('skills/kb/SKILL.md')"

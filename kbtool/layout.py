@@ -117,7 +117,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
     # tools/ is a layer of surfaces.mcp: its modules stand on answers and shelf, and server registers them
     "surfaces.mcp": [{"answers", "identity", "prompts"}, {"shelf"}, {"tools"}, {"server"}, {"transports"}],
     "surfaces.mcp.tools": [{"base"}, {"reading", "writing", "curating", "gates", "brief"}],
-    "surfaces.daemon": [{"operations", "peers"}, {"client"}, {"server"}],
+    "surfaces.daemon": [{"operations", "peers"}, {"client"}, {"search_command", "server"}],
     "surfaces.cli": [
         {"base"},
         {"briefing", "curating", "daemon", "evidence", "gates", "install", "reuse", "search", "skills", "web"},

@@ -198,3 +198,83 @@ def test_the_background_build_runs_below_the_searches_priority(tmp_path):
     mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     built = [nice for name, nice in seen if name == "kb-vectors"]
     assert built and all(nice == min(mine + 10, 19) for nice in built), (seen, mine)  # nicer than the process
+
+
+def test_the_first_search_does_not_wait_for_a_large_sources_keyword_rows(tmp_path, monkeypatch):
+    """A long-lived process reads each source's keyword rows on a thread as it starts (warm_sources): a search
+    meanwhile answers from the project's own cards, waiting a quarter of a second at most, and says which source it
+    left out; once they are read the source is searched. A listing, which must be whole, waits for them. (The first
+    `kb search` of a project on ml-engineering waited 1.2 s for them idle.)"""
+    project = kbtool.open(project_reading_the_starter(tmp_path).root, embedder=HashingEmbedder())
+    [(_, team)] = project.source_bases()
+    reading, release = threading.Event(), threading.Event()
+    read_rows = team.index.refresh_if_stale
+
+    def stalled(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if threading.current_thread().name == "kb-source-rows":
+            reading.set()
+            assert release.wait(60), "never released"
+        return read_rows(*args, **kwargs)
+
+    monkeypatch.setattr(team.index, "refresh_if_stale", stalled)
+    project.warm_in_background()
+    project.warm_sources()
+    assert reading.wait(30)
+    started = time.monotonic()
+    result = searched_in_a_thread(project, "decode ITL")
+    assert time.monotonic() - started < 10
+    assert [h.kb for h in result.hits] == ["sammie"]
+    assert any("source team not searched yet" in n for n in project.notices), project.notices
+    project.notices.clear()
+
+    listed: list[object] = []
+    listing = threading.Thread(target=lambda: listed.extend(project.summaries_everywhere()), daemon=True)
+    listing.start()
+    listing.join(1.0)
+    assert listing.is_alive() and not listed  # waits for the source's rows: a listing is never partial
+    release.set()
+    listing.join(60)
+    assert any(s.id.startswith("team:") for s in listed)  # type: ignore[attr-defined]
+    found = searched_in_a_thread(project, "decode ITL")
+    assert any(h.kb == "team" for h in found.hits)
+    assert not any("not searched yet" in n for n in project.notices)
+
+
+class UnloadedMultilingual(HashingEmbedder):
+    """The multilingual leg's model as the background build would hold it before loading it: any query embedded
+    with it is recorded (a search that did would load the real model inside its call, ~1.5 s)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model_id = "multilingual-under-test"
+        self.loaded = False
+        self.queries: list[str] = []
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+def test_a_search_leaves_the_multilingual_leg_to_the_background_build_until_its_model_is_loaded(tmp_path, monkeypatch):
+    """In a long-lived process the multilingual model (English queries against Chinese cards) loads on the
+    background build's thread: a search before that ranks the Chinese cards by their keywords, says so, and never
+    loads the model itself (the first hybrid search on the starter KB took 1.4 s doing so); once it is loaded, the
+    leg runs."""
+    project = kbtool.init(tmp_path / "kb", name="kb")
+    project.add("finding", "显存不足时减小批量大小可以避免 OOM")
+    project = kbtool.open(project.root, embedder=HashingEmbedder())
+    cjk = UnloadedMultilingual()
+    monkeypatch.setattr(project, "cjk_embedder", lambda: cjk)
+    project.refresh_index()  # the Chinese card's multilingual vector, as an earlier build left it
+    project.warm_up.long_lived = True
+    loading = threading.Event()
+    project.warm_up.cjk = threading.Thread(target=loading.wait, args=(60,), daemon=True)  # the build, loading it
+    project.warm_up.cjk.start()
+    project.search("out of memory batch size")
+    assert cjk.queries == []
+    assert any("multilingual model is still loading" in n for n in project.notices), project.notices
+    cjk.loaded = True
+    loading.set()
+    project.warm_up.cjk.join(10)
+    project.search("out of memory batch size")
+    assert cjk.queries == ["out of memory batch size"]

@@ -19,13 +19,14 @@ if TYPE_CHECKING:
     from kbtool.facade.core import KnowledgeBaseCore
 
 
-def standings(kb: KnowledgeBaseCore, cards: Iterable[CardSummary]) -> dict[str, str]:
+def standings(kb: KnowledgeBaseCore, cards: Iterable[CardSummary], waiting: bool = True) -> dict[str, str]:
     """id -> a few words on how each card stands here, for those whose status alone misleads: "closed", "closed
-    here", "closed in SOURCE", "answered by F, awaiting review", "reopened: ...", "retired in SOURCE"."""
+    here", "closed in SOURCE", "answered by F, awaiting review", "reopened: ...", "retired in SOURCE". waiting:
+    False judges copies only by the sources read so far (a search's, which says which it left out)."""
     cards = list(cards)
     if not cards:
         return {}
-    copied = {copy: original for original, copy in kb.copied_originals().items()}
+    copied = {copy: original for original, copy in kb.copied_originals(waiting).items()}
     closing: dict[str, list[str]] | None = None
     found: dict[str, str] = {}
     locked: dict[str, set[str]] = {}  # a KB's name ("" here) -> its locked gates, read once per KB listed
@@ -91,11 +92,12 @@ def _original(kb: KnowledgeBaseCore, copy: CardSummary, original: str) -> str | 
 
 
 def hit_standings(kb: KnowledgeBaseCore, ids: Iterable[str]) -> dict[str, str]:
-    """standings() of the cards with these ids (a search's hits: ID here, SOURCE:ID a source's)."""
+    """standings() of the cards with these ids (a search's hits: ID here, SOURCE:ID a source's), never waiting for
+    a source still being read (its cards are not among the hits)."""
     cards = []
     for ref in ids:
         owner, rest = kb.owner_of(ref)
         found = owner.index.by_id(rest)
         if found is not None:
             cards.append(found if owner is kb else found.from_source(ref.partition(":")[0]))
-    return standings(kb, cards)
+    return standings(kb, cards, waiting=False)

@@ -9,7 +9,6 @@ knowledge_base.KnowledgeBase composes them."""
 from __future__ import annotations
 
 import builtins
-import os
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from pathlib import Path
@@ -48,7 +47,6 @@ if TYPE_CHECKING:
     from kbtool.model.policy import Policy
     from kbtool.search.embeddings import Embedder
     from kbtool.search.index import Index
-    from kbtool.search.indexed import RefreshStats
     from kbtool.search.pipeline import Searcher
     from kbtool.skills.spec import Skill
     from kbtool.store.lock_history import LockHistory
@@ -145,9 +143,11 @@ class KnowledgeBaseCore:
 
         return kb_id is not None and known_as(self.root, self.config.kb.id, kb_id)
 
-    def source_bases(self) -> builtins.list[tuple[str, Self]]:
+    def source_bases(self, waiting: bool = True) -> builtins.list[tuple[str, Self]]:
         """Each source that is there to read, opened once; one that is not (a git source never
-        updated, a folder gone) is left out with a notice saying how to get it."""
+        updated, a folder gone) is left out with a notice saying how to get it. waiting: until each one's keyword
+        rows, being read on a thread (Search.warm_sources), are there; False: at once (a search's, which names those
+        it leaves out)."""
         if self._sources is None:
             from kbtool.store.sources import missing_source, replaced_source, source_root
 
@@ -166,6 +166,8 @@ class KnowledgeBaseCore:
                     self._sources.append((source.name, opened))
                 except KbError as exc:
                     self.note(f"source {source.name} left out ({exc}); {missing_source(source, where)}")
+        for _, base in self._sources if waiting else []:
+            base.warm_up.rows_ready.wait()
         return self._sources
 
     def owner_of(self, ref: str) -> tuple[Self, str]:
@@ -174,8 +176,9 @@ class KnowledgeBaseCore:
         name, sep, rest = ref.partition(":")
         if not sep:
             return self, ref
-        for known, base in self.source_bases():
-            if known == name:
+        for known, base in self.source_bases(waiting=False):
+            if known == name:  # its keyword rows only: a search of another source's hit never waits on this one
+                base.warm_up.rows_ready.wait()
                 return base, rest
         named = ", ".join(s.name for s in self.config.sources) or "none"
         raise CardNotFound(f"no source {name!r} to read {ref!r} from (kb.toml [[sources]]: {named})")
@@ -202,12 +205,12 @@ class KnowledgeBaseCore:
 
     _copies: tuple[object, builtins.list[CardSummary]] | None = None  # (the index's cards, those that are copies)
 
-    def copied_originals(self) -> dict[str, str]:
+    def copied_originals(self, waiting: bool = True) -> dict[str, str]:
         """SOURCE:ID of each source card this knowledge base holds a copy of -> the copy's id: the original
-        is shadowed by its copy (kbtool.facade.shadows). Empty without sources."""
+        is shadowed by its copy (kbtool.facade.shadows). Empty without sources. waiting: as source_bases."""
         from kbtool.facade.shadows import copied_originals, known_sources
 
-        known = known_sources(self)
+        known = known_sources(self, waiting)
         if not known:
             return {}
         self.index.refresh_if_stale(None)
@@ -504,17 +507,6 @@ class KnowledgeBaseCore:
             self._embedder = make_embedder(self.config.index.embedding_model, self.root)
         return self._embedder
 
-    def cjk_embedder(self) -> Embedder | None:
-        """The multilingual leg's model (kbtool.search.multilingual): beside a real embedding model when its
-        package is installed; None beside the hashing embedder, without the package, or with KB_CJK_LEG=0.
-        Nothing loads here: the model loads at the first Chinese text, so other knowledge bases never pay."""
-        from kbtool.search.multilingual import multilingual_embedder
-
-        main = self._embedder if self._embedder is not None else self.semantic_embedder()
-        if main is None or main.model_id.startswith("hashing") or os.environ.get("KB_CJK_LEG") == "0":
-            return None
-        return multilingual_embedder()
-
     def semantic_embedder(self) -> Embedder | None:
         """The embedder, or None (with a notice) on an install without the model: keyword search,
         lint and everything else still work there."""
@@ -535,16 +527,6 @@ class KnowledgeBaseCore:
 
             self._index = Index(self.store, self.notices, self.config.limits)
         return self._index
-
-    def refresh_index(
-        self, rebuild: bool = False, semantic: bool = True, progress: Callable[[int, int], None] | None = None
-    ) -> RefreshStats:
-        """Bring .kb/index.db up to date (or rebuild it); semantic=False skips embeddings."""
-        embedder = self.semantic_embedder() if semantic else None
-        cjk = self.cjk_embedder() if semantic else None
-        if rebuild:
-            return self.index.rebuild(embedder, progress, cjk=cjk)
-        return self.index.refresh(embedder, progress, cjk=cjk)
 
     @property
     def skills_dir(self) -> Path:

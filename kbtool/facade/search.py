@@ -8,6 +8,8 @@ from __future__ import annotations
 import builtins
 import contextlib
 import itertools
+import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -35,6 +37,8 @@ from kbtool.search import across
 if TYPE_CHECKING:
     import numpy as np
 
+    from kbtool.search.embeddings import Embedder
+    from kbtool.search.indexed import RefreshStats
     from kbtool.skills.spec import Skill
 
 MAX_BEYOND = 100  # cards `related` lists two or more links away: a neighbourhood, not the whole graph
@@ -44,6 +48,9 @@ URGENT_CHUNKS = 64  # of a query's keyword hits, embedded before it answers whil
 # ...and for no longer than this: while the background build holds both cores of a small machine, 64 chunks took
 # ~2 s inside a call; a search during the warm-up answers in about a second instead (bench_first_search --as-source)
 URGENT_SECONDS = 0.3
+# how long a search waits for the keyword rows of sources still being read as the process starts (warm_sources): a
+# small source's are there by then; a large one's (1.2 s for ml-engineering's 760 cards, idle) are not waited for
+SOURCE_ROWS_WAIT_S = 0.25
 URGENT_GROUP = 8  # chunks embedded at a time inside a call, so the time budget is checked often
 
 
@@ -158,7 +165,11 @@ class Search(KnowledgeBaseCore):
         if environment:  # more candidates than asked for, so those that apply are not cut off below others
             request = request.model_copy(update={"k": min(MAX_K, max(request.k * 5, 50))})
         merging = request.sources and bool(self.config.sources)  # then each leg's raw scores are needed
-        result = self._searcher.search(request.model_copy(update={"explain": True}) if merging else request, vector)
+        result = self._searcher.search(
+            request.model_copy(update={"explain": True}) if merging else request,
+            vector,
+            multilingual_leg=self._multilingual_now(),
+        )
         if merging:
             result = self._with_sources(request, result, vector, loading)
         if environment:
@@ -184,6 +195,22 @@ class Search(KnowledgeBaseCore):
             return True
         if have < total:  # a few new chunks (a card just written): embedded now, as a one-shot search does
             self.index.refresh(embedder, whole=False)
+        return False
+
+    def _multilingual_now(self) -> bool:
+        """Whether this search runs the multilingual leg (English queries against Chinese chunks by meaning): not
+        while a background build is yet to load its model, which inside a call took ~1.5 s; Chinese chunks rank by
+        their keywords meanwhile, and a note says so. Where nothing in the background will load it, it loads here."""
+        assert self._searcher is not None
+        cjk = self._searcher.cjk
+        background = self.warming() or self.warm_up.cjk_warming()
+        if cjk is None or not background or getattr(cjk, "loaded", True):
+            return True
+        if self.index.has_vectors(cjk):
+            self.note(
+                "the multilingual model is still loading in the background: Chinese cards rank by their keywords "
+                "for now"
+            )
         return False
 
     def warming(self) -> bool:
@@ -314,8 +341,12 @@ class Search(KnowledgeBaseCore):
         loading (a source's would wait for it)."""
         asked = request.model_copy(update={"sources": False, "explain": True})  # explain: the raw leg scores
         results = [[h.model_copy(update={"kb": self.config.kb.name}) for h in own.hits]]
-        copied = self.copied_originals()
-        for name, base in self.source_bases():
+        unread = []
+        deadline = time.monotonic() + SOURCE_ROWS_WAIT_S
+        for name, base in self.source_bases(waiting=False):
+            if not base.warm_up.rows_ready.wait(max(0.0, deadline - time.monotonic())):  # being read (warm_sources)
+                unread.append(name)
+                continue
             same_model = base.config.index.embedding_model == self.config.index.embedding_model
             if vector is not None and not same_model and loading:
                 continue
@@ -328,6 +359,12 @@ class Search(KnowledgeBaseCore):
             self.relay_notices(
                 f"source {name}", base
             )  # said once, with this search; the next one says only what is new
+        copied = self.copied_originals(waiting=False)  # the sources searched: a copy stands for its original there
+        if unread:
+            self.note(
+                f"source {', '.join(unread)} not searched yet: its keyword index is being read (the first seconds of "
+                "this process); the same search in a few seconds includes it"
+            )
         hits = across.copies_for_originals(across.on_one_scale(results, request.explain), copied)
         hits.sort(key=lambda h: -h.score)
         hits = across.exact_titles_first(hits, request.query, self.config.kb.name)
@@ -455,6 +492,27 @@ class Search(KnowledgeBaseCore):
             return None
         return self.embedder.embed_query(text[:2000])
 
+    def refresh_index(
+        self, rebuild: bool = False, semantic: bool = True, progress: Callable[[int, int], None] | None = None
+    ) -> RefreshStats:
+        """Bring .kb/index.db up to date (or rebuild it); semantic=False skips embeddings."""
+        embedder = self.semantic_embedder() if semantic else None
+        cjk = self.cjk_embedder() if semantic else None
+        if rebuild:
+            return self.index.rebuild(embedder, progress, cjk=cjk)
+        return self.index.refresh(embedder, progress, cjk=cjk)
+
+    def cjk_embedder(self) -> Embedder | None:
+        """The multilingual leg's model (kbtool.search.multilingual): beside a real embedding model when its
+        package is installed; None beside the hashing embedder, without the package, or with KB_CJK_LEG=0.
+        Nothing loads here: the model loads at the first Chinese text, so other knowledge bases never pay."""
+        from kbtool.search.multilingual import multilingual_embedder
+
+        main = self._embedder if self._embedder is not None else self.semantic_embedder()
+        if main is None or main.model_id.startswith("hashing") or os.environ.get("KB_CJK_LEG") == "0":
+            return None
+        return multilingual_embedder()
+
     def warm_in_background(self, report: Callable[[str], None] | None = None) -> None:
         """For a long-lived process (the search daemon, kb serve): the keyword index now, the model and
         the missing vectors on a background thread, newest cards first. Until the model is loaded a hybrid
@@ -472,15 +530,27 @@ class Search(KnowledgeBaseCore):
         self.warm_up.start(self.store, self.notices, embedder, self.cjk_embedder(), report)
 
     def warm_sources(self) -> None:
-        """For a long-lived process, after warm_in_background: each source's keyword rows before the first search
-        asks (that search built them inside its call: ~5 s for a 760-card source); its vectors follow from the
-        first search, on a thread (_backlog_to_warm). A source that is not there is said to the first caller."""
-        for name, base in self.source_bases():
+        """For a long-lived process, after warm_in_background: each source's keyword rows, read on a thread
+        (kb-source-rows) so the first search answers at once from this knowledge base's cards, naming the sources
+        still being read (a 760-card source's rows took ~1.2 s inside the first search); each source's vectors
+        follow from the first search that reaches it (_backlog_to_warm). A source that is not there is said to the
+        first caller."""
+        bases = self.source_bases()  # opened here: cheap (no index read); every other read of them waits on the rows
+        for _, base in bases:
             base.warm_up.long_lived = True
-            try:
-                base.index.refresh_if_stale(None)
-            except Exception as exc:  # the source's own search says it again, or works by then
-                self.note(f"source {name}: its keyword index could not be brought up to date ({exc})")
+            base.warm_up.rows_ready.clear()
+
+        def read() -> None:
+            for name, base in bases:
+                try:
+                    base.index.refresh_if_stale(None)
+                except Exception as exc:  # the source's own search says it again, or works by then
+                    self.note(f"source {name}: its keyword index could not be brought up to date ({exc})")
+                finally:
+                    base.warm_up.rows_ready.set()
+
+        if bases:
+            threading.Thread(target=read, name="kb-source-rows", daemon=True).start()
 
 
 def _breadth_first(lists: builtins.list[builtins.list[int]]) -> builtins.list[int]:

@@ -94,16 +94,17 @@ def shadow_data(data: dict[str, Any], source: str, place: str, commit: str) -> d
     return out
 
 
-def known_sources(core: Any) -> list[KnownSource]:
+def known_sources(core: Any, waiting: bool = True) -> list[KnownSource]:
     """Each source core reads that is there, as copies may name it (core: a KnowledgeBaseCore; this module sits
-    below it): its kb.toml name, the places its origin may be recorded as, its index refreshed (its ids now)."""
+    below it): its kb.toml name, the places its origin may be recorded as, its index refreshed (its ids now).
+    waiting: False leaves out a source whose keyword rows are still being read (a search leaves it out too)."""
     from kbtool.store.sources import source_root
 
-    bases = dict(core.source_bases())
+    bases = dict(core.source_bases(waiting))
     known = []
     for source in core.config.sources:
         base = bases.get(source.name)
-        if base is not None:
+        if base is not None and base.warm_up.rows_ready.is_set():
             base.index.refresh_if_stale(None)
             where = source_root(core.root, core.store.state_dir, source)
             places = {source.url, source.path, str(where), base.config.kb.name, *remote_urls(base.store)}

@@ -37,6 +37,10 @@ class VectorWarmUp:
         # whether the background build has the model loaded: from then on a hybrid search ranks by both legs over
         # the vectors there are (its own keyword hits embedded first), saying how many, instead of by keywords alone
         self.model_ready = False
+        # cleared while a source's keyword rows are read on a thread (Search.warm_sources): a search meanwhile leaves
+        # this knowledge base out and says so, any other read of it waits (KnowledgeBaseCore.source_bases)
+        self.rows_ready = threading.Event()
+        self.rows_ready.set()
 
     def warming(self) -> bool:
         """Whether the model and the missing vectors are still loading in the background."""

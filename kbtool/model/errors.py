@@ -102,3 +102,21 @@ def one_line(message: str, fallback: str) -> str:
         cut = len(text) - MESSAGE_CHARS
         text = f"{text[: MESSAGE_CHARS * 2 // 3]} ... ({cut:,} characters left out) ... {text[-MESSAGE_CHARS // 3 :]}"
     return text
+
+
+def command_failure(exc: Exception, debug: bool) -> tuple[str, int] | None:
+    """The one line a `kb` command says on stderr for an exception that ended it, and its exit status: a library
+    error's own message and exit code, a path the file system refused (2), else a bug in kb (1, its traceback
+    kept for debug: KB_DEBUG). None: let it raise (debug, or an OSError naming no path, which is not kb's to
+    explain). The CLI (kbtool/surfaces/cli/base.py) and `kb search`'s light path both say failures through this."""
+    if isinstance(exc, KbError):
+        return f"kb: error: {one_line(str(exc), type(exc).__name__)}", exc.exit_code
+    if isinstance(exc, OSError):  # a name too long, a folder where a file goes
+        if debug or exc.filename is None:
+            return None
+        where = f"{exc.filename} -> {exc.filename2}" if exc.filename2 is not None else str(exc.filename)
+        return f"kb: error: {one_line(f'{where}: {exc.strerror or exc}', type(exc).__name__)}", 2
+    if debug:
+        return None
+    said = one_line(f"{type(exc).__name__}: {exc}", type(exc).__name__)
+    return f"kb: internal error: {said} (set KB_DEBUG=1 for the traceback)", 1

@@ -121,6 +121,12 @@ class MultilingualEmbedder:
     def prepare_for_queries(self) -> None:
         self._use()
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory: a search in a long-lived process runs this leg only then, and leaves
+        loading it (~1.5 s) to the background build (kbtool.facade.search)."""
+        return self._model is not None
+
 
 def _normalised(vectors: np.ndarray) -> np.ndarray:
     import numpy as np

@@ -99,8 +99,9 @@ class Searcher:
         ranking, _ = self._leg(lambda limit: self.index.vector(cjk, vector, mask, limit), k)
         return ranking
 
-    def search(self, request: SearchRequest, vector: Any = None) -> SearchResult:
-        """vector: the query's for the vector leg, already made (a card's stored one); else its text embedded."""
+    def search(self, request: SearchRequest, vector: Any = None, multilingual_leg: bool = True) -> SearchResult:
+        """vector: the query's for the vector leg, already made (a card's stored one); else its text embedded.
+        multilingual_leg: False leaves the multilingual leg out of this search (its model not loaded yet)."""
         text = clean_query(request.query)
         if not text:
             raise BadInput("empty query: say what to look for")
@@ -128,7 +129,7 @@ class Searcher:
         if request.mode in ("hybrid", "vector") and self.embedder is not None and allowed != set():
             mask = self.index.allowed_mask(self.embedder, allowed) if allowed is not None else None
             # the model reads at most ~256 word pieces; embedding a 100 KB query would only cost time
-            other = self._multilingual_query(text, vector is not None)
+            other = self._multilingual_query(text, vector is not None) if multilingual_leg else None
             if vector is None:
                 vector = self._query_vector(text[:2000])
             embedder = self.embedder

@@ -14,6 +14,7 @@ import re
 import types
 import typing
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
@@ -178,3 +179,50 @@ def _gist(ctx: Any) -> str:
 def _plain_help(ctx: Any) -> str:
     """A command's --help as printed without colour (the app sets no rich markup), lines right-trimmed."""
     return "\n".join(line.rstrip() for line in ctx.get_help().splitlines())
+
+
+# what `kb search`'s light path leaves to the CLI: --batch reads a file of queries and prints a JSON line each
+LIGHT_SEARCH_LEAVES = {"batch"}
+
+
+def search_flags() -> str:
+    """kbtool/surfaces/daemon/search_command.py's FLAGS and DEFAULTS, read from the CLI's declaration of `kb search`
+    (and the --kb every command takes before its name): each flag, the search function's parameter it sets and how
+    its value reads (click's type), and each parameter's default."""
+    import typer.main
+
+    from kbtool.surfaces.cli import app
+
+    group = typer.main.get_command(app)
+    command = group.commands["search"]  # type: ignore[attr-defined]  # a group's commands by name
+    params = [p for p in command.params if p.name not in LIGHT_SEARCH_LEAVES]
+    flags: list[tuple[str, str, str]] = []
+    for param in params:
+        if param.param_type_name != "option":  # the query: an argument
+            continue
+        if param.is_flag:
+            flags += [(opt, param.name, "true") for opt in param.opts]
+            flags += [(opt, param.name, "false") for opt in param.secondary_opts]
+            continue
+        flags += [(opt, param.name, _value_kind(param)) for opt in param.opts]
+    lines = ["FLAGS: dict[str, tuple[str, str]] = {"]
+    lines += [f"    {opt!r}: ({name!r}, {kind!r}),".replace("'", '"') for opt, name, kind in flags]
+    lines += ["}", "DEFAULTS: dict[str, Any] = {"]
+    lines += [f"    {p.name!r}: {p.default!r},".replace("'", '"') for p in params]
+    return "\n".join([*lines, "}", ""])
+
+
+def _value_kind(param: Any) -> str:
+    """How `kb search`'s light path reads an option's value: as the CLI would for the types `kb search` declares
+    (an int with a least value: int>=N); a type it does not know stops `make docs` rather than be read wrongly.
+    By the annotation typer read (typer 0.29 converts values through pydantic, not click's types)."""
+    annotation = param.type_descriptor.annotation
+    if param.multiple and annotation == list[str]:
+        return "list"
+    if annotation is int and param.max is None:
+        return "int" if param.min is None else f"int>={param.min}"
+    if annotation is str:
+        return "str"
+    if annotation is Path:
+        return "path"
+    raise TypeError(f"`kb search --{param.name}`: its type {annotation!r} is not one the light path reads")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from kbtool.model.errors import BadInput, KbError, one_line
+from kbtool.model.errors import BadInput, command_failure
 from kbtool.model.vocabulary import STATUSES, words
 from kbtool.store import interrupts
 from kbtool.store.locate import resolve_root
@@ -54,31 +54,17 @@ class KbGroup(TyperGroup):
             )
             interrupts.say(f"kb: interrupted; {done}")
             raise typer.Exit(interrupts.exit_code(exc)) from None
-        except KbError as exc:
-            typer.echo(f"kb: error: {one_line(str(exc), type(exc).__name__)}", err=True)
-            raise typer.Exit(exc.exit_code) from None
         except (typer.Exit, typer.Abort, typer.TyperException):
             raise  # usage errors and exits: typer prints and exits as usual
         except BrokenPipeError:  # `kb compare ... | head`: the reader has what it wanted; say nothing more
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor at exit, when stdout flushes
             raise typer.Exit(141) from None  # as a writer ended by SIGPIPE
-        except OSError as exc:  # a path the file system refuses: a name too long, a folder where a file goes
-            if os.environ.get("KB_DEBUG") or exc.filename is None:
+        except Exception as exc:  # a library error, a path refused, or a bug in kb: one line (command_failure)
+            said = command_failure(exc, debug=bool(os.environ.get("KB_DEBUG")))
+            if said is None:
                 raise
-            typer.echo(f"kb: error: {one_line(file_system_refusal(exc), type(exc).__name__)}", err=True)
-            raise typer.Exit(2) from None
-        except Exception as exc:  # a bug in kb: say so in one line, keep the traceback for KB_DEBUG
-            if os.environ.get("KB_DEBUG"):
-                raise
-            said = one_line(f"{type(exc).__name__}: {exc}", type(exc).__name__)
-            typer.echo(f"kb: internal error: {said} (set KB_DEBUG=1 for the traceback)", err=True)
-            raise typer.Exit(1) from None
-
-
-def file_system_refusal(exc: OSError) -> str:
-    """'PATH: File name too long': what the file system said of which path (both, for a rename)."""
-    where = f"{exc.filename} -> {exc.filename2}" if exc.filename2 is not None else str(exc.filename)
-    return f"{where}: {exc.strerror or exc}"
+            typer.echo(said[0], err=True)
+            raise typer.Exit(said[1]) from None
 
 
 def make_app(help_text: str) -> typer.Typer:

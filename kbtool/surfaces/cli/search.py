@@ -62,42 +62,25 @@ def search(
 ) -> None:
     """Hybrid search (BM25 + embeddings, fused); the index refreshes itself first (--json: the MCP search tool's
     answer, never cut to a budget)."""
+    values = dict(locals())  # the parameters by name, as kb search's light path reads them from a command line
     from kbtool.surfaces.daemon.client import run_searches
+    from kbtool.surfaces.daemon.search_command import answer, options, show
 
     if (query is None) == (batch is None):
         raise BadInput("give a QUERY or --batch FILE (one of them)")
     if batch is not None and offset:
         raise BadInput("--offset pages one QUERY's hits; with --batch, give each line its own k")
-    options = {
-        "k": k,
-        "kind": kind,
-        "status": status,
-        "tags": tag or [],
-        "where": where or [],
-        "mode": mode,
-        "explain": explain,
-        "sources": not no_sources,
-        "env": env,
-        "for": applies_for or [],
-        "only_applying": only_applying,
-    }
-    if batch is not None:
-        requests = [
-            _batch_request(line, n, options)
-            for n, line in enumerate(read_text_arg(batch).splitlines(), 1)
-            if line.strip()
-        ]
-        for result in run_searches(root_of(kb), requests):
-            typer.echo(json.dumps(result, ensure_ascii=False))
+    if batch is None:
+        assert query is not None
+        show(answer(root_of(kb), query, values), as_json, explain)
         return
-    [result] = run_searches(root_of(kb), [{"query": query, **options, "k": k + offset}])
-    if offset:  # the hits past offset, as the MCP search tool pages them (SearchPage.whole)
-        hits = result["hits"][offset:]
-        result.update(hits=hits, shown=len(hits), found=len(hits), offset=offset)
-    if as_json:
-        print_json(result)
-    else:
-        print_hits(result, explain)
+    requests = [
+        _batch_request(line, n, options(values))
+        for n, line in enumerate(read_text_arg(batch).splitlines(), 1)
+        if line.strip()
+    ]
+    for result in run_searches(root_of(kb), requests):
+        typer.echo(json.dumps(result, ensure_ascii=False))
 
 
 def _batch_request(line: str, n: int, defaults: dict[str, Any]) -> dict[str, Any]:
@@ -108,38 +91,6 @@ def _batch_request(line: str, n: int, defaults: dict[str, Any]) -> dict[str, Any
             raise BadInput(f'--batch line {n}: expected {{"q": "..."}}')
         return {**defaults, **data}
     return {**defaults, "query": text}
-
-
-def _leg_rank(leg: dict[str, Any] | None) -> str:
-    return f"rank {leg['rank']} ({leg['score']:.4f})" if leg else "-"
-
-
-def print_hits(result: dict[str, Any], explain: bool) -> None:
-    for n, hit in enumerate(result["hits"], 1):
-        applies = f"  applies: {hit['applies']}" if hit.get("applies") else ""
-        status = f"{hit['status']}; {hit['standing']}" if hit.get("standing") else hit["status"]
-        typer.echo(f"{n:>2}. {hit['id']}  [{hit['kind']}, {status}]  {hit['score']:.4f}{applies}")
-        typer.echo(f"    {hit['title']}")
-        if hit.get("source"):
-            typer.echo(f"    from {source_line(hit['source'])}")
-        typer.echo(f"    {hit['snippet']}")
-        if hit.get("may_not_apply"):
-            typer.echo(f"    may not apply here: {'; '.join(hit['may_not_apply'])}")
-        if explain:
-            legs = ", ".join(
-                f"{name} {_leg_rank(v)}"
-                for name, v in hit["explain"].items()
-                if name in ("bm25", "vector", "multilingual")
-            )
-            typer.echo(f"    explain: {legs}; demoted: {hit['explain']['demoted']}")
-    if not result["hits"]:
-        typer.echo("no matching cards", err=True)
-
-
-def source_line(source: dict[str, Any]) -> str:
-    """Where a card came from, in one line: a path or a URL (a source needs one), and the heading."""
-    where = source.get("path") or source.get("url") or "?"
-    return where + (f" # {source['heading']}" if source.get("heading") else "")
 
 
 @app.command("index")
