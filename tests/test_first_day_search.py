@@ -278,3 +278,37 @@ def test_a_search_leaves_the_multilingual_leg_to_the_background_build_until_its_
     project.warm_up.cjk.join(10)
     project.search("out of memory batch size")
     assert cjk.queries == ["out of memory batch size"]
+
+
+class CostPerText(StalledBuild):
+    """A stalled background build, and embeddings inside a call that cost TEXT_S a text (a loaded CPU)."""
+
+    TEXT_S = 0.06
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_call: list[int] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        if threading.current_thread().name != "kb-vectors":
+            self.in_call.append(len(texts))
+            time.sleep(self.TEXT_S * len(texts))
+        return super().embed_documents(texts)
+
+
+def test_a_search_starts_no_group_of_its_hits_that_would_end_past_its_budget(tmp_path):
+    """At the rate the last group ran, a search embeds only what fits in URGENT_SECONDS: on a loaded CPU one more
+    group of four would have taken the search past it (a shell search's p99 under load was 1.01 s)."""
+    from kbtool.facade import search as searching
+
+    source = tmp_path / "starter"
+    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(source)], check=True)
+    embedder = CostPerText()
+    kb = kbtool.open(source, embedder=embedder)
+    kb.warm_in_background()
+    while not kb.warm_up.model_ready:
+        time.sleep(0.05)
+    kb.search("KV cache memory at long context", k=10)
+    fits = int(searching.URGENT_SECONDS / CostPerText.TEXT_S)  # 5 texts of 0.06 s in 0.3 s
+    assert embedder.in_call[0] == searching.URGENT_GROUP and sum(embedder.in_call) <= fits, embedder.in_call
+    embedder.released.set()

@@ -51,7 +51,7 @@ URGENT_SECONDS = 0.3
 # how long a search waits for the keyword rows of sources still being read as the process starts (warm_sources): a
 # small source's are there by then; a large one's (1.2 s for ml-engineering's 760 cards, idle) are not waited for
 SOURCE_ROWS_WAIT_S = 0.25
-URGENT_GROUP = 8  # chunks embedded at a time inside a call, so the time budget is checked often
+URGENT_GROUP = 4  # chunks embedded at a time inside a call at most, so the time budget is checked often
 
 
 class Search(KnowledgeBaseCore):
@@ -248,7 +248,7 @@ class Search(KnowledgeBaseCore):
 
     def _partial_vectors(self, request: SearchRequest) -> None:
         """While the background build is under way with the model loaded: the chunks of this query's keyword
-        hits are embedded now (at most URGENT_CHUNKS, about a second), so its hybrid ranking has both legs for
+        hits are embedded now (at most URGENT_CHUNKS, within URGENT_SECONDS), so its hybrid ranking has both legs for
         the cards it most likely shows; then a note says how many chunks the vector leg ranks. A card not
         embedded yet ranks by its keywords alone, and no keyword hit is ever shown as a vector one."""
         assert self._searcher is not None and self._searcher.embedder is not None
@@ -256,12 +256,8 @@ class Search(KnowledgeBaseCore):
         if request.mode == "hybrid":
             keyword = self._searcher.search(request.model_copy(update={"mode": "bm25", "explain": False}))
             chunks = _breadth_first(self.index.chunk_lists_of_paths(hit.path for hit in keyword.hits))
-            deadline = time.perf_counter() + URGENT_SECONDS
             with contextlib.suppress(Exception):  # the build thread says what fails; the search goes on
-                for start in range(0, min(len(chunks), URGENT_CHUNKS), URGENT_GROUP):
-                    self.index.embed_chunks(embedder, chunks[start : start + URGENT_GROUP])
-                    if time.perf_counter() > deadline:
-                        break
+                self._embed_within(embedder, chunks[:URGENT_CHUNKS], time.perf_counter() + URGENT_SECONDS)
         total, have = self.index.vector_coverage(embedder.model_id)
         if have < total:
             self.note(
@@ -269,6 +265,21 @@ class Search(KnowledgeBaseCore):
                 "first; the rest are embedded in the background): the vector leg ranks those, a card without one "
                 "ranks by its keywords"
             )
+
+    def _embed_within(self, embedder: Embedder, chunks: builtins.list[int], deadline: float) -> None:
+        """Embed these chunks in order, a few at a time, starting no group that would end past the deadline at the
+        rate the last group ran: on a loaded CPU a group of 8 took longer than the whole budget."""
+        per_chunk, start = None, 0
+        while start < len(chunks):
+            size = URGENT_GROUP if per_chunk is None else int((deadline - time.perf_counter()) / per_chunk)
+            if size < 1:
+                return
+            size = min(size, URGENT_GROUP)
+            began = time.perf_counter()
+            made = self.index.embed_chunks(embedder, chunks[start : start + size])
+            if made:
+                per_chunk = (time.perf_counter() - began) / made
+            start += size
 
     def _flag_elsewhere(self, result: SearchResult) -> SearchResult:
         """Each finding measured on another GPU, engine or driver version than this project's, said why (--env)."""
