@@ -1,9 +1,9 @@
 """One MCP server entry put into, or taken out of, a client's configuration file.
 
-One MCP server entry put into, or taken out of, a client's configuration file, leaving the rest of
-the file as it was: JSON files ("mcpServers", as Claude Code and Cursor read them) are read and
-rewritten whole with their other keys kept; Codex's config.toml gets a marked block of its own
-(appended, replaced, removed), so its comments and layout are never touched.
+The rest of the file stays as it was. JSON files ("mcpServers", as Claude Code and Cursor read them) are read and
+rewritten whole with their other keys kept, in the layout they had where json.dumps writes it; Codex's config.toml
+gets a marked block of its own (appended, replaced, removed), so its comments and layout are never touched. kb's
+hook groups go into a client's hooks file (kbtool/agents/hooks.py) the same way.
 
 Every new text is checked before it is written (it parses, and it holds the entry), and written by
 a rename, so a client never reads half a file, and a file kb cannot read is left alone.

@@ -1,4 +1,6 @@
 """Curation: kb lint's checks, review of agent-written cards, and gates.
 
-Curation: kb lint's checks, review of agent-written cards, credentials in history, and gates (locks,
-runs, comparisons)."""
+Lint also finds credentials already committed (committed_secrets.py) and copies whose original changed since
+(drift.py). A gate's lock covers what gate_reach.py finds its command runs (gate_lock.py); gates.py runs its
+command or its comparison (gate_compare.py), runs/gates/ keeps each run (gate_runs.py), and standing.py says
+whether the newest run still judges the candidate as it is now."""

@@ -1,14 +1,12 @@
 """`kb lint`'s secrets check: credentials already committed, in the tree or a commit message.
 
-`kb lint`'s secrets check: credentials already committed, anywhere in the tree (in a file, or as its name) and
-in any commit message.
-
-Writes are checked as they happen (kbtool/store/secrets.py); this finds what got in before, or by hand:
-every tracked file (cards, skills, runs/, kb.toml, notes, ...) and the cards and skills on disk not yet
-committed, but the paths kb.toml [curation] secrets_ignore names (code and tests holding example
-credentials on purpose). A scan is ~1 ms a KB of text, so what was found in each file is kept in the
-state folder by content hash (line and kind, never the value): an unchanged tree is judged once, and
-commit messages only from the last commit judged.
+Writes are checked as they happen (kbtool/store/secrets.py); this finds what got in before, or by hand. A
+credential anywhere in the tree, in a file or as its name, is an error; one in any commit message is a warning,
+since only rewriting history removes it. The tree is every tracked file (cards, skills, runs/, kb.toml, notes, ...)
+and the cards and skills on disk not yet committed, but the paths kb.toml [curation] secrets_ignore names (code
+and tests holding example credentials on purpose). A scan is ~1 ms a KB of text, so what was found in each file is
+kept in the state folder by content hash (line and kind, never the value): an unchanged tree is judged once, and
+commit messages only from the last commit judged. A change of the rules or of detect-secrets' version scans anew.
 """
 
 from __future__ import annotations

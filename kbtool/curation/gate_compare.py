@@ -1,10 +1,10 @@
 """The comparison a gate's check.compare asks for, run and judged by kb as `kb compare` does.
 
-The comparison a gate's check.compare asks for, which kb runs itself: a candidate's runs against a
-baseline's, one metric at one statistic, judged with the code `kb compare` runs (kbtool.evidence.runs reads
-each side, kbtool.evidence.repeats gives the means, intervals and verdicts). A gate, a person at `kb
-compare` and gates/compare.py therefore see the same numbers; and because the code ships with kb, a
-locked gate has no script that an agent could edit to make it pass.
+It sets a candidate's runs against a baseline's, one metric at one statistic, with the code `kb compare` runs:
+kbtool.evidence.runs reads each side, kbtool.evidence.repeats gives each side's means and intervals, and
+kbtool.evidence.verdicts the change's interval and verdict. A gate, a person at `kb compare` and gates/compare.py
+therefore see the same numbers; and because the code ships with kb, a locked gate has no script that an agent
+could edit to make it pass.
 
 Each load both sides measured gives a row with the measures a gate judges (vocabulary.COMPARE_MEASURES):
 - speedup: candidate / baseline, or baseline / candidate where lower is better, so "20% better" is

@@ -1,15 +1,16 @@
 """Which finding a gate's pass may confirm: only one whose evidence is that run's own.
 
-Which finding a gate's pass may confirm (`kb gate run --confirms`, MCP gate_run confirms=): only one whose
-evidence is that run's own measurement, never any finding an agent names. A confirmation is a reviewer's
-verdict (reviewed_by gate:<id>); given to an unrelated finding it would launder a claim nobody checked.
+A gate run may confirm a finding (`kb gate run --confirms`, MCP gate_run confirms=), but never just any finding
+an agent names. A confirmation is a reviewer's verdict (reviewed_by gate:<id>); given to an unrelated finding it
+would launder a claim nobody checked. So:
 
 - A comparison (check.compare) reads the candidate's exports: the finding must hold evidence on the
   comparison's metric whose exports (artifact, or each of artifacts, by sha256) are among the candidate
   files the run hashed.
 - A command prints a value: the finding must hold evidence on the gate's metric with that very value.
 
-Each returns None when the finding qualifies, else why not, in words that follow "--confirms ID: ".
+refusal_before says what is known before the run, refusal_after what the value it measured adds. Each returns
+None when the finding qualifies, else why not, in words that follow "--confirms ID: ".
 """
 
 from __future__ import annotations

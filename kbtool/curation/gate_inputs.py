@@ -1,10 +1,10 @@
 """What a gate's verdict was computed from, hashed at the moment of judging.
 
-What a gate's verdict was computed from, hashed at the moment of judging: the gate as it ran (the hash its
-lock holds), every file its lock covers (kbtool.curation.gate_lock.named_files), and, for a comparison, every
-file of the run folders it reads (paths from the project). kb hashes them before the check and after it: a
-pass whose inputs changed on the way is not recorded as one. The record keeps them, so a later reader
-(the brief, the Stop hook) can tell whether the verdict still holds for the files as they are now.
+The inputs are the gate as it ran (its own hash, and the one its kb.lock entry holds), every file its lock covers
+(kbtool.curation.gate_lock.named_files), and, for a comparison, every file of the run folders it reads (paths from
+the project), whether git tracks them or not. kb hashes them before the check and after it: a pass whose inputs
+changed on the way is not recorded as one. The record keeps them, so a later reader (the brief, the Stop hook) can
+tell whether the verdict still holds for the files as they are now.
 """
 
 from __future__ import annotations

@@ -1,18 +1,20 @@
 """A gate's lock: the hash `kb gate lock` records in kb.lock, and the check against it.
 
-A gate's lock: the hash `kb gate lock` records in kb.lock, after which the gate must not change
-(supersede it with a new gate, or, a person who has read the change, `kb gate relock`), and what a locked
-gate is checked against before it runs.
+Once locked, a gate must not change: a new gate supersedes it, or a person who has read the change runs `kb gate
+relock`. Before a locked gate runs, it and the files it runs are checked against its entry.
 
-The hash covers everything that defines the check (id, title, check, scope, body) and leaves out
-what superseding a gate legitimately changes (status, links). A command that runs a file of the
+The hash covers everything that defines the check (id, title, check, scope, body) and leaves out a review's
+verdict and what superseding a gate legitimately changes (status, links). A command that runs a file of the
 knowledge base is only as fixed as that file and everything beside it that it may import or read (a
 helper module, a sourceless .pyc, a .pth, data), so kb.lock holds the hash of every file under the
 folder of each path the command reaches (kbtool/curation/gate_reach.py), and a changed, added or missing
 file there breaks the lock. A bytecode cache there (__pycache__/, a .pyc beside its .py) is never locked
 and always reported: Python may load it instead of the locked source, and kb runs gates with caches out of
 reach. A folder that would hold the whole knowledge base (a script at its root) or kb's own files (kb/,
-runs/) cannot be locked: a gate's scripts live in a folder of their own.
+runs/, and .kb/, skills/, .git/ too) cannot be locked: a gate's scripts live in a folder of their own.
+
+The same rules say which of a gate's files may arrive from another knowledge base (only under gates/, none
+hidden), and which gates a sync's merge left disagreeing with their lock.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a gate's command reaches in the knowledge base, or why kb cannot tell.
 
-What a gate's command reaches in the knowledge base: the paths of it that the command runs or reads, or
-why kb cannot tell.
+A command reaches the paths of the knowledge base that it runs or reads, and a gate's lock covers their folders
+(kbtool/curation/gate_lock.py).
 
 A lock covers what a command runs only if kb sees it. "$KB_ROOT/gates/x.py" is one way to write it; a shell
 has others: `cd "$KB_ROOT" && python3 gates/x.py` (also `cd $KB_ROOT;`, `${KB_ROOT}`, `pushd`), an absolute

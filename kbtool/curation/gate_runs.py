@@ -1,8 +1,7 @@
 """A gate's run log: one JSON line per run in runs/gates/<id>.jsonl, and its one reader.
 
-A gate's run log: one JSON line per run in runs/gates/<id>.jsonl, committed, appended by the facade's one
-writer (Gates._record_gate_run) and read here by the one reader, for gate standings, the brief, the web view and
-a gate's `kb log`."""
+The log is committed: it is the history a gate's verdicts have. The facade's one writer (Gates._record_gate_run)
+appends to it; recorded_runs here reads it for gate standings, the brief, the web view and a gate's `kb log`."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """`kb lint` as one table: each lint class with the function that runs it.
 
-`kb lint` as one table: each lint class (kbtool.model.vocabulary.LINT_CHECKS names it and says what it
-checks, for the help, the MCP description and the docs) with the function that runs it here.
-
-The vocabulary keeps names and descriptions because it sits below everything (the thin `kb search` client
-reads it); the runners need the store, the index and the embedder, so they live here, keyed by the same
+kbtool.model.vocabulary.LINT_CHECKS names each class and says what it checks, for the help, the MCP description
+and the docs. The vocabulary keeps names and descriptions because it sits below everything (the thin `kb search`
+client reads it); the runners need the store, the index and the embedder, so they live here, keyed by the same
 names, and this module refuses at import a table that does not cover the vocabulary exactly.
 
 LINT_RUNS is in the order the checks run, which is the order of the problems lint returns; it differs from

@@ -1,13 +1,13 @@
 """The state of a gate's project as its run record keeps it, and whether it still holds.
 
-The state of a gate's project as its run record keeps it, and whether the project is still in that state:
-what lets `kb brief`, MCP brief and the Stop hook say a pass judged "the candidate as it is now".
+This is what lets `kb brief`, MCP brief and the Stop hook say a pass judged "the candidate as it is now".
 
 The candidate is the project's git repository as a person would see it: HEAD's files (their blob ids), every
 file that differs from HEAD (edited, staged, deleted), every untracked file git does not ignore, and every
 file under the project's runs/ folder even where git ignores it (benchmark output often is, and it is what a
 gate reads). Each differing file counts by the sha256 of its content, never by its time: an edit undone is
-the candidate that was judged; one made after the run, whenever the clock says, is not.
+the candidate that was judged; one made after the run, whenever the clock says, is not. A record names up to
+200 differing files one by one; past that it keeps their digest only.
 
 The run logs of a knowledge base kept inside the project (runs/gates/) are left out: recording a run must not
 change the candidate it judged.

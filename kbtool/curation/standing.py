@@ -1,12 +1,12 @@
 """Whether a gate's newest run still judges the candidate as it is now.
 
-Whether a gate's newest run still judges the candidate as it is now: what `kb brief` (and MCP brief) shows of
-the goal and what the Stop hook enforces.
+The answer is what `kb brief` (and MCP brief) shows of the goal and what the Stop hook enforces.
 
 Only a record kb made here counts (kbtool.curation.gate_seal): a line appended by hand, imported or synced, or
-made on another machine is no run of kb's. Of those that count, the newest (by its time, so a line copied
-down again is not newer than what followed it) is checked against the files as they are now, in the project
-it ran in (recorded with it, from the knowledge base's root, never the caller's folder):
+made on another machine is no run of kb's. Of those that count, the newest is the one kb noted writing last, else
+the newest by its time (so a line copied down again is not newer than what followed it); when the noted one is
+gone from the log, none stands. It is checked against the files as they are now, in the project it ran in
+(recorded with it, from the knowledge base's root, never the caller's folder):
 - the gate as it is (its card and its kb.lock entry) is the gate that ran;
 - every file its lock covers has the hash it had (kbtool.curation.gate_inputs);
 - a comparison's run folders hold the files it read, byte for byte;

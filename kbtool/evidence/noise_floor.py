@@ -1,11 +1,10 @@
 """A noise floor from the knowledge base's repeated runs, for a change with one run a side.
 
-A noise floor from the knowledge base: with one run a side there is no spread between runs to judge a change
-by, but the knowledge base may already hold repeated runs of one configuration (an A/A finding: `kb
-add-finding --from R1 --from R2 --from R3`). Their run-to-run spread, as a fraction of the mean, says about how
-many runs a side would judge a change of the size seen, naming the finding (kbtool/evidence/verdicts.py). It is
-never a verdict's interval: measured on real H100 runs, a few runs' spread misses the outlier run, and taken
-for a single run it called identical runs different.
+With one run a side there is no spread between runs to judge a change by, but the knowledge base may already hold
+repeated runs of one configuration (an A/A finding: `kb add-finding --from R1 --from R2 --from R3`). Their
+run-to-run spread, as a fraction of the mean, says about how many runs a side would judge a change of the size
+seen, naming the finding (kbtool/evidence/verdicts.py). It is never a verdict's interval: measured on real H100
+runs, a few runs' spread misses the outlier run, and taken for a single run it called identical runs different.
 
 Only runs that are plainly the same experiment qualify: the same metric and unit, the same benchmark format,
 one load (kbtool.evidence.load), the same serving backend and model where both name one, from a finding that

@@ -1,14 +1,14 @@
 """Which numbers are one metric under one load, grouped and paired across two sides.
 
-Which numbers are one metric under one load: a side's runs grouped for their mean, and a candidate's
-entries paired with the baseline's (kbtool.evidence.load says when two loads are one).
+group_runs gathers a side's runs for their mean; pair matches a candidate's entries with the baseline's
+(kbtool.evidence.load says when two loads are one).
 
 Nothing given is dropped silently. A metric some runs at its load did not measure, a load only one
 side ran, a metric only one side measured, and a file holding several runs at one load (which kb
 cannot tell apart, so judges none of them) are each named in `notes`, which the caller shows and
 writes into the finding. When nothing pairs at all, BadInput says why in one line: the two sides
 share no metric, or the condition that differs with both values ("input tokens per request: 1024 vs
-4096"), and how to compare anyway (`--ignore-condition KEY`).
+4096"), and how to compare anyway (`--ignore-condition KEY`), where the caller offers it (a gate does not).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A finding's evidence from benchmark runs: combined per metric and load, judged against a baseline.
 
-A finding's evidence from benchmark runs (`kb add-finding --from ... --baseline-from ...`, MCP add_finding):
-the runs read, combined per metric and load (a sweep keeps every load), judged against the baseline at the
-same load, and said in a paragraph a person can read.
+It serves `kb add-finding --from ... --baseline-from ...` and MCP add_finding: the runs are read, combined per
+metric and load (a sweep keeps every load), judged against the baseline at the same load, and said in a paragraph
+a person can read.
 
 Nothing is recorded that was not measured and nothing given is dropped silently: what could not be
 combined or compared is in `notes` (shown, and written into the card's body); when a baseline is given

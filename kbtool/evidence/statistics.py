@@ -1,9 +1,10 @@
 """How sure a number is: per-request statistics and a bootstrap interval of the mean.
 
-How sure a number is: the statistics of per-request records, and a 95% confidence interval of
-their mean by the percentile bootstrap (resampled with a fixed seed, so the same records always give
-the same interval). Used by the readers of per-request exports (AIPerf's profile_export.jsonl, the
-per-request lists of vLLM's `--save-detailed` and SGLang's output)."""
+The statistics of per-request records are their mean, standard deviation, min, max, p50, p90, p95, p99 and count.
+The interval is a 95% confidence interval of their mean by the percentile bootstrap (2000 resamples with a fixed
+seed, so the same records always give the same interval); a mean pooled over requests (inter-token latencies)
+resamples whole requests, whose tokens rise and fall together. Used by the readers of per-request exports (AIPerf's
+profile_export.jsonl, the per-request lists of vLLM's `--save-detailed` and SGLang's output)."""
 
 from __future__ import annotations
 

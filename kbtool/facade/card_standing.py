@@ -1,10 +1,10 @@
 """How a card stands here when its own status does not say it: list and search show it.
 
-How a card stands here when its own status does not say it (issue 44): a gap that findings closed (its
-status stays what it was written with: closing is judged at read time, kbtool.curation.gap_standing), a
-source's gap a finding of this project closed for it alone (`--closes team:GAP`), and a copy of a team card
-whose original was retired (or refuted, superseded) there since, and whether a gate is locked (kb.lock) where
-it lives. List and search show it beside the status."""
+A few words go beside the status (issue 44) for a gap that findings closed (its status stays what it was written
+with: closing is judged at read time, kbtool.curation.gap_standing), or whose answer awaits review, or that is open
+again; a source's gap a finding of this project closed for it alone (`--closes team:GAP`); a copy of a team card
+whose original was retired (or refuted, superseded) there since; and a gate, saying whether it is locked (kb.lock)
+where it lives."""
 
 from __future__ import annotations
 

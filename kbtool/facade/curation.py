@@ -1,7 +1,9 @@
 """The part of the facade that keeps a knowledge base sound: lint, stats, gaps and history.
 
-The part of the facade that keeps a knowledge base sound and says how it stands: lint (every curation
-check), stats, the open gaps, and what changed (history, recent changes)."""
+Lint runs every curation check (kbtool.curation.lint_checks), and with --env warns of cards that may not apply
+where the project runs. The open gaps are judged from what closed them, here and in the sources. History and recent
+changes say what changed, and a gate's log adds its 10 newest runs. `kb list`'s pages of cards, each with its
+standing, are made here too."""
 
 from __future__ import annotations
 

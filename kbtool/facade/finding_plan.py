@@ -1,9 +1,10 @@
 """A finding planned before it is written, pure: its data, body, status and likely duplicates.
 
-A finding planned before it is written: from the FindingInput, what the runs gave and what the
-knowledge base already holds, the card's data and body, its status and its likely duplicates and
-contradictions. No I/O here (Findings.record_finding reads the runs, the environment and the existing
-findings, and writes the card), so every rule of what a finding records is testable on plain values.
+The plan is made from the FindingInput, what the runs gave and what the knowledge base already holds; beside the
+likely duplicates it names likely contradictions. An agent's finding is tentative until reviewed, and so is one
+from runs where no change is clear or a run is invalid. No I/O here (Findings.record_finding reads the runs, the
+environment and the existing findings, and writes the card), so every rule of what a finding records is testable
+on plain values.
 
 The checks run in the order a person fixes them: the request itself (status, metrics, baselines)
 before anything is read, what was measured before the card is placed among the others.

@@ -1,7 +1,8 @@
 """The part of the facade that records what experiments measured, and compares and plots runs.
 
-The part of the facade that records what experiments measured: findings from evidence (kbtool.evidence,
-planned in kbtool.facade.finding_plan), and evidence compared and drawn (kb compare, kb plot)."""
+A finding comes from evidence (kbtool.evidence), is planned in kbtool.facade.finding_plan, and is read and written
+here, in one commit with the gap here that it closes. Evidence is compared (kb compare: a side is an export, a
+folder of runs or a finding) and drawn (kb plot)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,16 @@
 """Knowledge carried from one knowledge base into another: import --from-kb and new-project.
 
-Knowledge carried from one knowledge base into another: `kb import --from-kb` (cards copied with
-where they came from, so importing again updates them; `kb lint`'s drift check, in
-kbtool.curation.checks, says when an original changed since).
+`kb import --from-kb` copies cards with where they came from, so importing again updates them; `kb lint`'s drift
+check (kbtool.curation.drift) says when an original changed since. `kb new-project` starts a project's knowledge
+base from a team's: it reads the team's as a source and holds copies of what applies to the project, its gates
+locked.
 
 A copy records provenance.origin: the origin's location (a folder or a git URL), the card's id
 there and the origin's commit at the copy. A copy is updated only by importing again from the
-same origin; a card of the same id that is not such a copy is never overwritten. A gate whose
-command runs a file of the origin ("$KB_ROOT/gates/check.py") brings that file along, to the same
-path and in the same commit: a gate copied without its script could never pass.
+same origin; a card of the same id that is not such a copy is never overwritten. A gate the origin has locked
+whose command runs a file of the origin ("$KB_ROOT/gates/check.py") brings that file along, to the same
+path and in the same commit: a gate copied without its script could never pass. An unlocked gate's files stay
+there, and the import says so.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """AIPerf profile exports (`profile_export_aiperf.json`): every metric, its load and where it ran.
 
-AIPerf profile exports (`profile_export_aiperf.json`): every metric entry, with its unit and every
-statistic it has, plus the model, endpoint, concurrency, request count and command the run recorded,
-the load it was asked for, from either shape AIPerf writes its config in, and where it ran (AIPerf's
-version, the GPUs its telemetry saw)."""
+Each metric entry (one with a unit and an avg) keeps its unit and every statistic it has. With it go the model,
+endpoint, concurrency, request count and command the run recorded; the load it was asked for, from either shape
+AIPerf writes its config in (`phases` and `datasets` from 0.13, `loadgen` and `input.prompt` before); and where it
+ran (AIPerf's version, the GPUs its telemetry saw). A run that did not complete, or was cancelled, is refused."""
 
 from __future__ import annotations
 

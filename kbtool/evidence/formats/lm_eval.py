@@ -1,8 +1,8 @@
 """lm-evaluation-harness `results_*.json`: every task's metric with its standard error.
 
-lm-evaluation-harness `results_*.json`: every task's metric under each filter, with its standard error,
-the task's n-shot and version and the number of samples; the top-level tasks and groups only when a
-group's subtasks are listed (a group's score stands for them); and where it ran (pretty_env_info)."""
+A metric is read under each filter, with the task's n-shot and version and the number of samples. When a group's
+subtasks are listed, only the top-level tasks and groups are read: a group's score stands for its subtasks. Where
+the evaluation ran comes from pretty_env_info."""
 
 from __future__ import annotations
 

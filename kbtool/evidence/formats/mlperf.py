@@ -1,8 +1,9 @@
 """MLPerf Inference LoadGen `mlperf_log_summary.txt`: the scenario's result and its validity.
 
-MLPerf Inference LoadGen `mlperf_log_summary.txt`: the scenario's result, whether it is VALID (and,
-if not, which constraint failed), each latency family as one metric with its min, mean, max and
-percentiles, each rate as a metric, and the test parameters that are its load."""
+A result that is not VALID is read as an invalid run, naming the constraints it did not satisfy. Each latency
+family becomes one metric with its min, mean, max and percentiles, each rate a metric, and the test parameters
+(target QPS and latency, query counts, samples per query) are its load. LoadGen names no run, so a run is known by
+its numbers."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """What every benchmark-format reader is (the Reader protocol) and the pieces readers share.
 
-What every benchmark-format reader is (the Reader protocol) and the small pieces readers share: an
-evidence entry with its direction guessed, the artifact's path and digest, JSON and JSON Lines read with
-clear refusals, a format's headline. A format's module builds on this alone; kbtool.evidence.formats lists
-the readers."""
+The shared pieces are small: an evidence entry with its direction guessed, the artifact's path and digest, JSON and
+JSON Lines read with clear refusals, a run's identity by its content, a format's headline, and FunctionReader, a
+reader made of a format's functions. Within this package a format's module builds on this one alone, never on
+another format's; kbtool.evidence.formats lists the readers."""
 
 from __future__ import annotations
 
