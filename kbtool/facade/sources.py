@@ -1,7 +1,8 @@
 """The part of the facade that updates the git sources and syncs with the team's remote.
 
-The part of the facade that reaches other copies of a knowledge base: its git sources updated, and the
-team's remote synced (fetch, merge card by card, push)."""
+Both reach other copies of a knowledge base. A git source is fetched and moved to its ref; a folder source is
+read in place. A sync fetches, merges card by card and pushes; it does not land a skill `kb skill import`
+would refuse, nor a gate whose lock and card disagree (a merge can take them from different sides)."""
 
 from __future__ import annotations
 

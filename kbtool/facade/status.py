@@ -1,8 +1,9 @@
 """The part of the facade that says how a knowledge base stands (`kb status`).
 
-The part of the facade that says how a knowledge base stands (`kb status`): its index against the files on
-disk, the vectors of its model, its search daemon and its sources. Everything is read cheaply (file stats, a
-few SQL counts, /proc, one `git log -1` a source); nothing is refreshed, embedded or loaded."""
+What it reads: the index against the files on disk, the vectors of its model, its search daemon and its `kb
+serve` and `kb ui` servers, and its sources (the commit each reads, its last fetch, its own vectors).
+Everything is read cheaply (file stats, a few SQL counts, /proc, one `git log -1` a source); nothing is
+refreshed, embedded or loaded, and an index not built yet is reported as such, not built."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Whether a card applies to an environment (`--for hardware=H200`), and how.
 
-Whether a card applies to an environment (`--for hardware=H200`), and how: the one judgement search,
-lists, packs, prompts and new projects are to share.
+It is the one judgement search, lists, packs, prompts and new projects share. The environment is kb.toml
+[environment] (its `gpu`, as the machine reports it, read as hardware where it names none) with the caller's
+`--for` fields over it; a field given as `any` is not judged.
 
 For each field the environment names, a card is
 - scoped: its applies_to names that value (hardware: H200);

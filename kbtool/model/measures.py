@@ -1,8 +1,8 @@
 """A measured number as its writers give it, checked once for every surface.
 
-A measured number as its writers give it: `0.56ms` (value_with_unit), a JSON number (number), or one
-metric's JSON object (metric_fields), checked here once so the finding contract (FindingInput) holds
-typed metrics and every surface refuses the same things in the same words.
+Three forms: `0.56ms` (value_with_unit), a JSON number (number), or one metric's JSON object
+(metric_fields). Checked here once, they let the finding contract (FindingInput) hold typed metrics, and
+every surface refuses the same things in the same words.
 
 Nothing given is dropped silently: a metric's statistics, samples, conditions and command are kept,
 and a key kb does not know is refused with the list of keys it does, so an agent learns at once that

@@ -1,13 +1,11 @@
 """JSON and TOML that people and tools hand kb: the document, or one line saying why not.
 
-JSON and TOML that people and tools hand kb, read so that whatever the text holds, the answer is the
-document or one line saying why not.
-
 The standard parsers refuse malformed text with their own error class, but two more inputs end in
 other exceptions, which a caller catching only the parser's error turns into a crash: an integer of
 more digits than Python converts (ValueError, "Exceeds the limit (4300 digits)") and nesting deeper
 than the interpreter's stack (RecursionError). Here each is an Unparsable with a reason in words,
-for the caller to prefix with the file or flag it read.
+for the caller to prefix with the file or flag it read (json_input does), so whatever the text holds, a
+caller gets the document or that one line.
 """
 
 from __future__ import annotations

@@ -1,12 +1,11 @@
 """Every list kb shows its users, kept once.
 
-Every list kb shows its users, kept once: the CLI's help, the MCP tools' enums, the README's
-tables and the kb skill's are made from these (kbtool/surfaces/docs.py writes the tables; `make lint`
-checks that they are current).
+The CLI's help, the MCP tools' enums, the tables of docs/ and the kb skill's are made from these lists, so
+they cannot disagree (kbtool/surfaces/docs.py writes the tables; `make lint` checks that they are current).
 
-Light on purpose: the thin `kb search` client builds its help texts from it, so nothing here
-imports pydantic, git or numpy. A new card kind is a name here and a model in cards.py (which
-checks at import that the two agree).
+Light on purpose: the thin `kb search` path reads kb.toml's and .kb's names from it (kbtool.store.locate and
+the daemon's client import them), so nothing here imports pydantic, git or numpy. A new card kind is a name here
+and a model in cards.py (which checks at import that the two agree).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """One answer from several knowledge bases' searches: a project's and its sources'.
 
-One answer from several knowledge bases' searches (a project and its sources): their hits on one scale, a card
-asked for by its exact title first, and a source's card this knowledge base holds a copy of left out for the copy."""
+Three steps, a function each. The hits go on one scale: each leg is divided by its best across all the searches,
+so an irrelevant card does not score near 1.0 only for being the best its knowledge base has. A card asked for by
+its exact title comes first, this knowledge base's own before a source's. A source's card this knowledge base
+holds a copy of is left out for the copy, which keeps the better of the two matches."""
 
 from __future__ import annotations
 

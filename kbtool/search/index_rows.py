@@ -1,9 +1,12 @@
 """What a refresh of the index reads and writes: changed files and their rows.
 
-What a refresh of the index (kbtool/search/index.py) reads and writes: the files it covers, which of them
-changed since the index last saw them (read and parsed), and their rows (cards, chunks, the FTS5 keyword rows),
-written in the caller's transaction with the generation mark that tells every process's views to reload; and the
-connection the index holds (Connection)."""
+The refresh itself is kbtool/search/index.py; here are its steps, and the connection the index holds
+(Connection). The files covered are the cards and each skill's SKILL.md. Those whose stat moved since the index
+last saw them are read and parsed; a card over the size limit is never read, and neither it nor a file that is
+not UTF-8 is indexed (kb lint says why). Their rows (cards, chunks, the FTS5 keyword rows with their CJK bigrams
+and English glosses) are written in one transaction with the generation mark that tells every process's views
+to reload. A new glossary has every file indexed again. After OPTIMIZE_AFTER (1000) cards in one refresh,
+FTS5's segments are merged: the BM25 leg ran 25% faster at 100k cards (141 -> 105 ms), for ~1 s."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """BM25 from memory for long-lived processes: FTS5's bm25() scores, without SQL.
 
-BM25 from memory for long-lived processes: the scores FTS5's bm25() gives, without scoring
-every match in SQL.
-
 FTS5 ranks an OR query by running bm25() on every row that matches any of its terms. At 100k
 cards (200k chunks) a 4-term query matches ~50k rows and takes 35-50 ms here, nearly all of it
 in bm25() (counting the same matches takes 2 ms). Here each term's postings (chunk id and

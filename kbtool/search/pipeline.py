@@ -1,8 +1,9 @@
 """One query against the index: filters, the BM25 and vector legs, fusion, a SearchResult.
 
-One query against the index: filters narrow the cards, the BM25 and vector legs rank
-chunks, fusion ranks cards, and the answer is a SearchResult (kbtool.model.contracts), whose JSON is
-what other tools read:
+Filters narrow the cards, the two legs rank chunks (CANDIDATES each at first; a leg whose candidates hold too
+few distinct cards asks again for WIDEN times as many), and fusion ranks cards. Searcher holds the embedder, so
+a warm process embeds fast. The answer is a SearchResult (kbtool.model.contracts), whose JSON is what other
+tools read:
 
     {"query": str, "hits": [{"id", "kind", "title", "status", "score", "path",
                              "source": {"path", "heading", "url"} | null, "snippet"}]}

@@ -1,8 +1,10 @@
 """A search hit's snippet as a person reads it: the card's prose around the query's words.
 
-A search hit's snippet as a person reads it: the card's prose around the query's words, never a run of its
-fields' values (a finding's metrics one after another) nor a JSON block, and a one-line note where the passage
-is in Chinese and the query is not, so an English reader knows what they are looking at."""
+Never a run of its fields' values (a finding's metrics one after another) nor a JSON block: where the best
+chunk holds less prose than MIN_PROSE, the snippet looks further (the card's text fields, then its lead's and
+first section's prose), and a card that is a JSON block and nothing else is named by its keys. A passage in
+Chinese, for a query that is not, carries a short note, "(in Chinese)", so an English reader knows what they
+are looking at. The cut around the query's words is ranking's (kbtool.search.ranking.snippet)."""
 
 from __future__ import annotations
 

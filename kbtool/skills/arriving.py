@@ -1,7 +1,7 @@
 """Skills that arrive by an import's records or a sync, held to `kb skill import`'s checks.
 
-Skills that arrive by another door than `kb skill import`: the skill-file records of a `.jsonl` import, and a
-teammate's commits that `kb sync` would land. A skill is instructions an agent follows with its user's
+There are two doors besides `kb skill import`: the skill-file records of a `.jsonl` import, and a teammate's
+commits that `kb sync` would land. A skill is instructions an agent follows with its user's
 permissions, so each door holds it to the front door's checks (kbtool.skills.registry.plan_import): the size
 limit (kb.toml [limits] skill_bytes) and the security scan, whose high-severity findings refuse it. There is
 no --trust here: a skill a person has read and trusts comes in by `kb skill import --trust`.

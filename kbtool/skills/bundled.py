@@ -1,7 +1,8 @@
 """The kb skill that ships with kbtool: how an agent works with a knowledge base.
 
-The kb skill that ships with kbtool: how an agent works with a knowledge base, handed to agents
-by the MCP server's prompts (and to their skill folders by `kb agent install`).
+The MCP server's prompts hand it to agents, and `kb agent install` puts it in their skill folders (as `kb skill
+install kbtool:kb` does). A knowledge base with a kb skill of its own in skills/kb (a team may have adapted it)
+hands on that one instead.
 
 In an installed wheel it is package data (kbtool/kb_skill/SKILL.md, from the repository's
 skills/kb through pyproject's package-dir); in a source checkout or an editable install it is

@@ -1,8 +1,8 @@
 """`kb skill install / verify / update / remove`: skills put into an agent's skills folder.
 
-`kb skill install / verify / update / remove`: skills put into an agent's skills folder
-(`.agents/skills`, `.claude/skills`, ...) from a knowledge base, a folder or a git repository,
-pinned in that folder's lock file (kbtool/skills/lock.py).
+The skills come from a knowledge base, a folder, a git repository, or kbtool itself (`kbtool:kb`); the folder
+is an agent's (`.agents/skills`, `.claude/skills`, ...), and each skill is pinned in its lock file
+(kbtool/skills/lock.py).
 
 Every skill asked for is fetched and checked (the specification, the size limit, the security
 scan) before any is written; then the skills and the lock land together, by renames from a staging

@@ -1,8 +1,9 @@
 """The lock file of installed skills: what was installed, from where, and its hash.
 
-The lock file of installed skills: what `kb skill install` put in a skills folder, from where, at
-which commit, and the SHA-256 of each folder as installed, so `kb skill verify` can tell an
-installed skill from one changed (or swapped) since.
+For each skill `kb skill install` put in a skills folder: where it came from (a knowledge base, a folder,
+kbtool itself, or a git repository at a ref and commit), and the SHA-256 of its folder as installed (every
+file's path, executable bit and content), so `kb skill verify` can tell an installed skill from one changed
+(or swapped) since. Fields a later kb wrote are kept as they are.
 
 It lives in the skills folder itself (`.agents/skills/kb-skills-lock.json`): agents read only the
 folders holding a SKILL.md there, and the lock travels with the folder it describes.

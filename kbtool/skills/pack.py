@@ -1,7 +1,9 @@
 """`kb skill pack`: a knowledge-pack skill of what a new project in a scope starts from.
 
-`kb skill pack`: a knowledge-pack skill of the confirmed findings and the active constraints,
-failure-modes and gates for a scope, the knowledge a new project starts from.
+The pack holds the confirmed findings and the active constraints, failure-modes and gates that match the
+scope and apply to the environment (kbtool.model.applicability). The security scan reads the pack too: a card
+carrying what a skill must not (a gate's `curl ... | sh`, a hidden instruction) refuses the pack and is named,
+as an agent loading the pack would follow it.
 
 SKILL.md stays within the Agent Skills guidance (a body under ~5,000 tokens,
 https://agentskills.io/specification#progressive-disclosure) whatever the knowledge base's size:

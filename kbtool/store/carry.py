@@ -1,9 +1,11 @@
 """A card carried between two knowledge bases, merged three ways field by field.
 
-A card carried between two knowledge bases, merged three ways field by field (kbtool.store.merge) so that
-neither side's edits are lost: `kb import --from-kb` again (the origin's changes into a copy) and `kb promote`
-(a project's card up into the team's). The base is the card as it stood when it was last carried: the
-origin's file at the commit the copy records (provenance.origin.commit)."""
+Two commands carry one: `kb import --from-kb` again (the origin's changes into a copy) and `kb promote` (a
+project's card up into the team's). The merge (kbtool.store.merge) is there so that neither side's edits are
+lost; a field both sides changed differently writes nothing, unless `--take ours` or `--take theirs` settles
+it. The base is the card as it stood when it was last carried: the origin's file at the commit the copy
+records (provenance.origin.commit), fetched first where a shallow clone lacks it. Without a base, every field
+the two differ in is a clash."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The commit messages kb writes: a subject, an optional body, and trailers for tools.
 
-The commit messages kb writes: a subject for people, an optional body (a reason, where an import came
-from), and trailers for tools (`kb-op: add`, `kb-id: ...`), which `kb log`, history and sync read back.
-Every write of kb builds its message here, so the trailers are spelled one way."""
+The subject is for people (`kb add finding: TITLE` for a card); the body, when there is one, holds a reason or
+where an import came from; the trailers (`kb-op: add`, `kb-id: ...`) are for tools: `kb log`, history and sync
+read them back. Every write of kb builds its message here, so the trailers are spelled one way. A reason may
+hold no control character, as git log prints a message as it is."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """This user's running search daemons, one small JSON file each in the cache.
 
-This user's running search daemons, one small JSON file each in the cache (cache_dir()/daemons/), so
-`kb status` can show a knowledge base's daemon and `kb daemon stop --all` can find every one.
+The files are in cache_dir()/daemons/, one a knowledge base (named by a hash of its root), so `kb status` can
+show a knowledge base's daemon and `kb daemon stop --all` can find every one.
 
 A daemon writes its entry (atomically) once its socket is bound and removes it when it exits; an entry
 whose process is gone (killed, a reboot) is stale, and the first reader removes it. An entry is a claim, not
 proof (a pid is reused, a file can be written by anything): before kb counts or signals the process it names,
 /proc must say it is this user's, runs exactly the command a daemon of that root runs, and began before the
-entry was written (is_daemon). Nothing here imports
+entry was written (is_daemon); without /proc (macOS) only that it is alive can be told. Nothing here imports
 more than the standard library: `kb status` and `kb daemon stop` are light commands.
 """
 

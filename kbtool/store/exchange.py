@@ -1,8 +1,7 @@
 """A knowledge base as JSON Lines: one typed record a line, for export and import.
 
-A knowledge base as JSON Lines, for `kb export --format jsonl` and `kb import FILE.jsonl`: one typed record a
-line, a header first ({"type": "header", "format": "kb", "version": 2, "kb": NAME, "left": [what the export
-could not carry]}), then
+`kb export --format jsonl` writes it and `kb import FILE.jsonl` reads it: a header first ({"type": "header",
+"format": "kb", "version": 2, "kb": NAME, "left": [what the export could not carry]}), then
 
 - card: {"type": "card", "card": {frontmatter fields}, "body": "markdown"} (with "applies" when the export was
   for an environment), in path order; lossless both ways: a card read back renders to the very text it

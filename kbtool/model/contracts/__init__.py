@@ -1,7 +1,8 @@
 """The typed contract of each operation: what KnowledgeBase accepts and returns.
 
-The typed contract of each operation: what KnowledgeBase accepts and returns, what the daemon,
-the CLI's --json and `kb serve` send as JSON, and what the MCP tools' outputSchemas are made from.
+The same models are what the daemon, the CLI's --json and `kb serve` send as JSON, and what the MCP tools'
+outputSchemas are made from. Each area's contracts are a module here (base, search, reading, checking,
+findings, ...); this package exports them all.
 
 Requests (SearchRequest, FindingInput) are parsed from JSON with `parse`: an unknown key, a wrong
 type or a value out of range is a BadInput (one line, exit code 2) naming every field at fault.

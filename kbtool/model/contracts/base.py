@@ -1,7 +1,10 @@
 """The base of every contract (Payload) and the types and limits the contracts share.
 
-The base of every contract (Payload: immutable, no unknown keys, parsed from JSON with one-line
-errors) and the types and limits the contracts share."""
+Payload is immutable, refuses unknown keys (naming the keys it takes), and is parsed from JSON with every
+fault in one line. The shared types are the enums made from kbtool.model.vocabulary's tuples, Strings (one
+string is a list of one) and Filters (`field=value` conditions, parsed once where the request is made); the
+limits are MAX_K (the hits one search may ask for) and OUTPUT_LIMIT (what a gate's run record keeps of its
+command's output)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The contract of `kb eval`: each search mode's metrics on gold queries, with intervals.
 
-The contract of `kb eval`: each metric of each search mode on gold queries, overall and per query class,
-with a bootstrap interval, and the ratio of hybrid search to a plain BM25 on the same resamples."""
+Each metric (recall@k, hit@k, mrr@10, ndcg@10) is given overall and per query class, with a bootstrap
+interval. Every mode is resampled with the same queries, so the ratio of hybrid search to a plain BM25 is taken
+in pairs. The report names its seed and resamples: the same seed gives the same intervals."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """The contracts of the experiment loop: a finding's input, what recording it added, comparisons.
 
-The contracts of the experiment loop: a finding's input (its typed metrics), what recording it
-added, and runs compared and drawn."""
+A finding's input (FindingInput) holds its metrics typed (Metric, read by kbtool.model.measures) and its
+scope typed by the finding card's model, so the library gets both parsed once. What recording added:
+FindingAdded (with likely duplicates and contradictions, and the evidence recorded and judged), CardAdded,
+CardEdited, and SkillPacked for a knowledge pack. Runs compared (`kb compare`: Compared, Comparison) and drawn
+(`kb plot`: Plotted)."""
 
 from __future__ import annotations
 

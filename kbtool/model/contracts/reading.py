@@ -1,7 +1,9 @@
 """The contracts of reads: pages of cards and gaps, related cards, skills, logs and stats.
 
-The contracts of reads: pages of cards and open gaps, related cards, skills, a card's log,
-recent changes, imported documents, the served knowledge bases, stats."""
+Every list-shaped answer is a Page (how many match, where it starts, whether more follow). Beside the pages:
+a card's neighbourhood (Related), a card's log and recent changes (commits and what they changed), whole
+cards and skills as documents (`kb show`, the MCP get tool, cut to the fields asked for the same way), the
+knowledge bases a `kb serve` serves, and what `kb stats` counts."""
 
 from __future__ import annotations
 
