@@ -1,9 +1,10 @@
 """Symbolic links in folders someone else made, followed only where they stay inside.
 
-Symbolic links in folders someone else made: a skill to import, a documents tree, and a knowledge
-base itself (a clone holds whatever links its author committed). A link can point anywhere
-(`references/p.txt -> /etc/passwd`, `.kb -> another application's folder`), and what kb reads it
-may commit to a repository many people clone, so kb follows no link out of the folder it reads."""
+Such folders are a skill to import, a documents tree, and a knowledge base itself (a clone holds whatever
+links its author committed). A link can point anywhere (`references/p.txt -> /etc/passwd`, `.kb -> another
+application's folder`), and what kb reads it may commit to a repository many people clone, so kb follows no
+link out of the folder it reads. Files a caller names get the same care: an agent over MCP has kb read only
+under the folders it works in (ReadFrom), and the refusal never says whether a path outside them exists."""
 
 from __future__ import annotations
 

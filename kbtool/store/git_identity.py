@@ -1,7 +1,9 @@
 """Who kb's commits and reviews are by: git's own identity, or kb's where git has none.
 
-Who kb's commits and reviews are by: git's own identity (user.name, user.email) as git itself reads
-it, and kb <kb@localhost> where git has none, said once so the person can set theirs."""
+git's identity is user.name and user.email as git itself reads them, from every config file it honours
+(GitPython's own reader misses some). Where git has none, kb signs its commits kb <kb@localhost> and says so
+once (NO_IDENTITY), so the person can set theirs. A write or review with no git name is by the login name:
+a fresh container has no git identity and often no $USER."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The one way kb runs git for a repository someone else names.
 
-The one way kb runs git for a repository someone else names (a source in kb.toml, `kb import
---from-kb`, `kb new-project --from`, `kb skill install`): the same environment every time (no password
-prompt, which would wait for ever; only the protocols kbtool/store/git_urls.py allows), a time limit, and
+Such a repository is a source in kb.toml, `kb import --from-kb`, `kb new-project --from` or `kb skill
+install`. Every git kb runs for one gets the same environment (no password prompt, which would wait for ever;
+only the protocols kbtool/store/git_urls.py allows; git's messages in English, which kb quotes in its own
+sentences), a time limit (600 s: a large clone over a slow link, not a remote that never answers), and
 git's reason for a failure in one line.
 
 kb's own store is driven through GitPython (kbtool/store/repository.py); its failures are put into one

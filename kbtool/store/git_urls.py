@@ -1,7 +1,6 @@
 """The git URLs kb clones and fetches, and the protocols it allows.
 
-The git URLs kb clones and fetches: a source in kb.toml, `kb import --from-kb`, `kb new-project --from`
-and `kb skill install`.
+They come from a source in kb.toml, `kb import --from-kb`, `kb new-project --from` and `kb skill install`.
 
 Git hands a URL of the form `<transport>::<address>` (and a scheme it does not know itself) to a
 remote-helper program: `ext::sh -c ...` runs any command line, `fd::17` talks over a file descriptor

@@ -1,7 +1,9 @@
 """What changed in a knowledge base, read from git's log and kb's commit trailers.
 
-What changed in a knowledge base, from git: every kb write is one commit whose trailers say
-what it did (kb-op), so "what did the last agent learn?" is a git log read, nothing stored."""
+Every kb write is one commit whose trailers say what it did (kb-op) and which agent did it (kb-agent), so
+"what did the last agent learn?" is a git log read, nothing stored. This module holds the parts of that read: which
+commits `since` means (an age, a date or a commit), which card or skill a changed file belongs to, and the
+reason a commit's body gives."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """Finding the knowledge base root and the folder of its derived state.
 
-Finding the knowledge base root and the folder of its derived state, with nothing heavier
-than os imported.
-
-`kb search` talks to a warm daemon; everything it does before that must be cheap, so
-root discovery lives here rather than beside the pydantic config models.
+Nothing heavier than os is imported here. `kb search` talks to a warm daemon; everything it does before
+that must be cheap, so root discovery lives here rather than beside the pydantic config models.
 """
 
 from __future__ import annotations

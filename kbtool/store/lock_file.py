@@ -1,8 +1,8 @@
 """kb.lock, the file: each locked gate's hashes, read and written in one layout.
 
-kb.lock, the file: each locked gate's hash and the hashes of the files its lock covers, read and written
-in one layout. The store reads it too (sync's merge, the history walk that finds a lock changed by hand), so
-the format lives here; what a lock covers and how it is checked is kbtool/curation/gate_lock.py's."""
+An entry holds the hash of the gate's card, the hashes of the files its lock covers, and how many times a
+person relocked it. The store reads kb.lock too (sync's merge, the history walk that finds a lock changed by
+hand), so the format lives here; what a lock covers and how it is checked is kbtool/curation/gate_lock.py's."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """kb.lock through its history: the gates it has held, and entries changed other than by a relock.
 
-kb.lock through its history: which gates it has held, and which of its entries were changed by a commit
-that was not a person's `kb gate relock`.
-
 A lock is only worth something if nobody can move it to what a changed gate now says. Checking the files
 against kb.lock catches an edited script; it does not catch a script edited together with its hash in
 kb.lock, in one commit made by hand or arriving from a teammate's clone. The history does: walking the

@@ -1,8 +1,8 @@
 """Temp folders a kb process fills, and the ones a killed process left, removed.
 
-Temp folders a kb process fills (a skill's git clone, another knowledge base's clone), named with its
-process id (`kb-skill-PID-XXXX`), so that the ones a killed process could not remove (SIGKILL runs no
-cleanup, and a clone can be tens of MB) are removed by the next kb process that makes one."""
+They hold a skill's git clone or another knowledge base's clone, and carry the process id in their name
+(`kb-skill-PID-XXXX`), so that the ones a killed process could not remove (SIGKILL runs no cleanup, and a
+clone can be tens of MB) are removed by the next kb process that makes one."""
 
 from __future__ import annotations
 

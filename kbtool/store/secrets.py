@@ -1,8 +1,8 @@
 """Credentials in what kb writes, stopped before they are committed.
 
-Credentials in what kb writes: everything kb commits travels through git to every clone, so a key
-pasted into a card, a tag, a skill's script, a gate's output or a commit message must be stopped before
-it is committed (Store.write checks every file and the message), and reported if it already was (`kb lint`).
+Everything kb commits travels through git to every clone, so a key pasted into a card, a tag, a skill's
+script, a gate's output or a commit message must be stopped before it is committed (Store.write checks every
+file and the message), and reported if it already was (`kb lint`).
 
 The rules are Yelp's detect-secrets (a maintained detector): the plugins for cloud keys, API tokens of
 the common services, private keys, JWTs, credentials in URLs, and secret-named assignments (`password:

@@ -1,8 +1,8 @@
 """This user's running `kb serve` and `kb ui` processes, one small JSON file each.
 
-This user's running `kb serve` and `kb ui` processes, one small JSON file each in the cache
-(cache_dir()/servers/PID.json), so `kb status` and `kb daemon status --all` show everything kb has running and
-the memory each holds (a server with the model loaded holds hundreds of MB), not only the search daemons.
+The files live in the cache (cache_dir()/servers/PID.json), so `kb status` and `kb daemon status --all` show
+everything kb has running and the memory each holds (a server with the model loaded holds hundreds of MB),
+not only the search daemons.
 
 A server writes its entry once it listens and removes it as it exits; an entry whose process is gone, or whose
 pid is another program's now (its command line does not run kb's `serve` or `ui`, or it began after the entry

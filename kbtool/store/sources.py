@@ -1,8 +1,10 @@
 """Where a knowledge base's sources are on disk, and `kb sources update`.
 
-Where a knowledge base's sources (kb.toml [[sources]]) are on disk, and `kb sources update`: a
-folder is read where it is; a git repository is cloned into .kb/sources/NAME and moved to its ref
-(a branch's newest commit, a tag, a commit) on each update. The copies are kb's, never edited."""
+The sources are kb.toml's [[sources]]. A folder is read where it is; a git repository is cloned into
+.kb/sources/NAME and moved to its ref (a branch's newest commit, a tag, a commit; without one, the branch its
+remote's HEAD names) on each update. The copies are kb's, never edited. A knowledge base's identity is here
+too (its [kb] id, else its first commit), so a folder source that now holds another knowledge base is
+refused rather than read as the one before."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """What every `kb` command shares: the application, its groups and common options.
 
-What every `kb` command shares: the application and its groups, the options many commands take,
-and the helpers that open the knowledge base and print. The commands are kbtool/surfaces/cli/__init__.py
-(cards) and the modules beside this one (search, gates, skills in the knowledge base; install.py: skills
-and kb itself put into agents).
+Here too are the helpers that open the knowledge base and print. The commands are
+kbtool/surfaces/cli/__init__.py (cards) and the modules beside this one, which its docstring lists (among them
+search, gates and skills in the knowledge base, and install.py: skills and kb itself put into agents).
 
 Every library error becomes one line on stderr and the error's exit code (2 bad input, 1 a failed
 check); nothing prints a traceback.

@@ -1,7 +1,9 @@
 """`kb status` and `kb daemon status|stop`: how a knowledge base and its daemons stand.
 
-`kb status` and `kb daemon status|stop`: how a knowledge base stands (KnowledgeBase.status) and the search
-daemons `kb search` starts, seen and stopped through this user's registry of them (kbtool/store/daemons.py)."""
+`kb status` prints KnowledgeBase.status: the index against the files on disk, the vectors, the search daemon,
+the `kb serve` and `kb ui` processes and the sources; nothing is refreshed or loaded. The search daemons
+`kb search` starts are seen and stopped through this user's registry of them (kbtool/store/daemons.py);
+--all reaches every one of this user, of any knowledge base."""
 
 from __future__ import annotations
 

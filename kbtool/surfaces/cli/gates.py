@@ -1,7 +1,8 @@
 """`kb gate lock|relock|run|verify`: immutable acceptance checks.
 
-`kb gate lock|relock|run|verify`: immutable acceptance checks (KnowledgeBase.lock_gates, relock_gate, run_gate,
-verify_gates)."""
+Each command calls the facade once (KnowledgeBase.lock_gates, relock_gate, run_gate, verify_gates) and
+prints its answer. A locked gate's hashes are in kb.lock, and only a person's relock, with a reason, changes
+them. `run` and `verify` exit 1 when a gate fails or does not match its lock, so a script or CI can stop on it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """`kb search`, `kb index` and `kb eval`: hybrid search and its index.
 
-`kb search`, `kb index` and `kb eval`: hybrid search and its index (KnowledgeBase.search, refresh_index;
-kbtool.search.evaluation for the gold queries)."""
+A plain `kb search` never loads this module: kbtool/surfaces/daemon/search_command.py answers it. The command
+here gets what that path leaves to the CLI (--help, --batch, a flag or value it does not read); it builds its
+request and prints its answer with that module's functions (options, answer, show), so both paths ask and
+answer alike. The search runs in the daemon, else in this process. `kb index` is KnowledgeBase.refresh_index;
+`kb eval` scores the gold queries with kbtool.search.evaluation."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """`kb skill new|list|show|validate|import|export|pack`: the skill registry.
 
-`kb skill new|list|show|validate|import|export|pack`: the skill registry (KnowledgeBase.new_skill, skills,
-import_skills, export_skills, pack_skill). Installing skills into agents is install.py."""
+The registry is skills/ in the knowledge base. The commands call the facade (KnowledgeBase.new_skill, skills,
+import_skills, export_skills, pack_skill) and print its answers; import and export scan each skill first.
+Installing skills into agents is install.py."""
 
 from __future__ import annotations
 

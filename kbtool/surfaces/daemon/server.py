@@ -1,7 +1,7 @@
 """The warm side of `kb search`: a process that keeps the model and index in memory.
 
-The warm side of `kb search`: one process per knowledge base that keeps the model, the
-index and its vector matrix in memory and answers clients over a unix socket.
+There is one per knowledge base. It holds the model, the index and its vector matrix, and answers
+clients over a unix socket.
 
     python -m kbtool.surfaces.daemon.server ROOT      (started on demand by kbtool.surfaces.daemon.client)
 

@@ -1,9 +1,10 @@
 """What an MCP tool answers: a text for the model and the same answer as structured content.
 
-What an MCP tool answers: a text for the model to read and the same answer as structured content (the
-operation's contract, kbtool/model/contracts/, dumped as the CLI's --json dumps it). Each function here
-turns one contract into that pair; the paging footers and the search budget are kept here too, so every
-tool's text says the same things the same way.
+The structured content is the operation's contract (kbtool/model/contracts/), dumped as the CLI's --json
+dumps it. Each function here turns one contract into that pair. The paging footers and the budgets (a list
+page 2,000 tokens by default, a search 4,000 characters) are kept here too, and so is the rewording of the
+CLI's options in a refusal or a note as the tools' arguments (in_mcp_words), so every tool's text says the
+same things the same way.
 """
 
 from __future__ import annotations

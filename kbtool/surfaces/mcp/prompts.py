@@ -1,9 +1,9 @@
 """The MCP prompts, for clients without skill support.
 
-The MCP prompts, for clients without skill support: "before an experiment" and "record a run",
-each the kb skill's own sections for that moment, opened by the calls to make with kb's tools.
-Built from the skill's text at each request, so a knowledge base that adapts its kb skill adapts
-its prompts too (kbtool/skills/bundled.py says which copy is read)."""
+Two are here, "before an experiment" and "record a run": each is the kb skill's own sections for that moment,
+opened by the calls to make with kb's tools. They are built from the skill's text at each request, so a
+knowledge base that adapts its kb skill adapts its prompts too (kbtool/skills/bundled.py says which copy is
+read)."""
 
 from __future__ import annotations
 

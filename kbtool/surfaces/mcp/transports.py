@@ -1,10 +1,9 @@
 """How `kb serve` reaches its clients: stdio, or streamable HTTP behind bearer tokens.
 
-How `kb serve` reaches its clients: stdio, or streamable HTTP behind bearer tokens and kb.toml's request
-limits (size, rate). Over HTTP every write needs a token, on loopback too (any local user reaches
-loopback), so a server started with none makes one and prints it; on loopback reads need none, beyond
-it every request does. Each agent may have a token of its own (--agent-token NAME=TOKEN), which is who it
-is (kbtool/surfaces/mcp/identity.py). The tools themselves are kbtool/surfaces/mcp/tools/.
+Over HTTP, kb.toml's request limits (size, rate) apply, and every write needs a token, on loopback too (any
+local user reaches loopback), so a server started with none makes one and prints it; on loopback reads need
+none, beyond it every request does. Each agent may have a token of its own (--agent-token NAME=TOKEN), which
+is who it is (kbtool/surfaces/mcp/identity.py). The tools themselves are kbtool/surfaces/mcp/tools/.
 """
 
 from __future__ import annotations

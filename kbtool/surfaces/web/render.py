@@ -1,8 +1,8 @@
 """Pages from templates (Jinja2, autoescaped), the same for the live server and the site.
 
-Pages from templates (Jinja2, autoescaped): the same templates for the live server and the static site,
-which differ only in how a page names another (`url`) and a stylesheet (`asset`), and in the actions
-a static page leaves out."""
+The live server and the static site differ only in how a page names another (`url`: /path live, a relative
+path ending in index.html static) and a stylesheet (`asset`), and in the actions a static page leaves out.
+An optional field a card leaves out reads as empty."""
 
 from __future__ import annotations
 

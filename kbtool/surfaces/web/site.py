@@ -1,12 +1,14 @@
 """`kb site DIR`: the web view's pages as a static site.
 
-`kb site DIR`: the web view's pages as a static site, for a team's internal pages host or a folder
-opened from disk. The same templates as `kb ui`, without the actions (no server to commit through),
-and search in the browser over an index of the cards' text (static/search-index.js).
+It is for a team's internal pages host or a folder opened from disk. The pages come from the same
+templates as `kb ui`, without the actions (no server to commit through); search runs in the browser over an
+index of the cards' text (static/search-index.js, the first 2,000 characters of each body).
 
 Every page is DIR/<path>/index.html and links name index.html, so the site works from file:// and
-under any sub-path of a host. Files of an earlier run that no page writes now are removed, and
-nothing outside DIR is touched; DIR must be empty or hold a site kb wrote (its .kb-site marker).
+under any sub-path of a host. The site is written beside DIR (.DIR.writing) and swapped in (the old one
+goes by .DIR.old, then is removed), so a reader never sees half a site and files of an earlier run that no
+page writes now are gone; nothing else outside DIR is touched. DIR must be empty or hold a site kb wrote (its
+.kb-site marker).
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """What every MCP tool is declared with: annotations, shared parameters, its knowledge base.
 
-What every MCP tool is declared with: its annotations (READS, WRITES, CHANGES, RUNS), the parameters
-several tools share (their types and descriptions, written once), and the way a tool reaches the knowledge
-base it names (`on`). A tool is one function decorated with `tool(...)`; kbtool/surfaces/mcp/server.py
-registers the functions the modules of this package list in their TOOLS.
+The annotations say how a tool touches the knowledge base: READS, WRITES (a new card), CHANGES (what an
+existing card means) or RUNS (a check on this machine). The parameters several tools share have their types
+and descriptions written once. `on` runs a tool's work on the knowledge base it names; caller, writer and
+read_from say who calls and where the files it names may be read from. A tool is one function decorated with
+`tool(...)`; kbtool/surfaces/mcp/server.py registers the functions the modules of this package list in their
+TOOLS.
 """
 
 from __future__ import annotations

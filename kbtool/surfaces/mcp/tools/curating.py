@@ -1,7 +1,8 @@
 """The curating tools: checking the knowledge base, and an agent's changes of status.
 
-The curating tools: checking the knowledge base, and the changes of status an agent may make to its own
-work (what an agent may change of others' is held by kbtool.curation.review, behind the facade)."""
+lint checks the knowledge base; supersede, set_status, edit and link are the changes an agent may make to
+its own work, one commit each. What an agent may change of others' is held by kbtool.curation.review, behind the facade.
+Confirming is a person's or a locked gate's, so set_status does not offer it."""
 
 from __future__ import annotations
 
