@@ -102,19 +102,18 @@ def test_status_counts_the_vectors_of_every_source(tmp_path, fast_env):
 
 
 class SlowInCall(StalledBuild):
-    """A stalled background build, and embeddings inside a call that take CALL_S each (a CPU that the build
-    holds): how many a search waits for shows in `in_call`."""
+    """A stalled background build, and embeddings inside a call that take call_s each, plus text_s a text (a CPU
+    that the build holds): how many a search waits for shows in `in_call`."""
 
-    CALL_S = 0.2
-
-    def __init__(self) -> None:
+    def __init__(self, call_s: float = 0.2, text_s: float = 0.0) -> None:
         super().__init__()
+        self.call_s, self.text_s = call_s, text_s
         self.in_call: list[int] = []
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         if threading.current_thread().name != "kb-vectors":
             self.in_call.append(len(texts))
-            time.sleep(self.CALL_S)
+            time.sleep(self.call_s + self.text_s * len(texts))
         return super().embed_documents(texts)
 
 
@@ -280,22 +279,6 @@ def test_a_search_leaves_the_multilingual_leg_to_the_background_build_until_its_
     assert cjk.queries == ["out of memory batch size"]
 
 
-class CostPerText(StalledBuild):
-    """A stalled background build, and embeddings inside a call that cost TEXT_S a text (a loaded CPU)."""
-
-    TEXT_S = 0.06
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.in_call: list[int] = []
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if threading.current_thread().name != "kb-vectors":
-            self.in_call.append(len(texts))
-            time.sleep(self.TEXT_S * len(texts))
-        return super().embed_documents(texts)
-
-
 def test_a_search_starts_no_group_of_its_hits_that_would_end_past_its_budget(tmp_path):
     """At the rate the last group ran, a search embeds only what fits in URGENT_SECONDS: on a loaded CPU one more
     group of four would have taken the search past it (a shell search's p99 under load was 1.01 s)."""
@@ -303,12 +286,12 @@ def test_a_search_starts_no_group_of_its_hits_that_would_end_past_its_budget(tmp
 
     source = tmp_path / "starter"
     subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(source)], check=True)
-    embedder = CostPerText()
+    embedder = SlowInCall(call_s=0.0, text_s=0.06)  # a loaded CPU: each text costs the same
     kb = kbtool.open(source, embedder=embedder)
     kb.warm_in_background()
     while not kb.warm_up.model_ready:
         time.sleep(0.05)
     kb.search("KV cache memory at long context", k=10)
-    fits = int(searching.URGENT_SECONDS / CostPerText.TEXT_S)  # 5 texts of 0.06 s in 0.3 s
+    fits = int(searching.URGENT_SECONDS / embedder.text_s)  # 5 texts of 0.06 s in 0.3 s
     assert embedder.in_call[0] == searching.URGENT_GROUP and sum(embedder.in_call) <= fits, embedder.in_call
     embedder.released.set()
