@@ -163,9 +163,23 @@ def fast_env() -> dict[str, str]:
     return {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}
 
 
-def run_kb(env: dict[str, str], root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`kb --kb ROOT ARGS...` as a user runs it, in a subprocess."""
-    return subprocess.run([*KB_COMMAND, "--kb", str(root), *args], env=env, capture_output=True, text=True, timeout=120)
+def run_kb(
+    env: dict[str, str],
+    root: Path | None,
+    *args: str,
+    cwd: Path | None = None,
+    stdin: str | None = None,
+    check: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """`kb --kb ROOT ARGS...` as a user runs it, in a subprocess: the one way the tests run kb's own command (root
+    None: no --kb, the knowledge base found from cwd as in a user's folder). check: exit 0 asserted, stderr shown."""
+    where = ["--kb", str(root)] if root is not None else []
+    done = subprocess.run(
+        [*KB_COMMAND, *where, *args], env=env, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=120
+    )
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
 
 
 def add_source(project: kbtool.KnowledgeBase, text: str) -> None:

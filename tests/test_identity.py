@@ -7,7 +7,7 @@ import getpass
 import os
 import subprocess
 
-from conftest import KB_COMMAND
+from conftest import run_kb
 
 
 def test_without_a_git_identity_kb_says_so_once_and_reviews_carry_the_login(tmp_path):
@@ -23,13 +23,10 @@ def test_without_a_git_identity_kb_says_so_once_and_reviews_carry_the_login(tmp_
     )
     root = tmp_path / "k"
 
-    def kb(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([*KB_COMMAND, *args], env=env, capture_output=True, text=True, timeout=120)
-
-    made = kb("init", str(root))
-    added = kb("--kb", str(root), "add", "gap", "--title", "Does FP8 KV hold accuracy?")
-    confirmed = kb("--kb", str(root), "confirm", "does-fp8-kv-hold-accuracy")
-    listed = kb("--kb", str(root), "list")
+    made = run_kb(env, None, "init", str(root))
+    added = run_kb(env, root, "add", "gap", "--title", "Does FP8 KV hold accuracy?")
+    confirmed = run_kb(env, root, "confirm", "does-fp8-kv-hold-accuracy")
+    listed = run_kb(env, root, "list")
     for out in (made, added, confirmed):
         assert out.returncode == 0, out.stderr
         notes = [line for line in out.stderr.splitlines() if "git has no user.name" in line]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import kbtool
-from conftest import KB_COMMAND, REPO_ROOT, git, run_kb
+from conftest import REPO_ROOT, git, run_kb
 
 RULE = "no-accuracy-loss-against-the-bf16-oracle"
 
@@ -31,10 +31,6 @@ def clone(remote: Path | str, where: Path, who: str) -> Path:
     git(where, "config", "user.name", who)
     git(where, "config", "user.email", f"{who}@example.invalid")
     return where
-
-
-def kb_in(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*KB_COMMAND, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture
@@ -85,7 +81,9 @@ def test_a_project_from_a_teammates_clone_names_the_remote_and_works_on_another_
     alice, bob = person(tmp_path, fast_env, "alice"), person(tmp_path, fast_env, "bob")
     work = tmp_path / "alice" / "work"
     clone(url, work / "team-clone", "alice")
-    made = kb_in(alice, work, "new-project", "sammie", "--from", "../work/team-clone", "--for", "hardware=H100")
+    made = run_kb(
+        alice, None, "new-project", "sammie", "--from", "../work/team-clone", "--for", "hardware=H100", cwd=work
+    )
     assert made.returncode == 0, made.stderr
     assert f"the source is {url} (../work/team-clone's git remote origin" in made.stdout
     project = work / "sammie"
@@ -132,7 +130,7 @@ def test_a_project_from_a_teammates_clone_names_the_remote_and_works_on_another_
 def test_a_folder_with_no_remote_stays_a_path_and_says_so(tmp_path, fast_env, team_remote):
     _, team = team_remote
     git(team.root, "remote", "remove", "origin")
-    made = kb_in(fast_env, tmp_path, "new-project", "p", "--from", str(team.root), "--for", "hardware=H100")
+    made = run_kb(fast_env, None, "new-project", "p", "--from", str(team.root), "--for", "hardware=H100", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     assert f"{team.root} has no git remote: the source is recorded as a path, found on this machine only" in made.stdout
     assert 'path = "../team-work"' in (tmp_path / "p" / "kb.toml").read_text()
@@ -224,7 +222,7 @@ def test_a_clone_whose_remote_is_out_of_reach_still_starts_a_project(tmp_path, f
     bare, _ = team_remote
     clone(bare, tmp_path / "team-clone", "alice")
     bare.rename(tmp_path / "server-down")  # offline: the remote cannot be reached now
-    made = kb_in(fast_env, tmp_path, "new-project", "p", "--from", "team-clone", "--for", "hardware=H100")
+    made = run_kb(fast_env, None, "new-project", "p", "--from", "team-clone", "--for", "hardware=H100", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     assert f"the source is {bare} (team-clone's git remote origin" in made.stdout
     assert "not cloned yet (source team: " in made.stdout and "run `kb sources update`" in made.stdout
@@ -234,9 +232,9 @@ def test_a_clone_whose_remote_is_out_of_reach_still_starts_a_project(tmp_path, f
 
 def test_a_project_from_a_bare_repository_names_it_as_given(tmp_path, fast_env, team_remote):
     bare, _ = team_remote
-    made = kb_in(
+    made = run_kb(
         fast_env,
-        bare.parent,
+        None,
         "new-project",
         "p",
         "--from",
@@ -245,6 +243,7 @@ def test_a_project_from_a_bare_repository_names_it_as_given(tmp_path, fast_env, 
         str(tmp_path / "p"),
         "--for",
         "hardware=H100",
+        cwd=bare.parent,
     )
     assert made.returncode == 0, made.stderr
     assert made.stdout.splitlines()[1] == f"the source is {bare}"  # no remote of a clone to speak of
