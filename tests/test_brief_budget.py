@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from test_budget import CORPUS, LIST_BUDGET, clone, docs_corpus, kb, session, tokens
+from test_budget import CORPUS, ENV, LIST_BUDGET, clone, docs_corpus, session, tokens
 
 import kbtool
-from conftest import add_source
+from conftest import add_source, run_kb
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     unlocked gate of its own)."""
     where = tmp_path_factory.mktemp("brief")
     team = clone(where)
-    kb(team, "import", str(CORPUS if CORPUS.is_dir() else docs_corpus(where / "corpus")))
+    run_kb(ENV, team, "import", str(CORPUS if CORPUS.is_dir() else docs_corpus(where / "corpus")), check=True)
     project = kbtool.init(where / "sammie", name="sammie")
     project.add("constraint", "Keep the mask decoder in FP16", values={"rule": "never quantise the SAM mask decoder"})
     project.add("gap", "Is SAM 3.1 mask decoding bound by memory bandwidth on H100?", values={"priority": "high"})

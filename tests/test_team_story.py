@@ -13,7 +13,6 @@ import json
 import subprocess
 from pathlib import Path
 
-from test_team_sources import kb_in
 from test_team_sync_trust import fake_script_and_its_hash, lock_iou_gate, review_of
 
 import kbtool
@@ -72,7 +71,7 @@ def test_the_team_story(tmp_path, fast_env):
     rule, gap, fid, gate = (of_kind(alice, k) for k in ("constraint", "gap", "finding", "gate"))
 
     # bob starts Sammie from his clone: the project names the team's remote, copies what applies, locks the gate
-    made = kb_in(envs["bob"], tmp_path, "new-project", "sammie", "--from", "bob", "--for", "hardware=H100")
+    made = run_kb(envs["bob"], None, "new-project", "sammie", "--from", "bob", "--for", "hardware=H100", cwd=tmp_path)
     assert made.returncode == 0 and f"the source is {bare}" in made.stdout, made.stdout + made.stderr
     sammie = kbtool.open(tmp_path / "sammie")
     assert {rule, fid, gate} <= set(sammie.ids()) and gate in sammie.gate_locks()
