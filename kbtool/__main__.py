@@ -8,10 +8,18 @@ runs most, in a new process each time."""
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Any
+
+from kbtool.store import interrupts
+
+_interrupted: list[bool] = []  # a Ctrl-C before the CLI's handlers were in place (they record the later ones)
 
 
 def main() -> None:
+    if not os.environ.get("KB_DEBUG"):
+        sys.unraisablehook = _said_in_one_line
     try:
         from kbtool.surfaces.daemon.search_command import run
 
@@ -22,8 +30,20 @@ def main() -> None:
 
         run_cli()
     except KeyboardInterrupt:  # only before the CLI's handlers were in place: it says every later one itself
+        _interrupted.append(True)
         print("kb: interrupted; nothing was committed", file=sys.stderr)
         raise SystemExit(130) from None
+
+
+def _said_in_one_line(unraisable: Any) -> None:
+    """An error Python cannot raise, from a finalizer as objects are collected (GitPython's config parser, left
+    half-made by a Ctrl-C, fails in __del__ at exit): never Python's traceback. After an interrupted command,
+    which has said its one line, nothing; else one line. KB_DEBUG keeps Python's own report."""
+    if _interrupted or interrupts.signalled():
+        return
+    error = unraisable.exc_value
+    where = getattr(unraisable.object, "__qualname__", None) or type(unraisable.object).__name__
+    print(f"kb: note: ignored {type(error).__name__} in {where} as an object was discarded: {error}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -239,6 +239,11 @@ def command() -> Iterator[list[int]]:
             _state.in_command = False
 
 
+def signalled() -> bool:
+    """Whether the CLI's process received a signal it handles (SIGINT, SIGTERM, SIGHUP) during its run."""
+    return bool(_state.received)
+
+
 def committed_before_interrupt() -> bool:
     """Whether this command completed a critical section (its change is made) before a signal ended it."""
     return _state.completed
