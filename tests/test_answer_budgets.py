@@ -188,7 +188,7 @@ def test_the_tool_definitions_fit_3500_tokens_and_still_say_what_an_agent_needs(
     # what was left out is what the schema or the answers say already; what an agent needs stays
     assert "e.g." in search["query"]["description"] and search["kind"]["enum"][-1] == "skill"
     assert '{"hardware": "H100"}' in search["for"]["description"] and search["for"]["type"] == "object"
-    assert '"applies_to.hardware"' in search["filters"]["description"]
+    assert '"applies_to.hardware"' in search["where"]["description"]
     assert all("description" not in tools[n].input_schema["properties"]["offset"] for n in ("list", "gaps", "log"))
     assert tools["get"].input_schema["properties"]["offset"]["description"] == "a skill's next page"
     assert tools["add_finding"].annotations.idempotent_hint is None  # the spec's default for a writer, left out

@@ -185,7 +185,7 @@ def test_search_get_and_a_finding_added_through_mcp_is_found(seeded, env):
             assert commit_count(seeded.root) == commits + 1
 
             again = await call(
-                client, "search", query="FP8 KV cache RULER accuracy", filters={"applies_to.hardware": "H100"}
+                client, "search", query="FP8 KV cache RULER accuracy", where={"applies_to.hardware": "H100"}
             )
             assert again.structured_content["hits"][0]["id"] == new_id
             stored = seeded.get(new_id).card
@@ -210,7 +210,7 @@ def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(seeded, env):
             before = commit_count(seeded.root)
             cases = [
                 ("get", {"id": "no-such-card"}, "no card or skill with id 'no-such-card'"),
-                ("search", {"query": "x", "filters": {"applies_to.nonsense": "1"}}, "filters applies_to.nonsense"),
+                ("search", {"query": "x", "where": {"applies_to.nonsense": "1"}}, "where applies_to.nonsense"),
                 ("search", {"query": "x", "kind": "recipe"}, "recipe"),
                 ("search", {"query": "   "}, "empty query"),
                 ("search", {"query": "x", "k": "ten"}, "k"),
@@ -224,7 +224,7 @@ def test_bad_input_is_a_tool_error_and_the_server_keeps_serving(seeded, env):
                 ("add_card", {"kind": "gap", "title": "Leak AKIAIOSFODNN7EXAMPLE?"}, "looks like a credential"),
                 ("related", {"id": "nope"}, "nope"),
                 ("get", {"id": "Not_A_Skill"}, "no card or skill with id"),
-                ("search", {"query": "x", "filters": {"tags": ["a"]}}, "filters tags: give one value"),
+                ("search", {"query": "x", "where": {"tags": ["a"]}}, "where tags: give one value"),
                 ("lint", {"skip": ["everything"]}, "everything"),
                 ("no_such_tool", {}, "no_such_tool"),
                 # past the limits of kb.toml, answered at once (a 1.2 MB body once stalled the server 60 s)

@@ -224,11 +224,12 @@ def test_a_budget_cuts_the_mcp_search_and_says_so_in_the_same_shape(starter):
 def test_the_list_fast_path_prints_what_the_page_holds(starter):
     """`kb list --json` makes its JSON from the index's cached text of each card: the same answer."""
     from kbtool.facade.knowledge_base import KnowledgeBase
+    from kbtool.model.contracts import CardQuery
 
     kb = KnowledgeBase.open(starter)
-    for query in [(), ("finding",), ("gap", "draft")]:
-        assert json.loads(kb.card_page_json(*query)) == kb.card_page(*query, sources=False).to_json(), query
-    assert json.loads(kb.card_page_json(where=["id=none-such"])) == {
+    for query in [{}, {"kind": "finding"}, {"kind": "gap", "status": "draft"}]:
+        assert json.loads(kb.card_page_json(CardQuery.of(**query))) == kb.card_page(**query, sources=False).to_json()
+    assert json.loads(kb.card_page_json(CardQuery.of(where=["id=none-such"]))) == {
         "cards": [],
         "total": 0,
         "offset": 0,

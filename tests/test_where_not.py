@@ -68,7 +68,7 @@ def test_negation_over_mcp(scoped):
 
     async def go():
         async with stdio(scoped, env) as client:
-            listed = await call(client, "list", filters={"applies_to.modality!": "vision"})
+            listed = await call(client, "list", where={"applies_to.modality!": "vision"})
             assert not listed.is_error, listed.content[0].text
             ids = {c["id"] for c in listed.structured_content["cards"]}
             assert "keep-the-vision-encoder-in-bf16" not in ids and "every-change-lands-behind-a-gate" in ids

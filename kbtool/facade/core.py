@@ -12,13 +12,14 @@ import builtins
 from collections.abc import Callable, Iterable, Mapping
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, Unpack
 
 from kbtool.curation.review import AGENT_SETTABLE
 from kbtool.facade.vector_warm_up import VectorWarmUp
 from kbtool.model import markdown
 from kbtool.model.applicability import Environment, nothing_to_judge
-from kbtool.model.cards import CardBase, checked_status, id_problem, unique_id
+from kbtool.model.cards import CardBase, id_problem, unique_id
+from kbtool.model.contracts.base import CardQuery, Narrowing
 from kbtool.model.errors import (
     AmbiguousId,
     BadInput,
@@ -30,9 +31,9 @@ from kbtool.model.errors import (
     SemanticUnavailable,
     SkillNotFound,
 )
-from kbtool.model.fields import Filter, card_conditions, drop_none, filters_of
+from kbtool.model.fields import drop_none
 from kbtool.model.records import CardSummary, StoredCard
-from kbtool.model.validation import model_for, validate_card
+from kbtool.model.validation import validate_card
 from kbtool.model.vocabulary import STATE_DIR
 from kbtool.store.commits import card_message
 from kbtool.store.config import Config, load_config
@@ -184,24 +185,17 @@ class KnowledgeBaseCore:
         raise CardNotFound(f"no source {name!r} to read {ref!r} from (kb.toml [[sources]]: {named})")
 
     def summaries_everywhere(
-        self,
-        kind: str | None = None,
-        status: str | None = None,
-        tags: Iterable[str] = (),
-        where: Iterable[str | Filter] = (),
-        applies_for: Environment = None,
-        only_applying: bool = False,
+        self, query: CardQuery | None = None, /, **narrowing: Unpack[Narrowing]
     ) -> builtins.list[CardSummary]:
-        """summaries() here, then each source's, their ids as SOURCE:ID and their data with kb: SOURCE;
-        judged against the environment (applying()) when there is one."""
-        where = filters_of(where)  # parsed once, for this knowledge base and every source
-        found = self.summaries(kind, status, tags, where)
+        """summaries() here, then each source's, their ids as SOURCE:ID and their data with kb: SOURCE."""
+        query = CardQuery.of(query, **narrowing)  # parsed once, for this knowledge base and every source
+        found = self.summaries(query)
         copied = self.copied_originals()  # a source card copied here shows once: the copy (kbtool.facade.shadows)
         for name, base in self.source_bases():
-            theirs = (s.from_source(name) for s in base.summaries(kind, status, tags, where))
+            theirs = (s.from_source(name) for s in base.summaries(query))
             found += [s for s in theirs if s.id not in copied]
             self.relay_notices(f"source {name}", base)
-        return self.applying(found, applies_for, only_applying)
+        return found
 
     _copies: tuple[object, builtins.list[CardSummary]] | None = None  # (the index's cards, those that are copies)
 
@@ -228,12 +222,12 @@ class KnowledgeBaseCore:
 
     def environment_for(self, applies_for: Environment = None) -> dict[str, str]:
         """The environment a read judges applicability by: kb.toml [environment]'s applies_to fields (the
-        default `--for` of every command here), applies_for's over them (FIELD=VALUE pairs or a mapping;
-        a field given as `any` is not judged)."""
-        from kbtool.model.applicability import environment_of, parse_environment
+        default `--for` of every command here), applies_for's over them (FIELD=VALUE pairs or a mapping, such
+        as a request's, checked as it is; a field given as `any` is not judged)."""
+        from kbtool.model.applicability import checked_environment, environment_of, parse_environment
 
         if isinstance(applies_for, Mapping):
-            given = parse_environment([f"{k}={v}" for k, v in applies_for.items()], "for")
+            given = checked_environment(applies_for)
         else:
             given = parse_environment(applies_for or ())
         return environment_of(self.config.environment, given)
@@ -295,63 +289,33 @@ class KnowledgeBaseCore:
         except CardNotFound:
             raise CardNotFound(f"no card or skill with id {ref!r}") from None
 
-    def list(
-        self,
-        kind: str | None = None,
-        status: str | None = None,
-        tags: Iterable[str] = (),
-        where: Iterable[str | Filter] = (),
-    ) -> builtins.list[StoredCard]:
-        if kind is not None:
-            model_for(kind)
-        if status is not None:
-            checked_status(status)
-        filters = filters_of(where)
-        wanted_tags = {t.casefold() for t in tags}
+    def list(self, query: CardQuery | None = None, /, **narrowing: Unpack[Narrowing]) -> builtins.list[StoredCard]:
+        """The cards that match (a CardQuery, or its fields as keywords: kind="finding", where=[...]), each
+        file parsed and validated: for callers that need the models or the bodies (summaries() reads the index)."""
+        query = CardQuery.of(query, **narrowing)
         out = []
         for stored in self.cards():
             card = stored.card
-            if kind and card.kind != kind or status and card.status != status:
-                continue
-            if wanted_tags and not wanted_tags <= {t.casefold() for t in card.tags}:
-                continue
-            data = card.model_dump(mode="json")
-            if all(f.matches(data) for f in filters):
+            if query.kind and card.kind != query.kind or query.status and card.status != query.status:
+                continue  # the two cheap conditions before the card is dumped for the others
+            if query.matches(card.model_dump(mode="json")):
                 out.append(stored)
         return out
 
     def summaries(
-        self,
-        kind: str | None = None,
-        status: str | None = None,
-        tags: Iterable[str] = (),
-        where: Iterable[str | Filter] = (),
+        self, query: CardQuery | None = None, /, **narrowing: Unpack[Narrowing]
     ) -> builtins.list[CardSummary]:
         """What list() finds, read from the index instead of the card files (which it brings up to date
-        first, by file stat): the frontmatter of each card, fast at any size. list() still parses and
-        validates the files, for callers that need the models or the bodies."""
-        return self.index.summaries(self._matching(kind, status, tags, where))
+        first, by file stat): the frontmatter of each card, fast at any size."""
+        return self.index.summaries(self._matching(CardQuery.of(query, **narrowing)))
 
-    def summaries_json(
-        self,
-        kind: str | None = None,
-        status: str | None = None,
-        tags: Iterable[str] = (),
-        where: Iterable[str | Filter] = (),
-    ) -> str:
+    def summaries_json(self, query: CardQuery | None = None) -> str:
         """summaries() as the JSON text `kb list --json` prints: an array, one card a line."""
-        return self.index.summaries_json(self._matching(kind, status, tags, where))
+        return self.index.summaries_json(self._matching(CardQuery.of(query)))
 
-    def _matching(
-        self, kind: str | None, status: str | None, tags: Iterable[str], where: Iterable[str | Filter]
-    ) -> set[int] | None:
-        if kind is not None:
-            model_for(kind)
-        if status is not None:
-            checked_status(status)
-        conditions = card_conditions(kind, status, tags, filters_of(where))
+    def _matching(self, query: CardQuery) -> set[int] | None:
         self.index.refresh_if_stale(None)
-        return self.index.matching(conditions)
+        return self.index.matching(query.conditions())
 
     def _create(
         self,

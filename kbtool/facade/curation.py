@@ -11,7 +11,7 @@ import builtins
 import json
 from collections.abc import Iterable
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import Environment
@@ -29,9 +29,9 @@ from kbtool.model.contracts import (
     Stats,
     page_of,
 )
+from kbtool.model.contracts.base import CardQuery, Listing, ListRequest
 from kbtool.model.contracts.reading import BULK
 from kbtool.model.errors import BadInput, CardNotFound
-from kbtool.model.fields import Filter
 from kbtool.model.records import CardSummary, Problem
 from kbtool.model.vocabulary import INACTIVE_STATUSES
 from kbtool.store.git_log import Commit
@@ -113,56 +113,48 @@ class Curation(KnowledgeBaseCore):
             truncated=page["truncated"],
         )
 
+    def listing(self, request: ListRequest | None = None, /, **listing: Unpack[Listing]) -> builtins.list[CardSummary]:
+        """The cards a listing finds (a ListRequest, or its fields as keywords): here and (sources) in the
+        sources (summaries_everywhere), judged against its environment (applying)."""
+        request = ListRequest.of(request, **listing)
+        found = self.summaries_everywhere(request) if request.sources else self.summaries(request)
+        return self.applying(found, request.applies_for, request.only_applying)
+
     def card_page(
         self,
-        kind: str | None = None,
-        status: str | None = None,
-        tags: Iterable[str] = (),
-        where: Iterable[str | Filter] = (),
-        applies_for: Environment = None,
-        only_applying: bool = False,
+        request: ListRequest | None = None,
+        /,
         limit: int | None = None,
         offset: int = 0,
-        sources: bool = True,
+        **listing: Unpack[Listing],
     ) -> CardPage:
-        """A page of the cards that match, here and (sources) in the sources (summaries_everywhere), as `kb list
-        --json` prints it and the MCP list tool answers it: each card's frontmatter, without the body."""
-        if sources:
-            found = self.summaries_everywhere(kind, status, tags, where, applies_for, only_applying)
-        else:
-            found = self.applying(self.summaries(kind, status, tags, where), applies_for, only_applying)
-        shown, page = page_of(found, offset, limit)
+        """A page of the cards a listing finds, as `kb list --json` prints it and the MCP list tool answers it:
+        each card's frontmatter, without the body."""
+        shown, page = page_of(self.listing(request, **listing), offset, limit)
         from kbtool.facade.card_standing import standings
 
         said = standings(self, shown)
         listed = [ListedCard.model_validate({**c.to_dict(), "standing": said.get(c.id)}) for c in shown]
         return CardPage(cards=listed, **page)
 
-    def card_page_json(
-        self,
-        kind: str | None = None,
-        status: str | None = None,
-        tags: Iterable[str] = (),
-        where: Iterable[str | Filter] = (),
-    ) -> str:
+    def card_page_json(self, query: CardQuery | None = None) -> str:
         """card_page(...).to_json() as JSON text, every card here, made from the JSON the index caches of each
         (summaries_json): `kb list --json` at 10k cards in milliseconds. The same answer only when no source
         and no environment changes the cards (the caller knows)."""
-        cards = self._gates_standing(self.summaries_json(kind, status, tags, where), kind, status, tags, where)
+        query = CardQuery.of(query)
+        cards = self._gates_standing(self.summaries_json(query), query)
         # one card a line, and a newline inside a card's JSON is escaped: each line that opens an object is a card
         total = cards.count("\n{")
         return f'{{"cards": {cards},\n"total": {total}, "offset": 0, "truncated": false}}'
 
-    def _gates_standing(
-        self, cards: str, kind: str | None, status: str | None, tags: Iterable[str], where: Iterable[str | Filter]
-    ) -> str:
+    def _gates_standing(self, cards: str, query: CardQuery) -> str:
         """The cached JSON with each gate's line given its standing (locked or not, as card_page says): the few
         gates' lines rewritten, the thousands of other cards' lines left as cached."""
-        if kind not in (None, "gate"):
+        if query.kind not in (None, "gate"):
             return cards
         from kbtool.facade.card_standing import standings
 
-        gates = self.summaries("gate", status, tags, where)
+        gates = self.summaries(query, kind="gate")
         said = standings(self, gates)
         for gate in gates:
             cached = json.dumps(gate.to_dict(), ensure_ascii=False)  # the line as the index caches it

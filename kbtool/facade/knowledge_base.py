@@ -91,7 +91,7 @@ class KnowledgeBase(Writing, Imports, Exchange, Review, Gates, Findings, Search,
         scoped = f", for={json.dumps(environment)}" if environment else ""
         musts = [
             s
-            for s in self.summaries_everywhere(kind="constraint", applies_for=applies_for, only_applying=judged)
+            for s in self.applying(self.summaries_everywhere(kind="constraint"), environment, only_applying=judged)
             if s.get("severity", default="must") == "must" and s.status not in INACTIVE_STATUSES
         ]
         gaps = self.gaps_everywhere(applies_for, only_applying=judged)
@@ -114,7 +114,7 @@ class KnowledgeBase(Writing, Imports, Exchange, Review, Gates, Findings, Search,
                 musts,
                 "constraints",
                 f"kb list --kind constraint --where severity=must {scope}",
-                f'list(kind="constraint", filters={{"severity": "must"}}{scoped})',
+                f'list(kind="constraint", where={{"severity": "must"}}{scoped})',
             ),
             gaps=_section(gaps, "gaps", f"kb gaps {scope}", f"gaps({scoped.lstrip(', ')})"),
             findings=latest,

@@ -12,7 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from kbtool.facade.core import KnowledgeBaseCore
 from kbtool.model.applicability import nothing_to_judge
@@ -30,6 +30,7 @@ from kbtool.model.contracts import (
     SearchResult,
     Similar,
 )
+from kbtool.model.contracts.search import SearchOptions
 from kbtool.model.errors import BadInput, KbError
 from kbtool.model.records import CardSummary, StoredCard
 from kbtool.search import across
@@ -58,42 +59,14 @@ class Search(KnowledgeBaseCore):
     """Hybrid search, environment checks and a card's neighbourhood; in a long-lived process, with the vectors
     built in the background meanwhile (warm_up: kbtool.facade.vector_warm_up)."""
 
-    def search(
-        self,
-        query: str,
-        k: int = 10,
-        kind: str | None = None,
-        status: str | None = None,
-        tags: Iterable[str] = (),
-        where: Iterable[str] = (),
-        mode: str = "hybrid",
-        explain: bool = False,
-        sources: bool = True,
-        env: bool = False,
-        applies_for: dict[str, str] | None = None,
-        only_applying: bool = False,
-    ) -> SearchResult:
-        """Hybrid search: the cards (and skills) that match, best first (see kbtool.search.pipeline);
-        the sources' too (sources), findings from elsewhere flagged (env); with applies_for
-        ({"hardware": "H100"}), each hit says how it applies and those scoped elsewhere come last (or not
-        at all, only_applying)."""
-        request = SearchRequest.parse(
-            {
-                "query": query,
-                "k": k,
-                "kind": kind,
-                "status": status,
-                "tags": list(tags),
-                "where": list(where),
-                "mode": mode,
-                "explain": explain,
-                "sources": sources,
-                "env": env,
-                "for": applies_for or {},
-                "only_applying": only_applying,
-            }
-        )
-        return self.run_search(request)
+    def search(self, query: str | SearchRequest, /, **options: Unpack[SearchOptions]) -> SearchResult:
+        """Hybrid search: the cards (and skills) that match, best first (see kbtool.search.pipeline); a
+        SearchRequest, or the words and its fields as keywords (k=5, kind="finding", applies_for={"hardware":
+        "H100"}, ...): the sources' too (sources), findings from elsewhere flagged (env); with applies_for, each
+        hit says how it applies and those scoped elsewhere come last (or not at all, only_applying)."""
+        if isinstance(query, SearchRequest):
+            return self.run_search(SearchRequest.of(query, **options))
+        return self.run_search(SearchRequest.of(None, query=query, **options))
 
     def search_page(self, request: SearchRequest, offset: int = 0) -> SearchPage:
         """A search as `kb search --json` prints it and the MCP search tool answers it (before its budget cuts

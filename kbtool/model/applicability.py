@@ -117,16 +117,30 @@ def unknown_values(environment: Mapping[str, str]) -> list[str]:
 
 def parse_environment(pairs: Iterable[str], flag: str = "--for") -> dict[str, str]:
     """`--for hardware=H200` ... -> {"hardware": "H200"}; InvalidField naming a field applies_to lacks."""
-    known = set(AppliesTo.model_fields)
-    out: dict[str, str] = {}
+    given: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        key, value = key.strip(), value.strip()
-        if not sep or not key or not value:
+        if not sep or not key.strip() or not value.strip():
             raise InvalidField(f"{flag} {pair!r}: expected FIELD=VALUE, e.g. hardware=H100")
+        given[key.strip()] = value
+    return checked_environment(given, flag)
+
+
+def checked_environment(given: Mapping[str, Any], flag: str = "for") -> dict[str, str]:
+    """An environment as a mapping ({"hardware": "H100"}, an MCP call's or a contract's) checked as it is,
+    never turned back into FIELD=VALUE text: each key an applies_to field, each value a non-empty string
+    (trimmed); InvalidField naming the first that is not."""
+    known = set(AppliesTo.model_fields)
+    out: dict[str, str] = {}
+    for key, value in given.items():
+        key = str(key).strip()
+        plain = isinstance(value, (str, int, float)) and not isinstance(value, bool)  # a number reads as its text
+        text = str(value).strip() if plain else ""
+        if not key or not text:
+            raise InvalidField(f"{flag} {f'{key}={value}'!r}: expected FIELD=VALUE, e.g. hardware=H100")
         if key not in known:
             raise InvalidField(f"{flag} {key}: not an applies_to field (one of {', '.join(sorted(known))})")
-        out[key] = value
+        out[key] = text
     return out
 
 

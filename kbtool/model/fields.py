@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -203,21 +203,46 @@ def card_conditions(
 
 
 def parse_filters(pairs: Iterable[str], flag: str = "--where") -> list[Filter]:
-    """Filters on any field of any kind; a path no kind declares is an error, not an empty result.
-    `flag` names the filters in errors: the CLI's --where, the MCP tools' filters."""
+    """Filters on any field of any kind from `field=value` strings (the CLI's --where, a daemon or --batch
+    request); a path no kind declares is an error, not an empty result. `flag` names the filters in errors."""
     filters: list[Filter] = []
     for key, values in split_pairs(pairs, flag).items():
-        negate = key.endswith("!")  # FIELD!=VALUE: split at the first '=' leaves the '!' on the key
-        key = key.removesuffix("!").strip()
-        parts = key.split(".")
-        if not key or not any(_declares(model, parts) for model in MODELS.values()):
-            raise InvalidField(f"{flag} {key}: no card kind has the field {key!r}")
-        filters.extend(Filter(tuple(parts), v, negate) for v in values)
+        parts, negate = _filtered_path(key, flag)
+        filters.extend(Filter(parts, v, negate) for v in values)
     return filters
 
 
-def filters_of(where: Iterable[str | Filter], flag: str = "--where") -> list[Filter]:
-    """Filters as callers hold them: `field=value` strings parsed (parse_filters), parsed ones kept as they are."""
+def filters_from(given: Mapping[str, Any], flag: str = "where") -> list[Filter]:
+    """Filters from a mapping of field path -> one value ({"applies_to.hardware": "B200"}, as MCP and Python
+    give them; a key ending in ! negates), never turned into `field=value` text; a value is a string, a number
+    or a boolean."""
+    filters: list[Filter] = []
+    for key, value in given.items():
+        parts, negate = _filtered_path(str(key), flag)
+        if not isinstance(value, str | int | float | bool):
+            raise InvalidField(
+                f"{flag} {key}: give one value (a string, number or boolean), not {type(value).__name__}"
+            )
+        filters.append(Filter(parts, str(value).lower() if isinstance(value, bool) else str(value), negate))
+    return filters
+
+
+def _filtered_path(key: str, flag: str) -> tuple[tuple[str, ...], bool]:
+    """A filter's field path and whether it negates (FIELD!=VALUE: split at the first '=' leaves the '!' on the
+    key); InvalidField when no card kind declares the path."""
+    negate = key.strip().endswith("!")
+    key = key.strip().removesuffix("!").strip()
+    parts = key.split(".")
+    if not key or not any(_declares(model, parts) for model in MODELS.values()):
+        raise InvalidField(f"{flag} {key}: no card kind has the field {key!r}")
+    return tuple(parts), negate
+
+
+def filters_of(where: Iterable[str | Filter] | Mapping[str, Any], flag: str = "--where") -> list[Filter]:
+    """Filters as callers hold them: a mapping (filters_from), `field=value` strings parsed (parse_filters),
+    parsed ones kept as they are."""
+    if isinstance(where, Mapping):
+        return filters_from(where, flag.removeprefix("--"))
     given = list(where)
     pairs = [w for w in given if isinstance(w, str)]
     return [w for w in given if isinstance(w, Filter)] + (parse_filters(pairs, flag) if pairs else [])

@@ -20,7 +20,6 @@ from typing import Any
 
 from kbtool.model.contracts import HitSource, SearchHit, SearchRequest, SearchResult
 from kbtool.model.errors import BadInput
-from kbtool.model.fields import card_conditions
 from kbtool.model.parsing import has_cjk
 from kbtool.search.embeddings import Embedder
 from kbtool.search.index import Index
@@ -107,7 +106,7 @@ class Searcher:
         if not text:
             raise BadInput("empty query: say what to look for")
         cards = self.index.cards
-        allowed = self.index.matching(card_conditions(request.kind, request.status, request.tags, request.where))
+        allowed = self.index.matching(request.conditions())
 
         terms = query_terms(text)
         if request.mode in ("hybrid", "bm25") and self._has_chinese(text):

@@ -9,20 +9,24 @@ command's output)."""
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypedDict, TypeVar
 
 from pydantic import (
     AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Field,
     ValidationError,
     ValidationInfo,
+    field_validator,
 )
 
+from kbtool.model.applicability import checked_environment, parse_environment
 from kbtool.model.errors import BadInput
-from kbtool.model.fields import Filter, filters_of
-from kbtool.model.validation import describe_error, field_path
+from kbtool.model.fields import Filter, card_conditions, filters_from, filters_of
+from kbtool.model.validation import describe_error, field_path, model_for
 from kbtool.model.vocabulary import DIRECTIONS, KINDS, MODES, STATUSES
 
 if TYPE_CHECKING:
@@ -37,6 +41,7 @@ SEARCH_KINDS = (*KINDS, "skill")  # skills are indexed beside the cards
 # Literal[TUPLE]: the enums come from the one tuple each list is kept in; valid at run time, but mypy
 # accepts only literal values inside Literal[], hence the ignores
 SearchKind = Literal[SEARCH_KINDS]  # type: ignore[valid-type]
+CardKindName = Literal[KINDS]  # type: ignore[valid-type]
 StatusName = Literal[STATUSES]  # type: ignore[valid-type]
 Mode = Literal[MODES]  # type: ignore[valid-type]
 Direction = Literal[DIRECTIONS]  # type: ignore[valid-type]
@@ -51,8 +56,11 @@ Strings = Annotated[tuple[str, ...], BeforeValidator(_strings)]
 
 
 def _filters(value: Any, info: ValidationInfo) -> Any:
-    """`field=value` and `field!=value` strings, as the CLI, a --batch line, the daemon and MCP send them,
-    parsed once into Filters (an unknown field: InvalidField, worded as --where has always said it)."""
+    """`field=value` and `field!=value` strings, as the CLI, a --batch line and the daemon send them, or a
+    mapping of field -> value (`{"applies_to.hardware": "B200"}`, `"path!"` negating), as MCP and Python give
+    them, parsed once into Filters (an unknown field: InvalidField, naming the field as the caller called it)."""
+    if isinstance(value, dict):
+        return tuple(filters_from(value, info.field_name or "where"))
     items = (value,) if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)):
         return value  # pydantic says it is not a list
@@ -64,6 +72,18 @@ def _filters(value: Any, info: ValidationInfo) -> Any:
 
 # conditions on any card field, parsed once where the request is made
 Filters = Annotated[tuple[Filter, ...], BeforeValidator(_filters)]
+
+
+def _environment(value: Any) -> Any:
+    """`--for` as the CLI sends it (FIELD=VALUE strings) or as MCP and Python give it (a mapping), checked
+    once into {field: value}; the parts below take the mapping as it is."""
+    if isinstance(value, dict):
+        return checked_environment(value)
+    return parse_environment(value) if isinstance(value, (list, tuple)) else value
+
+
+# the environment a read is for (applies_to field -> value), checked where the request is made
+ForEnvironment = Annotated[dict[str, str], BeforeValidator(_environment)]
 
 
 class Payload(BaseModel):
@@ -112,3 +132,81 @@ def _one_line(exc: ValidationError) -> str:
         if line not in seen:
             seen.append(line)
     return "; ".join(seen)
+
+
+class Narrowing(TypedDict, total=False):
+    """CardQuery's fields as the Python API's keywords take them (kb.list(kind="finding", where=[...]))."""
+
+    kind: str | None
+    status: str | None
+    tags: Iterable[str]
+    where: Iterable[str | Filter]
+
+
+class CardQuery(Payload):
+    """Which cards a read is about, every condition met: a kind, a status, all of some tags, and field
+    conditions (where). The one declaration of the group a list, a search, an export and a brief narrow by;
+    the Python API's keywords (kind=..., where=[...]) build one (CardQuery.of)."""
+
+    noun: ClassVar[str] = "list option"
+
+    kind: CardKindName | None = Field(None, description="only cards of this kind")
+    status: StatusName | None = Field(None, description="only cards with this status")
+    tags: Strings = Field((), description="cards carrying all of these tags")
+    where: Filters = Field((), description="field=value conditions, all must match (applies_to.hardware=B200)")
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind(cls, value: Any) -> Any:
+        if value is not None:
+            model_for(str(value))  # UnknownKind's message lists the kinds
+        return value
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _status(cls, value: Any) -> Any:
+        if value is not None and value not in STATUSES:
+            raise ValueError(f"status {value!r} is not one of {', '.join(STATUSES)}")
+        return value
+
+    @classmethod
+    def of(cls, given: CardQuery | None = None, /, **fields: Any) -> Self:
+        """given as it is when it is one of cls; else one made from given's fields and the keywords over them
+        (cls's fields: Narrowing, Listing, SearchOptions), parsed as a request is (BadInput naming the fault); a
+        None keyword is not given."""
+        if isinstance(given, cls) and not fields:
+            return given
+        asked = {k: (list(v) if isinstance(v, (tuple, set)) else v) for k, v in fields.items() if v is not None}
+        base = {k: getattr(given, k) for k in given.model_fields_set if k in cls.model_fields} if given else {}
+        return cls.parse({**base, **asked})
+
+    def conditions(self) -> list[Filter]:
+        """Every condition, as filters all to be met (kind, status and each tag are field conditions too)."""
+        return card_conditions(self.kind, self.status, self.tags, self.where)
+
+    def matches(self, data: Any) -> bool:
+        """Whether a card (its fields as JSON) meets every condition."""
+        return all(f.matches(data) for f in self.conditions())
+
+
+class ListRequest(CardQuery):
+    """A listing (`kb list`, the MCP list tool, the daemon's list): the cards that match, here and (sources)
+    in the sources, judged against an environment (applies_for over kb.toml [environment]). A search is one
+    too, ranked by its words (SearchRequest)."""
+
+    applies_for: ForEnvironment = Field(
+        default_factory=dict,
+        validation_alias=AliasChoices("for", "applies_for"),
+        description="the environment the answer is for, applies_to field -> value (hardware: H100): each card says "
+        "how it applies (scoped, family, general, other) and cards scoped elsewhere come after all that apply",
+    )
+    only_applying: bool = Field(False, strict=True, description="with for: leave out the cards scoped elsewhere")
+    sources: bool = Field(True, strict=True, description="also the knowledge bases kb.toml names as [[sources]]")
+
+
+class Listing(Narrowing, total=False):
+    """ListRequest's fields as the Python API's keywords take them (kb.card_page(kind="gap", applies_for=...))."""
+
+    applies_for: Mapping[str, str] | Iterable[str] | None
+    only_applying: bool
+    sources: bool

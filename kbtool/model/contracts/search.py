@@ -4,23 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar
 
-from pydantic import (
-    AliasChoices,
-    Field,
-    ValidationInfo,
-    field_validator,
-)
+from pydantic import AliasChoices, Field, field_validator
 
-from kbtool.model.applicability import Applies, parse_environment
-from kbtool.model.contracts.base import MAX_K, Filters, Mode, Payload, SearchKind, StatusName, Strings
+from kbtool.model.applicability import Applies
+from kbtool.model.contracts.base import MAX_K, Listing, ListRequest, Mode, Payload, SearchKind, StatusName
 from kbtool.model.validation import model_for
-from kbtool.model.vocabulary import MODES, STATUSES, words
+from kbtool.model.vocabulary import MODES, words
 
 # --- search ------------------------------------------------------------------------------------
 
 
-class SearchRequest(Payload):
-    """One query: the filters narrow the cards, the mode picks the legs that rank them."""
+class SearchRequest(ListRequest):
+    """One query: a listing (the filters narrow the cards, where a skill is a kind too, judged against an
+    environment) ranked by its words, the mode picking the legs that rank them."""
 
     noun: ClassVar[str] = "search option"
 
@@ -31,31 +27,13 @@ class SearchRequest(Payload):
     )
     k: int = Field(10, ge=1, le=MAX_K, description="how many hits at most")
     kind: SearchKind | None = Field(None, description="only cards of this kind (skill: only skills)")
-    status: StatusName | None = Field(None, description="only cards with this status")
-    tags: Strings = Field((), description="cards carrying all of these tags")
-    where: Filters = Field((), description="field=value conditions, all must match (applies_to.hardware=B200)")
     mode: Mode = Field(MODES[0], description=f"ranking: {words(MODES)}")
     explain: bool = Field(False, strict=True, description="each hit's rank and score in each leg")
-    sources: bool = Field(True, strict=True, description="also search the knowledge bases kb.toml names as [[sources]]")
     env: bool = Field(
         False,
         strict=True,
         description="flag findings measured on another GPU, engine or driver version than this project's",
     )
-    applies_for: dict[str, str] = Field(
-        default_factory=dict,
-        validation_alias=AliasChoices("for", "applies_for"),
-        description="the environment the answer is for, applies_to field -> value (hardware: H100): each hit says "
-        "how it applies (scoped, family, general, other) and cards scoped elsewhere rank below all that apply",
-    )
-    only_applying: bool = Field(False, strict=True, description="with for: leave out the cards scoped elsewhere")
-
-    @field_validator("applies_for", mode="before")
-    @classmethod
-    def _environment(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return parse_environment([f"{k}={v}" for k, v in value.items()], "for")
-        return parse_environment(value, "--for") if isinstance(value, (list, tuple)) else value
 
     @field_validator("k", mode="before")
     @classmethod
@@ -71,13 +49,21 @@ class SearchRequest(Payload):
             model_for(str(value))  # UnknownKind's message lists the kinds
         return value
 
-    @field_validator("mode", "status", mode="before")
+    @field_validator("mode", mode="before")
     @classmethod
-    def _one_of(cls, value: Any, info: ValidationInfo) -> Any:
-        choices = MODES if info.field_name == "mode" else STATUSES
-        if value not in choices and not (value is None and info.field_name == "status"):
-            raise ValueError(f"{info.field_name} {value!r} is not one of {', '.join(choices)}")
+    def _mode(cls, value: Any) -> Any:
+        if value not in MODES:
+            raise ValueError(f"mode {value!r} is not one of {', '.join(MODES)}")
         return value
+
+
+class SearchOptions(Listing, total=False):
+    """SearchRequest's fields besides the words, as the Python API's keywords take them (kb.search("...", k=5))."""
+
+    k: int
+    mode: str
+    explain: bool
+    env: bool
 
 
 # how a card applies to the environment a read is for (--for, kb.toml [environment]); left out without one

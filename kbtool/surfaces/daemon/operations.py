@@ -32,23 +32,28 @@ def run(kb: Any, op: str, args: dict[str, Any]) -> Any:
 
 def _list(kb: Any, args: dict[str, Any]) -> Any:
     """A CardPage; json_text: as JSON text (what `kb list --json` prints); brief: the rows a listing prints,
-    [id, kind, status, (applies,) title], a tenth of the JSON at 1k cards."""
-    unknown = set(args) - {"kind", "status", "tags", "where", "brief", "json_text", "sources", *JUDGED}
-    if unknown:
-        raise BadInput(f"list: unknown option(s) {', '.join(sorted(unknown))}")
-    query = (args.get("kind"), args.get("status"), _strings(args, "tags"), _strings(args, "where"))
-    pairs, only = _strings(args, "for"), bool(args.get("only_applying"))
-    everywhere = bool(args.get("sources")) and bool(kb.config.sources)
-    if args.get("brief"):
+    [id, kind, status, (applies,) title], a tenth of the JSON at 1k cards. The rest of args is a ListRequest,
+    parsed once here."""
+    from kbtool.model.contracts.base import ListRequest
+
+    shape = {k: args[k] for k in ("brief", "json_text") if k in args}
+    request = ListRequest.parse({k: v for k, v in args.items() if k not in shape}, "list")
+    if not kb.config.sources and request.sources:
+        request = request.model_copy(update={"sources": False})  # nothing to read elsewhere
+    if shape.get("brief"):
         from kbtool.facade.card_standing import standings
 
-        found = kb.applying(kb.summaries_everywhere(*query) if everywhere else kb.summaries(*query), pairs, only)
+        found = kb.listing(request)
         said = standings(kb, found)
         return [_row(s, said.get(s.id)) for s in found]
-    if args.get("json_text") and not everywhere and not (only or kb.environment_for(pairs)):
-        return kb.card_page_json(*query)  # made where the cached cards are
-    page = kb.card_page(*query, pairs, only, sources=everywhere).to_json()
-    return json.dumps(page, ensure_ascii=False, indent=1) if args.get("json_text") else page
+    if (
+        shape.get("json_text")
+        and not request.sources
+        and not (request.only_applying or kb.environment_for(request.applies_for))
+    ):
+        return kb.card_page_json(request)  # made where the cached cards are
+    page = kb.card_page(request).to_json()
+    return json.dumps(page, ensure_ascii=False, indent=1) if shape.get("json_text") else page
 
 
 def _row(summary: Any, standing: str | None) -> list[str]:

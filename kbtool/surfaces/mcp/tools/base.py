@@ -21,7 +21,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from kbtool.facade.knowledge_base import KnowledgeBase
-from kbtool.model.contracts import SEARCH_KINDS, SearchRequest
+from kbtool.model.contracts import SEARCH_KINDS
 from kbtool.model.vocabulary import KINDS, STATUSES
 from kbtool.store.files import ReadFrom
 from kbtool.surfaces.mcp.identity import Caller
@@ -40,13 +40,12 @@ RUNS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_
 
 DEFAULT_BUDGET = 6000  # characters of hit text a search answer may spend; agents pay for every one
 
-# dict[str, Any], not the union of scalars: a shorter schema; parsed_filters refuses what is not a scalar
-Filters = Annotated[
+# dict[str, Any], not the union of scalars: a shorter schema; the contract refuses what is not a scalar
+# (kbtool.model.fields.filters_from), naming the parameter as the contract's field: where
+Where = Annotated[
     dict[str, Any] | None,
     Field(description='all must match: {"applies_to.hardware": "B200"}; "path!": must not'),
 ]
-# the parameters search shares with the library take their descriptions from its contract
-SEARCH = SearchRequest.model_fields
 # Literal[TUPLE]: the MCP enums come from the one tuple each list is kept in; valid at run time, but
 # mypy accepts only literal values inside Literal[], hence the ignores
 Kind = Annotated[Literal[SEARCH_KINDS] | None, Field(description="only this kind (skill: only skills)")]  # type: ignore[valid-type]
@@ -82,6 +81,7 @@ def _values_unsaid(schema: dict[str, Any]) -> None:
 
 
 OnlyApplying = Annotated[bool, Field(description="with for: drop cards scoped elsewhere")]
+Sources = Annotated[bool, Field(description="also kb.toml's [[sources]]")]
 
 ToolFunction = Callable[..., Awaitable[CallToolResult]]
 

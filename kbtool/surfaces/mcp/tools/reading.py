@@ -6,7 +6,7 @@ operation's contract), and its body one facade call whose contract kbtool/surfac
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
@@ -19,6 +19,7 @@ from kbtool.model.contracts import (
     CardLog,
     CardPage,
     Documents,
+    ListRequest,
     OpenGaps,
     RecentChanges,
     Related,
@@ -27,7 +28,6 @@ from kbtool.model.contracts import (
     ServedKbs,
     SkillList,
 )
-from kbtool.model.fields import Filter
 from kbtool.model.records import StoredCard
 from kbtool.model.vocabulary import MODES
 from kbtool.surfaces.mcp import answers
@@ -37,16 +37,17 @@ from kbtool.surfaces.mcp.tools.base import (
     Budget,
     CardId,
     CardKind,
-    Filters,
     For,
     KbChoice,
     Kind,
     Limit,
     Offset,
     OnlyApplying,
+    Sources,
     Status,
     Tags,
     Tool,
+    Where,
     on,
     present,
     shelf_of,
@@ -71,28 +72,31 @@ async def search(
     kind: Kind = None,
     status: Status = None,
     tags: Tags = None,
-    filters: Filters = None,
+    where: Where = None,
     mode: Annotated[Literal[MODES], Field(description="ranking")] = MODES[0],  # type: ignore[valid-type]
     budget: Budget = answers.SEARCH_BUDGET,
     offset: Annotated[int, Field(ge=0, le=900)] = 0,
     env: Annotated[bool, Field(description="flag findings from other GPUs, engines, drivers")] = False,
     applies_for: For = None,
     only_applying: OnlyApplying = False,
+    sources: Sources = True,
+    explain: Annotated[bool, Field(description="each hit's rank and score in each leg")] = False,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, SearchPage]:
     """Cards and skills by keywords and meaning, best first, a line each (superseded, refuted last); `get`
     a hit's id."""
 
     def answer(base: KnowledgeBase) -> CallToolResult:
-        asked = present(kind=kind, status=status, tags=tags, **{"for": applies_for})
+        asked = present(kind=kind, status=status, tags=tags, where=where, applies_for=applies_for)
         request = SearchRequest.parse(
             {
                 "query": query,
                 "k": k + offset,  # the hits past offset are this page
-                "where": parsed_filters(filters),
                 "mode": mode,
                 "env": env,
                 "only_applying": only_applying,
+                "sources": sources,
+                "explain": explain,
                 **asked,
             }
         )
@@ -161,24 +165,20 @@ async def list_cards(
     kind: CardKind = None,
     status: Status = None,
     tags: Tags = None,
-    filters: Filters = None,
+    where: Where = None,
     applies_for: For = None,
     only_applying: OnlyApplying = False,
+    sources: Sources = True,
     fields: Annotated[list[str] | None, Field(description='frontmatter fields to add; ["all"]: every one')] = None,
     limit: Limit = 200,
     offset: Offset = 0,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, CardPage]:
     """Cards matching every filter (id, kind, title, status), a page at a time."""
+    asked = present(kind=kind, status=status, tags=tags, where=where, applies_for=applies_for)
+    request = {**asked, "only_applying": only_applying, "sources": sources}
     return await on(
-        ctx,
-        kb,
-        lambda base: answers.card_page(
-            base.card_page(
-                kind, status, tags or (), parsed_filters(filters), applies_for, only_applying, limit, offset
-            ),
-            fields or (),
-        ),
+        ctx, kb, lambda base: answers.card_page(base.card_page(ListRequest.parse(request), limit, offset), fields or ())
     )
 
 
@@ -263,20 +263,6 @@ async def recent(
 ) -> Annotated[CallToolResult, RecentChanges]:
     """What changed, newest first: each commit's cards and the agent that made it."""
     return await on(ctx, kb, lambda base: answers.recent_changes(base.recent_changes(since, kind, limit, offset)))
-
-
-def parsed_filters(filters: dict[str, Any] | None) -> list[Filter]:
-    """The filters object parsed once into the conditions the facade takes, so an error names `filters`,
-    not --where."""
-    from kbtool.model.fields import parse_filters
-
-    for key, value in (filters or {}).items():
-        if not isinstance(value, str | int | float | bool):
-            raise ToolError(f"filters {key}: give one value (a string, number or boolean), not {type(value).__name__}")
-    pairs = [
-        f"{key}={str(value).lower() if isinstance(value, bool) else value}" for key, value in (filters or {}).items()
-    ]
-    return parse_filters(pairs, "filters")
 
 
 TOOLS: tuple[Tool, ...] = (kbs, search, get, list_cards, gaps, related, skills, log, recent)
