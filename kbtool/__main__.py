@@ -12,8 +12,6 @@ import os
 import sys
 from typing import Any
 
-from kbtool.store import interrupts
-
 _interrupted: list[bool] = []  # a Ctrl-C before the CLI's handlers were in place (they record the later ones)
 
 
@@ -39,7 +37,10 @@ def _said_in_one_line(unraisable: Any) -> None:
     """An error Python cannot raise, from a finalizer as objects are collected (GitPython's config parser, left
     half-made by a Ctrl-C, fails in __del__ at exit): never Python's traceback. After an interrupted command,
     which has said its one line, nothing; else one line. KB_DEBUG keeps Python's own report."""
-    if _interrupted or interrupts.signalled():
+    # read from sys.modules, never imported here: at exit the import system may be gone, and a process that never
+    # loaded it (the light search path) installed no handler that could have recorded a signal
+    interrupts = sys.modules.get("kbtool.store.interrupts")
+    if _interrupted or (interrupts is not None and interrupts.signalled()):
         return
     error = unraisable.exc_value
     where = getattr(unraisable.object, "__qualname__", None) or type(unraisable.object).__name__

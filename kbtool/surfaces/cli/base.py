@@ -10,7 +10,6 @@ check); nothing prints a traceback.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -253,7 +252,9 @@ def committed(commit: str | None) -> str:
 
 
 def print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+    from kbtool.surfaces.daemon.search_command import json_text  # the light search's, which cannot import this
+
+    typer.echo(json_text(value))
 
 
 def read_text_arg(path: Path) -> str:

@@ -186,10 +186,15 @@ def answer(root: Path, query: str, values: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def json_text(value: Any) -> str:
+    """Any answer as every --json of kb prints it: indented, non-ASCII as it is, what JSON lacks as its text."""
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
 def show(result: dict[str, Any], as_json: bool, explain: bool) -> None:
     """The answer on stdout: its JSON (--json), else each hit in a few lines; "no matching cards" on stderr."""
     if as_json:
-        print(json.dumps(result, ensure_ascii=False, indent=2, default=str))
+        print(json_text(result))
         return
     for n, hit in enumerate(result["hits"], 1):
         applies = f"  applies: {hit['applies']}" if hit.get("applies") else ""

@@ -299,9 +299,8 @@ def _card_text(kb: KnowledgeBase, ref: str) -> str:
 
 
 def _version() -> str:
-    from importlib import metadata
+    """kb's version as the server tells the client: kbtool.__version__, the one source (pyproject.toml's too),
+    also where kb runs from a checkout that was never installed."""
+    from kbtool import __version__
 
-    try:
-        return metadata.version("kbtool")
-    except metadata.PackageNotFoundError:
-        return "0"
+    return __version__
