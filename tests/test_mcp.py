@@ -447,13 +447,9 @@ def test_serve_rejects_bad_flags(seeded, env):
 @pytest.fixture
 def starter(tmp_path) -> kbtool.KnowledgeBase:
     """A clone of this repository: the starter knowledge base as a new user gets it."""
-    from conftest import REPO_ROOT, git
+    from conftest import clone_starter
 
-    clone = tmp_path / "starter"
-    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)
-    git(clone, "config", "user.name", "a person")
-    git(clone, "config", "user.email", "person@example.invalid")
-    return kbtool.open(clone)
+    return kbtool.open(clone_starter(tmp_path / "starter"))
 
 
 def test_the_documented_agent_workflow_on_the_starter_kb(starter, env, tmp_path):

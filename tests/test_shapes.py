@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from typing import Any
 
@@ -16,7 +15,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from typer.testing import CliRunner
 
-from conftest import REPO_ROOT, git
+from conftest import REPO_ROOT, clone_starter
 from kbtool.surfaces.cli import app
 
 KB = [sys.executable, "-m", "kbtool"]
@@ -31,11 +30,7 @@ def starter(tmp_path, monkeypatch) -> str:
     """A clone of this repository: the starter knowledge base as a new user gets it."""
     monkeypatch.setenv("KB_EMBEDDER", "hashing")
     monkeypatch.setenv("KB_DAEMON", "0")
-    clone = tmp_path / "starter"
-    subprocess.run(["git", "clone", "-q", str(REPO_ROOT), str(clone)], check=True)
-    git(clone, "config", "user.name", "a person")
-    git(clone, "config", "user.email", "person@example.invalid")
-    return str(clone)
+    return str(clone_starter(tmp_path / "starter"))
 
 
 def cli_json(root: str, *args: str) -> Any:
