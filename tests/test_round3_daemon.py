@@ -396,6 +396,7 @@ AT_MOMENT = textwrap.dedent(
     """
     import os, signal, sys, runpy
     moment, sys.argv = sys.argv[1], ["kb", *sys.argv[2:]]
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as in a terminal, whatever the suite inherited
 
     def interrupt():
         os.kill(os.getpid(), signal.SIGINT)
