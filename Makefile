@@ -33,9 +33,10 @@ demo: install
 test: install browser
 	$(PY) -m pytest -q
 
-# the fast suite: everything but the real-model quality tests and the fresh-install tests
+# the fast suite: tests/unit and tests/integration (in this process, no kb processes), under a minute here;
+# `make test` runs every folder (tests/process: kb as users run it; tests/browser: the web view in chromium)
 test-fast: install
-	$(PY) -m pytest -q -m "not quality and not install"
+	$(PY) -m pytest -q tests/unit tests/integration
 
 # ruff (lint and format) and mypy, with the versions pyproject.toml pins; CI runs this too
 LINTED := kbtool migrations tests bench gates

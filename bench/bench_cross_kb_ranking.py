@@ -25,6 +25,7 @@ from statistics import mean, median
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "tests" / "process"))  # the test module whose helpers it uses
 
 from kbtool.store.locate import cache_dir  # noqa: E402
 

@@ -12,7 +12,7 @@ pair is an `add_finding` and the search right after it, which must find the new 
 both legs (it embeds the new chunks first).
 
 --tokens measures what the server costs an agent's context instead (o200k_base tokens, counted as
-tests/test_budget.py counts them: the test extra installs the tokenizer): each tool's definition as
+tests/process/test_budget.py counts them: the test extra installs the tokenizer): each tool's definition as
 list_tools gives it, then each default answer (text and structured content together) on the starter KB
 with the corpus imported (~850 cards) and a finding of an AIPerf export.
 """
@@ -34,6 +34,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp_workload import TOPICS, until_semantic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "process"))  # test_budget
 from test_budget import tokens  # the one counter every budget is held to
 
 REPO = Path(__file__).resolve().parent.parent

@@ -255,7 +255,7 @@ def bad_inputs(root: Path, tmp: Path) -> dict[str, list[tuple[str, bool]]]:
     inputs = {"json input": ['{"title": "x", "colour": 1}', "[1]"]}
     prefixes = {"read-only knowledge base": read_only_prefix(root)}
     if prefixes["read-only knowledge base"] is None:
-        del classes["read-only knowledge base"]  # no user namespaces here: tests/test_read_only.py says so too
+        del classes["read-only knowledge base"]  # no user namespaces here: tests/process/test_read_only.py says so too
     results: dict[str, list[tuple[str, bool]]] = {}
     for name, cases in classes.items():
         for n, args in enumerate(cases):

@@ -1,6 +1,6 @@
 """The map of kbtool's code: its packages in order, each package's modules in layers.
 
-tests/test_surface.py enforces the map (every module placed, every import downwards, no circle), and
+tests/process/test_surface.py enforces the map (every module placed, every import downwards, no circle), and
 docs/development.md shows it through cog (`layout_markdown`), each module described by the first line of
 its docstring, read from the source with `ast` so that nothing here imports the code it describes. A new
 module is one entry here; the docs follow with `make docs`.
@@ -124,7 +124,7 @@ ARCHITECTURE: dict[str, list[set[str]]] = {
         {"__init__"},  # the app: every command group registers on it
     ],
     "surfaces": [{"docs"}],  # the reference tables and docs/cli.md, made from the models and the CLI itself
-    # the top level: this map (read by tests/test_surface.py and docs/development.md, importing nothing of
+    # the top level: this map (read by tests/process/test_surface.py and docs/development.md, importing nothing of
     # kbtool), then the entry points above all
     "entry": [{"layout"}, {"__init__", "__main__"}],
 }

@@ -36,6 +36,17 @@ _GIT_IDENTITY.write_text("[user]\n\tname = kb tests\n\temail = tests@kb.invalid\
 os.environ["GIT_CONFIG_GLOBAL"] = str(_GIT_IDENTITY)
 
 
+FOLDERS = ("unit", "integration", "process", "browser")  # the suite's parts, each its marker (pyproject.toml)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test carries its folder's marker: `-m unit`, `-m "not process"` select by what a test needs."""
+    for item in items:
+        folder = item.path.parent.name
+        if folder in FOLDERS:
+            item.add_marker(folder)
+
+
 @pytest.fixture
 def kb(tmp_path: Path) -> kbtool.KnowledgeBase:
     return kbtool.init(tmp_path / "kb", name="test-kb")

@@ -5,7 +5,7 @@ punctuation, which BPE tokenizers cut finer (a 40-hex commit sha is ~25 tokens o
 full-precision float ~7). So a text is cut as those tokenizers pre-split it (words, digits in threes, runs of
 CJK characters, punctuation runs, runs of spaces) and each piece counted, a tenth added to err high: over the
 starter KB's cards (English, Chinese, JSON blueprints), the docs and real benchmark exports this counts ~15% over
-GPT-4o's o200k_base and never under it (tests/test_budget.py holds the estimate to the real count).
+GPT-4o's o200k_base and never under it (tests/process/test_budget.py holds the estimate to the real count).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`kb export --format jsonl` and `kb import FILE.jsonl` carry a whole knowledge base: its cards, its gate
 locks with the files a locked gate runs, its skills (every file, byte for byte) and kb.toml's settings (the
-importing knowledge base keeps its own identity; run logs never travel: tests/test_round3_imports.py). A round
+importing knowledge base keeps its own identity; run logs never travel: tests/process/test_round3_imports.py). A round
 trip into a fresh `kb init` keeps the locks locked; a damaged stream writes nothing."""
 
 from __future__ import annotations

@@ -36,10 +36,10 @@ CLONE = "kb"  # where the README's reader cloned this repository, under HOME: ~/
 # blocks by their first line: what the test sets up before running one, or why it does not run it
 NOT_RUN = {
     "kb sync --take theirs:claim                       # their claim, wherever both claims differ": (
-        "three ways to settle conflicts a reader's own sync met; tests/test_sync_trust.py settles each for real"
+        "three ways to settle conflicts a reader's own sync met; tests/process/test_sync_trust.py settles each for real"
     ),
     'kb add-finding --title "FP8 KV cache: decode throughput" \\': (
-        "a user's own six run exports; tests/test_repeats.py runs it on copies of a real vLLM result"
+        "a user's own six run exports; tests/integration/test_repeats.py runs it on copies of a real vLLM result"
     ),
     "make demo   # creates .venv/, installs kb (CPU torch pinned first) and the model's ONNX export,": (
         "the set-up itself: .ci/run runs `make test` (this test among them) and `make demo` on a clean clone"

@@ -19,7 +19,7 @@ from conftest import REPO_ROOT, clone_starter
 from kbtool.surfaces.cli import app
 
 KB = [sys.executable, "-m", "kbtool"]
-# two sides of real runs, three each (a run is never compared with itself: tests/test_same_run.py)
+# two sides of real runs, three each (a run is never compared with itself: tests/process/test_same_run.py)
 candidate, baseline = (
     str(REPO_ROOT / "tests" / "data" / "aiperf-duration" / side) for side in ("candidate", "baseline")
 )

@@ -84,7 +84,7 @@ def test_an_english_search_over_the_starter_kbs_chinese_notes_says_so_within_its
 
 
 def test_no_docs_block_needs_the_checkout_as_its_folder_or_writes_into_it():
-    """A reader runs the docs' blocks from wherever they are (tests/test_readme.py runs them from an empty
+    """A reader runs the docs' blocks from wherever they are (tests/process/test_readme.py runs them from an empty
     folder): a block names the reader's clone where it needs a file of this repository (~/kb, the README says),
     and never writes a picture over the tracked ones in docs/images/."""
     from test_readme import RUNNABLE, blocks, commands, read

@@ -55,7 +55,7 @@ def test_one_artifact_folder_a_side_gets_no_verdict_from_its_records_interval(cl
     assert "speedup_low" not in out and "change_low" not in out
 
     # `kb compare` shows the change with the interval of one run's requests, labelled as such, and no verdict
-    # (a run against itself is refused, tests/test_same_run.py: the baseline is the run under another id)
+    # (a run against itself is refused, tests/process/test_same_run.py: the baseline is the run under another id)
     rows = {r["metric"]: r for r in json.loads(cli("compare", str(a), str(b), "--json").stdout)["metrics"]}
     ttft = rows["time_to_first_token"]
     assert out["candidate"] == ttft["candidate"] and ttft["verdict"] == out["verdict"]

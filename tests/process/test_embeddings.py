@@ -1,7 +1,7 @@
 """Document embeddings in bfloat16 where the CPU runs it natively: the same vectors as fp32 within
 cosine 0.9999, checked on the batch's own texts before use, and fp32 whenever asked or in doubt.
 Real model (all-MiniLM-L6-v2) on the starter KB's chunk texts, on the PyTorch runtime (what a process
-uses when onnxruntime is not installed or its export disagrees; tests/test_onnx_runtime.py is the other)."""
+uses when onnxruntime is not installed or its export disagrees; tests/process/test_onnx_runtime.py is the other)."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ def test_compare_across_ignored_conditions_says_each_once_with_its_own_values(st
     # one note a condition, each with that condition's own values (not the first difference found, for every key)
     notes = got["vllm"].structured_content["notes"]
     assert len(notes) == len(VLLM_IGNORED), notes
-    # over MCP a note names the argument, not the CLI's flag (tests/test_mcp_words.py)
+    # over MCP a note names the argument, not the CLI's flag (tests/process/test_mcp_words.py)
     by_key = {re.search(r'ignore_conditions=\["(\w+)"\]', n).group(1): n for n in notes}  # type: ignore[union-attr]
     assert "input tokens per request: 1024 vs 4096" in by_key["input_tokens"]
     assert "concurrency: 100 vs 1" in by_key["concurrency"]

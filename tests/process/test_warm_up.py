@@ -19,10 +19,11 @@ from mcp.client.stdio import StdioServerParameters
 from slow_model import SlowToLoad
 
 import kbtool
+from conftest import REPO_ROOT
 
 LOAD_S = 8.0  # the model's load: a wait for it shows as seconds, far past AT_ONCE_S
 AT_ONCE_S = 1.0  # an answer that did not wait, with room for a loaded machine
-SLOW_MODEL = str(Path(__file__).parent / "slow_model.py")
+SLOW_MODEL = str(REPO_ROOT / "tests" / "slow_model.py")
 LOADING = "similar cards: the embedding model is still loading"
 SIMILAR_PARTIAL = "similar cards: among the chunks embedded so far"
 KEYWORD_ONLY = "keyword (BM25) results only for now"

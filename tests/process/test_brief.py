@@ -123,7 +123,7 @@ def test_codex_gets_the_hooks_it_documents(kb, tmp_path):
     assert hooks["Stop"][0]["hooks"][0]["command"].endswith("hook stop")
     assert runner.invoke(app, ["agent", "uninstall", "--codex", "--dir", str(project)]).exit_code == 0
     assert not any(project.iterdir())
-    # Cursor's hooks: tests/test_first_day_agent.py
+    # Cursor's hooks: tests/process/test_first_day_agent.py
 
 
 # --- the hook commands, run as Claude Code runs them -------------------------------------------------------

@@ -325,7 +325,7 @@ def test_an_internal_error_message_is_one_line(kb, fast_env):
 def test_a_sweep_pairs_each_load_with_the_same_load(cli, kb, tmp_path):
     """M7: a sweep export against itself reported -30.6% TTFT (runs paired across loads). Each load pairs with the
     same load of the other side; where a file holds several runs at one load, nothing is judged. (An export
-    against itself is now refused outright: tests/test_same_run.py.)"""
+    against itself is now refused outright: tests/process/test_same_run.py.)"""
     passes = DATA / "vllm" / "results.json"  # six request rates, two passes: against vLLM, then against SGLang
     lines = passes.read_text().splitlines(keepends=True)
     first, second = tmp_path / "vllm-pass.json", tmp_path / "sgl-pass.json"

@@ -1,5 +1,5 @@
 """Collecting the test suite imports no model runtime: a newcomer's `pytest -k NAME` or `--collect-only`
-starts in seconds, and a skip decided by the hardware is decided inside its test (tests/test_embeddings.py)."""
+starts in seconds, and a skip decided by the hardware is decided inside its test (tests/process/test_embeddings.py)."""
 
 from __future__ import annotations
 

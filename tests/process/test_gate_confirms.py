@@ -9,13 +9,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from pathlib import Path
 
 import pytest
 from test_gate_passes import command_gate, compare_gate, engine, last_record, with_runs
 
 import kbtool
-from conftest import commit_count, git, tree_state
+from conftest import REPO_ROOT, commit_count, git, tree_state
 
 AGENT = "claude-code"
 
@@ -128,7 +127,7 @@ def test_over_mcp_a_command_gate_says_why_it_confirmed_nothing(kb, tmp_path):
 def test_the_record_run_prompt_no_longer_recommends_confirming_any_finding():
     from kbtool.surfaces.mcp.prompts import record_run
 
-    skill = (Path(__file__).resolve().parent.parent / "skills" / "kb" / "SKILL.md").read_text()
+    skill = (REPO_ROOT / "skills" / "kb" / "SKILL.md").read_text()
     prompt = record_run(skill, "TPOT after fusing")
     assert "confirms=<your finding>" not in prompt
     assert "only a finding whose evidence is the gate's own measurement" in prompt
