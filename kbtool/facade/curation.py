@@ -29,7 +29,7 @@ from kbtool.model.contracts import (
     Stats,
     page_of,
 )
-from kbtool.model.contracts.base import CardQuery, Listing, ListRequest
+from kbtool.model.contracts.base import CardQuery, GapsRequest, Judging, Listing, ListRequest
 from kbtool.model.contracts.reading import BULK
 from kbtool.model.errors import BadInput, CardNotFound
 from kbtool.model.records import CardSummary, Problem
@@ -164,18 +164,20 @@ class Curation(KnowledgeBaseCore):
 
     def open_gaps(
         self,
-        applies_for: Environment = None,
-        only_applying: bool = False,
+        request: GapsRequest | None = None,
+        /,
         limit: int | None = None,
         offset: int = 0,
-        sources: bool = True,
+        **judging: Unpack[Judging],
     ) -> OpenGaps:
         """A page of the open gaps here and (sources) in the sources (gaps_everywhere), as `kb gaps --json`
-        prints it and the MCP gaps tool answers it: each gap's frontmatter, its question and priority always set."""
-        if sources:
-            found = self.gaps_everywhere(applies_for, only_applying)
+        prints it and the MCP gaps tool answers it: each gap's frontmatter, its question and priority always set.
+        request: a GapsRequest, or its fields as keywords (applies_for=..., only_applying=..., sources=...)."""
+        request = GapsRequest.of(request, **judging)
+        if request.sources:
+            found = self.gaps_everywhere(request.applies_for, request.only_applying)
         else:
-            found = self.applying(self.gaps(), applies_for, only_applying)
+            found = self.applying(self.gaps(), request.applies_for, request.only_applying)
         shown, page = page_of(found, offset, limit)
         gaps = [
             OpenGap.model_validate(

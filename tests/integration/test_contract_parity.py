@@ -13,14 +13,14 @@ from typing import Any, get_args
 import pytest
 import typer
 
-from kbtool.model.contracts import CardQuery, ListRequest, Payload, SearchRequest
-from kbtool.model.contracts.base import Listing, Narrowing
+from kbtool.model.contracts import CardQuery, GapsRequest, ListRequest, Payload, SearchRequest
+from kbtool.model.contracts.base import Judging, Listing, Narrowing
 from kbtool.surfaces.cli import app
 
 # what a surface takes that shapes its answer, not the request: paging, the output's form, the knowledge base
 CLI_SHAPING = {"offset", "limit", "batch", "kb", "json"}
 MCP_SHAPING = {"offset", "limit", "budget", "fields", "kb"}
-OPERATIONS: dict[str, type[Payload]] = {"search": SearchRequest, "list": ListRequest}
+OPERATIONS: dict[str, type[Payload]] = {"search": SearchRequest, "list": ListRequest, "gaps": GapsRequest}
 
 
 def wire_names(contract: type[Payload]) -> dict[str, str]:
@@ -95,16 +95,18 @@ def test_every_mcp_parameter_of_an_operation_is_a_field_of_its_contract_by_the_s
 
 
 def test_the_python_keywords_are_the_query_fields():
-    """The Python API's keywords (kb.list(kind=...), kb.card_page(applies_for=...)) are typed by Narrowing and
-    Listing: the same fields as CardQuery and ListRequest, nothing more or less."""
+    """The Python API's keywords (kb.list(kind=...), kb.open_gaps(applies_for=...), kb.card_page(...)) are typed
+    by Narrowing, Judging and Listing: the same fields as CardQuery, GapsRequest and ListRequest."""
     assert set(Narrowing.__annotations__) == set(CardQuery.model_fields)
-    assert set(Narrowing.__annotations__) | set(Listing.__annotations__) == set(ListRequest.model_fields)
+    assert set(Judging.__annotations__) == set(GapsRequest.model_fields)
+    assert set(Listing.__annotations__) == set(ListRequest.model_fields)
 
 
 def test_a_search_is_a_listing_is_a_card_query():
     """The fields search, list, export and brief share are declared once: a search request is a listing
     ranked by its words, a listing a card query judged against an environment."""
     assert issubclass(SearchRequest, ListRequest) and issubclass(ListRequest, CardQuery)
+    assert issubclass(ListRequest, GapsRequest)  # judged against an environment as the gaps are
     shared = set(ListRequest.model_fields) - {"kind"}  # search's kind also takes skill
     same = {f for f in shared if repr(SearchRequest.model_fields[f]) == repr(ListRequest.model_fields[f])}
     assert same == shared

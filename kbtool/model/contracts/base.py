@@ -123,6 +123,22 @@ class Payload(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
+class Request(Payload):
+    """A value a caller sends to ask for something (a query, a listing, a search): made from JSON (parse) or from
+    the Python API's keywords (of)."""
+
+    @classmethod
+    def of(cls, given: Request | None = None, /, **fields: Any) -> Self:
+        """given as it is when it is one of cls; else one made from given's fields and the keywords over them
+        (cls's fields: Narrowing, Listing, SearchOptions), parsed as a request is (BadInput naming the fault); a
+        None keyword is not given."""
+        if isinstance(given, cls) and not fields:
+            return given
+        asked = {k: (list(v) if isinstance(v, (tuple, set)) else v) for k, v in fields.items() if v is not None}
+        base = {k: getattr(given, k) for k in given.model_fields_set if k in cls.model_fields} if given else {}
+        return cls.parse({**base, **asked})
+
+
 def _one_line(exc: ValidationError) -> str:
     """Every error in one line. A validator's own message already names its field, so it stands alone."""
     seen: list[str] = []
@@ -143,7 +159,7 @@ class Narrowing(TypedDict, total=False):
     where: Iterable[str | Filter]
 
 
-class CardQuery(Payload):
+class CardQuery(Request):
     """Which cards a read is about, every condition met: a kind, a status, all of some tags, and field
     conditions (where). The one declaration of the group a list, a search, an export and a brief narrow by;
     the Python API's keywords (kind=..., where=[...]) build one (CardQuery.of)."""
@@ -169,17 +185,6 @@ class CardQuery(Payload):
             raise ValueError(f"status {value!r} is not one of {', '.join(STATUSES)}")
         return value
 
-    @classmethod
-    def of(cls, given: CardQuery | None = None, /, **fields: Any) -> Self:
-        """given as it is when it is one of cls; else one made from given's fields and the keywords over them
-        (cls's fields: Narrowing, Listing, SearchOptions), parsed as a request is (BadInput naming the fault); a
-        None keyword is not given."""
-        if isinstance(given, cls) and not fields:
-            return given
-        asked = {k: (list(v) if isinstance(v, (tuple, set)) else v) for k, v in fields.items() if v is not None}
-        base = {k: getattr(given, k) for k in given.model_fields_set if k in cls.model_fields} if given else {}
-        return cls.parse({**base, **asked})
-
     def conditions(self) -> list[Filter]:
         """Every condition, as filters all to be met (kind, status and each tag are field conditions too)."""
         return card_conditions(self.kind, self.status, self.tags, self.where)
@@ -189,10 +194,12 @@ class CardQuery(Payload):
         return all(f.matches(data) for f in self.conditions())
 
 
-class ListRequest(CardQuery):
-    """A listing (`kb list`, the MCP list tool, the daemon's list): the cards that match, here and (sources)
-    in the sources, judged against an environment (applies_for over kb.toml [environment]). A search is one
-    too, ranked by its words (SearchRequest)."""
+class GapsRequest(Request):
+    """The open gaps (`kb gaps`, the MCP gaps tool, the daemon's gaps), here and (sources) in the sources, judged
+    against an environment (applies_for over kb.toml [environment]). A listing is judged the same way
+    (ListRequest)."""
+
+    noun: ClassVar[str] = "gaps option"
 
     applies_for: ForEnvironment = Field(
         default_factory=dict,
@@ -204,9 +211,21 @@ class ListRequest(CardQuery):
     sources: bool = Field(True, strict=True, description="also the knowledge bases kb.toml names as [[sources]]")
 
 
-class Listing(Narrowing, total=False):
-    """ListRequest's fields as the Python API's keywords take them (kb.card_page(kind="gap", applies_for=...))."""
+class ListRequest(CardQuery, GapsRequest):
+    """A listing (`kb list`, the MCP list tool, the daemon's list): the cards that match (a CardQuery), here and
+    (sources) in the sources, judged against an environment as the gaps are (GapsRequest). A search is one too,
+    ranked by its words (SearchRequest)."""
+
+    noun: ClassVar[str] = "list option"
+
+
+class Judging(TypedDict, total=False):
+    """GapsRequest's fields as the Python API's keywords take them (kb.open_gaps(applies_for=..., sources=False))."""
 
     applies_for: Mapping[str, str] | Iterable[str] | None
     only_applying: bool
     sources: bool
+
+
+class Listing(Narrowing, Judging, total=False):
+    """ListRequest's fields as the Python API's keywords take them (kb.card_page(kind="gap", applies_for=...))."""

@@ -11,7 +11,6 @@ from typing import Any
 from kbtool.model.errors import BadInput
 
 OPERATIONS = ("list", "gaps", "stats")
-JUDGED = ("for", "only_applying")  # the options that judge a read against an environment
 
 
 def run(kb: Any, op: str, args: dict[str, Any]) -> Any:
@@ -20,11 +19,9 @@ def run(kb: Any, op: str, args: dict[str, Any]) -> Any:
     if op == "list":
         return _list(kb, args)
     if op == "gaps":
-        unknown = set(args) - {"sources", *JUDGED}
-        if unknown:
-            raise BadInput(f"gaps: unknown option(s) {', '.join(sorted(unknown))}")
-        pairs, only = _strings(args, "for"), bool(args.get("only_applying"))
-        return kb.open_gaps(pairs, only, sources=bool(args.get("sources"))).to_json()
+        from kbtool.model.contracts.base import GapsRequest
+
+        return kb.open_gaps(GapsRequest.parse(args, "gaps")).to_json()
     if op == "stats":
         return kb.stats().to_json()
     raise BadInput(f"unknown operation {op!r} (one of search, {', '.join(OPERATIONS)})")
@@ -60,10 +57,3 @@ def _row(summary: Any, standing: str | None) -> list[str]:
     applies = [summary.applies] if summary.applies else []
     status = f"{summary.status} ({standing})" if standing else summary.status
     return [summary.id, summary.kind, status, *applies, summary.title]
-
-
-def _strings(args: dict[str, Any], key: str) -> list[str]:
-    value = args.get(key) or []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise BadInput(f"{key}: expected a list of strings")
-    return value

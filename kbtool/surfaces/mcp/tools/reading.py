@@ -19,6 +19,7 @@ from kbtool.model.contracts import (
     CardLog,
     CardPage,
     Documents,
+    GapsRequest,
     ListRequest,
     OpenGaps,
     RecentChanges,
@@ -187,12 +188,14 @@ async def gaps(
     ctx: Context,
     applies_for: For = None,
     only_applying: OnlyApplying = False,
+    sources: Sources = True,
     limit: Limit = 50,
     offset: Offset = 0,
     kb: KbChoice = None,
 ) -> Annotated[CallToolResult, OpenGaps]:
     """The open questions, high priority first: what to measure next."""
-    return await on(ctx, kb, lambda base: answers.open_gaps(base.open_gaps(applies_for, only_applying, limit, offset)))
+    asked = {**present(applies_for=applies_for), "only_applying": only_applying, "sources": sources}
+    return await on(ctx, kb, lambda base: answers.open_gaps(base.open_gaps(GapsRequest.parse(asked), limit, offset)))
 
 
 @tool(READS)
