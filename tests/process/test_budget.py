@@ -115,7 +115,7 @@ def test_the_tool_definitions_cost_a_session_at_most_3500_tokens(tmp_path):
     # a writer's tags are the new card's, not a filter
     assert "new card" in by_name["add_finding"].input_schema["properties"]["tags"]["description"]
     # paths name files on the server's machine, from its working folder
-    assert "working folder" in by_name["add_finding"].input_schema["properties"]["artifact"]["description"]
+    assert "working folder" in by_name["add_finding"].input_schema["properties"]["from"]["description"]
     assert "server" in by_name["compare"].input_schema["properties"]["candidate"]["description"]
     # one knowledge base served: no tool spends tokens on choosing one
     assert all("kb" not in t.input_schema.get("properties", {}) for t in tools)

@@ -862,7 +862,7 @@ def test_several_knowledge_bases_are_named_apart(seeded, env, tmp_path):
 
 def test_an_agent_compares_repeated_runs_and_records_them_with_their_verdicts(seeded, env, tmp_path):
     """A single run is not a fact, over MCP too: `compare` judges folders of runs before anything is
-    written, and add_finding takes several exports a side (artifact and baseline_artifacts)."""
+    written, and add_finding takes several exports a side (from and baseline_from)."""
     from test_repeats import vllm_runs
 
     sides = {}
@@ -889,8 +889,8 @@ def test_an_agent_compares_repeated_runs_and_records_them_with_their_verdicts(se
                 client,
                 "add_finding",
                 title="FP8 KV cache: output throughput",
-                artifact=sides["candidate"],
-                baseline_artifacts=sides["baseline"],
+                baseline_from=sides["baseline"],
+                **{"from": sides["candidate"]},  # the contract's name, as `kb add-finding --from`
             )
             assert not added.is_error, added.content[0].text
             assert commit_count(seeded.root) == commits + 1

@@ -191,10 +191,10 @@ async def after_it(agent: Agent, candidate: list[str], baseline: list[str], gap:
     added = await agent.call(
         "add_finding",
         title="A mock engine's TPOT at concurrency 2: 8 ms against the baseline's 12 ms",
-        artifact=candidate,
-        baseline_artifacts=baseline,
+        baseline_from=baseline,
         applies_to={"engine": "mock"},
         closes=gap,
+        **{"from": candidate},  # the contract's name, as `kb add-finding --from`
     )
     finding = added.structured_content["id"]
     card = (await agent.call("get", id=finding)).structured_content["cards"][0]

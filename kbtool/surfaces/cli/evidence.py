@@ -197,6 +197,7 @@ def add_finding(
         list[str] | None,
         typer.Option(
             "--env",
+            "--environment",
             help="KEY=VALUE of where the numbers were measured, when no export says so: gpu, driver, an engine's or "
             "library's version, e.g. gpu='NVIDIA H100 80GB HBM3' (repeatable). Never this machine unless given.",
             show_default=False,

@@ -65,8 +65,8 @@ FOOTER_ROOM = 100  # tokens of the footer line and the page fields (total, offse
 IGNORED = re.compile(r"--ignore-condition [\w.]+(?: --ignore-condition [\w.]+)*")
 IGNORED_KEY = re.compile(r"--ignore-condition ([\w.]+)")
 ARGUMENTS = {
-    "--baseline-from": "baseline_artifacts",
-    "--from": "artifact",
+    "--baseline-from": "baseline_from",
+    "--from": "from",
     "--strict": "strict=true",
     "--for": "applies_for",
     "--only-applying": "only_applying=true",

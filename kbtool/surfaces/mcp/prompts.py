@@ -63,7 +63,7 @@ def before_experiment(skill_text: str, goal: str, scope: dict[str, str]) -> str:
 
 def record_run(skill_text: str, what: str, artifact: str | None = None, closes: str | None = None) -> str:
     call = f'add_finding(title="{what}", metrics={{...}}, baseline={{...}}, applies_to={{...}}'
-    call += f', artifact="{artifact}"' if artifact else ""
+    call += f', from="{artifact}"' if artifact else ""
     call += f', closes="{closes}"' if closes else ""
     steps = [
         f"Record what this run measured: {what}.",

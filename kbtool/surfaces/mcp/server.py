@@ -45,12 +45,22 @@ A new finding that replaces an older one: `supersede` it. A card you wrote that 
 confirms your finding when its evidence is that run's own measurement."""
 
 # Names agents reach for out of habit (other search tools call the query `q` and the hit count `limit` or
-# `top_k`), read as kb's own where a tool takes the one and not the other; `filters`: the name search and list
-# gave their field conditions before they took the contract's (where).
-ALIASES = {"q": "query", "limit": "k", "top_k": "k", "name": "id", "applies_for": "for", "filters": "where"}
-# Arguments whose name on the wire Python cannot spell as a parameter: `for` is a keyword, so the tools and
-# prompts declare applies_for and KbServer shows it, and reads it, as `for`.
-WIRE_NAMES = {"applies_for": "for"}
+# `top_k`), read as kb's own where a tool takes the one and not the other; `filters`, `artifact` and
+# `baseline_artifacts`: the names search, list and add_finding gave these before they took their contracts' own.
+ALIASES = {
+    "q": "query",
+    "limit": "k",
+    "top_k": "k",
+    "name": "id",
+    "applies_for": "for",
+    "filters": "where",
+    "artifact": "from",
+    "baseline_artifacts": "baseline_from",
+}
+# Arguments whose name on the wire Python cannot spell as a parameter: `for` and `from` are keywords, so the tools
+# and prompts declare applies_for and artifact (the contracts' own field names) and KbServer shows them, and reads
+# them, as `for` and `from` (the contracts' names on the wire).
+WIRE_NAMES = {"applies_for": "for", "artifact": "from"}
 PYTHON_NAMES = {wire: name for name, wire in WIRE_NAMES.items()}
 
 

@@ -68,8 +68,12 @@ async def add_finding(
             f"interval; {PATHS}"
         ),
     ] = None,
-    baseline_artifacts: Annotated[
+    baseline_from: Annotated[
         list[str] | None, Field(description="the baseline's, the same way: each change gets a verdict")
+    ] = None,
+    metric_name: Annotated[str | None, Field(description="a results TSV's column to read")] = None,
+    environment: Annotated[
+        dict[str, str] | None, Field(description='where measured, if no export says: {"gpu": "NVIDIA H100"}')
     ] = None,
     ignore_conditions: Annotated[
         list[str] | None, Field(description="load conditions allowed to differ; recorded")
@@ -94,7 +98,9 @@ async def add_finding(
         project=project,
         command=command,
         conditions=conditions,
-        baseline_from=baseline_artifacts,
+        baseline_from=baseline_from,
+        metric_name=metric_name,
+        environment=environment,
         ignore_conditions=ignore_conditions,
         body=body,
         **{"from": artifact},
