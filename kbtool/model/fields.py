@@ -238,11 +238,9 @@ def _filtered_path(key: str, flag: str) -> tuple[tuple[str, ...], bool]:
     return tuple(parts), negate
 
 
-def filters_of(where: Iterable[str | Filter] | Mapping[str, Any], flag: str = "--where") -> list[Filter]:
-    """Filters as callers hold them: a mapping (filters_from), `field=value` strings parsed (parse_filters),
-    parsed ones kept as they are."""
-    if isinstance(where, Mapping):
-        return filters_from(where, flag.removeprefix("--"))
+def filters_of(where: Iterable[str | Filter], flag: str = "--where") -> list[Filter]:
+    """Filters as callers hold them: `field=value` strings parsed (parse_filters), parsed ones kept as they are
+    (a mapping is filters_from's, read by the contracts' Filters field)."""
     given = list(where)
     pairs = [w for w in given if isinstance(w, str)]
     return [w for w in given if isinstance(w, Filter)] + (parse_filters(pairs, flag) if pairs else [])
